@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Install everything kpysched and its tests need on a fresh machine:
+# a virtualenv with the package and dev tools, and the Go-built upstream binaries
+# (etcd, kube-apiserver, kube-scheduler, helm) in ~/.cache/kpysched (built once).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet -e '.[dev]'
+if [ -d tests/plugin_package ]; then
+    .venv/bin/python -m pip install --quiet -e tests/plugin_package
+fi
+.venv/bin/python -m tests.cluster build

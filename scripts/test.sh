@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Set up (idempotent) and run the whole suite: lint, types, unit and e2e tests.
+# The e2e tests start their own etcd + kube-apiserver on loopback.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+.venv/bin/ruff check .
+.venv/bin/mypy
+.venv/bin/python -m pytest "$@"

@@ -1,0 +1,46 @@
+"""Certificates and keys for the loopback test cluster, made with the openssl CLI."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+# The Service IP of `kubernetes.default` is the first address of the service range.
+SERVICE_CLUSTER_IP_RANGE = "10.0.0.0/24"
+KUBERNETES_SERVICE_IP = "10.0.0.1"
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    result = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuntimeError(f"openssl {' '.join(args)} failed: {result.stderr.strip()}")
+
+
+def generate(pki: Path) -> None:
+    """Write ca.{crt,key}, apiserver.{crt,key} (serving) and sa.{key,pub} into `pki`."""
+    pki.mkdir(parents=True, exist_ok=True)
+    _openssl("genrsa", "-out", "ca.key", "2048", cwd=pki)
+    _openssl(
+        "req", "-x509", "-new", "-nodes", "-key", "ca.key", "-subj", "/CN=kpysched-test-ca",
+        "-days", "3650", "-out", "ca.crt", cwd=pki,
+    )
+    _openssl("genrsa", "-out", "apiserver.key", "2048", cwd=pki)
+    _openssl(
+        "req", "-new", "-key", "apiserver.key", "-subj", "/CN=kube-apiserver",
+        "-out", "apiserver.csr", cwd=pki,
+    )
+    names = [
+        "DNS:localhost", "DNS:kubernetes", "DNS:kubernetes.default", "DNS:kubernetes.default.svc",
+        "DNS:kubernetes.default.svc.cluster.local", "IP:127.0.0.1", f"IP:{KUBERNETES_SERVICE_IP}",
+    ]
+    (pki / "apiserver.ext").write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
+        f"extendedKeyUsage=serverAuth\nsubjectAltName={','.join(names)}\n"
+    )
+    _openssl(
+        "x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+        "-CAcreateserial", "-days", "3650", "-extfile", "apiserver.ext", "-out", "apiserver.crt",
+        cwd=pki,
+    )
+    _openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
+    _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
