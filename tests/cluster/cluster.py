@@ -61,7 +61,8 @@ class ClusterState:
     def load(cls, directory: Path) -> ClusterState:
         path = directory / "state.json"
         if not path.is_file():
-            raise ClusterError(f"no cluster state at {path}: run `python -m tests.cluster up` first")
+            raise ClusterError(
+                f"no cluster state at {path}: run `python -m tests.cluster up` first")
         fields = json.loads(path.read_text())
         return cls(**fields)
 
@@ -228,7 +229,8 @@ def up(directory: Path = DEFAULT_DIR) -> ClusterState:
     """Start etcd and kube-apiserver; return the state once /readyz says ok."""
     directory = directory.resolve()
     if (directory / "state.json").exists():
-        raise ClusterError(f"{directory} already holds a cluster: run `down --dir {directory}` first")
+        raise ClusterError(
+            f"{directory} already holds a cluster: run `down --dir {directory}` first")
     bin_dir = build.ensure_built()
     directory.mkdir(parents=True, exist_ok=True)
     certs.generate(directory / "pki")

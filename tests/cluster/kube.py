@@ -25,7 +25,7 @@ def api_client(state: ClusterState) -> client.ApiClient:
     configuration = client.Configuration()
     configuration.host = state.server
     configuration.ssl_ca_cert = state.ca_file
-    configuration.api_key = {"authorization": f"Bearer {state.token}"}
+    configuration.api_key = {"BearerToken": f"Bearer {state.token}"}
     return client.ApiClient(configuration)
 
 
@@ -91,15 +91,19 @@ def node_body(
 async def create_nodes(
     api: client.ApiClient, count: int, *, prefix: str = "node", **spec: Any
 ) -> list[str]:
-    """Create `count` Nodes (status included: no kubelet needed to schedule on them)."""
+    """Create `count` Nodes (status included: no kubelet needed to schedule on them).
+
+    The TaintNodesByCondition admission plugin adds `node.kubernetes.io/not-ready`
+    to every new Node, and no node lifecycle controller runs here to lift it, so
+    the taints are set again (to exactly the requested ones) right after create.
+    """
     core = client.CoreV1Api(api)
     names = [f"{prefix}-{next(_node_counter)}-{secrets.token_hex(2)}" for _ in range(count)]
     for name in names:
         body = node_body(name, **spec)
-        created = await core.create_node(body)
-        # Some API server versions drop status on create; write it explicitly if so.
-        if not (created.status and created.status.allocatable):
-            await core.replace_node_status(name, {**body, "metadata": created.metadata})
+        await core.create_node(body)
+        await core.patch_node(name, [{"op": "replace", "path": "/spec/taints",
+                                      "value": body["spec"]["taints"]}])
     return names
 
 

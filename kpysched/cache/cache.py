@@ -1,0 +1,180 @@
+"""Cache: what every node holds, from the informers plus pods we have assumed.
+
+Assumed pods are placed here the moment the scheduling cycle picks their node,
+so the next cycle already sees them; the binding task later confirms (the
+informer reports the pod bound) or forgets them (bind failed). Every mutation
+bumps a global generation stamped on the touched NodeInfo, which is how
+`update_snapshot` finds what changed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import structlog
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
+from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class _PodState:
+    pod: PodInfo
+    node_name: str
+    assumed: bool
+    binding_finished: bool = False
+    deadline: float | None = None
+
+
+class Cache:
+    def __init__(self, assumed_pod_ttl_seconds: float = 0.0) -> None:
+        # 0 keeps assumed pods until the informer confirms or deletes them, as
+        # upstream does since v1.26; a positive TTL expires them after binding.
+        self._ttl = assumed_pod_ttl_seconds
+        self._nodes: dict[str, NodeInfo] = {}
+        self._pods: dict[str, _PodState] = {}  # by uid
+        self._generation = 0
+
+    # --- generation bookkeeping -------------------------------------------------
+
+    def _touch(self, info: NodeInfo) -> None:
+        self._generation += 1
+        info.generation = self._generation
+
+    def _node_info(self, name: str) -> NodeInfo:
+        info = self._nodes.get(name)
+        if info is None:
+            # Pods may arrive before their node; keep them on a placeholder.
+            info = NodeInfo(name)
+            self._nodes[name] = info
+        return info
+
+    # --- nodes ------------------------------------------------------------------
+
+    def add_or_update_node(self, node: api.Node) -> None:
+        info = self._node_info(node.metadata.name)
+        info.set_node(node)
+        self._touch(info)
+
+    def remove_node(self, name: str) -> None:
+        info = self._nodes.get(name)
+        if info is None:
+            return
+        if info.pods:
+            # Pods still point at it; keep their usage until they go too.
+            info.node = None
+            self._touch(info)
+        else:
+            del self._nodes[name]
+        self._generation += 1
+
+    def node_count(self) -> int:
+        return sum(1 for info in self._nodes.values() if info.node is not None)
+
+    # --- pods -------------------------------------------------------------------
+
+    def _place(self, pod: PodInfo, node_name: str) -> None:
+        info = self._node_info(node_name)
+        info.add_pod(pod)
+        self._touch(info)
+
+    def _unplace(self, uid: str, node_name: str) -> None:
+        info = self._nodes.get(node_name)
+        if info is None:
+            return
+        info.remove_pod(uid)
+        self._touch(info)
+        if info.node is None and not info.pods:
+            del self._nodes[node_name]
+
+    def assume_pod(self, pod: PodInfo, node_name: str) -> None:
+        if pod.uid in self._pods:
+            raise ValueError(f"pod {pod.key} is already in the cache")
+        self._place(pod, node_name)
+        self._pods[pod.uid] = _PodState(pod, node_name, assumed=True)
+
+    def finish_binding(self, uid: str) -> None:
+        state = self._pods.get(uid)
+        if state is not None and state.assumed:
+            state.binding_finished = True
+            if self._ttl > 0:
+                state.deadline = time.monotonic() + self._ttl
+
+    def forget_pod(self, uid: str) -> None:
+        """Drop an assumed pod whose binding failed."""
+        state = self._pods.get(uid)
+        if state is None or not state.assumed:
+            return
+        del self._pods[uid]
+        self._unplace(uid, state.node_name)
+
+    def is_assumed(self, uid: str) -> bool:
+        state = self._pods.get(uid)
+        return state is not None and state.assumed
+
+    def add_or_update_pod(self, pod: PodInfo) -> None:
+        """An assigned pod reported by the informer (ours or anyone's)."""
+        state = self._pods.get(pod.uid)
+        if state is not None:
+            self._unplace(pod.uid, state.node_name)
+        self._place(pod, pod.node_name)
+        self._pods[pod.uid] = _PodState(pod, pod.node_name, assumed=False)
+
+    def remove_pod(self, uid: str) -> None:
+        state = self._pods.pop(uid, None)
+        if state is not None:
+            self._unplace(uid, state.node_name)
+
+    def has_pod(self, uid: str) -> bool:
+        return uid in self._pods
+
+    def cleanup_expired(self, now: float | None = None) -> list[PodInfo]:
+        now = time.monotonic() if now is None else now
+        expired = [s for s in self._pods.values()
+                   if s.assumed and s.deadline is not None and s.deadline <= now]
+        for state in expired:
+            log.warning("cache.assumed_pod_expired", pod=state.pod.key, node=state.node_name)
+            self.remove_pod(state.pod.uid)
+        return [state.pod for state in expired]
+
+    def pod_count(self) -> int:
+        return len(self._pods)
+
+    def assumed_count(self) -> int:
+        return sum(1 for s in self._pods.values() if s.assumed)
+
+    # --- snapshot ---------------------------------------------------------------
+
+    def update_snapshot(self, snapshot: Snapshot) -> None:
+        """Bring `snapshot` up to date with nodes changed since its generation."""
+        if snapshot.generation == self._generation:
+            return
+        structure_changed = False
+        for name in list(snapshot.by_name):
+            info = self._nodes.get(name)
+            if info is None or info.node is None:
+                del snapshot.by_name[name]
+                structure_changed = True
+        changed: list[NodeInfo] = []
+        for name, info in self._nodes.items():
+            if info.node is None or info.generation <= snapshot.generation:
+                continue
+            copy = info.clone()
+            if name not in snapshot.by_name:
+                structure_changed = True
+                snapshot.by_name[name] = copy
+            else:
+                changed.append(copy)
+        if structure_changed:
+            for copy in changed:
+                snapshot.by_name[copy.name] = copy
+            snapshot.rebuild_order()
+        else:
+            for copy in changed:
+                snapshot.replace(copy)
+        snapshot.generation = self._generation

@@ -1,0 +1,80 @@
+"""Snapshot: the consistent view one scheduling cycle decides against.
+
+Taken from the cache at the start of each cycle; only nodes whose generation
+moved since the previous snapshot are copied, so a cycle over 5000 quiet nodes
+costs a dictionary walk, not 5000 clones. Resource columns are numpy arrays in
+node-list order for vectorised filters and scores.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from kpysched.cache.node_info import NodeInfo
+
+IntArray = npt.NDArray[np.int64]
+
+
+@dataclass(slots=True)
+class ResourceColumns:
+    """Per-node resource figures, row i belonging to Snapshot.node_infos[i]."""
+
+    allocatable_cpu: IntArray
+    allocatable_memory: IntArray
+    allocatable_ephemeral: IntArray
+    allowed_pods: IntArray
+    requested_cpu: IntArray
+    requested_memory: IntArray
+    requested_ephemeral: IntArray
+    pod_count: IntArray
+    non_zero_cpu: IntArray
+    non_zero_memory: IntArray
+
+    @classmethod
+    def empty(cls, size: int) -> ResourceColumns:
+        return cls(*(np.zeros(size, dtype=np.int64) for _ in range(10)))
+
+    def fill_row(self, row: int, info: NodeInfo) -> None:
+        self.allocatable_cpu[row] = info.allocatable.milli_cpu
+        self.allocatable_memory[row] = info.allocatable.memory
+        self.allocatable_ephemeral[row] = info.allocatable.ephemeral_storage
+        self.allowed_pods[row] = info.allocatable.allowed_pod_number
+        self.requested_cpu[row] = info.requested.milli_cpu
+        self.requested_memory[row] = info.requested.memory
+        self.requested_ephemeral[row] = info.requested.ephemeral_storage
+        self.pod_count[row] = len(info.pods)
+        self.non_zero_cpu[row] = info.non_zero_requested.milli_cpu
+        self.non_zero_memory[row] = info.non_zero_requested.memory
+
+
+@dataclass(slots=True)
+class Snapshot:
+    node_infos: list[NodeInfo] = field(default_factory=list)
+    by_name: dict[str, NodeInfo] = field(default_factory=dict)
+    index: dict[str, int] = field(default_factory=dict)
+    columns: ResourceColumns = field(default_factory=lambda: ResourceColumns.empty(0))
+    generation: int = 0
+
+    def get(self, name: str) -> NodeInfo | None:
+        return self.by_name.get(name)
+
+    def __len__(self) -> int:
+        return len(self.node_infos)
+
+    def rebuild_order(self) -> None:
+        """Recompute list order, index and columns after nodes came or went."""
+        self.node_infos = sorted(self.by_name.values(), key=lambda info: info.name)
+        self.index = {info.name: row for row, info in enumerate(self.node_infos)}
+        self.columns = ResourceColumns.empty(len(self.node_infos))
+        for row, info in enumerate(self.node_infos):
+            self.columns.fill_row(row, info)
+
+    def replace(self, info: NodeInfo) -> None:
+        """Swap in a fresh copy of a known node (same row)."""
+        row = self.index[info.name]
+        self.node_infos[row] = info
+        self.by_name[info.name] = info
+        self.columns.fill_row(row, info)

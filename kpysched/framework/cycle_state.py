@@ -1,0 +1,33 @@
+"""CycleState: per-scheduling-cycle data that plugins hand from one point to the next."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CycleState:
+    """A plain keyed store; each plugin uses its own key (usually its NAME + suffix)."""
+
+    __slots__ = ("_data", "skip_filter_plugins", "skip_score_plugins")
+
+    def __init__(self) -> None:
+        self._data: dict[str, Any] = {}
+        self.skip_filter_plugins: set[str] = set()
+        self.skip_score_plugins: set[str] = set()
+
+    def write(self, key: str, value: Any) -> None:
+        self._data[key] = value
+
+    def read(self, key: str) -> Any:
+        """The value stored under `key`; KeyError when PreFilter/PreScore did not run."""
+        return self._data[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._data.get(key, default)
+
+    def clone(self) -> CycleState:
+        copy = CycleState()
+        copy._data = dict(self._data)
+        copy.skip_filter_plugins = set(self.skip_filter_plugins)
+        copy.skip_score_plugins = set(self.skip_score_plugins)
+        return copy

@@ -1,0 +1,155 @@
+"""Extension-point protocols, one per point, as upstream's framework defines them.
+
+A plugin class subclasses the protocols it implements so mypy checks every
+signature. Filter and Score are synchronous and pure over the snapshot; only the
+binding-cycle points (Permit's waiting, PreBind, Bind, PostBind) await.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.events import ClusterEvent
+from kpysched.framework.status import Status
+from kpysched.objects.pod import PodInfo
+
+if TYPE_CHECKING:
+    from kpysched.cache.node_info import NodeInfo
+    from kpysched.cache.snapshot import Snapshot
+    from kpysched.objects import api
+
+MAX_NODE_SCORE = 100
+MIN_NODE_SCORE = 0
+
+
+@dataclass(slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+@dataclass(slots=True)
+class PreFilterResult:
+    """Node names the pod may go to at all; None means every node."""
+
+    node_names: set[str] | None = None
+
+
+@dataclass(slots=True)
+class PostFilterResult:
+    nominated_node_name: str = ""
+
+
+@dataclass(slots=True)
+class QueuedPodInfo:
+    pod_info: PodInfo
+    timestamp: float  # when it entered the active queue (for QueueSort ties)
+    initial_attempt_timestamp: float | None = None
+    attempts: int = 0
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    gated: bool = False
+    gating_plugin: str = ""
+
+
+class Handle(Protocol):
+    """What the framework offers plugins."""
+
+    @property
+    def snapshot(self) -> Snapshot: ...
+
+    async def bind(self, pod: api.Pod, node_name: str) -> Status:
+        """POST the Binding subresource (used by DefaultBinder)."""
+        ...
+
+    def allow_waiting_pod(self, uid: str, plugin: str) -> None: ...
+
+    def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None: ...
+
+
+class Plugin(Protocol):
+    NAME: ClassVar[str]
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        """Cluster events that may make a pod this plugin rejected schedulable."""
+        ...
+
+
+class PreEnqueuePlugin(Plugin, Protocol):
+    def pre_enqueue(self, pod: PodInfo) -> Status: ...
+
+
+class QueueSortPlugin(Plugin, Protocol):
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool: ...
+
+
+class PreFilterPlugin(Plugin, Protocol):
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]: ...
+
+
+class PreFilterExtensions(Protocol):
+    """Lets preemption and nominated-pod checks update a PreFilter's state incrementally."""
+
+    def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo,
+                node: NodeInfo) -> Status: ...
+
+    def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo,
+                   node: NodeInfo) -> Status: ...
+
+
+class FilterPlugin(Plugin, Protocol):
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
+
+
+class PostFilterPlugin(Plugin, Protocol):
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]: ...
+
+
+class PreScorePlugin(Plugin, Protocol):
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status: ...
+
+
+class ScorePlugin(Plugin, Protocol):
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]: ...
+
+
+class ScoreExtensions(Protocol):
+    def normalize_score(self, state: CycleState, pod: PodInfo,
+                        scores: list[NodeScore]) -> Status: ...
+
+
+class ReservePlugin(Plugin, Protocol):
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+class PermitPlugin(Plugin, Protocol):
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        """Success, Unschedulable, or Wait with a timeout in seconds."""
+        ...
+
+
+class PreBindPlugin(Plugin, Protocol):
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
+
+
+class BindPlugin(Plugin, Protocol):
+    async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Bind, or return Skip to let the next Bind plugin do it."""
+        ...
+
+
+class PostBindPlugin(Plugin, Protocol):
+    async def post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None: ...
+
+
+class PluginFactory(Protocol):
+    def __call__(self, args: Any, handle: Handle) -> Plugin: ...

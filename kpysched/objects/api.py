@@ -1,0 +1,237 @@
+"""Wire shapes of the Kubernetes objects kpysched reads, decoded with msgspec.
+
+Only the fields scheduling needs are declared; msgspec skips the rest of the JSON
+without building it, which is what makes decoding a watch event cheap. Field
+names are snake_case here and camelCase on the wire.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class _Wire(msgspec.Struct, rename="camel", omit_defaults=True):
+    pass
+
+
+class OwnerReference(_Wire):
+    kind: str = ""
+    name: str = ""
+    uid: str = ""
+    controller: bool | None = None
+
+
+class ObjectMeta(_Wire):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resource_version: str = ""
+    labels: dict[str, str] = {}
+    annotations: dict[str, str] = {}
+    creation_timestamp: str | None = None
+    deletion_timestamp: str | None = None
+    owner_references: list[OwnerReference] = []
+
+
+class ListMeta(_Wire):
+    resource_version: str = ""
+    continue_: str | None = msgspec.field(default=None, name="continue")
+
+
+class ContainerPort(_Wire):
+    container_port: int = 0
+    host_port: int = 0
+    protocol: str = "TCP"
+    host_ip: str = msgspec.field(default="", name="hostIP")
+
+
+class ResourceRequirements(_Wire):
+    requests: dict[str, str | int | float] = {}
+    limits: dict[str, str | int | float] = {}
+
+
+class Container(_Wire):
+    name: str = ""
+    image: str = ""
+    resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
+    ports: list[ContainerPort] = []
+    restart_policy: str | None = None
+
+
+class Toleration(_Wire):
+    key: str = ""
+    operator: str = ""
+    value: str = ""
+    effect: str = ""
+    toleration_seconds: int | None = None
+
+
+class Taint(_Wire):
+    key: str = ""
+    value: str = ""
+    effect: str = ""
+
+
+class NodeSelectorRequirement(_Wire):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class NodeSelectorTerm(_Wire):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(_Wire):
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class PreferredSchedulingTerm(_Wire):
+    weight: int
+    preference: NodeSelectorTerm
+
+
+class NodeAffinity(_Wire):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] = []
+
+
+class LabelSelectorRequirement(_Wire):
+    key: str
+    operator: str
+    values: list[str] = []
+
+
+class LabelSelector(_Wire):
+    match_labels: dict[str, str] = {}
+    match_expressions: list[LabelSelectorRequirement] = []
+
+
+class PodAffinityTerm(_Wire):
+    topology_key: str = ""
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = []
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] = []
+    mismatch_label_keys: list[str] = []
+
+
+class WeightedPodAffinityTerm(_Wire):
+    weight: int
+    pod_affinity_term: PodAffinityTerm
+
+
+class PodAffinity(_Wire):
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
+
+
+class Affinity(_Wire):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(_Wire):
+    max_skew: int
+    topology_key: str
+    when_unsatisfiable: str
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] = []
+
+
+class SchedulingGate(_Wire):
+    name: str
+
+
+class PodSpec(_Wire):
+    node_name: str = ""
+    scheduler_name: str = "default-scheduler"
+    priority: int | None = None
+    priority_class_name: str = ""
+    preemption_policy: str | None = None
+    node_selector: dict[str, str] = {}
+    affinity: Affinity | None = None
+    tolerations: list[Toleration] = []
+    containers: list[Container] = []
+    init_containers: list[Container] = []
+    overhead: dict[str, str | int | float] = {}
+    resources: ResourceRequirements | None = None
+    scheduling_gates: list[SchedulingGate] = []
+    topology_spread_constraints: list[TopologySpreadConstraint] = []
+    termination_grace_period_seconds: int | None = None
+
+
+class PodCondition(_Wire):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+
+
+class PodStatus(_Wire):
+    phase: str = ""
+    nominated_node_name: str = ""
+    conditions: list[PodCondition] = []
+    start_time: str | None = None
+
+
+class Pod(_Wire):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodSpec = msgspec.field(default_factory=PodSpec)
+    status: PodStatus = msgspec.field(default_factory=PodStatus)
+
+
+class ContainerImage(_Wire):
+    names: list[str] = []
+    size_bytes: int = 0
+
+
+class NodeSpec(_Wire):
+    unschedulable: bool = False
+    taints: list[Taint] = []
+
+
+class NodeStatus(_Wire):
+    allocatable: dict[str, str | int | float] = {}
+    capacity: dict[str, str | int | float] = {}
+    images: list[ContainerImage] = []
+
+
+class Node(_Wire):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: NodeSpec = msgspec.field(default_factory=NodeSpec)
+    status: NodeStatus = msgspec.field(default_factory=NodeStatus)
+
+
+class PodList(_Wire):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[Pod] = []
+
+
+class NodeList(_Wire):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[Node] = []
+
+
+class WatchEvent(_Wire):
+    type: str
+    object: msgspec.Raw
+
+
+class Status(_Wire):
+    """The API's error body (kind: Status), e.g. in a watch ERROR event."""
+
+    code: int = 0
+    reason: str = ""
+    message: str = ""
+
+
+def decoder(kind: type[Any]) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(kind)

@@ -1,0 +1,80 @@
+"""PodInfo: a decoded Pod plus what scheduling derives from it, computed once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+
+from kpysched.objects import api
+from kpysched.objects.resources import Resource, pod_requests
+
+DEFAULT_SCHEDULER_NAME = "default-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    ip: str
+    protocol: str
+    port: int
+
+
+def _host_ports(spec: api.PodSpec) -> tuple[HostPort, ...]:
+    containers = [*spec.containers,
+                  *(c for c in spec.init_containers if c.restart_policy == "Always")]
+    return tuple(
+        HostPort(port.host_ip or "0.0.0.0", port.protocol or "TCP", port.host_port)
+        for container in containers for port in container.ports if port.host_port > 0
+    )
+
+
+@dataclass(slots=True, eq=False)
+class PodInfo:
+    pod: api.Pod
+    requests: Resource
+    non_zero_requests: Resource
+    host_ports: tuple[HostPort, ...]
+    key: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.key = f"{self.pod.metadata.namespace}/{self.pod.metadata.name}"
+
+    @classmethod
+    def of(cls, pod: api.Pod) -> PodInfo:
+        return cls(pod, pod_requests(pod.spec), pod_requests(pod.spec, non_zero=True),
+                   _host_ports(pod.spec))
+
+    @property
+    def uid(self) -> str:
+        return self.pod.metadata.uid
+
+    @property
+    def name(self) -> str:
+        return self.pod.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.pod.metadata.namespace
+
+    @property
+    def priority(self) -> int:
+        return self.pod.spec.priority or 0
+
+    @property
+    def node_name(self) -> str:
+        return self.pod.spec.node_name
+
+    @property
+    def terminating(self) -> bool:
+        return self.pod.metadata.deletion_timestamp is not None
+
+    @property
+    def finished(self) -> bool:
+        return self.pod.status.phase in ("Succeeded", "Failed")
+
+
+_pod_decoder = msgspec.json.Decoder(api.Pod)
+
+
+def decode_pod(raw: bytes) -> api.Pod:
+    return _pod_decoder.decode(raw)
