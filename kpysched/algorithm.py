@@ -1,0 +1,150 @@
+"""One scheduling decision: filter nodes, score the feasible ones, pick the best.
+
+Follows upstream's schedulePod: PreFilter, Filter over a rotating window of
+nodes bounded by percentageOfNodesToScore, PreScore/Score/NormalizeScore with
+weights, and a uniformly random choice among the top-scoring nodes.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.runtime import Framework
+from kpysched.framework.status import Code, Status
+from kpysched.objects.pod import PodInfo
+
+MIN_FEASIBLE_NODES_TO_FIND = 100
+MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
+
+
+def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
+    """How many feasible nodes to look for before scoring (upstream's adaptive rule)."""
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
+        return num_all_nodes
+    if percentage <= 0:
+        percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
+    wanted = num_all_nodes * min(percentage, 100) // 100
+    return max(wanted, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    """Why a pod fits nowhere; `message()` is upstream's FitError text."""
+
+    num_all_nodes: int
+    node_to_status: dict[str, Status] = field(default_factory=dict)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+    def message(self) -> str:
+        text = f"0/{self.num_all_nodes} nodes are available:"
+        if self.pre_filter_msg:
+            text += f" {self.pre_filter_msg}."
+        else:
+            histogram = Counter(reason for status in self.node_to_status.values()
+                                for reason in status.reasons)
+            # Sorted as strings ("17 …" before "3 …"), exactly as upstream sorts them.
+            parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
+            if parts:
+                text += f" {', '.join(parts)}."
+        if self.post_filter_msg:
+            text += f" {self.post_filter_msg}."
+        return text
+
+
+@dataclass(slots=True)
+class ScheduleResult:
+    node_name: str
+    evaluated_nodes: int
+    feasible_nodes: int
+
+
+class Algorithm:
+    def __init__(self, percentage_of_nodes_to_score: int = 0,
+                 rng: random.Random | None = None) -> None:
+        self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
+        self._next_start_node_index = 0
+        self._rng = rng or random.Random()
+
+    def schedule(self, framework: Framework, state: CycleState, pod: PodInfo,
+                 snapshot: Snapshot) -> ScheduleResult | Diagnosis | Status:
+        """A result, a Diagnosis (fits nowhere), or an Error status."""
+        all_nodes = snapshot.node_infos
+        if not all_nodes:
+            return Diagnosis(0)
+        feasible, diagnosis, error = self._find_nodes_that_fit(framework, state, pod, snapshot)
+        if error is not None:
+            return error
+        if not feasible:
+            return diagnosis
+        if len(feasible) == 1:
+            # Nothing to compare: upstream skips PreScore/Score for a single candidate.
+            return ScheduleResult(feasible[0].name, len(diagnosis.node_to_status) + 1, 1)
+        status = framework.run_pre_score(state, pod, feasible)
+        if not status.ok:
+            return status
+        totals, status = framework.run_score(state, pod, feasible)
+        if not status.ok:
+            return status
+        return ScheduleResult(self._select_host(feasible, totals),
+                              len(feasible) + len(diagnosis.node_to_status), len(feasible))
+
+    def _find_nodes_that_fit(
+        self, framework: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> tuple[list[NodeInfo], Diagnosis, Status | None]:
+        all_nodes = snapshot.node_infos
+        diagnosis = Diagnosis(len(all_nodes))
+        pre_result, status, rejectors = framework.run_pre_filter(state, pod, all_nodes)
+        if not status.ok:
+            if status.code == Code.ERROR:
+                return [], diagnosis, status
+            diagnosis.pre_filter_msg = status.message()
+            diagnosis.unschedulable_plugins |= rejectors
+            for info in all_nodes:
+                diagnosis.node_to_status[info.name] = status
+            return [], diagnosis, None
+
+        nodes: list[NodeInfo] = all_nodes
+        if pre_result.node_names is not None:
+            nodes = [found for name in sorted(pre_result.node_names)
+                     if (found := snapshot.get(name)) is not None]
+
+        percentage = framework.percentage_of_nodes_to_score
+        if percentage is None:
+            percentage = self.percentage_of_nodes_to_score
+        to_find = num_feasible_nodes_to_find(percentage, len(nodes))
+        feasible: list[NodeInfo] = []
+        processed = 0
+        count = len(nodes)
+        start = self._next_start_node_index % count if count else 0
+        if not framework.filter_plugins:
+            feasible = [nodes[(start + i) % count] for i in range(min(to_find, count))]
+            processed = len(feasible)
+        else:
+            for i in range(count):
+                info = nodes[(start + i) % count]
+                processed += 1
+                node_status = framework.run_filter(state, pod, info)
+                if node_status.ok:
+                    feasible.append(info)
+                    if len(feasible) >= to_find:
+                        break
+                elif node_status.code == Code.ERROR:
+                    return [], diagnosis, node_status
+                else:
+                    diagnosis.node_to_status[info.name] = node_status
+                    diagnosis.unschedulable_plugins.add(node_status.plugin)
+        if count:
+            self._next_start_node_index = (self._next_start_node_index + processed) % count
+        return feasible, diagnosis, None
+
+    def _select_host(self, nodes: list[NodeInfo], totals: list[int]) -> str:
+        best = max(totals)
+        top = [info.name for info, total in zip(nodes, totals, strict=True) if total == best]
+        return top[0] if len(top) == 1 else self._rng.choice(top)

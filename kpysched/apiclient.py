@@ -1,0 +1,97 @@
+"""A thin raw-JSON request path on top of kubernetes_asyncio's ApiClient.
+
+kubernetes_asyncio gives us authentication (kubeconfig or in-cluster), TLS and
+the connection pool; its OpenAPI models are skipped for speed (and because some
+of them reject valid replies, e.g. V1Binding). Writes go through a client-side
+token bucket with upstream's clientConnection semantics (qps, burst).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import msgspec
+from kubernetes_asyncio import client
+
+
+class TokenBucket:
+    """client-go's flowcontrol: `qps` tokens per second, at most `burst` saved up."""
+
+    def __init__(self, qps: float, burst: int) -> None:
+        self._rate = qps
+        self._capacity = float(max(burst, 1))
+        self._tokens = self._capacity
+        self._last = time.monotonic()
+        self._lock = asyncio.Lock()
+
+    async def acquire(self) -> None:
+        if self._rate <= 0:
+            return  # qps <= 0 disables throttling, as in client-go
+        async with self._lock:
+            now = time.monotonic()
+            self._tokens = min(self._capacity, self._tokens + (now - self._last) * self._rate)
+            self._last = now
+            if self._tokens < 1:
+                await asyncio.sleep((1 - self._tokens) / self._rate)
+                self._tokens = 1.0
+                self._last = time.monotonic()
+            self._tokens -= 1
+
+
+class ApiResponse(msgspec.Struct):
+    status: int
+    body: bytes
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.status < 300
+
+    def message(self) -> str:
+        """The `message` of a kind: Status reply, or the raw body."""
+        try:
+            decoded = msgspec.json.decode(self.body)
+        except msgspec.DecodeError:
+            return self.body.decode(errors="replace")[:500]
+        message = decoded.get("message") if isinstance(decoded, dict) else None
+        if isinstance(message, str):
+            return message
+        return self.body.decode(errors="replace")[:500]
+
+
+class RawApi:
+    def __init__(self, api_client: client.ApiClient, qps: float = 50.0, burst: int = 100) -> None:
+        self.api_client = api_client
+        self._bucket = TokenBucket(qps, burst)
+        self.requests_sent = 0
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        query: dict[str, str] | None = None,
+        timeout: float | None = 30.0,
+        throttle: bool = True,
+    ) -> ApiResponse:
+        if throttle:
+            await self._bucket.acquire()
+        self.requests_sent += 1
+        response = await self.api_client.call_api(
+            path, method,
+            query_params=list((query or {}).items()),
+            header_params={"Content-Type": content_type, "Accept": "application/json"},
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+            _request_timeout=timeout,
+        )
+        try:
+            data: bytes = await response.read()
+        finally:
+            response.release()
+        return ApiResponse(response.status, data)

@@ -1,0 +1,25 @@
+"""Posting the Binding subresource: the one write that places a pod."""
+
+from __future__ import annotations
+
+from kpysched.apiclient import RawApi
+from kpysched.framework.status import SUCCESS, Status
+from kpysched.objects import api
+
+
+class Binder:
+    def __init__(self, raw: RawApi) -> None:
+        self._raw = raw
+
+    async def bind(self, pod: api.Pod, node_name: str) -> Status:
+        meta = pod.metadata
+        body = {
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": {"name": meta.name, "namespace": meta.namespace, "uid": meta.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node_name},
+        }
+        response = await self._raw.request(
+            "POST", f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}/binding", body)
+        if response.ok:
+            return SUCCESS
+        return Status.error(f"binding rejected: {response.status}: {response.message()}")

@@ -1,0 +1,286 @@
+"""Framework: one profile's plugins, run extension point by extension point.
+
+Built from an EffectiveProfile (ordered plugin names per extension point,
+weights, validated args) and the registry. It holds no cluster state of its own:
+every decision reads the snapshot the scheduler hands it through the Handle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from kpysched.framework import interfaces as fw
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.events import EVERYTHING, ClusterEvent
+from kpysched.framework.registry import PluginSpec
+from kpysched.framework.status import SUCCESS, Code, Status
+from kpysched.objects.pod import PodInfo
+
+if TYPE_CHECKING:
+    from kpysched.cache.node_info import NodeInfo
+
+
+class FrameworkError(ValueError):
+    """A profile that cannot be built (unknown plugin, wrong extension point)."""
+
+
+@dataclass(slots=True)
+class ProfileSpec:
+    """What the framework needs from configuration for one profile."""
+
+    scheduler_name: str
+    plugins: Mapping[str, Sequence[str]]  # extension point -> ordered plugin names
+    weights: Mapping[str, int] = field(default_factory=dict)
+    args: Mapping[str, Any] = field(default_factory=dict)
+    percentage_of_nodes_to_score: int | None = None
+
+
+@dataclass(slots=True)
+class WaitingPod:
+    """A pod a Permit plugin asked to wait; plugins allow or reject it by name."""
+
+    pod: PodInfo
+    pending: set[str]
+    future: asyncio.Future[Status]
+
+    def allow(self, plugin: str) -> None:
+        self.pending.discard(plugin)
+        if not self.pending and not self.future.done():
+            self.future.set_result(SUCCESS)
+
+    def reject(self, plugin: str, reason: str) -> None:
+        if not self.future.done():
+            self.future.set_result(Status.unschedulable(reason, plugin=plugin))
+
+
+class Framework:
+    def __init__(self, profile: ProfileSpec, registry: Mapping[str, PluginSpec],
+                 handle: fw.Handle) -> None:
+        self.profile_name = profile.scheduler_name
+        self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
+        self.handle = handle
+        self.waiting_pods: dict[str, WaitingPod] = {}
+        self._instances: dict[str, Any] = {}
+        names = {name for point in profile.plugins.values() for name in point}
+        for name in sorted(names):
+            spec = registry.get(name)
+            if spec is None:
+                raise FrameworkError(f"profile {profile.scheduler_name!r}: unknown plugin {name!r}")
+            self._instances[name] = spec.factory(profile.args.get(name), handle)
+        self.weights = {name: profile.weights.get(name, 1) for name in profile.plugins.get(
+            "score", ())}
+
+        def instances(point: str, protocol: type[Any]) -> list[Any]:
+            chosen = []
+            for name in profile.plugins.get(point, ()):
+                plugin = self._instances[name]
+                if protocol not in type(plugin).__mro__:
+                    raise FrameworkError(
+                        f"profile {profile.scheduler_name!r}: plugin {name!r} does not "
+                        f"implement {point}")
+                chosen.append(plugin)
+            return chosen
+
+        self.pre_enqueue_plugins: list[fw.PreEnqueuePlugin] = instances(
+            "preEnqueue", fw.PreEnqueuePlugin)
+        sorters = instances("queueSort", fw.QueueSortPlugin)
+        if len(sorters) != 1:
+            raise FrameworkError(
+                f"profile {profile.scheduler_name!r}: exactly one queueSort plugin is required, "
+                f"got {len(sorters)}")
+        self.queue_sort: fw.QueueSortPlugin = sorters[0]
+        self.pre_filter_plugins: list[fw.PreFilterPlugin] = instances(
+            "preFilter", fw.PreFilterPlugin)
+        self.filter_plugins: list[fw.FilterPlugin] = instances("filter", fw.FilterPlugin)
+        self.post_filter_plugins: list[fw.PostFilterPlugin] = instances(
+            "postFilter", fw.PostFilterPlugin)
+        self.pre_score_plugins: list[fw.PreScorePlugin] = instances("preScore", fw.PreScorePlugin)
+        self.score_plugins: list[fw.ScorePlugin] = instances("score", fw.ScorePlugin)
+        self.reserve_plugins: list[fw.ReservePlugin] = instances("reserve", fw.ReservePlugin)
+        self.permit_plugins: list[fw.PermitPlugin] = instances("permit", fw.PermitPlugin)
+        self.pre_bind_plugins: list[fw.PreBindPlugin] = instances("preBind", fw.PreBindPlugin)
+        self.bind_plugins: list[fw.BindPlugin] = instances("bind", fw.BindPlugin)
+        self.post_bind_plugins: list[fw.PostBindPlugin] = instances(
+            "postBind", fw.PostBindPlugin)
+        self._events: dict[str, tuple[ClusterEvent, ...]] = {
+            name: tuple(plugin.events_to_register()) for name, plugin in self._instances.items()
+        }
+
+    def plugin(self, name: str) -> Any:
+        return self._instances[name]
+
+    def events_for(self, plugin: str) -> tuple[ClusterEvent, ...]:
+        # A plugin we do not know (e.g. from a removed profile) wakes on anything.
+        return self._events.get(plugin, (EVERYTHING,))
+
+    # --- queue-time points -------------------------------------------------------
+
+    def run_pre_enqueue(self, pod: PodInfo) -> Status:
+        for plugin in self.pre_enqueue_plugins:
+            status = plugin.pre_enqueue(pod)
+            if not status.ok:
+                return status.with_plugin(plugin.NAME)
+        return SUCCESS
+
+    def less(self, a: fw.QueuedPodInfo, b: fw.QueuedPodInfo) -> bool:
+        return self.queue_sort.less(a, b)
+
+    # --- scheduling cycle --------------------------------------------------------
+
+    def run_pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[fw.PreFilterResult, Status, set[str]]:
+        """Returns the merged node-name restriction, the status, and the plugins that
+        rejected (for queueing) — upstream's RunPreFilterPlugins."""
+        result = fw.PreFilterResult()
+        for plugin in self.pre_filter_plugins:
+            narrowed, status = plugin.pre_filter(state, pod, nodes)
+            if status.code == Code.SKIP:
+                state.skip_filter_plugins.add(plugin.NAME)
+                continue
+            if not status.ok:
+                status.with_plugin(plugin.NAME)
+                if status.code == Code.ERROR:
+                    return result, status, set()
+                return result, status, {plugin.NAME}
+            if narrowed is not None and narrowed.node_names is not None:
+                if result.node_names is None:
+                    result.node_names = set(narrowed.node_names)
+                else:
+                    result.node_names &= narrowed.node_names
+                if not result.node_names:
+                    return result, Status.unresolvable(
+                        "node(s) didn't satisfy plugin(s) [" + plugin.NAME + "]",
+                        plugin=plugin.NAME), {plugin.NAME}
+        return result, SUCCESS, set()
+
+    def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        skip = state.skip_filter_plugins
+        for plugin in self.filter_plugins:
+            if skip and plugin.NAME in skip:
+                continue
+            status = plugin.filter(state, pod, node)
+            if status is not SUCCESS and not status.ok:
+                return status.with_plugin(plugin.NAME)
+        return SUCCESS
+
+    def run_post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[fw.PostFilterResult | None, Status, list[str]]:
+        """Returns the result, the status, and each plugin's message (for the event)."""
+        messages: list[str] = []
+        for plugin in self.post_filter_plugins:
+            result, status = plugin.post_filter(state, pod, statuses)
+            if status.ok:
+                return result, status, messages
+            if status.code == Code.ERROR:
+                return None, status.with_plugin(plugin.NAME), messages
+            if status.reasons:
+                messages.append(status.message())
+        return None, Status.unschedulable(), messages
+
+    def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        for plugin in self.pre_score_plugins:
+            status = plugin.pre_score(state, pod, nodes)
+            if status.code == Code.SKIP:
+                state.skip_score_plugins.add(plugin.NAME)
+            elif not status.ok:
+                return status.with_plugin(plugin.NAME)
+        return SUCCESS
+
+    def run_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status]:
+        """Weighted total score per node (same order as `nodes`)."""
+        totals = [0] * len(nodes)
+        for plugin in self.score_plugins:
+            if plugin.NAME in state.skip_score_plugins:
+                continue
+            scores: list[fw.NodeScore] = []
+            for node in nodes:
+                value, status = plugin.score(state, pod, node)
+                if not status.ok:
+                    return totals, status.with_plugin(plugin.NAME)
+                scores.append(fw.NodeScore(node.name, value))
+            if fw.ScoreExtensions in type(plugin).__mro__:
+                status = cast(fw.ScoreExtensions, plugin).normalize_score(state, pod, scores)
+                if not status.ok:
+                    return totals, status.with_plugin(plugin.NAME)
+            weight = self.weights.get(plugin.NAME, 1)
+            for i, node_score in enumerate(scores):
+                if not fw.MIN_NODE_SCORE <= node_score.score <= fw.MAX_NODE_SCORE:
+                    return totals, Status.error(
+                        f"plugin {plugin.NAME} returns an invalid score {node_score.score}, it "
+                        f"should be in the range of [{fw.MIN_NODE_SCORE}, {fw.MAX_NODE_SCORE}] "
+                        "after normalizing", plugin.NAME)
+                totals[i] += node_score.score * weight
+        return totals, SUCCESS
+
+    def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for plugin in self.reserve_plugins:
+            status = plugin.reserve(state, pod, node_name)
+            if not status.ok:
+                return status.with_plugin(plugin.NAME)
+        return SUCCESS
+
+    def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        # Reverse order, as upstream: undo in the opposite order of reserving.
+        for plugin in reversed(self.reserve_plugins):
+            plugin.unreserve(state, pod, node_name)
+
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        waiting_on: dict[str, float] = {}
+        for plugin in self.permit_plugins:
+            status, timeout = plugin.permit(state, pod, node_name)
+            if status.code == Code.WAIT:
+                waiting_on[plugin.NAME] = timeout
+            elif not status.ok:
+                return status.with_plugin(plugin.NAME)
+        if waiting_on:
+            future: asyncio.Future[Status] = asyncio.get_running_loop().create_future()
+            waiting = WaitingPod(pod, set(waiting_on), future)
+            self.waiting_pods[pod.uid] = waiting
+            timeout = min(waiting_on.values())
+            names = sorted(waiting_on)
+
+            def expire() -> None:
+                if not future.done():
+                    future.set_result(Status.unschedulable(
+                        f"rejected due to timeout after waiting {timeout:g}s at plugin "
+                        f"{names[0]}", plugin=names[0]))
+
+            asyncio.get_running_loop().call_later(timeout, expire)
+            return Status(Code.WAIT)
+        return SUCCESS
+
+    async def wait_on_permit(self, pod: PodInfo) -> Status:
+        waiting = self.waiting_pods.get(pod.uid)
+        if waiting is None:
+            return SUCCESS
+        try:
+            return await waiting.future
+        finally:
+            self.waiting_pods.pop(pod.uid, None)
+
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for plugin in self.pre_bind_plugins:
+            status = await plugin.pre_bind(state, pod, node_name)
+            if not status.ok:
+                return status.with_plugin(plugin.NAME)
+        return SUCCESS
+
+    async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        for plugin in self.bind_plugins:
+            status = await plugin.bind(state, pod, node_name)
+            if status.code == Code.SKIP:
+                continue
+            return status.with_plugin(plugin.NAME) if not status.ok else status
+        return Status(Code.SKIP)
+
+    async def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        for plugin in self.post_bind_plugins:
+            await plugin.post_bind(state, pod, node_name)
+

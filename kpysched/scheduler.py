@@ -1,0 +1,206 @@
+"""The scheduling loop and the binding cycles it spawns.
+
+One task pops one pod at a time and decides synchronously against a fresh
+snapshot (it never awaits the network); the chosen node is assumed in the cache
+at once, and a separate task per pod runs WaitOnPermit, PreBind, Bind and
+PostBind. A failed binding undoes the reservation, forgets the assumed pod and
+requeues it with backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import msgspec
+import structlog
+
+from kpysched.algorithm import Algorithm, Diagnosis, ScheduleResult
+from kpysched.cache.cache import Cache
+from kpysched.cache.snapshot import Snapshot
+from kpysched.events import EventRecorder
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.interfaces import QueuedPodInfo
+from kpysched.framework.runtime import Framework
+from kpysched.framework.status import Code, Status
+from kpysched.objects.pod import PodInfo
+from kpysched.queue.scheduling_queue import SchedulingQueue
+
+log = structlog.get_logger(__name__)
+
+UNSCHEDULABLE = "Unschedulable"
+SCHEDULER_ERROR = "SchedulerError"
+
+
+@dataclass(slots=True)
+class Counters:
+    """Plain counters the metrics module and tests read."""
+
+    attempts_scheduled: int = 0
+    attempts_unschedulable: int = 0
+    attempts_error: int = 0
+    binds_succeeded: int = 0
+    binds_failed: int = 0
+
+
+class Scheduler:
+    def __init__(
+        self,
+        frameworks: Mapping[str, Framework],
+        queue: SchedulingQueue,
+        cache: Cache,
+        algorithm: Algorithm,
+        recorder: EventRecorder,
+    ) -> None:
+        self.frameworks = dict(frameworks)
+        self.queue = queue
+        self.cache = cache
+        self.algorithm = algorithm
+        self.recorder = recorder
+        self.snapshot = Snapshot()
+        self.counters = Counters()
+        self.last_progress = time.monotonic()
+        self._binding_tasks: set[asyncio.Task[None]] = set()
+        self._stopping = False
+
+    def responsible_for(self, scheduler_name: str) -> bool:
+        return scheduler_name in self.frameworks
+
+    # --- the loop ----------------------------------------------------------------
+
+    async def run(self) -> None:
+        while not self._stopping:
+            queued = await self.queue.pop()
+            if queued is None:
+                return
+            self.schedule_one(queued)
+            self.last_progress = time.monotonic()
+            # Let informers and binding tasks run between decisions.
+            await asyncio.sleep(0)
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.queue.close()
+
+    async def drain_bindings(self, timeout: float) -> None:
+        if self._binding_tasks:
+            await asyncio.wait(set(self._binding_tasks), timeout=timeout)
+
+    def schedule_one(self, queued: QueuedPodInfo) -> None:
+        pod = queued.pod_info
+        framework = self.frameworks.get(pod.pod.spec.scheduler_name)
+        if framework is None or pod.terminating or self.cache.has_pod(pod.uid):
+            # Not ours any more, being deleted, or already assumed/bound: nothing to do.
+            self.queue.done(pod.uid)
+            return
+        pod_cycle = self.queue.scheduling_cycle
+        self.cache.update_snapshot(self.snapshot)
+        state = CycleState()
+        outcome = self.algorithm.schedule(framework, state, pod, self.snapshot)
+
+        if isinstance(outcome, Diagnosis):
+            self._post_filter(framework, state, pod, outcome)
+            self._fail(framework, queued, pod_cycle, outcome, None)
+            return
+        if isinstance(outcome, Status):
+            self._fail(framework, queued, pod_cycle, None, outcome)
+            return
+        self._assume_and_bind(framework, queued, pod_cycle, state, outcome)
+
+    def _post_filter(self, framework: Framework, state: CycleState, pod: PodInfo,
+                     diagnosis: Diagnosis) -> None:
+        if not framework.post_filter_plugins or diagnosis.num_all_nodes == 0:
+            return
+        # Only nodes that a plugin rejected as resolvable are worth trying to free.
+        _, _, messages = framework.run_post_filter(state, pod, diagnosis.node_to_status)
+        diagnosis.post_filter_msg = ", ".join(messages)
+
+    def _assume_and_bind(self, framework: Framework, queued: QueuedPodInfo, pod_cycle: int,
+                         state: CycleState, result: ScheduleResult) -> None:
+        pod = queued.pod_info
+        node = result.node_name
+        assumed = PodInfo(
+            msgspec.structs.replace(pod.pod, spec=msgspec.structs.replace(
+                pod.pod.spec, node_name=node)),
+            pod.requests, pod.non_zero_requests, pod.host_ports)
+        self.cache.assume_pod(assumed, node)
+
+        status = framework.run_reserve(state, assumed, node)
+        if not status.ok:
+            framework.run_unreserve(state, assumed, node)
+            self.cache.forget_pod(pod.uid)
+            self._fail(framework, queued, pod_cycle, None, status)
+            return
+        status = framework.run_permit(state, assumed, node)
+        if not status.ok and status.code != Code.WAIT:
+            framework.run_unreserve(state, assumed, node)
+            self.cache.forget_pod(pod.uid)
+            self._fail(framework, queued, pod_cycle, None, status)
+            return
+        self.counters.attempts_scheduled += 1
+        task = asyncio.get_running_loop().create_task(
+            self._binding_cycle(framework, queued, pod_cycle, state, assumed, node),
+            name=f"bind {pod.key}")
+        self._binding_tasks.add(task)
+        task.add_done_callback(self._binding_tasks.discard)
+
+    async def _binding_cycle(self, framework: Framework, queued: QueuedPodInfo, pod_cycle: int,
+                             state: CycleState, assumed: PodInfo, node: str) -> None:
+        stage = "Permit"
+        status = await framework.wait_on_permit(assumed)
+        if status.ok:
+            stage = "PreBind"
+            status = await framework.run_pre_bind(state, assumed, node)
+        if status.ok:
+            stage = "Bind"
+            status = await framework.run_bind(state, assumed, node)
+            if status.code == Code.SKIP:
+                status = Status.error("no bind plugin bound the pod")
+        if not status.ok:
+            self.counters.binds_failed += 1
+            log.info("bind.failed", pod=assumed.key, node=node, reason=status.message())
+            framework.run_unreserve(state, assumed, node)
+            self.cache.forget_pod(assumed.uid)
+            if status.code == Code.ERROR and status.plugin:
+                status = Status.error(
+                    f"running {stage} plugin \"{status.plugin}\": "
+                    f"{status.message()}", status.plugin)
+            self._fail(framework, queued, pod_cycle, None, status)
+            return
+        self.cache.finish_binding(assumed.uid)
+        self.counters.binds_succeeded += 1
+        log.debug("pod.bound", pod=assumed.key, node=node)
+        self.recorder.scheduled(assumed.pod, framework.profile_name, node)
+        await framework.run_post_bind(state, assumed, node)
+        self.queue.done(assumed.uid)
+
+    def _fail(self, framework: Framework, queued: QueuedPodInfo, pod_cycle: int,
+              diagnosis: Diagnosis | None, error: Status | None) -> None:
+        pod = queued.pod_info
+        if diagnosis is not None:
+            self.counters.attempts_unschedulable += 1
+            queued.unschedulable_plugins = {p for p in diagnosis.unschedulable_plugins if p}
+            message, reason, is_error = diagnosis.message(), UNSCHEDULABLE, False
+        else:
+            assert error is not None
+            if error.is_rejected:
+                self.counters.attempts_unschedulable += 1
+                queued.unschedulable_plugins = {error.plugin} if error.plugin else set()
+                message, reason, is_error = error.message(), UNSCHEDULABLE, False
+            else:
+                self.counters.attempts_error += 1
+                message, reason, is_error = error.message(), SCHEDULER_ERROR, True
+        # A pod deleted or bound by someone else meanwhile has left the queue's view:
+        # say nothing about it and do not requeue it.
+        still_pending = self.queue.where(pod.uid) == "in_flight"
+        self.queue.add_unschedulable(queued, pod_cycle, error=is_error)
+        if not still_pending:
+            return
+        log.info("pod.unschedulable" if not is_error else "pod.schedule_error",
+                 pod=pod.key, reason=message)
+        latest = queued.pod_info.pod
+        self.recorder.failed_scheduling(latest, framework.profile_name, message)
+        self.recorder.set_unschedulable_condition(latest, reason, message)
+
