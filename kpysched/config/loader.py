@@ -1,0 +1,131 @@
+"""Read a KubeSchedulerConfiguration file the way kube-scheduler does: strictly.
+
+Duplicate keys and unknown fields are errors (upstream's strict decoder), a null
+value means "unset" (as Go's JSON decoding leaves the field alone), and every
+error names the field as written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+import yaml
+from pydantic import ValidationError
+
+from kpysched.config.errors import ConfigError, problem, validation_problems
+from kpysched.config.profiles import EffectiveProfile, build_profiles
+from kpysched.config.scheduler_config import API_VERSION, KIND, SchedulerConfiguration
+from kpysched.framework.registry import PluginSpec
+
+_REMOVED_FIELD_HINT = (
+    "removed in kubescheduler.config.k8s.io/v1beta3; kube-scheduler v1.36 rejects it too"
+)
+_HINTS = {"healthzBindAddress": _REMOVED_FIELD_HINT, "metricsBindAddress": _REMOVED_FIELD_HINT}
+# The Lease the default scheduler holds: sharing it makes the two schedulers take turns.
+_KUBE_SCHEDULER_LEASE = ("kube-system", "kube-scheduler")
+
+
+def load_config(
+    path: str | os.PathLike[str] | None, registry: Mapping[str, PluginSpec]
+) -> tuple[SchedulerConfiguration, list[EffectiveProfile]]:
+    """The configuration in `path` (upstream defaults if None) and its profiles,
+    resolved against `registry`. Raises ConfigError naming the file and every problem."""
+    source = None if path is None else os.fspath(path)
+    try:
+        config = SchedulerConfiguration() if source is None else parse_config(read_yaml(source))
+        profiles = build_profiles(config, registry)
+    except ConfigError as err:
+        raise (err.with_source(source) if source else err) from None
+    election = config.leader_election
+    if election.leader_elect and (
+        (election.resource_namespace, election.resource_name) == _KUBE_SCHEDULER_LEASE
+    ):
+        structlog.get_logger().warning(
+            "config.lease_shared_with_kube_scheduler", lease="kube-system/kube-scheduler",
+            reason="kpysched and kube-scheduler would take turns being leader; "
+            "set leaderElection.resourceName unless kpysched replaces kube-scheduler",
+        )
+    return config, profiles
+
+
+def parse_config(data: object) -> SchedulerConfiguration:
+    """Validate a decoded document (a mapping) as KubeSchedulerConfiguration v1."""
+    if not isinstance(data, Mapping):
+        raise ConfigError([f"expected a {KIND} mapping, got {_kind_of(data)}"])
+    document = _normalize(data)
+    missing = [
+        problem(field, f'required field is missing (expected "{expected}")')
+        for field, expected in (("apiVersion", API_VERSION), ("kind", KIND))
+        if field not in document
+    ]
+    if missing:
+        raise ConfigError(missing)
+    api_version = document["apiVersion"]
+    if api_version != API_VERSION:
+        raise ConfigError([problem("apiVersion", f'unsupported version "{api_version}": kpysched '
+                                   f'reads "{API_VERSION}", as kube-scheduler v1.36 does')])
+    try:
+        return SchedulerConfiguration.model_validate(document)
+    except ValidationError as err:
+        raise ConfigError(validation_problems(err, hints=_HINTS)) from None
+
+
+def read_yaml(path: str) -> object:
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return yaml.load(stream, Loader=_StrictLoader)  # a SafeLoader
+    except OSError as err:
+        raise ConfigError([f"cannot read the file: {err.strerror}"], path) from None
+    except UnicodeDecodeError as err:
+        raise ConfigError([f"the file is not UTF-8 text: {err.reason}"], path) from None
+    except yaml.MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        raise ConfigError([f"invalid YAML at {where}{err.problem or err.context}"], path) from None
+    except yaml.YAMLError as err:
+        raise ConfigError([f"invalid YAML: {err}"], path) from None
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that rejects a key given twice in one mapping, as upstream does."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str):
+                continue
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    "while reading a mapping", node.start_mark,
+                    f'duplicate key "{key}"', key_node.start_mark,
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _normalize(value: object) -> Any:
+    """Drop null values (unset, for Go's decoder) and turn keys into strings as YAML-to-JSON
+    conversion does, so an odd key is reported as an unknown field by its name."""
+    if isinstance(value, Mapping):
+        return {_key(key): _normalize(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_normalize(item) for item in value]
+    return value
+
+
+def _key(key: object) -> str:
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    return str(key)
+
+
+def _kind_of(value: object) -> str:
+    if value is None:
+        return "an empty document"
+    if isinstance(value, list):
+        return "a list"
+    return f"a {type(value).__name__}"

@@ -1,0 +1,36 @@
+"""Process settings: where the kubeconfig and the scheduler configuration live, and
+how to log. Environment variables `KPYSCHED_<FIELD>`; the CLI passes its flags as
+keyword arguments, which take precedence over the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from kpysched.config.scheduler_config import SchedulerConfiguration
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KPYSCHED_", extra="forbid")
+
+    kubeconfig: Path | None = None
+    config: Path | None = None  # a KubeSchedulerConfiguration file; None = upstream defaults
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    log_format: Literal["auto", "json", "console"] = "auto"  # auto: console on a terminal
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
+
+
+def kubeconfig_path(settings: Settings, config: SchedulerConfiguration) -> Path | None:
+    """The kubeconfig to use: the flag or KPYSCHED_KUBECONFIG, else the file's
+    clientConnection.kubeconfig; None means in-cluster (or $KUBECONFIG)."""
+    if settings.kubeconfig is not None:
+        return settings.kubeconfig
+    written = config.client_connection.kubeconfig
+    return Path(written) if written else None

@@ -1,0 +1,51 @@
+"""Informers: list+watch API resources into stores and tell handlers what changed."""
+
+from __future__ import annotations
+
+from kubernetes_asyncio.client import ApiClient
+
+from kpysched.informers.decode import ApiStatusError, ResourceExpiredError
+from kpysched.informers.reflector import Reflector
+from kpysched.informers.store import EventHandler, KubeObject, object_key
+from kpysched.objects.api import Node, NodeList, Pod, PodList
+
+# kube-scheduler's pod informer never sees terminal pods: they hold no resources
+# and need no scheduling (pkg/scheduler/scheduler.go, newPodInformer).
+NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
+
+
+def pod_reflector(
+    api_client: ApiClient,
+    handler: EventHandler[Pod],
+    *,
+    namespace: str | None = None,
+    field_selector: str | None = NON_TERMINAL_PODS,
+    label_selector: str | None = None,
+) -> Reflector[Pod]:
+    """Pods in all namespaces (or one), non-terminal only unless told otherwise."""
+    path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
+    return Reflector(api_client, path, Pod, PodList, handler, resource="pods",
+                     field_selector=field_selector, label_selector=label_selector)
+
+
+def node_reflector(
+    api_client: ApiClient,
+    handler: EventHandler[Node],
+    *,
+    label_selector: str | None = None,
+) -> Reflector[Node]:
+    return Reflector(api_client, "/api/v1/nodes", Node, NodeList, handler, resource="nodes",
+                     label_selector=label_selector)
+
+
+__all__ = [
+    "NON_TERMINAL_PODS",
+    "ApiStatusError",
+    "EventHandler",
+    "KubeObject",
+    "Reflector",
+    "ResourceExpiredError",
+    "node_reflector",
+    "object_key",
+    "pod_reflector",
+]

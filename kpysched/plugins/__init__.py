@@ -1,0 +1,45 @@
+"""In-tree plugins: one module per upstream plugin, listed explicitly."""
+
+from __future__ import annotations
+
+from kpysched.framework.registry import PluginSpec
+from kpysched.plugins import (
+    default_binder,
+    image_locality,
+    node_affinity,
+    node_name,
+    node_ports,
+    node_resources_balanced_allocation,
+    node_resources_fit,
+    node_unschedulable,
+    priority_sort,
+    scheduling_gates,
+    taint_toleration,
+)
+
+IN_TREE: dict[str, PluginSpec] = {
+    spec.name: spec
+    for spec in (
+        priority_sort.SPEC,
+        scheduling_gates.SPEC,
+        node_unschedulable.SPEC,
+        node_name.SPEC,
+        taint_toleration.SPEC,
+        node_affinity.SPEC,
+        node_ports.SPEC,
+        node_resources_fit.SPEC,
+        node_resources_balanced_allocation.SPEC,
+        image_locality.SPEC,
+        default_binder.SPEC,
+    )
+}
+
+# Score weights of the default profile (KubeSchedulerConfiguration v1), for the
+# score plugins that exist here.
+DEFAULT_WEIGHTS: dict[str, int] = {
+    taint_toleration.NAME: 3,
+    node_affinity.NAME: 2,
+    node_resources_fit.NAME: 1,
+    node_resources_balanced_allocation.NAME: 1,
+    image_locality.NAME: 1,
+}

@@ -1,0 +1,67 @@
+"""Arithmetic and normalisation shared by plugins, with Go's integer semantics.
+
+Upstream scores are int64 arithmetic: division truncates toward zero, and the
+few float results are converted with math.Round (half away from zero) or a
+plain int64 conversion (truncation). Python's `//` floors and `round` rounds
+half to even, so plugins use these helpers wherever the sign or a half can
+make a difference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from kpysched.framework.interfaces import MAX_NODE_SCORE, NodeScore
+
+
+def go_div(numerator: int, denominator: int) -> int:
+    """Integer division truncating toward zero, as Go's `/` on int64."""
+    quotient = abs(numerator) // abs(denominator)
+    return quotient if (numerator >= 0) == (denominator > 0) else -quotient
+
+
+def round_ratio(numerator: int, denominator: int) -> int:
+    """math.Round(float64(n) / float64(d)) for n >= 0, d > 0, computed exactly."""
+    return (2 * numerator + denominator) // (2 * denominator)
+
+
+def default_normalize_score(
+    scores: list[NodeScore], *, reverse: bool, max_priority: int = MAX_NODE_SCORE
+) -> None:
+    """Scale scores from [0, max] to [0, max_priority] in place (upstream's helper).
+
+    With `reverse`, a node with the highest raw score gets 0 and one with none
+    gets max_priority; when every raw score is 0, reversed scores all become
+    max_priority and plain ones stay 0.
+    """
+    highest = max((entry.score for entry in scores), default=0)
+    if highest == 0:
+        if reverse:
+            for entry in scores:
+                entry.score = max_priority
+        return
+    for entry in scores:
+        scaled = go_div(max_priority * entry.score, highest)
+        entry.score = max_priority - scaled if reverse else scaled
+
+
+@dataclass(frozen=True, slots=True)
+class ShapePoint:
+    utilization: int
+    score: int
+
+
+def broken_linear(shape: Sequence[ShapePoint], utilization: int) -> int:
+    """Piecewise-linear function through the shape points, flat beyond both ends."""
+    previous: ShapePoint | None = None
+    for point in shape:
+        if utilization <= point.utilization:
+            if previous is None:
+                return point.score
+            return previous.score + go_div(
+                (point.score - previous.score) * (utilization - previous.utilization),
+                point.utilization - previous.utilization,
+            )
+        previous = point
+    return shape[-1].score

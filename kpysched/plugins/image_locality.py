@@ -1,0 +1,122 @@
+"""ImageLocality: favour nodes that already hold the pod's container images.
+
+Each container image present on a node adds its size scaled by how widely it
+has spread (nodes having it / all nodes), which keeps pods from piling onto the
+few nodes that pulled an image first. The sum is clamped between 23 MiB and
+1000 MiB per container and mapped linearly onto 0..100.
+
+Spread: upstream keeps a per-image node count in its cache; kpysched's NodeInfo
+keeps only sizes, so PreScore counts, over the whole snapshot, the nodes holding
+each of the pod's images (nodes x distinct pod images dictionary lookups), and
+Score reads the counts from the cycle state. PreScore skips the plugin when no
+node has any of the images, where every score would be 0.
+
+Not carried over: image volumes (spec.volumes[].image), since the decoded
+PodSpec has no volumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from kpysched.cache.node_info import NodeInfo, normalized_image_name
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.events import ClusterEvent
+from kpysched.framework.interfaces import MAX_NODE_SCORE, Handle, PreScorePlugin, ScorePlugin
+from kpysched.framework.registry import PluginSpec
+from kpysched.framework.status import SUCCESS, Status
+from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
+from kpysched.plugins._helper import go_div
+
+NAME = "ImageLocality"
+
+MB = 1024 * 1024
+MIN_THRESHOLD = 23 * MB
+MAX_CONTAINER_THRESHOLD = 1000 * MB
+
+_PRE_SCORE_KEY = "PreScore" + NAME
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    # One entry per container (init and regular), duplicates kept as upstream sums them.
+    images: tuple[str, ...]
+    # Fraction of all nodes holding each image that some node has.
+    spread: dict[str, float]
+    num_containers: int
+
+
+def pod_images(pod: api.Pod) -> tuple[str, ...]:
+    containers = (*pod.spec.init_containers, *pod.spec.containers)
+    return tuple(normalized_image_name(container.image) for container in containers)
+
+
+def image_spread(images: Sequence[str], nodes: Sequence[NodeInfo]) -> dict[str, float]:
+    """For each image some node holds: the fraction of `nodes` holding it."""
+    wanted = set(images)
+    counts = dict.fromkeys(wanted, 0)
+    for node in nodes:
+        held = node.images
+        for image in wanted:
+            if image in held:
+                counts[image] += 1
+    total = len(nodes)
+    return {image: count / total for image, count in counts.items() if count}
+
+
+def sum_image_scores(node: NodeInfo, images: Sequence[str], spread: dict[str, float]) -> int:
+    total = 0
+    held = node.images
+    for image in images:
+        size = held.get(image)
+        if size is not None:
+            total += int(float(size) * spread.get(image, 0.0))
+    return total
+
+
+def calculate_priority(sum_scores: int, num_containers: int) -> int:
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+    if sum_scores < MIN_THRESHOLD:
+        sum_scores = MIN_THRESHOLD
+    elif sum_scores > max_threshold:
+        sum_scores = max_threshold
+    return go_div(MAX_NODE_SCORE * (sum_scores - MIN_THRESHOLD), max_threshold - MIN_THRESHOLD)
+
+
+class ImageLocality(PreScorePlugin, ScorePlugin):
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, handle: Handle) -> None:
+        self._handle = handle
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        return ()
+
+    def _state(self, pod: PodInfo) -> _PreScoreState:
+        images = pod_images(pod.pod)
+        spread = image_spread(images, self._handle.snapshot.node_infos)
+        return _PreScoreState(images, spread, len(images))
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        computed = self._state(pod)
+        if not computed.spread:
+            return Status.skip()
+        state.write(_PRE_SCORE_KEY, computed)
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        cached: _PreScoreState | None = state.get(_PRE_SCORE_KEY)
+        if cached is None:
+            cached = self._state(pod)
+        total = sum_image_scores(node, cached.images, cached.spread)
+        return calculate_priority(total, cached.num_containers), SUCCESS
+
+
+def new(args: None, handle: Handle) -> ImageLocality:
+    return ImageLocality(handle)
+
+
+SPEC = PluginSpec(NAME, ImageLocality, new, None)

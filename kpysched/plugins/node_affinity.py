@@ -1,0 +1,293 @@
+"""NodeAffinity: spec.nodeSelector, required and preferred node affinity, addedAffinity.
+
+Filter keeps nodes matching the pod's nodeSelector and required node affinity
+(and the scheduler-enforced `addedAffinity` of the args); PreFilter narrows the
+candidates to the node names that `matchFields metadata.name In` terms allow.
+Score sums the weights of the preferred terms a node matches, normalised to
+0..100. Terms upstream cannot parse (unknown operator, bad values) never match
+in Filter and make PreScore fail, as upstream's lazy parsing does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Self
+
+import msgspec
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.events import ActionType, ClusterEvent, Resource
+from kpysched.framework.interfaces import (
+    FilterPlugin,
+    Handle,
+    NodeScore,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+)
+from kpysched.framework.registry import PluginSpec
+from kpysched.framework.status import SUCCESS, Status
+from kpysched.objects import api
+from kpysched.objects.labels import node_selector_term_matches
+from kpysched.objects.pod import PodInfo
+from kpysched.plugins._args import PluginArgs, is_int64, label_value_errors, qualified_name_errors
+from kpysched.plugins._helper import default_normalize_score
+
+NAME = "NodeAffinity"
+
+REASON_POD = "node(s) didn't match Pod's node affinity/selector"
+REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+REASON_CONFLICT = "pod affinity terms conflict"
+
+_PRE_FILTER_KEY = "PreFilter" + NAME
+_PRE_SCORE_KEY = "PreScore" + NAME
+_OBJECT_NAME_FIELD = "metadata.name"
+_LABEL_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
+_FIELD_OPERATORS = ("In", "NotIn")
+
+
+def _requirement_errors(requirement: api.NodeSelectorRequirement, path: str) -> list[str]:
+    operator, values = requirement.operator, requirement.values
+    if operator not in _LABEL_OPERATORS:
+        return [f"{path}.operator: Unsupported value: {operator!r}"]
+    errors = [f"{path}.key: {e}" for e in qualified_name_errors(requirement.key)]
+    if operator in ("In", "NotIn") and not values:
+        errors.append(f"{path}.values: for 'in', 'notin' operators, values set can't be empty")
+    elif operator in ("Exists", "DoesNotExist") and values:
+        errors.append(f"{path}.values: values set must be empty for exists and does not exist")
+    elif operator in ("Gt", "Lt"):
+        if len(values) != 1:
+            errors.append(f"{path}.values: for 'Gt', 'Lt' operators, exactly one value is "
+                          "required")
+        errors += [f"{path}.values[{i}]: for 'Gt', 'Lt' operators, the value must be an integer"
+                   for i, value in enumerate(values) if not is_int64(value)]
+    for index, value in enumerate(values):
+        errors += [f"{path}.values[{index}]: {e}" for e in label_value_errors(value)]
+    return errors
+
+
+def term_errors(term: api.NodeSelectorTerm, path: str) -> list[str]:
+    """Why upstream's node selector parser rejects a term (empty when it parses)."""
+    errors: list[str] = []
+    for index, requirement in enumerate(term.match_expressions):
+        errors += _requirement_errors(requirement, f"{path}.matchExpressions[{index}]")
+    for index, requirement in enumerate(term.match_fields):
+        field_path = f"{path}.matchFields[{index}]"
+        if requirement.operator not in _FIELD_OPERATORS:
+            errors.append(f"{field_path}.operator: Unsupported value: {requirement.operator!r}")
+        elif len(requirement.values) != 1:
+            errors.append(f"{field_path}.values: must have one element")
+    return errors
+
+
+def _is_empty(term: api.NodeSelectorTerm) -> bool:
+    return not term.match_expressions and not term.match_fields
+
+
+def _usable_terms(selector: api.NodeSelector) -> tuple[api.NodeSelectorTerm, ...]:
+    """Terms that can match: empty terms match nothing, unparsable ones never match."""
+    return tuple(term for term in selector.node_selector_terms
+                 if not _is_empty(term) and not term_errors(term, ""))
+
+
+def _weighted_terms(
+    terms: Sequence[api.PreferredSchedulingTerm], path: str
+) -> tuple[tuple[tuple[int, api.NodeSelectorTerm], ...], list[str]]:
+    """Preferred terms that count (non-zero weight, non-empty), plus parse errors."""
+    kept: list[tuple[int, api.NodeSelectorTerm]] = []
+    errors: list[str] = []
+    for index, term in enumerate(terms):
+        if term.weight == 0 or _is_empty(term.preference):
+            continue
+        problems = term_errors(term.preference, f"{path}[{index}]")
+        if problems:
+            errors += problems
+        else:
+            kept.append((term.weight, term.preference))
+    return tuple(kept), errors
+
+
+class NodeAffinityArgs(PluginArgs):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True,
+                              arbitrary_types_allowed=True)
+
+    added_affinity: api.NodeAffinity | None = Field(default=None, alias="addedAffinity")
+
+    @field_validator("added_affinity", mode="before")
+    @classmethod
+    def _decode(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            try:
+                return msgspec.convert(value, api.NodeAffinity)
+            except msgspec.ValidationError as error:
+                raise ValueError(f"addedAffinity: {error}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _validate(self) -> Self:
+        affinity = self.added_affinity
+        if affinity is None:
+            return self
+        errors: list[str] = []
+        required = affinity.required_during_scheduling_ignored_during_execution
+        if required is not None:
+            path = "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"
+            for index, term in enumerate(required.node_selector_terms):
+                if not _is_empty(term):
+                    errors += term_errors(term, f"{path}[{index}]")
+        _, preferred_errors = _weighted_terms(
+            affinity.preferred_during_scheduling_ignored_during_execution,
+            "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution")
+        errors += preferred_errors
+        if errors:
+            raise ValueError("; ".join(errors))
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class _Required:
+    """The pod's nodeSelector and required node affinity, ready to match."""
+
+    node_selector: tuple[tuple[str, str], ...]
+    # None: no required affinity; otherwise terms ORed (no usable term: nothing matches).
+    terms: tuple[api.NodeSelectorTerm, ...] | None
+
+    def matches(self, node: NodeInfo) -> bool:
+        labels = node.labels
+        for key, value in self.node_selector:
+            if labels.get(key) != value:
+                return False
+        if self.terms is None:
+            return True
+        return any(node_selector_term_matches(term, labels, node.name) for term in self.terms)
+
+
+@dataclass(frozen=True, slots=True)
+class _Preferred:
+    terms: tuple[tuple[int, api.NodeSelectorTerm], ...]
+
+
+def _required_affinity(pod: api.Pod) -> api.NodeSelector | None:
+    affinity = pod.spec.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return None
+    return affinity.node_affinity.required_during_scheduling_ignored_during_execution
+
+
+def _required(pod: api.Pod) -> _Required:
+    selector = _required_affinity(pod)
+    return _Required(tuple(pod.spec.node_selector.items()),
+                     None if selector is None else _usable_terms(selector))
+
+
+def _preferred_terms(pod: api.Pod) -> Sequence[api.PreferredSchedulingTerm]:
+    affinity = pod.spec.affinity
+    if affinity is None or affinity.node_affinity is None:
+        return ()
+    return affinity.node_affinity.preferred_during_scheduling_ignored_during_execution
+
+
+def _named_nodes(selector: api.NodeSelector) -> set[str] | None:
+    """Node names the terms can only match, from `metadata.name In` fields; None: any node."""
+    names: set[str] = set()
+    for term in selector.node_selector_terms:
+        term_names: set[str] | None = None
+        for requirement in term.match_fields:
+            if requirement.key == _OBJECT_NAME_FIELD and requirement.operator == "In":
+                values = set(requirement.values)
+                term_names = values if term_names is None else term_names & values
+        if term_names is None:
+            # Terms are ORed: one term without a name restriction admits every node.
+            return None
+        names |= term_names
+    return names
+
+
+_EVENTS = (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),)
+
+
+class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions):
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: NodeAffinityArgs) -> None:
+        self._added_terms: tuple[api.NodeSelectorTerm, ...] | None = None
+        self._added_preferred: tuple[tuple[int, api.NodeSelectorTerm], ...] = ()
+        affinity = args.added_affinity
+        if affinity is not None:
+            required = affinity.required_during_scheduling_ignored_during_execution
+            if required is not None:
+                self._added_terms = _usable_terms(required)
+            self._added_preferred, _ = _weighted_terms(
+                affinity.preferred_during_scheduling_ignored_during_execution, "")
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        return _EVENTS
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        selector = _required_affinity(pod.pod)
+        if selector is None and self._added_terms is None and not pod.pod.spec.node_selector:
+            return None, Status.skip()
+        state.write(_PRE_FILTER_KEY, _required(pod.pod))
+        if selector is None or not selector.node_selector_terms:
+            return None, SUCCESS
+        names = _named_nodes(selector)
+        if names is None:
+            return None, SUCCESS
+        if not names:
+            return None, Status.unresolvable(REASON_CONFLICT, plugin=NAME)
+        return PreFilterResult(names), SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if self._added_terms is not None and not any(
+            node_selector_term_matches(term, node.labels, node.name) for term in self._added_terms
+        ):
+            return Status.unresolvable(REASON_ENFORCED, plugin=NAME)
+        required: _Required | None = state.get(_PRE_FILTER_KEY)
+        if required is None:
+            required = _required(pod.pod)
+        if not required.matches(node):
+            return Status.unresolvable(REASON_POD, plugin=NAME)
+        return SUCCESS
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        preferred = _preferred_terms(pod.pod)
+        if not preferred and not self._added_preferred:
+            return Status.skip()
+        terms, errors = _weighted_terms(
+            preferred, "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution")
+        if errors:
+            return Status.error("; ".join(errors), plugin=NAME)
+        state.write(_PRE_SCORE_KEY, _Preferred(terms))
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        preferred: _Preferred | None = state.get(_PRE_SCORE_KEY)
+        if preferred is None:
+            terms, errors = _weighted_terms(_preferred_terms(pod.pod), "")
+            if errors:
+                return 0, Status.error("; ".join(errors), plugin=NAME)
+            preferred = _Preferred(terms)
+        labels, name = node.labels, node.name
+        total = 0
+        for weight, term in (*self._added_preferred, *preferred.terms):
+            if node_selector_term_matches(term, labels, name):
+                total += weight
+        return total, SUCCESS
+
+    def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
+        default_normalize_score(scores, reverse=False)
+        return SUCCESS
+
+
+def new(args: NodeAffinityArgs | None, handle: Handle) -> NodeAffinity:
+    return NodeAffinity(args if args is not None else NodeAffinityArgs())
+
+
+SPEC = PluginSpec(NAME, NodeAffinity, new, NodeAffinityArgs)

@@ -1,0 +1,43 @@
+"""NodeName: a pod that names its node (spec.nodeName) fits only that node."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.events import ActionType, ClusterEvent, Resource
+from kpysched.framework.interfaces import FilterPlugin, Handle
+from kpysched.framework.registry import PluginSpec
+from kpysched.framework.status import SUCCESS, Status
+from kpysched.objects.pod import PodInfo
+
+NAME = "NodeName"
+
+REASON = "node(s) didn't match the requested node name"
+
+_EVENTS = (ClusterEvent(Resource.NODE, ActionType.ADD),)
+
+
+def fits(pod: PodInfo, node: NodeInfo) -> bool:
+    return not pod.node_name or pod.node_name == node.name
+
+
+class NodeName(FilterPlugin):
+    NAME: ClassVar[str] = NAME
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        return _EVENTS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if fits(pod, node):
+            return SUCCESS
+        return Status.unresolvable(REASON, plugin=NAME)
+
+
+def new(args: None, handle: Handle) -> NodeName:
+    return NodeName()
+
+
+SPEC = PluginSpec(NAME, NodeName, new, None)

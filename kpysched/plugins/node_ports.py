@@ -1,0 +1,62 @@
+"""NodePorts: a node fits only if the host ports the pod asks for are free there.
+
+PreFilter collects the pod's host ports (regular containers and sidecars) and
+skips the plugin when there are none. A wanted port conflicts with a used one
+of the same protocol and number when either IP is the wildcard 0.0.0.0 or the
+IPs are equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.events import ActionType, ClusterEvent, Resource
+from kpysched.framework.interfaces import FilterPlugin, Handle, PreFilterPlugin, PreFilterResult
+from kpysched.framework.registry import PluginSpec
+from kpysched.framework.status import SUCCESS, Status
+from kpysched.objects.pod import HostPort, PodInfo
+
+NAME = "NodePorts"
+
+REASON = "node(s) didn't have free ports for the requested pod ports"
+
+_PRE_FILTER_KEY = "PreFilter" + NAME
+
+_EVENTS = (
+    ClusterEvent(Resource.POD, ActionType.DELETE),
+    ClusterEvent(Resource.NODE, ActionType.ADD),
+)
+
+
+class NodePorts(PreFilterPlugin, FilterPlugin):
+    NAME: ClassVar[str] = NAME
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        return _EVENTS
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        if not pod.host_ports:
+            return None, Status.skip()
+        state.write(_PRE_FILTER_KEY, pod.host_ports)
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        wanted: tuple[HostPort, ...] | None = state.get(_PRE_FILTER_KEY)
+        if wanted is None:
+            return Status.error(f"reading {_PRE_FILTER_KEY!r} from cycleState: not found",
+                                plugin=NAME)
+        if not node.used_ports or not node.port_conflicts(wanted):
+            return SUCCESS
+        return Status.unschedulable(REASON, plugin=NAME)
+
+
+def new(args: None, handle: Handle) -> NodePorts:
+    return NodePorts()
+
+
+SPEC = PluginSpec(NAME, NodePorts, new, None)

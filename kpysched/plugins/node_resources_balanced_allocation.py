@@ -1,0 +1,116 @@
+"""NodeResourcesBalancedAllocation: favour nodes whose resource use the pod evens out.
+
+For each node the plugin measures how unevenly the configured resources are
+used (the standard deviation of requested/allocatable fractions, capped at 1)
+with and without the pod, and scores the change as upstream v1.36 does:
+50 + (50 + balance_with - balance_without) / 2, so 75 means "no change".
+It uses the pods' real requests, not the non-zero defaults Fit scores with,
+and skips pods that request nothing (they would all pile onto one node).
+
+`score_vector` returns scores for every snapshot row when at most two
+column-backed resources are configured, else None (use the per-node form).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Self
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import ConfigDict, Field, model_validator
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.events import ClusterEvent
+from kpysched.framework.interfaces import Handle, PreScorePlugin, ScorePlugin
+from kpysched.framework.registry import PluginSpec
+from kpysched.framework.status import SUCCESS, Status
+from kpysched.objects.pod import PodInfo
+from kpysched.plugins._args import PluginArgs
+from kpysched.plugins._resource_allocation import (
+    ResourceAllocationScorer,
+    ResourceSpec,
+    balanced,
+    balanced_vector,
+    default_resource_specs,
+)
+
+NAME = "NodeResourcesBalancedAllocation"
+
+_PRE_SCORE_KEY = "PreScore" + NAME
+
+IntArray = npt.NDArray[np.int64]
+
+
+class NodeResourcesBalancedAllocationArgs(PluginArgs):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    resources: list[ResourceSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _default_and_validate(self) -> Self:
+        self.resources = default_resource_specs(self.resources)
+        errors: list[str] = []
+        seen: set[str] = set()
+        for index, spec in enumerate(self.resources):
+            if spec.name in seen:
+                errors.append(f"resources[{index}].name: Duplicate value: {spec.name!r}")
+            seen.add(spec.name)
+            if spec.weight != 1:
+                errors.append(f"resources[{index}].weight: Invalid value: {spec.weight}: "
+                              "must be 1")
+        if errors:
+            raise ValueError("; ".join(errors))
+        return self
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    pod_requests: tuple[int, ...]
+
+
+class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs) -> None:
+        names = tuple(spec.name for spec in args.resources)
+        self._scorer = ResourceAllocationScorer(names, True, balanced, balanced_vector,
+                                                max_vector_resources=2)
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        return ()
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        requests = self._scorer.pod_requests(pod)
+        if not any(requests):
+            return Status.skip()
+        state.write(_PRE_SCORE_KEY, _PreScoreState(requests))
+        return SUCCESS
+
+    def _pod_requests(self, state: CycleState, pod: PodInfo) -> tuple[int, ...]:
+        cached: _PreScoreState | None = state.get(_PRE_SCORE_KEY)
+        return cached.pod_requests if cached is not None else self._scorer.pod_requests(pod)
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        requests = self._pod_requests(state, pod)
+        if not any(requests):
+            return 0, SUCCESS
+        return self._scorer.score(node, requests), SUCCESS
+
+    def score_vector(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> IntArray | None:
+        requests = self._pod_requests(state, pod)
+        if not any(requests):
+            return np.zeros(len(snapshot.node_infos), dtype=np.int64)
+        return self._scorer.score_vector(snapshot, requests)
+
+
+def new(args: NodeResourcesBalancedAllocationArgs | None,
+        handle: Handle) -> NodeResourcesBalancedAllocation:
+    return NodeResourcesBalancedAllocation(
+        args if args is not None else NodeResourcesBalancedAllocationArgs())
+
+
+SPEC = PluginSpec(NAME, NodeResourcesBalancedAllocation, new, NodeResourcesBalancedAllocationArgs)

@@ -1,0 +1,52 @@
+"""NodeUnschedulable: keep pods off cordoned nodes (spec.unschedulable) unless they
+tolerate the node.kubernetes.io/unschedulable:NoSchedule taint."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.events import ActionType, ClusterEvent, Resource
+from kpysched.framework.interfaces import FilterPlugin, Handle
+from kpysched.framework.registry import PluginSpec
+from kpysched.framework.status import SUCCESS, Status
+from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
+from kpysched.objects.taints import NO_SCHEDULE, tolerates
+
+NAME = "NodeUnschedulable"
+
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+# Exported by upstream, no longer returned by its Filter.
+REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
+
+TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+_UNSCHEDULABLE_TAINT = api.Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=NO_SCHEDULE)
+
+_EVENTS = (
+    ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+    ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATIONS),
+)
+
+
+class NodeUnschedulable(FilterPlugin):
+    NAME: ClassVar[str] = NAME
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        return _EVENTS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if node.node is None or not node.node.spec.unschedulable:
+            return SUCCESS
+        if any(tolerates(t, _UNSCHEDULABLE_TAINT) for t in pod.pod.spec.tolerations):
+            return SUCCESS
+        return Status.unresolvable(REASON_UNSCHEDULABLE, plugin=NAME)
+
+
+def new(args: None, handle: Handle) -> NodeUnschedulable:
+    return NodeUnschedulable()
+
+
+SPEC = PluginSpec(NAME, NodeUnschedulable, new, None)

@@ -1,0 +1,40 @@
+"""SchedulingGates: a pod with spec.schedulingGates waits outside the active queue."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from kpysched.framework.events import ActionType, ClusterEvent, Resource
+from kpysched.framework.interfaces import Handle, PreEnqueuePlugin
+from kpysched.framework.registry import PluginSpec
+from kpysched.framework.status import SUCCESS, Status
+from kpysched.objects.pod import PodInfo
+
+NAME = "SchedulingGates"
+
+# Followed by the gate names as Go prints a []string: "[a b]".
+REASON_PREFIX = "waiting for scheduling gates: "
+
+_EVENTS = (ClusterEvent(Resource.POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED),)
+
+
+class SchedulingGates(PreEnqueuePlugin):
+    NAME: ClassVar[str] = NAME
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        return _EVENTS
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        gates = pod.pod.spec.scheduling_gates
+        if not gates:
+            return SUCCESS
+        names = " ".join(gate.name for gate in gates)
+        return Status.unresolvable(f"{REASON_PREFIX}[{names}]", plugin=NAME)
+
+
+def new(args: None, handle: Handle) -> SchedulingGates:
+    return SchedulingGates()
+
+
+SPEC = PluginSpec(NAME, SchedulingGates, new, None)

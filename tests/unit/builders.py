@@ -1,0 +1,226 @@
+"""Short builders for pods, nodes, snapshots and a fake framework handle.
+
+    pod = make_pod("p").req(cpu="1", memory="1Gi").obj()        # api.Pod
+    info = make_pod().req(cpu="100m").info()                     # PodInfo
+    node = make_node("n1").capacity(cpu="4", memory="8Gi", pods=110).info(info)  # NodeInfo
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
+from kpysched.framework.status import Status
+from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
+
+Quantity = str | int | float
+
+
+def _quantities(mapping: Mapping[str, Quantity] | None, named: Mapping[str, Quantity]
+                ) -> dict[str, Quantity]:
+    """Merge a mapping with keyword quantities; keyword names use '_' for '-'."""
+    merged: dict[str, Quantity] = dict(mapping or {})
+    merged.update({name.replace("_", "-"): amount for name, amount in named.items()})
+    return merged
+
+
+def expr(key: str, operator: str, *values: str) -> api.NodeSelectorRequirement:
+    return api.NodeSelectorRequirement(key=key, operator=operator, values=list(values))
+
+
+def term(*expressions: api.NodeSelectorRequirement,
+         fields: Iterable[api.NodeSelectorRequirement] = ()) -> api.NodeSelectorTerm:
+    return api.NodeSelectorTerm(match_expressions=list(expressions), match_fields=list(fields))
+
+
+class PodBuilder:
+    def __init__(self, name: str, namespace: str) -> None:
+        self._pod = api.Pod(metadata=api.ObjectMeta(name=name, namespace=namespace,
+                                                    uid=f"uid-{namespace}-{name}"))
+
+    def uid(self, uid: str) -> PodBuilder:
+        self._pod.metadata.uid = uid
+        return self
+
+    def node(self, node_name: str) -> PodBuilder:
+        self._pod.spec.node_name = node_name
+        return self
+
+    def priority(self, value: int) -> PodBuilder:
+        self._pod.spec.priority = value
+        return self
+
+    def container(self, image: str = "", **requests: Quantity) -> PodBuilder:
+        """A container with an image (and optional requests)."""
+        self._pod.spec.containers.append(api.Container(
+            name=f"c{len(self._pod.spec.containers)}", image=image,
+            resources=api.ResourceRequirements(requests=_quantities(None, requests))))
+        return self
+
+    def req(self, resources: Mapping[str, Quantity] | None = None, /,
+            **named: Quantity) -> PodBuilder:
+        """A container requesting the given quantities (cpu, memory, ephemeral_storage, ...)."""
+        self._pod.spec.containers.append(api.Container(
+            name=f"c{len(self._pod.spec.containers)}",
+            resources=api.ResourceRequirements(requests=_quantities(resources, named))))
+        return self
+
+    def init_req(self, resources: Mapping[str, Quantity] | None = None, /, *,
+                 sidecar: bool = False, image: str = "", **named: Quantity) -> PodBuilder:
+        self._pod.spec.init_containers.append(api.Container(
+            name=f"i{len(self._pod.spec.init_containers)}", image=image,
+            restart_policy="Always" if sidecar else None,
+            resources=api.ResourceRequirements(requests=_quantities(resources, named))))
+        return self
+
+    def overhead(self, **named: Quantity) -> PodBuilder:
+        self._pod.spec.overhead = _quantities(None, named)
+        return self
+
+    def pod_requests(self, **named: Quantity) -> PodBuilder:
+        """Pod-level resources (spec.resources.requests)."""
+        self._pod.spec.resources = api.ResourceRequirements(requests=_quantities(None, named))
+        return self
+
+    def node_selector(self, labels: Mapping[str, str] | None = None, /,
+                      **named: str) -> PodBuilder:
+        self._pod.spec.node_selector = {**(labels or {}), **named}
+        return self
+
+    def _node_affinity(self) -> api.NodeAffinity:
+        if self._pod.spec.affinity is None:
+            self._pod.spec.affinity = api.Affinity()
+        if self._pod.spec.affinity.node_affinity is None:
+            self._pod.spec.affinity.node_affinity = api.NodeAffinity()
+        return self._pod.spec.affinity.node_affinity
+
+    def required(self, *terms: api.NodeSelectorTerm) -> PodBuilder:
+        """Required node affinity with these (ORed) terms."""
+        self._node_affinity().required_during_scheduling_ignored_during_execution = (
+            api.NodeSelector(node_selector_terms=list(terms)))
+        return self
+
+    def preferred(self, weight: int, preference: api.NodeSelectorTerm) -> PodBuilder:
+        self._node_affinity().preferred_during_scheduling_ignored_during_execution.append(
+            api.PreferredSchedulingTerm(weight=weight, preference=preference))
+        return self
+
+    def toleration(self, key: str = "", value: str = "", effect: str = "",
+                   operator: str = "") -> PodBuilder:
+        self._pod.spec.tolerations.append(
+            api.Toleration(key=key, operator=operator, value=value, effect=effect))
+        return self
+
+    def host_port(self, port: int, protocol: str = "TCP", ip: str = "") -> PodBuilder:
+        self._pod.spec.containers.append(api.Container(
+            name=f"c{len(self._pod.spec.containers)}",
+            ports=[api.ContainerPort(container_port=port, host_port=port, protocol=protocol,
+                                     host_ip=ip)]))
+        return self
+
+    def gates(self, *names: str) -> PodBuilder:
+        self._pod.spec.scheduling_gates = [api.SchedulingGate(name=n) for n in names]
+        return self
+
+    def obj(self) -> api.Pod:
+        return self._pod
+
+    def info(self) -> PodInfo:
+        return PodInfo.of(self._pod)
+
+
+class NodeBuilder:
+    def __init__(self, name: str) -> None:
+        self._node = api.Node(metadata=api.ObjectMeta(name=name, uid=f"uid-node-{name}"))
+
+    def capacity(self, resources: Mapping[str, Quantity] | None = None, /,
+                 **named: Quantity) -> NodeBuilder:
+        """Sets capacity and allocatable alike."""
+        quantities = _quantities(resources, named)
+        self._node.status.capacity = dict(quantities)
+        self._node.status.allocatable = dict(quantities)
+        return self
+
+    def label(self, key: str, value: str) -> NodeBuilder:
+        self._node.metadata.labels = {**self._node.metadata.labels, key: value}
+        return self
+
+    def labels(self, labels: Mapping[str, str]) -> NodeBuilder:
+        self._node.metadata.labels = {**self._node.metadata.labels, **labels}
+        return self
+
+    def taint(self, key: str, value: str = "", effect: str = "NoSchedule") -> NodeBuilder:
+        self._node.spec.taints = [*self._node.spec.taints,
+                                  api.Taint(key=key, value=value, effect=effect)]
+        return self
+
+    def unschedulable(self) -> NodeBuilder:
+        self._node.spec.unschedulable = True
+        return self
+
+    def image(self, size: int, *names: str) -> NodeBuilder:
+        self._node.status.images = [*self._node.status.images,
+                                    api.ContainerImage(names=list(names), size_bytes=size)]
+        return self
+
+    def obj(self) -> api.Node:
+        return self._node
+
+    def info(self, *pods: PodInfo | api.Pod | PodBuilder) -> NodeInfo:
+        node_info = NodeInfo(self._node.metadata.name)
+        node_info.set_node(self._node)
+        for index, pod in enumerate(pods):
+            node_info.add_pod(self._pod_info(pod, node_info, index))
+        return node_info
+
+
+    @staticmethod
+    def _pod_info(pod: PodInfo | api.Pod | PodBuilder, node_info: NodeInfo,
+                  index: int) -> PodInfo:
+        if isinstance(pod, PodInfo):
+            return pod
+        obj = pod.obj() if isinstance(pod, PodBuilder) else pod
+        # Pods on a node are keyed by uid: keep same-named test pods apart.
+        if not obj.metadata.uid or any(p.uid == obj.metadata.uid for p in node_info.pods.values()):
+            obj.metadata.uid = f"{node_info.name}-pod-{index}"
+        return PodInfo.of(obj)
+
+
+def make_pod(name: str = "pod", namespace: str = "default") -> PodBuilder:
+    return PodBuilder(name, namespace)
+
+
+def make_node(name: str = "node") -> NodeBuilder:
+    return NodeBuilder(name)
+
+
+def make_snapshot(*node_infos: NodeInfo) -> Snapshot:
+    snapshot = Snapshot(by_name={info.name: info for info in node_infos})
+    snapshot.rebuild_order()
+    return snapshot
+
+
+@dataclass
+class FakeHandle:
+    """A framework Handle for unit tests: a snapshot and a record of bindings."""
+
+    snapshot_value: Snapshot = field(default_factory=Snapshot)
+    bind_status: Status = field(default_factory=Status)
+    bound: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self.snapshot_value
+
+    async def bind(self, pod: api.Pod, node_name: str) -> Status:
+        self.bound.append((f"{pod.metadata.namespace}/{pod.metadata.name}", node_name))
+        return self.bind_status
+
+    def allow_waiting_pod(self, uid: str, plugin: str) -> None:
+        return None
+
+    def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None:
+        return None

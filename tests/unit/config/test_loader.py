@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+from structlog.testing import capture_logs
+
+from kpysched.config import ConfigError, load_config
+from tests.unit.config.fakes import REGISTRY
+
+HEADER = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(dedent(text))
+    return path
+
+
+def test_no_file_means_upstream_defaults_and_one_kpysched_profile() -> None:
+    config, profiles = load_config(None, REGISTRY)
+    assert config.parallelism == 16
+    assert [profile.scheduler_name for profile in profiles] == ["kpysched"]
+
+
+def test_file_is_read_and_resolved(tmp_path: Path) -> None:
+    path = _write(tmp_path, HEADER + dedent("""\
+        percentageOfNodesToScore: 40
+        leaderElection:
+          leaderElect: false
+        profiles:
+        - schedulerName: batch
+          percentageOfNodesToScore: 10
+          plugins:
+            score:
+              disabled:
+              - name: ImageLocality
+        - schedulerName: web
+    """))
+    config, profiles = load_config(path, REGISTRY)
+    assert config.percentage_of_nodes_to_score == 40
+    assert config.leader_election.leader_elect is False
+    assert [(p.scheduler_name, p.percentage_of_nodes_to_score) for p in profiles] == [
+        ("batch", 10), ("web", None)]
+    assert "ImageLocality" not in profiles[0].plugins["score"]
+    assert "ImageLocality" in profiles[1].plugins["score"]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    pytest.param(HEADER + "parallelism: 4\n  profiles: []\n",
+                 "invalid YAML at line 4, column 11: mapping values are not allowed here",
+                 id="bad-indent"),
+    pytest.param(HEADER + "profiles:\n- schedulerName: [a\n",
+                 "invalid YAML at line 5, column 1: expected ',' or ']', but got '<stream end>'",
+                 id="unclosed-flow"),
+    pytest.param(HEADER + "parallelism: 4\nparallelism: 8\n",
+                 'invalid YAML at line 4, column 1: duplicate key "parallelism"',
+                 id="duplicate-key"),
+    pytest.param(HEADER + "---\n" + HEADER,
+                 "invalid YAML at line 3, column 1: but found another document",
+                 id="two-documents"),
+    pytest.param("", "expected a KubeSchedulerConfiguration mapping, got an empty document",
+                 id="empty-file"),
+    pytest.param(HEADER + "profiles:\n- schedulerName: a\n  plugins:\n    score:\n"
+                 "      enabled:\n      - name: NodeResourcesFitt\n",
+                 'profiles[0].plugins.score.enabled[0].name: unknown plugin "NodeResourcesFitt" '
+                 '(did you mean "NodeResourcesFit"?)', id="profile-problem"),
+    pytest.param(HEADER + "true: 1\n", 'unknown field "true"', id="odd-key"),
+])
+def test_errors_name_the_file_and_the_place(tmp_path: Path, text: str, expected: str) -> None:
+    path = _write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, REGISTRY)
+    assert caught.value.problems == (expected,)
+    assert caught.value.source == str(path)
+    assert str(caught.value) == f"{path}: {expected}"
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "absent.yaml"
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, REGISTRY)
+    assert str(caught.value) == f"{path}: cannot read the file: No such file or directory"
+
+
+def test_several_problems_are_listed_one_per_line(tmp_path: Path) -> None:
+    path = _write(tmp_path, HEADER + "parallelism: 0\npodInitialBackoffSeconds: 0\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, REGISTRY)
+    assert str(caught.value) == (
+        f"{path}: 2 problems:\n"
+        "  parallelism: Input should be greater than 0 (got 0)\n"
+        "  podInitialBackoffSeconds: Input should be greater than 0 (got 0)"
+    )
+
+
+@pytest.mark.parametrize(("election", "warned"), [
+    pytest.param("leaderElection:\n  resourceName: kube-scheduler\n", True, id="shared-lease"),
+    pytest.param("leaderElection:\n  resourceName: kube-scheduler\n  leaderElect: false\n",
+                 False, id="no-election"),
+    pytest.param("leaderElection:\n  resourceName: kube-scheduler\n  resourceNamespace: x\n",
+                 False, id="other-namespace"),
+    pytest.param("", False, id="default-lease"),
+])
+def test_warns_when_sharing_the_default_schedulers_lease(
+    tmp_path: Path, election: str, warned: bool
+) -> None:
+    with capture_logs() as logs:
+        load_config(_write(tmp_path, HEADER + election), REGISTRY)
+    events = [log["event"] for log in logs if log["log_level"] == "warning"]
+    assert ("config.lease_shared_with_kube_scheduler" in events) is warned

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from kpysched.config import Settings, kubeconfig_path, parse_config
+from tests.unit.config.fakes import document
+
+
+@pytest.fixture(autouse=True)
+def _clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("KUBECONFIG", "CONFIG", "LOG_LEVEL", "LOG_FORMAT"):
+        monkeypatch.delenv(f"KPYSCHED_{name}", raising=False)
+
+
+@pytest.mark.parametrize(("env", "flags", "expected"), [
+    pytest.param({}, {}, {"kubeconfig": None, "config": None, "log_level": "info",
+                          "log_format": "auto"}, id="defaults"),
+    pytest.param({"KPYSCHED_CONFIG": "/etc/kpysched/config.yaml", "KPYSCHED_LOG_LEVEL": "DEBUG"},
+                 {}, {"config": Path("/etc/kpysched/config.yaml"), "log_level": "debug"},
+                 id="environment"),
+    pytest.param({"KPYSCHED_LOG_FORMAT": "json", "KPYSCHED_KUBECONFIG": "/env/kubeconfig"},
+                 {"log_format": "console", "kubeconfig": Path("/flag/kubeconfig")},
+                 {"log_format": "console", "kubeconfig": Path("/flag/kubeconfig")},
+                 id="flags-over-environment"),
+])
+def test_settings(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], flags: dict[str, Any],
+    expected: dict[str, object],
+) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    settings = Settings(**flags)
+    assert {name: getattr(settings, name) for name in expected} == expected
+
+
+def test_other_kpysched_variables_are_not_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KPYSCHED_TEST_CLUSTER_DIR", "/tmp/cluster")
+    assert Settings().config is None
+
+
+@pytest.mark.parametrize("flags", [
+    pytest.param({"log_format": "xml"}, id="log-format"),
+    pytest.param({"log_level": "verbose"}, id="log-level"),
+    pytest.param({"kube_config": "/x"}, id="unknown"),
+])
+def test_invalid_settings(flags: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        Settings(**flags)
+
+
+@pytest.mark.parametrize(("flag", "written", "expected"), [
+    pytest.param(None, "", None, id="in-cluster"),
+    pytest.param(None, "/from/file", Path("/from/file"), id="client-connection"),
+    pytest.param(Path("/from/flag"), "/from/file", Path("/from/flag"), id="flag-wins"),
+])
+def test_kubeconfig_path(flag: Path | None, written: str, expected: Path | None) -> None:
+    config = parse_config(document(clientConnection={"kubeconfig": written}))
+    assert kubeconfig_path(Settings(kubeconfig=flag), config) == expected
