@@ -126,6 +126,7 @@ class Scheduler:
                 pod.pod.spec, node_name=node)),
             pod.requests, pod.non_zero_requests, pod.host_ports)
         self.cache.assume_pod(assumed, node)
+        log.debug("pod.assumed", pod=pod.key, node=node)
 
         status = framework.run_reserve(state, assumed, node)
         if not status.ok:

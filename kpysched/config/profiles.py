@@ -30,7 +30,6 @@ from kpysched.config.errors import ConfigError, plural, problem, validation_prob
 from kpysched.config.scheduler_config import (
     API_VERSION,
     PluginConfig,
-    PluginEntry,
     Plugins,
     Profile,
     SchedulerConfiguration,
@@ -161,6 +160,7 @@ class _ProfileBuilder:
         if self.problems:
             return None
         self._check_counts(plugins)
+        weights = self._score_weights(plugins["score"], multi_point)
         # Every plugin named anywhere is built (as upstream's pluginsNeeded), even one
         # that every point it implements disables.
         needed = list(dict.fromkeys(
@@ -175,7 +175,7 @@ class _ProfileBuilder:
             scheduler_name=self.name,
             percentage_of_nodes_to_score=self.profile.percentage_of_nodes_to_score,
             plugins=plugins,
-            score_weights=self._score_weights(plugins["score"], multi_point),
+            score_weights=weights,
             args=args,
             unavailable_defaults=unavailable,
         )
@@ -280,11 +280,17 @@ class _ProfileBuilder:
 
     def _score_weights(self, score: tuple[str, ...], multi_point: list[_Entry]) -> dict[str, int]:
         """A score point entry's weight wins over the multiPoint one; 0 or none means 1."""
+        path = f"{self.base}.plugins.score.enabled"
+        entries = [_Entry(entry.name, entry.weight, f"{path}[{k}]")
+                   for k, entry in enumerate(self.profile.plugins.score.enabled)]
         weights: dict[str, int] = {}
-        entries: list[PluginEntry | _Entry] = [*self.profile.plugins.score.enabled, *multi_point]
-        for entry in entries:
-            if entry.name in score and entry.name not in weights:
-                weights[entry.name] = entry.weight or 1
+        for entry in [*entries, *multi_point]:
+            if entry.name not in score or entry.name in weights:
+                continue
+            if entry.weight is not None and entry.weight < 0:
+                # Upstream fails too, if obscurely: "total score of Score plugins could overflow".
+                self._fail(f"{entry.path}.weight", f"must not be negative (got {entry.weight})")
+            weights[entry.name] = entry.weight or 1
         return {name: weights[name] for name in score}
 
     def _args(self, needed: list[str]) -> dict[str, BaseModel | None]:

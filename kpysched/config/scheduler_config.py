@@ -13,6 +13,7 @@ that does not need the plugin registry; profiles.py checks the rest.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from typing import Annotated, Any, Final, Literal, Self
 
@@ -46,7 +47,7 @@ Int32 = Annotated[int, Field(ge=-_INT32_MAX - 1, le=_INT32_MAX)]
 _DURATION_UNITS = {
     "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0,
 }
-_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
 
 
 def parse_go_duration(text: str) -> float:
@@ -71,11 +72,9 @@ def format_duration(seconds: float) -> str:
 
 
 def _go_duration(value: object) -> object:
-    try:
-        if isinstance(value, str):
+    if isinstance(value, str):
+        with contextlib.suppress(ValueError):
             return parse_go_duration(value)
-    except ValueError:
-        pass
     raise PydanticCustomError("go_duration", 'must be a duration such as "15s" or "1m30s"')
 
 

@@ -1,18 +1,17 @@
-"""Shared pieces of typed plugin args (KubeSchedulerConfiguration v1 pluginConfig).
+"""Validation helpers for typed plugin args (KubeSchedulerConfiguration v1 pluginConfig).
 
-Field names and aliases follow kubescheduler.config.k8s.io/v1 exactly. Args may
-carry the optional `apiVersion`/`kind` header upstream accepts; unknown fields
-are rejected as upstream's strict decoder rejects them.
+Args models use the v1 field names as aliases and reject unknown fields, as
+upstream's strict decoder does; the config loader strips the optional
+apiVersion/kind header before validating. Problems are reported the way
+upstream's field validation words them ("field.path: Invalid value: ...").
 """
 
 from __future__ import annotations
 
 import re
-from typing import Self
+from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-API_VERSION = "kubescheduler.config.k8s.io/v1"
+from pydantic_core import PydanticCustomError
 
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
@@ -21,22 +20,10 @@ _MAX_NAME_LENGTH = 63
 _MAX_PREFIX_LENGTH = 253
 
 
-class PluginArgs(BaseModel):
-    """Base of every args model: the optional TypeMeta header, checked when present."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    api_version: str | None = Field(default=None, alias="apiVersion")
-    kind: str | None = None
-
-    @model_validator(mode="after")
-    def _check_type_meta(self) -> Self:
-        if self.api_version is not None and self.api_version != API_VERSION:
-            raise ValueError(f"apiVersion must be {API_VERSION!r}, got {self.api_version!r}")
-        expected_kind = type(self).__name__
-        if self.kind is not None and self.kind != expected_kind:
-            raise ValueError(f"kind must be {expected_kind!r}, got {self.kind!r}")
-        return self
+def invalid(problems: Sequence[str]) -> PydanticCustomError:
+    """One validation error carrying every problem found (raise it from a model validator)."""
+    return PydanticCustomError("invalid_plugin_args", "{problems}",
+                               {"problems": "; ".join(problems)})
 
 
 def qualified_name_errors(value: str) -> list[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import msgspec
-from pydantic import ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
@@ -35,7 +35,7 @@ from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.labels import node_selector_term_matches
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._args import PluginArgs, is_int64, label_value_errors, qualified_name_errors
+from kpysched.plugins._args import invalid, is_int64, label_value_errors, qualified_name_errors
 from kpysched.plugins._helper import default_normalize_score
 
 NAME = "NodeAffinity"
@@ -112,7 +112,7 @@ def _weighted_terms(
     return tuple(kept), errors
 
 
-class NodeAffinityArgs(PluginArgs):
+class NodeAffinityArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True,
                               arbitrary_types_allowed=True)
 
@@ -125,7 +125,7 @@ class NodeAffinityArgs(PluginArgs):
             try:
                 return msgspec.convert(value, api.NodeAffinity)
             except msgspec.ValidationError as error:
-                raise ValueError(f"addedAffinity: {error}") from None
+                raise ValueError(str(error)) from None
         return value
 
     @model_validator(mode="after")
@@ -145,7 +145,7 @@ class NodeAffinityArgs(PluginArgs):
             "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution")
         errors += preferred_errors
         if errors:
-            raise ValueError("; ".join(errors))
+            raise invalid(errors)
         return self
 
 

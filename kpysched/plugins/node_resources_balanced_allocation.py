@@ -19,7 +19,7 @@ from typing import ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
@@ -29,7 +29,7 @@ from kpysched.framework.interfaces import Handle, PreScorePlugin, ScorePlugin
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._args import PluginArgs
+from kpysched.plugins._args import invalid
 from kpysched.plugins._resource_allocation import (
     ResourceAllocationScorer,
     ResourceSpec,
@@ -45,7 +45,7 @@ _PRE_SCORE_KEY = "PreScore" + NAME
 IntArray = npt.NDArray[np.int64]
 
 
-class NodeResourcesBalancedAllocationArgs(PluginArgs):
+class NodeResourcesBalancedAllocationArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     resources: list[ResourceSpec] = Field(default_factory=list)
@@ -63,7 +63,7 @@ class NodeResourcesBalancedAllocationArgs(PluginArgs):
                 errors.append(f"resources[{index}].weight: Invalid value: {spec.weight}: "
                               "must be 1")
         if errors:
-            raise ValueError("; ".join(errors))
+            raise invalid(errors)
         return self
 
 

@@ -41,7 +41,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.resources import CPU, EPHEMERAL_STORAGE, MEMORY
-from kpysched.plugins._args import PluginArgs, qualified_name_errors
+from kpysched.plugins._args import invalid, qualified_name_errors
 from kpysched.plugins._resource_allocation import (
     MAX_CUSTOM_PRIORITY_SCORE,
     MAX_UTILIZATION,
@@ -118,7 +118,7 @@ def _shape_errors(shape: Sequence[UtilizationShapePoint], path: str) -> list[str
     return errors
 
 
-class NodeResourcesFitArgs(PluginArgs):
+class NodeResourcesFitArgs(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     ignored_resources: list[str] = Field(default_factory=list, alias="ignoredResources")
@@ -165,7 +165,7 @@ class NodeResourcesFitArgs(PluginArgs):
             errors.append("scoringStrategy.requestedToCapacityRatio: Forbidden: "
                           "must be nil when type is not RequestedToCapacityRatio")
         if errors:
-            raise ValueError("; ".join(errors))
+            raise invalid(errors)
         return self
 
 

@@ -25,20 +25,8 @@ WAIT_SECONDS = 30.0
 RECONNECT_SECONDS = 90.0
 
 
-@pytest.fixture
-async def api(cluster: harness.ClusterState) -> AsyncIterator[client.ApiClient]:
-    """Overrides conftest's `api` (and so the one `namespace`/`nodes_to_clean` use).
-
-    tests/cluster/kube.api_client sets `api_key = {"authorization": ...}`, a key
-    kubernetes_asyncio never reads (it sends api_key["BearerToken"]), so its
-    requests are anonymous and get 403. Loading the harness's kubeconfig is what
-    kpysched itself does, and authenticates.
-    """
-    async with await _client(cluster) as api_client:
-        yield api_client
-
-
-async def _client(cluster: harness.ClusterState) -> client.ApiClient:
+async def kubeconfig_client(cluster: harness.ClusterState) -> client.ApiClient:
+    """A client configured the way kpysched configures itself: from a kubeconfig."""
     configuration = client.Configuration()
     await config.load_kube_config(config_file=cluster.kubeconfig,
                                   client_configuration=configuration)
@@ -116,17 +104,18 @@ async def restart_apiserver(cluster: harness.ClusterState) -> None:
 
 
 async def test_paginated_list_delivers_existing_pods_then_has_synced(
-    api: client.ApiClient, namespace: str
+    cluster: harness.ClusterState, api: client.ApiClient, namespace: str
 ) -> None:
     names = ["p1", "p2", "p3", "p4", "p5"]
     for name in names:
         await kube.create_pod(api, namespace, kube.pod_body(name, scheduler_name="nobody"))
     recorder: Recorder[Pod] = Recorder()
-    reflector = Reflector(api, f"/api/v1/namespaces/{namespace}/pods", Pod, PodList, recorder,
-                          page_size=2)
+    own_client = await kubeconfig_client(cluster)
+    reflector = Reflector(own_client, f"/api/v1/namespaces/{namespace}/pods", Pod, PodList,
+                          recorder, page_size=2)
     assert not reflector.has_synced
 
-    async with running(reflector) as task:
+    async with own_client, running(reflector) as task:
         await wait_synced(reflector, task)
 
         # Everything listed was delivered before has_synced flipped.
@@ -215,7 +204,7 @@ async def test_reconnects_after_apiserver_restart(
     async with running(reflector) as task:
         await wait_synced(reflector, task)
         await restart_apiserver(cluster)
-        async with await _client(cluster) as fresh:
+        async with kube.api_client(cluster) as fresh:  # the old one's connections died
             await kube.create_pod(fresh, namespace, kube.pod_body("after",
                                                                   scheduler_name="nobody"))
         await recorder.wait_for(("add", "after"), timeout=RECONNECT_SECONDS)

@@ -16,7 +16,14 @@ from kpysched.plugins.node_resources_balanced_allocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
 )
-from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod, make_snapshot
+from tests.unit.builders import (
+    FakeHandle,
+    NodeBuilder,
+    PodBuilder,
+    make_node,
+    make_pod,
+    make_snapshot,
+)
 from tests.unit.plugins.runner import run_scores
 
 GPU = "nvidia.com/gpu"
@@ -28,7 +35,7 @@ def plugin(resources: list[dict[str, object]] | None = None) -> NodeResourcesBal
     return ba.new(NodeResourcesBalancedAllocationArgs.model_validate(raw), FakeHandle())
 
 
-def node(name: str, milli_cpu: int, memory: int, gpu: int | None = None) -> object:
+def node(name: str, milli_cpu: int, memory: int, gpu: int | None = None) -> NodeBuilder:
     capacity: dict[str, str] = {"cpu": f"{milli_cpu}m", "memory": str(memory)}
     if gpu is not None:
         capacity[GPU] = str(gpu)
@@ -52,8 +59,8 @@ def cpu_pod(name: str) -> PodBuilder:
     return make_pod(name).req(cpu_only("1000m")).req(cpu_only("2000m"))
 
 
-def nodes(*entries: tuple[object, tuple[PodBuilder, ...]]) -> list[NodeInfo]:
-    return [builder.info(*pods) for builder, pods in entries]  # type: ignore[attr-defined]
+def nodes(*entries: tuple[NodeBuilder, tuple[PodBuilder, ...]]) -> list[NodeInfo]:
+    return [builder.info(*pods) for builder, pods in entries]
 
 
 CASES = [
@@ -84,7 +91,7 @@ CASES = [
                  WITH_GPU, [75, 76], id="scalar resource is included if the pod requests it"),
     pytest.param(split_pod(),
                  nodes((node("node1", 3500, 40000, 8), ()), (node("node2", 3500, 40000), ())),
-                 WITH_GPU, [56, 56], id="scalar resource is left out if the pod doesn't request it"),
+                 WITH_GPU, [56, 56], id="scalar resource left out if the pod does not request it"),
 ]
 
 

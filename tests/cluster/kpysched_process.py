@@ -1,0 +1,92 @@
+"""Run kpysched as a real process against the test cluster, as an operator would."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from tests.cluster.cluster import ClusterError, ClusterState, log_tail
+
+START_TIMEOUT_SECONDS = 60.0
+
+
+def scheduler_config(profiles: list[Mapping[str, Any]] | None = None,
+                     **fields: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {"apiVersion": "kubescheduler.config.k8s.io/v1",
+                            "kind": "KubeSchedulerConfiguration", **fields}
+    if profiles is not None:
+        body["profiles"] = profiles
+    return body
+
+
+class KpyschedProcess:
+    """`with KpyschedProcess(state, config) as kp:` runs `kpysched run` until the block ends."""
+
+    def __init__(self, state: ClusterState, config: Mapping[str, Any] | None = None,
+                 *, log_level: str = "debug") -> None:
+        self.state = state
+        self.workdir = Path(tempfile.mkdtemp(prefix="kpysched-", dir=state.dir))
+        self.log_path = self.workdir / "kpysched.log"
+        self.command = [sys.executable, "-m", "kpysched.cli", "run",
+                        "--kubeconfig", state.kubeconfig, "--log-format", "json",
+                        "--log-level", log_level]
+        if config is not None:
+            config_path = self.workdir / "config.yaml"
+            config_path.write_text(json.dumps(config, indent=2))
+            self.command += ["--config", str(config_path)]
+        self.process: subprocess.Popen[bytes] | None = None
+        self.returncode: int | None = None
+
+    def start(self) -> KpyschedProcess:
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env=dict(os.environ))
+        deadline = time.monotonic() + START_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise ClusterError(f"kpysched exited with {self.process.returncode}; last lines "
+                                   f"of {self.log_path}:\n{log_tail(self.log_path)}")
+            if any(e.get("event") == "scheduler.informers_synced" for e in self.log_events()):
+                return self
+            time.sleep(0.1)
+        self.stop()
+        raise ClusterError(f"kpysched did not sync within {START_TIMEOUT_SECONDS:.0f}s; last "
+                           f"lines of {self.log_path}:\n{log_tail(self.log_path)}")
+
+    def log_events(self) -> list[dict[str, Any]]:
+        events = []
+        for line in self.log_path.read_text(errors="replace").splitlines():
+            try:
+                events.append(json.loads(line))
+            except ValueError:
+                continue
+        return events
+
+    def stop(self, timeout: float = 30.0) -> int:
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.returncode = self.process.returncode
+        return self.returncode
+
+    def __enter__(self) -> KpyschedProcess:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.stop()

@@ -1,0 +1,494 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from kpysched.config import (
+    DEFAULT_MULTI_POINT,
+    ConfigError,
+    EffectiveProfile,
+    build_profiles,
+    parse_config,
+)
+from kpysched.framework import interfaces as ep
+from kpysched.framework.registry import PluginSpec
+from tests.unit.config.fakes import (
+    REGISTRY,
+    UNAVAILABLE_DEFAULTS,
+    CoschedulingArgs,
+    NodeAffinityArgs,
+    NodeResourcesFitArgs,
+    ScoringStrategy,
+    document,
+)
+
+DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
+    "preEnqueue": ("SchedulingGates",),
+    "queueSort": ("PrioritySort",),
+    "preFilter": ("NodeAffinity", "NodePorts", "NodeResourcesFit"),
+    "filter": ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
+               "NodeResourcesFit"),
+    "postFilter": (),
+    "preScore": ("TaintToleration", "NodeAffinity", "NodeResourcesFit",
+                 "NodeResourcesBalancedAllocation"),
+    "score": ("TaintToleration", "NodeAffinity", "NodeResourcesFit",
+              "NodeResourcesBalancedAllocation", "ImageLocality"),
+    "reserve": (),
+    "permit": (),
+    "preBind": (),
+    "bind": ("DefaultBinder",),
+    "postBind": (),
+}
+DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
+                   "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
+
+
+def _resolve(*profiles: dict[str, Any], registry: dict[str, PluginSpec] = REGISTRY,
+             ) -> list[EffectiveProfile]:
+    return build_profiles(parse_config(document(profiles=list(profiles))), registry)
+
+
+def _one(plugins: dict[str, Any] | None = None, **fields: Any) -> EffectiveProfile:
+    (profile,) = _resolve({"plugins": plugins or {}, **fields})
+    return profile
+
+
+def test_defaults() -> None:
+    profile = _one()
+    assert profile.scheduler_name == "kpysched"
+    assert profile.percentage_of_nodes_to_score is None
+    assert profile.plugins == DEFAULT_PLUGINS
+    assert profile.score_weights == DEFAULT_WEIGHTS
+    assert profile.args == {
+        "SchedulingGates": None, "PrioritySort": None, "NodeUnschedulable": None,
+        "NodeName": None, "TaintToleration": None, "NodeAffinity": NodeAffinityArgs(),
+        "NodePorts": None, "NodeResourcesFit": NodeResourcesFitArgs(),
+        "NodeResourcesBalancedAllocation": None, "ImageLocality": None, "DefaultBinder": None,
+    }
+    assert profile.unavailable_defaults == UNAVAILABLE_DEFAULTS
+
+
+# Extension points of each default plugin in kube-scheduler v1.36.
+UPSTREAM_POINTS: dict[str, tuple[type[Any], ...]] = {
+    "SchedulingGates": (ep.PreEnqueuePlugin,),
+    "PrioritySort": (ep.QueueSortPlugin,),
+    "NodeUnschedulable": (ep.FilterPlugin,),
+    "NodeName": (ep.FilterPlugin,),
+    "TaintToleration": (ep.FilterPlugin, ep.PreScorePlugin, ep.ScorePlugin),
+    "NodeAffinity": (ep.PreFilterPlugin, ep.FilterPlugin, ep.PreScorePlugin, ep.ScorePlugin),
+    "NodePorts": (ep.PreFilterPlugin, ep.FilterPlugin),
+    "NodeResourcesFit": (ep.PreFilterPlugin, ep.FilterPlugin, ep.PreScorePlugin, ep.ScorePlugin),
+    "VolumeRestrictions": (ep.PreFilterPlugin, ep.FilterPlugin),
+    "NodeVolumeLimits": (ep.PreFilterPlugin, ep.FilterPlugin),
+    "VolumeBinding": (ep.PreFilterPlugin, ep.FilterPlugin, ep.PreScorePlugin, ep.ScorePlugin,
+                      ep.ReservePlugin, ep.PreBindPlugin),
+    "VolumeZone": (ep.PreFilterPlugin, ep.FilterPlugin),
+    "PodTopologySpread": (ep.PreFilterPlugin, ep.FilterPlugin, ep.PreScorePlugin,
+                          ep.ScorePlugin),
+    "InterPodAffinity": (ep.PreFilterPlugin, ep.FilterPlugin, ep.PreScorePlugin, ep.ScorePlugin),
+    "DynamicResources": (ep.PreEnqueuePlugin, ep.PreFilterPlugin, ep.FilterPlugin,
+                         ep.PostFilterPlugin, ep.ScorePlugin, ep.ReservePlugin,
+                         ep.PreBindPlugin),
+    "DefaultPreemption": (ep.PreEnqueuePlugin, ep.PostFilterPlugin),
+    "NodeResourcesBalancedAllocation": (ep.PreScorePlugin, ep.ScorePlugin),
+    "ImageLocality": (ep.ScorePlugin,),
+    "DefaultBinder": (ep.BindPlugin,),
+    "NodeDeclaredFeatures": (ep.PreFilterPlugin, ep.FilterPlugin),
+}
+
+
+def _full_registry() -> dict[str, PluginSpec]:
+    registry = {}
+    for name, points in UPSTREAM_POINTS.items():
+        plugin_class = type(name, points, {"NAME": name})
+        registry[name] = PluginSpec(name, plugin_class, lambda args, handle: None)
+    return registry
+
+
+def test_every_default_available_expands_as_upstream() -> None:
+    """Upstream's ExpandedPluginsV1 (pkg/scheduler/apis/config/testing/defaults, v1.36.4)."""
+    (profile,) = _resolve({}, registry=_full_registry())
+    volume_filters = ("VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding", "VolumeZone",
+                      "PodTopologySpread", "InterPodAffinity", "DynamicResources",
+                      "NodeDeclaredFeatures")
+    assert profile.plugins == {
+        "preEnqueue": ("SchedulingGates", "DynamicResources", "DefaultPreemption"),
+        "queueSort": ("PrioritySort",),
+        "preFilter": ("NodeAffinity", "NodePorts", "NodeResourcesFit", *volume_filters),
+        "filter": ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
+                   "NodePorts", "NodeResourcesFit", *volume_filters),
+        "postFilter": ("DynamicResources", "DefaultPreemption"),
+        "preScore": ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding",
+                     "PodTopologySpread", "InterPodAffinity", "NodeResourcesBalancedAllocation"),
+        "score": ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "VolumeBinding",
+                  "PodTopologySpread", "InterPodAffinity", "DynamicResources",
+                  "NodeResourcesBalancedAllocation", "ImageLocality"),
+        "reserve": ("VolumeBinding", "DynamicResources"),
+        "permit": (),
+        "preBind": ("VolumeBinding", "DynamicResources"),
+        "bind": ("DefaultBinder",),
+        "postBind": (),
+    }
+    assert profile.score_weights == {
+        "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "VolumeBinding": 1,
+        "PodTopologySpread": 2, "InterPodAffinity": 2, "DynamicResources": 2,
+        "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1,
+    }
+    assert profile.unavailable_defaults == ()
+    assert [name for name, _ in DEFAULT_MULTI_POINT] == list(UPSTREAM_POINTS)
+
+
+def test_reconfigured_defaults_expand_as_upstream() -> None:
+    """kube-scheduler v1.36.4 (-v=2) logged this expansion for the same profile."""
+    (profile,) = _resolve({"plugins": {
+        "multiPoint": {"enabled": [{"name": "NodeAffinity"}],
+                       "disabled": [{"name": "PodTopologySpread"}]},
+        "score": {"enabled": [{"name": "ImageLocality", "weight": 7}]},
+    }}, registry=_full_registry())
+    assert profile.plugins["preFilter"] == (
+        "NodeAffinity", "NodePorts", "NodeResourcesFit", "VolumeRestrictions", "NodeVolumeLimits",
+        "VolumeBinding", "VolumeZone", "InterPodAffinity", "DynamicResources",
+        "NodeDeclaredFeatures")
+    assert profile.score_weights == {
+        "ImageLocality": 7, "TaintToleration": 3, "NodeAffinity": 1, "NodeResourcesFit": 1,
+        "VolumeBinding": 1, "InterPodAffinity": 2, "DynamicResources": 2,
+        "NodeResourcesBalancedAllocation": 1}
+    assert tuple(profile.score_weights) == profile.plugins["score"]
+
+
+def _with(**changes: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+    return {**DEFAULT_PLUGINS, **changes}
+
+
+@pytest.mark.parametrize(("plugins", "expected", "weights"), [
+    pytest.param(
+        {"multiPoint": {"enabled": [{"name": "TaintToleration", "weight": 5}]}},
+        DEFAULT_PLUGINS, {**DEFAULT_WEIGHTS, "TaintToleration": 5},
+        id="multipoint-weight-replaces-default-in-place"),
+    pytest.param(
+        {"multiPoint": {"enabled": [{"name": "NodeAffinity"}]}},
+        DEFAULT_PLUGINS, {**DEFAULT_WEIGHTS, "NodeAffinity": 1},
+        id="multipoint-relisted-without-weight-scores-1"),
+    pytest.param(
+        {"multiPoint": {"enabled": [{"name": "CustomScore", "weight": 4},
+                                    {"name": "CustomFilter"}]}},
+        _with(filter=(*DEFAULT_PLUGINS["filter"], "CustomFilter"),
+              score=(*DEFAULT_PLUGINS["score"], "CustomScore")),
+        {**DEFAULT_WEIGHTS, "CustomScore": 4},
+        id="multipoint-appends-out-of-tree"),
+    pytest.param(
+        {"multiPoint": {"disabled": [{"name": "ImageLocality"}]}},
+        _with(score=DEFAULT_PLUGINS["score"][:-1]),
+        {name: w for name, w in DEFAULT_WEIGHTS.items() if name != "ImageLocality"},
+        id="multipoint-disable-one"),
+    pytest.param(
+        {"multiPoint": {"disabled": [{"name": "*"}],
+                        "enabled": [{"name": "DefaultBinder"}, {"name": "NodeName"},
+                                    {"name": "PrioritySort"}]}},
+        {point: () for point in DEFAULT_PLUGINS} | {
+            "queueSort": ("PrioritySort",), "filter": ("NodeName",), "bind": ("DefaultBinder",)},
+        {}, id="multipoint-disable-all"),
+    pytest.param(
+        {"score": {"disabled": [{"name": "TaintToleration"}]}},
+        _with(score=DEFAULT_PLUGINS["score"][1:]),
+        {name: w for name, w in DEFAULT_WEIGHTS.items() if name != "TaintToleration"},
+        id="score-disable-one-keeps-its-filter"),
+    pytest.param(
+        {"score": {"disabled": [{"name": "*"}],
+                   "enabled": [{"name": "NodeResourcesFit", "weight": 5}]}},
+        _with(score=("NodeResourcesFit",)), {"NodeResourcesFit": 5},
+        id="score-disable-all-and-enable-one"),
+    pytest.param(
+        {"score": {"enabled": [{"name": "ImageLocality", "weight": 7}]}},
+        _with(score=("ImageLocality", *DEFAULT_PLUGINS["score"][:-1])),
+        {**DEFAULT_WEIGHTS, "ImageLocality": 7},
+        id="score-entry-overrides-multipoint-and-runs-first"),
+    pytest.param(
+        {"score": {"enabled": [{"name": "ImageLocality", "weight": 0}]}},
+        _with(score=("ImageLocality", *DEFAULT_PLUGINS["score"][:-1])), DEFAULT_WEIGHTS,
+        id="weight-zero-scores-1"),
+    pytest.param(
+        {"filter": {"enabled": [{"name": "CustomFilter"}]}},
+        _with(filter=(*DEFAULT_PLUGINS["filter"], "CustomFilter")), DEFAULT_WEIGHTS,
+        id="specific-entry-runs-last"),
+    pytest.param(
+        {"filter": {"enabled": [{"name": "NodePorts"}, {"name": "CustomFilter"},
+                                {"name": "NodeName"}]}},
+        _with(filter=("NodePorts", "NodeName", "NodeUnschedulable", "TaintToleration",
+                      "NodeAffinity", "NodeResourcesFit", "CustomFilter")),
+        DEFAULT_WEIGHTS, id="overrides-first-in-written-order"),
+    pytest.param(
+        {"preFilter": {"disabled": [{"name": "NodeResourcesFit"}]}},
+        _with(preFilter=("NodeAffinity", "NodePorts")), DEFAULT_WEIGHTS,
+        id="prefilter-disable-one"),
+    pytest.param(
+        {"bind": {"disabled": [{"name": "DefaultBinder"}], "enabled": [{"name": "OtherBinder"}]}},
+        _with(bind=("OtherBinder",)), DEFAULT_WEIGHTS, id="replace-binder"),
+    pytest.param(
+        {"bind": {"enabled": [{"name": "OtherBinder"}]}},
+        _with(bind=("DefaultBinder", "OtherBinder")), DEFAULT_WEIGHTS,
+        id="second-binder-after-default"),
+    pytest.param(
+        {"multiPoint": {"disabled": [{"name": "PrioritySort"}],
+                        "enabled": [{"name": "Coscheduling"}]}},
+        _with(queueSort=("Coscheduling",),
+              preFilter=(*DEFAULT_PLUGINS["preFilter"], "Coscheduling"),
+              postFilter=("Coscheduling",), reserve=("Coscheduling",), permit=("Coscheduling",)),
+        DEFAULT_WEIGHTS, id="replace-queue-sort-everywhere"),
+    pytest.param(
+        {"queueSort": {"disabled": [{"name": "*"}], "enabled": [{"name": "Coscheduling"}]}},
+        _with(queueSort=("Coscheduling",)), DEFAULT_WEIGHTS,
+        id="replace-queue-sort-at-its-point-only"),
+    pytest.param(
+        {"multiPoint": {"enabled": [{"name": "CustomScore"}]},
+         "score": {"disabled": [{"name": "CustomScore"}]}},
+        DEFAULT_PLUGINS, DEFAULT_WEIGHTS, id="multipoint-plugin-disabled-at-a-point"),
+    pytest.param(
+        {"multiPoint": {"disabled": [{"name": "VolumeBinding"}, {"name": "DefaultPreemption"}]}},
+        DEFAULT_PLUGINS, DEFAULT_WEIGHTS, id="disable-unavailable-default"),
+    pytest.param(
+        {"placementScore": {"disabled": [{"name": "*"}]}},
+        DEFAULT_PLUGINS, DEFAULT_WEIGHTS, id="placement-point-may-be-disabled"),
+])
+def test_expansion(
+    plugins: dict[str, Any], expected: dict[str, tuple[str, ...]], weights: dict[str, int]
+) -> None:
+    profile = _one(plugins)
+    assert profile.plugins == expected
+    assert profile.score_weights == weights
+
+
+def test_plugin_named_anywhere_is_built() -> None:
+    profile = _one({"multiPoint": {"enabled": [{"name": "CustomScore"}]},
+                    "score": {"disabled": [{"name": "CustomScore"}]},
+                    "queueSort": {"disabled": [{"name": "*"}],
+                                  "enabled": [{"name": "Coscheduling"}]}})
+    assert "CustomScore" in profile.args
+    assert profile.args["Coscheduling"] == CoschedulingArgs()
+    assert "PrioritySort" in profile.args  # still named by the default multiPoint
+
+
+def test_percentage_per_profile() -> None:
+    profiles = _resolve({"schedulerName": "a", "percentageOfNodesToScore": 20},
+                        {"schedulerName": "b"})
+    assert [(p.scheduler_name, p.percentage_of_nodes_to_score) for p in profiles] == [
+        ("a", 20), ("b", None)]
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    pytest.param({"scoringStrategy": {"type": "MostAllocated"}},
+                 NodeResourcesFitArgs(scoringStrategy=ScoringStrategy(type="MostAllocated")),
+                 id="given"),
+    pytest.param({"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "NodeResourcesFitArgs",
+                  "ignoredResources": ["example.com/foo"]},
+                 NodeResourcesFitArgs(ignoredResources=["example.com/foo"]), id="with-type-meta"),
+    pytest.param(None, NodeResourcesFitArgs(), id="null-args-are-defaults"),
+    pytest.param({}, NodeResourcesFitArgs(), id="empty-args-are-defaults"),
+])
+def test_plugin_args(args: dict[str, Any] | None, expected: NodeResourcesFitArgs) -> None:
+    profile = _one(pluginConfig=[{"name": "NodeResourcesFit", "args": args}])
+    assert profile.args["NodeResourcesFit"] == expected
+
+
+def _warnings(*profiles: dict[str, Any]) -> list[dict[str, Any]]:
+    with capture_logs() as logs:
+        _resolve(*profiles)
+    return [{k: v for k, v in log.items() if k != "log_level"}
+            for log in logs if log["log_level"] == "warning"]
+
+
+@pytest.mark.parametrize(("profile", "expected"), [
+    pytest.param({}, [{"event": "config.default_plugins_unavailable", "profile": "kpysched",
+                       "plugins": list(UNAVAILABLE_DEFAULTS),
+                       "reason": "not in the plugin registry; the profile runs without them"}],
+                 id="unavailable-defaults"),
+    pytest.param({"plugins": {"multiPoint": {"disabled": [{"name": n} for n in
+                                                          UNAVAILABLE_DEFAULTS]}}},
+                 [], id="unavailable-defaults-disabled"),
+    pytest.param({"plugins": {"multiPoint": {"disabled": [{"name": n} for n in
+                                                          UNAVAILABLE_DEFAULTS]}},
+                  "pluginConfig": [{"name": "Coscheduling",
+                                    "args": {"permitWaitingTimeSeconds": 5}}]},
+                 [{"event": "config.plugin_args_unused", "profile": "kpysched",
+                   "plugin": "Coscheduling",
+                   "reason": "the plugin is not enabled in this profile"}],
+                 id="args-of-plugin-not-enabled"),
+    pytest.param({"plugins": {"multiPoint": {"disabled": [{"name": n} for n in
+                                                          UNAVAILABLE_DEFAULTS]}},
+                  "pluginConfig": [{"name": "PodTopologySpread",
+                                    "args": {"defaultingType": "List"}}]},
+                 [{"event": "config.plugin_args_unused", "profile": "kpysched",
+                   "plugin": "PodTopologySpread",
+                   "reason": "the plugin is not available in kpysched"}],
+                 id="args-of-unavailable-plugin"),
+    pytest.param({"plugins": {"multiPoint": {"disabled": [{"name": n} for n in
+                                                          UNAVAILABLE_DEFAULTS]}},
+                  "pluginConfig": [{"name": "ImageLocality", "args": {"foo": 1}}]},
+                 [{"event": "config.plugin_args_ignored", "profile": "kpysched",
+                   "plugin": "ImageLocality", "reason": "the plugin takes no args"}],
+                 id="args-of-plugin-without-args"),
+])
+def test_warnings(profile: dict[str, Any], expected: list[dict[str, Any]]) -> None:
+    assert _warnings(profile) == expected
+
+
+def _problems(*profiles: dict[str, Any]) -> list[str]:
+    with pytest.raises(ConfigError) as caught:
+        _resolve(*profiles)
+    return list(caught.value.problems)
+
+
+@pytest.mark.parametrize(("profile", "expected"), [
+    pytest.param(
+        {"plugins": {"score": {"enabled": [{"name": "CustomScore"},
+                                           {"name": "NodeResourcesFitt"}]}}},
+        ['profiles[0].plugins.score.enabled[1].name: unknown plugin "NodeResourcesFitt" '
+         '(did you mean "NodeResourcesFit"?)'], id="unknown-plugin"),
+    pytest.param(
+        {"plugins": {"filter": {"enabled": [{"name": "Zzz"}]}}},
+        ['profiles[0].plugins.filter.enabled[0].name: unknown plugin "Zzz"'],
+        id="unknown-plugin-no-suggestion"),
+    pytest.param(
+        {"plugins": {"multiPoint": {"enabled": [{"name": "Coscheduler"}]}}},
+        ['profiles[0].plugins.multiPoint.enabled[0].name: unknown plugin "Coscheduler" '
+         '(did you mean "Coscheduling"?)'], id="unknown-plugin-multipoint"),
+    pytest.param(
+        {"plugins": {"filter": {"enabled": [{"name": "VolumeBinding"}]}}},
+        ['profiles[0].plugins.filter.enabled[0].name: plugin "VolumeBinding" is not available '
+         "in kpysched (not in the plugin registry)"], id="unavailable-plugin-named"),
+    pytest.param(
+        {"plugins": {"multiPoint": {"enabled": [{"name": "PodTopologySpread", "weight": 4}]}}},
+        ['profiles[0].plugins.multiPoint.enabled[0].name: plugin "PodTopologySpread" is not '
+         "available in kpysched (not in the plugin registry)"],
+        id="unavailable-default-reconfigured"),
+    pytest.param(
+        {"plugins": {"score": {"disabled": [{"name": "ImageLocalty"}]}}},
+        ['profiles[0].plugins.score.disabled[0].name: unknown plugin "ImageLocalty" '
+         '(did you mean "ImageLocality"?)'], id="unknown-disabled-plugin"),
+    pytest.param(
+        {"plugins": {"filter": {"enabled": [{"name": "EBSLimits"}]}}},
+        ['profiles[0].plugins.filter.enabled[0].name: plugin "EBSLimits" was removed in '
+         "kubescheduler.config.k8s.io/v1 (NodeVolumeLimits covers its volumes)"],
+        id="removed-plugin"),
+    pytest.param(
+        {"plugins": {"placementGenerate": {"enabled": [{"name": "NodeResourcesFit"}]}}},
+        ["profiles[0].plugins.placementGenerate.enabled[0].name: the placementGenerate "
+         "extension point is not supported by kpysched"], id="placement-point"),
+    pytest.param(
+        {"plugins": {"filter": {"enabled": [{"name": "ImageLocality"}]}}},
+        ['profiles[0].plugins.filter.enabled[0].name: plugin "ImageLocality" does not '
+         "implement filter"], id="does-not-implement"),
+    pytest.param(
+        {"plugins": {"filter": {"enabled": [{"name": "CustomFilter"}, {"name": "CustomFilter"}]}}},
+        ['profiles[0].plugins.filter.enabled[1].name: plugin "CustomFilter" is enabled twice '
+         "for filter"], id="twice-in-a-point"),
+    pytest.param(
+        {"plugins": {"multiPoint": {"enabled": [{"name": "CustomFilter"},
+                                                {"name": "CustomFilter"}]}}},
+        ['profiles[0].plugins.multiPoint.enabled[1].name: plugin "CustomFilter" is enabled '
+         "twice in multiPoint"], id="twice-in-multipoint"),
+    pytest.param(
+        {"plugins": {"multiPoint": {"enabled": [{"name": "NodeName"}, {"name": "NodeName"}]}}},
+        ['profiles[0].plugins.multiPoint.enabled[0].name: plugin "NodeName" is enabled '
+         "twice in multiPoint"], id="default-twice-in-multipoint"),
+    pytest.param(
+        {"plugins": {"score": {"enabled": [{"name": "ImageLocality"},
+                                           {"name": "TaintToleration", "weight": -3}]}}},
+        ["profiles[0].plugins.score.enabled[1].weight: must not be negative (got -3)"],
+        id="negative-weight"),
+    pytest.param(
+        {"plugins": {"multiPoint": {"enabled": [{"name": "CustomScore", "weight": -1}]}}},
+        ["profiles[0].plugins.multiPoint.enabled[0].weight: must not be negative (got -1)"],
+        id="negative-multipoint-weight"),
+    pytest.param(
+        {"plugins": {"multiPoint": {"disabled": [{"name": "PrioritySort"}]}}},
+        ["profiles[0].plugins.queueSort: exactly one queueSort plugin must be enabled, got 0"],
+        id="no-queue-sort"),
+    pytest.param(
+        {"plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]}}},
+        ["profiles[0].plugins.queueSort: exactly one queueSort plugin must be enabled, "
+         'got 2: "PrioritySort", "Coscheduling"'], id="two-queue-sorts"),
+    pytest.param(
+        {"plugins": {"multiPoint": {"disabled": [{"name": "DefaultBinder"}]}}},
+        ["profiles[0].plugins.bind: at least one bind plugin must be enabled"], id="no-bind"),
+    pytest.param(
+        {"pluginConfig": [{"name": "NodeResourcesFitt", "args": {}}]},
+        ['profiles[0].pluginConfig[0].name: unknown plugin "NodeResourcesFitt" '
+         '(did you mean "NodeResourcesFit"?)'], id="args-for-unknown-plugin"),
+    pytest.param(
+        {"pluginConfig": [{"name": "NodeResourcesFit"}, {"name": "NodeResourcesFit"}]},
+        ['profiles[0].pluginConfig[1].name: duplicate pluginConfig for plugin "NodeResourcesFit" '
+         "(first at profiles[0].pluginConfig[0])"], id="duplicate-args"),
+    pytest.param(
+        {"pluginConfig": [{"name": "GCEPDLimits"}]},
+        ['profiles[0].pluginConfig[0].name: plugin "GCEPDLimits" was removed in '
+         "kubescheduler.config.k8s.io/v1 (NodeVolumeLimits covers its volumes)"],
+        id="args-for-removed-plugin"),
+    pytest.param(
+        {"pluginConfig": [{"name": "NodeResourcesFit",
+                           "args": {"scoringStrategy": {"type": "Least"}}}]},
+        ["profiles[0].pluginConfig[0].args.scoringStrategy.type: Input should be "
+         "'LeastAllocated', 'MostAllocated' or 'RequestedToCapacityRatio' (got \"Least\")"],
+        id="args-invalid-value"),
+    pytest.param(
+        {"pluginConfig": [{"name": "NodeResourcesFit", "args": {"scoringStrategy": {"typ": "x"}}}]},
+        ['profiles[0].pluginConfig[0].args.scoringStrategy: unknown field "typ"'],
+        id="args-unknown-field"),
+    pytest.param(
+        {"pluginConfig": [{"name": "NodeResourcesFit", "args": {"kind": "InterPodAffinityArgs"}}]},
+        ["profiles[0].pluginConfig[0].args.kind: args for plugin NodeResourcesFit must be of kind "
+         '"NodeResourcesFitArgs" (got "InterPodAffinityArgs")'], id="args-wrong-kind"),
+    pytest.param(
+        {"pluginConfig": [{"name": "NodeResourcesFit",
+                           "args": {"apiVersion": "kubescheduler.config.k8s.io/v1beta3"}}]},
+        ['profiles[0].pluginConfig[0].args.apiVersion: must be "kubescheduler.config.k8s.io/v1" '
+         '(got "kubescheduler.config.k8s.io/v1beta3")'], id="args-wrong-api-version"),
+    pytest.param(
+        {"pluginConfig": [{"name": "Threshold", "args": {"threshold": "high"}}]},
+        ["profiles[0].pluginConfig[0].args.threshold: Input should be a valid integer, unable "
+         'to parse string as an integer (got "high")'], id="args-of-plugin-not-enabled-checked"),
+    pytest.param(
+        {"plugins": {"filter": {"enabled": [{"name": "Threshold"}]}}},
+        ['profiles[0].pluginConfig: plugin "Threshold" needs args: args.threshold: required '
+         "field is missing"], id="required-args-missing"),
+    pytest.param(
+        {"plugins": {"filter": {"enabled": [{"name": "Zzz"}, {"name": "ImageLocalty"}]}}},
+        ['profiles[0].plugins.filter.enabled[0].name: unknown plugin "Zzz"',
+         'profiles[0].plugins.filter.enabled[1].name: unknown plugin "ImageLocalty" '
+         '(did you mean "ImageLocality"?)'], id="all-problems-reported"),
+])
+def test_invalid_profile(profile: dict[str, Any], expected: list[str]) -> None:
+    assert _problems(profile) == expected
+
+
+COSCHEDULING = {"multiPoint": {"disabled": [{"name": "PrioritySort"}],
+                               "enabled": [{"name": "Coscheduling"}]}}
+
+
+@pytest.mark.parametrize(("profiles", "expected"), [
+    pytest.param(
+        [{"schedulerName": "a"},
+         {"schedulerName": "b", "plugins": {"score": {"enabled": [{"name": "Nope"}]}}}],
+        ['profiles[1].plugins.score.enabled[0].name: unknown plugin "Nope"'],
+        id="path-names-the-profile"),
+    pytest.param(
+        [{"schedulerName": "a"}, {"schedulerName": "b", "plugins": COSCHEDULING}],
+        ['profiles[1].plugins.queueSort: must use the same queueSort plugin as profiles[0] '
+         '("PrioritySort"), got "Coscheduling"'], id="different-queue-sort"),
+    pytest.param(
+        [{"schedulerName": "a", "plugins": COSCHEDULING},
+         {"schedulerName": "b", "plugins": COSCHEDULING,
+          "pluginConfig": [{"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 5}}]}],
+        ['profiles[1].pluginConfig: args of queueSort plugin "Coscheduling" must be the same as '
+         "in profiles[0]"], id="different-queue-sort-args"),
+])
+def test_invalid_profiles(profiles: list[dict[str, Any]], expected: list[str]) -> None:
+    assert _problems(*profiles) == expected
+
+
+def test_same_queue_sort_in_every_profile_is_fine() -> None:
+    profiles = _resolve({"schedulerName": "a", "plugins": COSCHEDULING},
+                        {"schedulerName": "b", "plugins": COSCHEDULING})
+    assert [p.plugins["queueSort"] for p in profiles] == [("Coscheduling",)] * 2
