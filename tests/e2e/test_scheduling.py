@@ -263,3 +263,53 @@ async def _first_bound(api: client.ApiClient, namespace: str, names: list[str]) 
     await _wait_for(any_bound, 30, f"one of {names} to be bound")
     await asyncio.sleep(5)  # a wrongly double-freed CPU would let the second bind by now
     return await any_bound()
+
+
+async def test_restart_apiserver_mid_run_binds_every_pod_exactly_once(
+    cluster: ClusterState, api: client.ApiClient, namespace: str, nodes_to_clean: list[str],
+) -> None:
+    nodes_to_clean += await kube.create_nodes(api, 5, prefix="restart", cpu="8")
+    first = [f"before-{i}" for i in range(30)]
+    second = [f"after-{i}" for i in range(30)]
+    with KpyschedProcess(cluster) as kp:
+        for name in first:
+            await kube.create_pod(api, namespace, kube.pod_body(name, scheduler_name=SCHEDULER))
+        await asyncio.to_thread(_restart_apiserver, cluster)
+        async with kube.api_client(cluster) as fresh:
+            for name in second:
+                await kube.create_pod(fresh, namespace,
+                                      kube.pod_body(name, scheduler_name=SCHEDULER))
+            await kube.wait_bound(fresh, namespace, first + second, timeout=120)
+        bound_lines = Counter(e["pod"] for e in kp.log_events() if e.get("event") == "pod.bound")
+    expected = {f"{namespace}/{name}" for name in first + second}
+    assert set(bound_lines) == expected
+    assert all(count == 1 for count in bound_lines.values()), bound_lines
+
+
+def _restart_apiserver(cluster: ClusterState) -> None:
+    from pathlib import Path
+
+    from tests.cluster.cluster import restart_apiserver
+
+    restarted = restart_apiserver(Path(cluster.dir))
+    cluster.apiserver_pid = restarted.apiserver_pid  # keep the session teardown current
+
+
+async def test_out_of_tree_filter_plugin_changes_placements(
+    cluster: ClusterState, api: client.ApiClient, namespace: str, nodes_to_clean: list[str],
+) -> None:
+    label = kube.unique_name("chosen")
+    # The unlabelled node is far bigger: LeastAllocated alone would pick it every time.
+    nodes_to_clean += await kube.create_nodes(api, 1, prefix="big", cpu="64", memory="256Gi")
+    nodes_to_clean += await kube.create_nodes(api, 1, prefix="labelled", labels={label: "yes"})
+    names = [f"p{i}" for i in range(5)]
+    config = scheduler_config(profiles=[{
+        "schedulerName": SCHEDULER,
+        "plugins": {"filter": {"enabled": [{"name": "RequireNodeLabel"}]}},
+        "pluginConfig": [{"name": "RequireNodeLabel", "args": {"labelKey": label}}],
+    }])
+    for name in names:
+        await kube.create_pod(api, namespace, kube.pod_body(name, scheduler_name=SCHEDULER))
+    with KpyschedProcess(cluster, config):
+        bound = await kube.wait_bound(api, namespace, names, timeout=60)
+    assert set(bound.values()) == {nodes_to_clean[1]}

@@ -1,0 +1,55 @@
+"""The in-tree registry: every plugin module has the shape the framework relies on."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from kpysched.framework.registry import PluginSpec, full_registry
+from kpysched.plugins import DEFAULT_WEIGHTS, IN_TREE
+from tests.unit.builders import FakeHandle
+
+MODULES = {
+    "PrioritySort": "priority_sort",
+    "SchedulingGates": "scheduling_gates",
+    "NodeUnschedulable": "node_unschedulable",
+    "NodeName": "node_name",
+    "TaintToleration": "taint_toleration",
+    "NodeAffinity": "node_affinity",
+    "NodePorts": "node_ports",
+    "NodeResourcesFit": "node_resources_fit",
+    "NodeResourcesBalancedAllocation": "node_resources_balanced_allocation",
+    "ImageLocality": "image_locality",
+    "DefaultBinder": "default_binder",
+}
+
+
+def test_in_tree_lists_every_module() -> None:
+    assert set(IN_TREE) == set(MODULES)
+
+
+@pytest.mark.parametrize(("name", "module"), MODULES.items())
+def test_module_shape(name: str, module: str) -> None:
+    plugin_module = importlib.import_module(f"kpysched.plugins.{module}")
+    spec = plugin_module.SPEC
+    assert isinstance(spec, PluginSpec)
+    assert spec is IN_TREE[name]
+    assert plugin_module.NAME == spec.name == name
+    assert name == spec.plugin_class.NAME
+    assert spec.extension_points(), "a plugin implements at least one extension point"
+    args = spec.parse_args(None)
+    instance = spec.factory(args, FakeHandle())
+    assert isinstance(instance, spec.plugin_class)
+    assert all(event.resource for event in instance.events_to_register())
+
+
+def test_default_weights() -> None:
+    assert DEFAULT_WEIGHTS == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
+                               "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
+    for name in DEFAULT_WEIGHTS:
+        assert "score" in IN_TREE[name].extension_points()
+
+
+def test_full_registry_keeps_in_tree() -> None:
+    assert set(IN_TREE) <= set(full_registry(IN_TREE))
