@@ -12,8 +12,12 @@ import asyncio
 import time
 from typing import Any
 
+import aiohttp
 import msgspec
 from kubernetes_asyncio import client
+
+# ApiResponse.status when no HTTP answer arrived at all.
+TRANSPORT_ERROR = 0
 
 
 class TokenBucket:
@@ -80,18 +84,23 @@ class RawApi:
         if throttle:
             await self._bucket.acquire()
         self.requests_sent += 1
-        response = await self.api_client.call_api(
-            path, method,
-            query_params=list((query or {}).items()),
-            header_params={"Content-Type": content_type, "Accept": "application/json"},
-            body=body,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=timeout,
-        )
         try:
-            data: bytes = await response.read()
-        finally:
-            response.release()
+            response = await self.api_client.call_api(
+                path, method,
+                query_params=list((query or {}).items()),
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+                _request_timeout=timeout,
+            )
+            try:
+                data: bytes = await response.read()
+            finally:
+                response.release()
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            # The API server is unreachable (restarting, network): callers treat this
+            # like any failed write (a bind is requeued), so hand back a status, not a raise.
+            return ApiResponse(TRANSPORT_ERROR, f"{type(error).__name__}: {error}".encode())
         return ApiResponse(response.status, data)

@@ -149,6 +149,18 @@ class Scheduler:
 
     async def _binding_cycle(self, framework: Framework, queued: QueuedPodInfo, pod_cycle: int,
                              state: CycleState, assumed: PodInfo, node: str) -> None:
+        try:
+            await self._bind_steps(framework, queued, pod_cycle, state, assumed, node)
+        except Exception as error:
+            # A plugin bug must not lose the pod: undo the placement and requeue it.
+            log.exception("bind.crashed", pod=assumed.key, node=node)
+            framework.run_unreserve(state, assumed, node)
+            self.cache.forget_pod(assumed.uid)
+            self._fail(framework, queued, pod_cycle, None,
+                       Status.error(f"binding cycle failed: {error!r}"))
+
+    async def _bind_steps(self, framework: Framework, queued: QueuedPodInfo, pod_cycle: int,
+                          state: CycleState, assumed: PodInfo, node: str) -> None:
         stage = "Permit"
         status = await framework.wait_on_permit(assumed)
         if status.ok:

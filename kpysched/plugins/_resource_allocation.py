@@ -120,23 +120,23 @@ def requested_to_capacity_ratio(weights: Sequence[int], shape: Sequence[ShapePoi
 
 
 def _balance(requested: Sequence[int], allocatable: Sequence[int]) -> int:
-    fractions: list[float] = []
-    total = 0.0
-    for want, capacity in zip(requested, allocatable, strict=True):
-        if capacity == 0:
-            continue
-        fraction = min(float(want) / float(capacity), 1.0)
-        total += fraction
-        fractions.append(fraction)
-    std = 0.0
-    if len(fractions) == 2:
+    fractions = [min(float(want) / float(capacity), 1.0)
+                 for want, capacity in zip(requested, allocatable, strict=True) if capacity != 0]
+    count = len(fractions)
+    if count == 2:
         std = abs((fractions[0] - fractions[1]) / 2)
-    elif len(fractions) > 2:
-        mean = total / len(fractions)
+    elif count > 2:
+        # Plain left-to-right sums as upstream (Python 3.12's sum() compensates).
+        total = 0.0
+        for fraction in fractions:
+            total += fraction
+        mean = total / count
         squares = 0.0
         for fraction in fractions:
             squares = squares + (fraction - mean) * (fraction - mean)
-        std = math.sqrt(squares / len(fractions))
+        std = math.sqrt(squares / count)
+    else:
+        std = 0.0
     return int((1 - std) * MAX_NODE_SCORE)
 
 
@@ -262,33 +262,34 @@ class ResourceAllocationScorer:
         source = pod.requests if self.use_requested else pod.non_zero_requests
         return tuple(_amount(source, name) for name in self.names)
 
-    def _node_figures(self, node: NodeInfo, name: str) -> tuple[int, int]:
-        """(allocatable, allocated) of one resource on the node; (0, 0) leaves it out."""
-        allocatable = node.allocatable
-        used = node.requested if self.use_requested else node.non_zero_requested
-        if name == CPU:
-            return allocatable.milli_cpu, used.milli_cpu
-        if name == MEMORY:
-            return allocatable.memory, used.memory
-        if name == EPHEMERAL_STORAGE:
-            return allocatable.ephemeral_storage, node.requested.ephemeral_storage
-        if name in allocatable.scalar:
-            return allocatable.scalar[name], node.requested.scalar.get(name, 0)
-        return 0, 0
-
     def score(self, node: NodeInfo, pod_requests: Sequence[int]) -> int:
-        count = len(self.names)
-        requested, allocated, allocatable = [0] * count, [0] * count, [0] * count
-        for index, name in enumerate(self.names):
-            want = pod_requests[index]
-            if want == 0 and is_scalar_resource(name):
-                continue
-            capacity, used = self._node_figures(node, name)
+        node_allocatable = node.allocatable
+        node_used = node.requested if self.use_requested else node.non_zero_requested
+        requested: list[int] = []
+        allocated: list[int] = []
+        allocatable: list[int] = []
+        for name, want in zip(self.names, pod_requests, strict=True):
+            if name == CPU:
+                capacity, used = node_allocatable.milli_cpu, node_used.milli_cpu
+            elif name == MEMORY:
+                capacity, used = node_allocatable.memory, node_used.memory
+            elif name == EPHEMERAL_STORAGE:
+                capacity = node_allocatable.ephemeral_storage
+                used = node.requested.ephemeral_storage
+            elif want == 0 and is_scalar_resource(name):
+                capacity = used = 0
+            else:
+                # Names with no place on the node (e.g. pods) find no capacity and drop out.
+                capacity = node_allocatable.scalar.get(name, 0)
+                used = node.requested.scalar.get(name, 0)
             if capacity == 0:
-                continue
-            allocatable[index] = capacity
-            allocated[index] = used
-            requested[index] = used + want
+                requested.append(0)
+                allocated.append(0)
+                allocatable.append(0)
+            else:
+                requested.append(used + want)
+                allocated.append(used)
+                allocatable.append(capacity)
         return self.scorer(requested, allocated, allocatable)
 
     def score_vector(self, snapshot: Snapshot, pod_requests: Sequence[int]) -> IntArray | None:

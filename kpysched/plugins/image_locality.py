@@ -102,15 +102,15 @@ class ImageLocality(PreScorePlugin, ScorePlugin):
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         computed = self._state(pod)
-        if not computed.spread:
-            return Status.skip()
         state.write(_PRE_SCORE_KEY, computed)
-        return SUCCESS
+        return SUCCESS if computed.spread else Status.skip()
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         cached: _PreScoreState | None = state.get(_PRE_SCORE_KEY)
         if cached is None:
+            # Counting spread walks the whole snapshot: do it once per cycle, not per node.
             cached = self._state(pod)
+            state.write(_PRE_SCORE_KEY, cached)
         total = sum_image_scores(node, cached.images, cached.spread)
         return calculate_priority(total, cached.num_containers), SUCCESS
 

@@ -4,7 +4,7 @@ Filter compares the pod's requests (PreFilter computes them once) with each
 node's allocatable minus what its pods request, and counts pods against the
 node's pod capacity. A request larger than the node's whole allocatable makes
 the rejection UnschedulableAndUnresolvable, since preemption cannot help there
-(upstream since v1.33). Score applies the configured strategy: LeastAllocated
+(as upstream v1.36 does). Score applies the configured strategy: LeastAllocated
 (default), MostAllocated or RequestedToCapacityRatio.
 
 Not carried over: DRA-backed extended resources (upstream lets the

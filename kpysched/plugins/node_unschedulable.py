@@ -19,8 +19,6 @@ from kpysched.objects.taints import NO_SCHEDULE, tolerates
 NAME = "NodeUnschedulable"
 
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
-# Exported by upstream, no longer returned by its Filter.
-REASON_UNKNOWN_CONDITION = "node(s) had unknown conditions"
 
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 _UNSCHEDULABLE_TAINT = api.Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=NO_SCHEDULE)

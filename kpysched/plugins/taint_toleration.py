@@ -4,9 +4,10 @@ Filter rejects a node with a NoSchedule or NoExecute taint the pod does not
 tolerate. Score counts the PreferNoSchedule taints the pod does not tolerate;
 NormalizeScore reverses it so the node with the fewest scores 100.
 
-Since v1.35 the Filter reason no longer names the taint: upstream v1.36 says
-"node(s) had untolerated taint(s)". Toleration operators Lt/Gt are alpha
-(TaintTolerationComparisonOperators, off by default) and tolerate nothing here.
+Upstream v1.36's Filter reason does not name the taint ("node(s) had untolerated
+taint(s)"); older releases printed "node(s) had untolerated taint {key: value}".
+Toleration operators Lt/Gt are alpha (TaintTolerationComparisonOperators, off
+by default) and tolerate nothing here.
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ from kpysched.plugins._helper import default_normalize_score
 NAME = "TaintToleration"
 
 REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
-# Upstream's exported ErrReasonNotMatch (not what Filter returns, kept for reference).
-REASON_NOT_MATCH = "node(s) had taints that the pod didn't tolerate"
 
 _PRE_SCORE_KEY = "PreScore" + NAME
 
