@@ -78,6 +78,12 @@ class SchedulerHandle:
             if (waiting := framework.waiting_pods.get(uid)) is not None:
                 waiting.reject(plugin, reason)
 
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return None  # wired to a Namespace informer with InterPodAffinity
+
+    def default_spread_selector(self, pod: api.Pod) -> api.LabelSelector | None:
+        return None  # wired to Service/RC/RS/StatefulSet informers with PodTopologySpread
+
 
 def build_scheduler(
     config: SchedulerConfiguration,

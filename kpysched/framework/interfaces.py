@@ -7,7 +7,7 @@ binding-cycle points (Permit's waiting, PreBind, Bind, PostBind) await.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -68,6 +68,16 @@ class Handle(Protocol):
     def allow_waiting_pod(self, uid: str, plugin: str) -> None: ...
 
     def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None: ...
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        """Labels of a Namespace (namespace informer); None when it is unknown."""
+        ...
+
+    def default_spread_selector(self, pod: api.Pod) -> api.LabelSelector | None:
+        """Upstream's DefaultSelector: the selectors of the Services that select the pod
+        and of its owning ReplicationController, ReplicaSet or StatefulSet, merged into
+        one; None when nothing selects the pod."""
+        ...
 
 
 class Plugin(Protocol):

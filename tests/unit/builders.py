@@ -210,6 +210,8 @@ class FakeHandle:
     snapshot_value: Snapshot = field(default_factory=Snapshot)
     bind_status: Status = field(default_factory=Status)
     bound: list[tuple[str, str]] = field(default_factory=list)
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
+    spread_selectors: dict[str, api.LabelSelector] = field(default_factory=dict)
 
     @property
     def snapshot(self) -> Snapshot:
@@ -224,3 +226,9 @@ class FakeHandle:
 
     def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None:
         return None
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return self.namespaces.get(namespace)
+
+    def default_spread_selector(self, pod: api.Pod) -> api.LabelSelector | None:
+        return self.spread_selectors.get(f"{pod.metadata.namespace}/{pod.metadata.name}")
