@@ -11,6 +11,8 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
@@ -75,74 +77,93 @@ class Algorithm:
     def schedule(self, framework: Framework, state: CycleState, pod: PodInfo,
                  snapshot: Snapshot) -> ScheduleResult | Diagnosis | Status:
         """A result, a Diagnosis (fits nowhere), or an Error status."""
-        all_nodes = snapshot.node_infos
-        if not all_nodes:
+        if not snapshot.node_infos:
             return Diagnosis(0)
-        feasible, diagnosis, error = self._find_nodes_that_fit(framework, state, pod, snapshot)
-        if error is not None:
-            return error
+        found = self._find_nodes_that_fit(framework, state, pod, snapshot)
+        if isinstance(found, Status):
+            return found
+        feasible, processed, diagnosis = found
         if not feasible:
             return diagnosis
         if len(feasible) == 1:
             # Nothing to compare: upstream skips PreScore/Score for a single candidate.
-            return ScheduleResult(feasible[0].name, len(diagnosis.node_to_status) + 1, 1)
+            return ScheduleResult(feasible[0].name, processed, 1)
         status = framework.run_pre_score(state, pod, feasible)
         if not status.ok:
             return status
-        totals, status = framework.run_score(state, pod, feasible)
+        rows = [snapshot.index[info.name] for info in feasible]
+        totals, status = framework.run_score(state, pod, feasible, snapshot, rows)
         if not status.ok:
             return status
-        return ScheduleResult(self._select_host(feasible, totals),
-                              len(feasible) + len(diagnosis.node_to_status), len(feasible))
+        return ScheduleResult(self._select_host(feasible, totals), processed, len(feasible))
 
     def _find_nodes_that_fit(
         self, framework: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot
-    ) -> tuple[list[NodeInfo], Diagnosis, Status | None]:
+    ) -> tuple[list[NodeInfo], int, Diagnosis] | Status:
+        """Feasible nodes, how many nodes were examined, and why the others failed."""
         all_nodes = snapshot.node_infos
         diagnosis = Diagnosis(len(all_nodes))
         pre_result, status, rejectors = framework.run_pre_filter(state, pod, all_nodes)
         if not status.ok:
             if status.code == Code.ERROR:
-                return [], diagnosis, status
+                return status
             diagnosis.pre_filter_msg = status.message()
             diagnosis.unschedulable_plugins |= rejectors
             for info in all_nodes:
                 diagnosis.node_to_status[info.name] = status
-            return [], diagnosis, None
+            return [], 0, diagnosis
 
         nodes: list[NodeInfo] = all_nodes
         if pre_result.node_names is not None:
             nodes = [found for name in sorted(pre_result.node_names)
                      if (found := snapshot.get(name)) is not None]
-
+        count = len(nodes)
+        if count == 0:
+            return [], 0, diagnosis
         percentage = framework.percentage_of_nodes_to_score
         if percentage is None:
             percentage = self.percentage_of_nodes_to_score
-        to_find = num_feasible_nodes_to_find(percentage, len(nodes))
+        to_find = num_feasible_nodes_to_find(percentage, count)
+        start = self._next_start_node_index % count
+
+        # Rows in rotating order; a vector verdict (whole-snapshot only) prunes them up front.
+        order = np.roll(np.arange(count), -start)
+        mask, covered = (None, frozenset[str]())
+        if nodes is all_nodes and framework.filter_plugins:
+            mask, covered = framework.filter_mask(state, pod, snapshot)
+        positions = np.flatnonzero(mask[order]) if mask is not None else range(count)
+
         feasible: list[NodeInfo] = []
-        processed = 0
-        count = len(nodes)
-        start = self._next_start_node_index % count if count else 0
+        processed = count
         if not framework.filter_plugins:
             feasible = [nodes[(start + i) % count] for i in range(min(to_find, count))]
             processed = len(feasible)
         else:
-            for i in range(count):
-                info = nodes[(start + i) % count]
-                processed += 1
-                node_status = framework.run_filter(state, pod, info)
+            for position in positions:
+                info = nodes[int(order[position])]
+                node_status = framework.run_filter(state, pod, info, covered)
                 if node_status.ok:
                     feasible.append(info)
                     if len(feasible) >= to_find:
+                        processed = int(position) + 1
                         break
                 elif node_status.code == Code.ERROR:
-                    return [], diagnosis, node_status
+                    return node_status
                 else:
                     diagnosis.node_to_status[info.name] = node_status
                     diagnosis.unschedulable_plugins.add(node_status.plugin)
-        if count:
-            self._next_start_node_index = (self._next_start_node_index + processed) % count
-        return feasible, diagnosis, None
+        if mask is not None and not feasible:
+            # Reasons for rows the vector verdict rejected are only needed now: get them
+            # from the full per-node chain so the first failing plugin is reported.
+            for row in np.flatnonzero(~mask).tolist():
+                info = nodes[row]
+                node_status = framework.run_filter(state, pod, info)
+                if node_status.code == Code.ERROR:
+                    return node_status
+                diagnosis.node_to_status[info.name] = node_status
+                diagnosis.unschedulable_plugins.add(node_status.plugin)
+        self._next_start_node_index = (self._next_start_node_index + processed) % count
+        return feasible, processed, diagnosis
 
     def _select_host(self, nodes: list[NodeInfo], totals: list[int]) -> str:
         best = max(totals)

@@ -11,6 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.events import ClusterEvent
 from kpysched.framework.status import Status
@@ -116,6 +119,18 @@ class FilterPlugin(Plugin, Protocol):
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
 
 
+class VectorFilterPlugin(FilterPlugin, Protocol):
+    """A Filter plugin that can also judge every snapshot row at once.
+
+    The mask must equal what `filter` would decide node by node on the snapshot's
+    own NodeInfos; return None when it cannot be exact for this pod (the framework
+    then runs `filter` per node). Never used on simulated nodes (preemption).
+    """
+
+    def filter_vector(self, state: CycleState, pod: PodInfo,
+                      snapshot: Snapshot) -> npt.NDArray[np.bool_] | None: ...
+
+
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
         self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
@@ -128,6 +143,13 @@ class PreScorePlugin(Plugin, Protocol):
 
 class ScorePlugin(Plugin, Protocol):
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]: ...
+
+
+class VectorScorePlugin(ScorePlugin, Protocol):
+    """A Score plugin that can score every snapshot row at once (same values as `score`)."""
+
+    def score_vector(self, state: CycleState, pod: PodInfo,
+                     snapshot: Snapshot) -> npt.NDArray[np.int64] | None: ...
 
 
 class ScoreExtensions(Protocol):

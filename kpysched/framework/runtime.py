@@ -12,6 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+import numpy as np
+import numpy.typing as npt
+
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.events import EVERYTHING, ClusterEvent
@@ -21,6 +24,9 @@ from kpysched.objects.pod import PodInfo
 
 if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
+    from kpysched.cache.snapshot import Snapshot
+
+BoolArray = npt.NDArray[np.bool_]
 
 
 class FrameworkError(ValueError):
@@ -95,6 +101,9 @@ class Framework:
         self.pre_filter_plugins: list[fw.PreFilterPlugin] = instances(
             "preFilter", fw.PreFilterPlugin)
         self.filter_plugins: list[fw.FilterPlugin] = instances("filter", fw.FilterPlugin)
+        self.vector_filter_plugins: list[fw.VectorFilterPlugin] = [
+            cast(fw.VectorFilterPlugin, p) for p in self.filter_plugins
+            if fw.VectorFilterPlugin in type(p).__mro__]
         self.post_filter_plugins: list[fw.PostFilterPlugin] = instances(
             "postFilter", fw.PostFilterPlugin)
         self.pre_score_plugins: list[fw.PreScorePlugin] = instances("preScore", fw.PreScorePlugin)
@@ -157,10 +166,30 @@ class Framework:
                         plugin=plugin.NAME), {plugin.NAME}
         return result, SUCCESS, set()
 
-    def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+    def filter_mask(self, state: CycleState, pod: PodInfo,
+                    snapshot: Snapshot) -> tuple[BoolArray | None, frozenset[str]]:
+        """The combined verdict of the vector-capable Filter plugins over every snapshot
+        row, and the plugins it covers (the per-node pass may skip them on rows it
+        passed). (None, {}) when no plugin could vectorise for this pod."""
+        mask: BoolArray | None = None
+        covered: set[str] = set()
+        for plugin in self.vector_filter_plugins:
+            if plugin.NAME in state.skip_filter_plugins:
+                continue
+            verdict = plugin.filter_vector(state, pod, snapshot)
+            if verdict is None:
+                continue
+            mask = verdict if mask is None else mask & verdict
+            covered.add(plugin.NAME)
+        return mask, frozenset(covered)
+
+    def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo,
+                   covered: frozenset[str] = frozenset()) -> Status:
+        """Filter plugins in order, stopping at the first rejection. `covered` names
+        plugins whose vector verdict already passed this node."""
         skip = state.skip_filter_plugins
         for plugin in self.filter_plugins:
-            if skip and plugin.NAME in skip:
+            if (skip and plugin.NAME in skip) or (covered and plugin.NAME in covered):
                 continue
             status = plugin.filter(state, pod, node)
             if status is not SUCCESS and not status.ok:
@@ -192,19 +221,30 @@ class Framework:
         return SUCCESS
 
     def run_score(
-        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+        snapshot: Snapshot | None = None, rows: Sequence[int] | None = None,
     ) -> tuple[list[int], Status]:
-        """Weighted total score per node (same order as `nodes`)."""
+        """Weighted total score per node (same order as `nodes`). With `snapshot` and
+        the snapshot `rows` of `nodes`, vector-capable plugins score all rows at once."""
         totals = [0] * len(nodes)
         for plugin in self.score_plugins:
             if plugin.NAME in state.skip_score_plugins:
                 continue
+            vector = None
+            if rows is not None and snapshot is not None and (
+                    fw.VectorScorePlugin in type(plugin).__mro__):
+                vector = cast(fw.VectorScorePlugin, plugin).score_vector(state, pod, snapshot)
             scores: list[fw.NodeScore] = []
-            for node in nodes:
-                value, status = plugin.score(state, pod, node)
-                if not status.ok:
-                    return totals, status.with_plugin(plugin.NAME)
-                scores.append(fw.NodeScore(node.name, value))
+            if vector is not None and rows is not None:
+                picked = vector[list(rows)].tolist()
+                scores = [fw.NodeScore(node.name, value)
+                          for node, value in zip(nodes, picked, strict=True)]
+            else:
+                for node in nodes:
+                    value, status = plugin.score(state, pod, node)
+                    if not status.ok:
+                        return totals, status.with_plugin(plugin.NAME)
+                    scores.append(fw.NodeScore(node.name, value))
             if fw.ScoreExtensions in type(plugin).__mro__:
                 status = cast(fw.ScoreExtensions, plugin).normalize_score(state, pod, scores)
                 if not status.ok:

@@ -25,7 +25,7 @@ from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.events import ClusterEvent
-from kpysched.framework.interfaces import Handle, PreScorePlugin, ScorePlugin
+from kpysched.framework.interfaces import Handle, PreScorePlugin, VectorScorePlugin
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
@@ -72,7 +72,7 @@ class _PreScoreState:
     pod_requests: tuple[int, ...]
 
 
-class NodeResourcesBalancedAllocation(PreScorePlugin, ScorePlugin):
+class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScorePlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs) -> None:

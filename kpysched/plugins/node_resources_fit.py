@@ -30,12 +30,12 @@ from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.events import ActionType, ClusterEvent, Resource
 from kpysched.framework.interfaces import (
-    FilterPlugin,
     Handle,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
-    ScorePlugin,
+    VectorFilterPlugin,
+    VectorScorePlugin,
 )
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
@@ -256,7 +256,7 @@ _EVENTS = (
 )
 
 
-class NodeResourcesFit(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin):
+class NodeResourcesFit(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, VectorScorePlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: NodeResourcesFitArgs) -> None:
