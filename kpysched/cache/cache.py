@@ -39,12 +39,16 @@ class Cache:
         self._nodes: dict[str, NodeInfo] = {}
         self._pods: dict[str, _PodState] = {}  # by uid
         self._generation = 0
+        # Names of nodes touched since the last update_snapshot: the snapshot refresh
+        # then costs O(changes), not O(nodes). There is one snapshot consumer.
+        self._dirty: set[str] = set()
 
     # --- generation bookkeeping -------------------------------------------------
 
     def _touch(self, info: NodeInfo) -> None:
         self._generation += 1
         info.generation = self._generation
+        self._dirty.add(info.name)
 
     def _node_info(self, name: str) -> NodeInfo:
         info = self._nodes.get(name)
@@ -72,6 +76,7 @@ class Cache:
         else:
             del self._nodes[name]
         self._generation += 1
+        self._dirty.add(name)
 
     def node_count(self) -> int:
         return sum(1 for info in self._nodes.values() if info.node is not None)
@@ -151,25 +156,28 @@ class Cache:
     # --- snapshot ---------------------------------------------------------------
 
     def update_snapshot(self, snapshot: Snapshot) -> None:
-        """Bring `snapshot` up to date with nodes changed since its generation."""
+        """Bring `snapshot` up to date with the nodes touched since the last call."""
         if snapshot.generation == self._generation:
             return
+        if snapshot.generation == 0:
+            self._dirty = set(self._nodes)  # a fresh snapshot: everything is new to it
         structure_changed = False
-        for name in list(snapshot.by_name):
-            info = self._nodes.get(name)
-            if info is None or info.node is None:
-                del snapshot.by_name[name]
-                structure_changed = True
         changed: list[NodeInfo] = []
-        for name, info in self._nodes.items():
-            if info.node is None or info.generation <= snapshot.generation:
+        for name in self._dirty:
+            info = self._nodes.get(name)
+            present = name in snapshot.by_name
+            if info is None or info.node is None:
+                if present:
+                    del snapshot.by_name[name]
+                    structure_changed = True
                 continue
             copy = info.clone()
-            if name not in snapshot.by_name:
+            if not present:
                 structure_changed = True
                 snapshot.by_name[name] = copy
             else:
                 changed.append(copy)
+        self._dirty.clear()
         if structure_changed:
             for copy in changed:
                 snapshot.by_name[copy.name] = copy
