@@ -8,14 +8,15 @@ weights, and a uniformly random choice among the top-scoring nodes.
 from __future__ import annotations
 
 import random
-from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.diagnosis import Diagnosis
+from kpysched.framework.interfaces import PreFilterResult
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
 from kpysched.objects.pod import PodInfo
@@ -32,32 +33,6 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
         percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
     wanted = num_all_nodes * min(percentage, 100) // 100
     return max(wanted, MIN_FEASIBLE_NODES_TO_FIND)
-
-
-@dataclass(slots=True)
-class Diagnosis:
-    """Why a pod fits nowhere; `message()` is upstream's FitError text."""
-
-    num_all_nodes: int
-    node_to_status: dict[str, Status] = field(default_factory=dict)
-    unschedulable_plugins: set[str] = field(default_factory=set)
-    pre_filter_msg: str = ""
-    post_filter_msg: str = ""
-
-    def message(self) -> str:
-        text = f"0/{self.num_all_nodes} nodes are available:"
-        if self.pre_filter_msg:
-            text += f" {self.pre_filter_msg}."
-        else:
-            histogram = Counter(reason for status in self.node_to_status.values()
-                                for reason in status.reasons)
-            # Sorted as strings ("17 …" before "3 …"), exactly as upstream sorts them.
-            parts = sorted(f"{count} {reason}" for reason, count in histogram.items())
-            if parts:
-                text += f" {', '.join(parts)}."
-        if self.post_filter_msg:
-            text += f" {self.post_filter_msg}."
-        return text
 
 
 @dataclass(slots=True)
@@ -113,6 +88,10 @@ class Algorithm:
                 diagnosis.node_to_status[info.name] = status
             return [], 0, diagnosis
 
+        nominated = self._evaluate_nominated_node(framework, state, pod, snapshot, pre_result)
+        if nominated is not None:
+            return [nominated], 1, diagnosis
+
         nodes: list[NodeInfo] = all_nodes
         if pre_result.node_names is not None:
             nodes = [found for name in sorted(pre_result.node_names)
@@ -141,7 +120,7 @@ class Algorithm:
         else:
             for position in positions:
                 info = nodes[int(order[position])]
-                node_status = framework.run_filter(state, pod, info, covered)
+                node_status = framework.run_filter_with_nominated(state, pod, info, covered)
                 if node_status.ok:
                     feasible.append(info)
                     if len(feasible) >= to_find:
@@ -157,13 +136,28 @@ class Algorithm:
             # from the full per-node chain so the first failing plugin is reported.
             for row in np.flatnonzero(~mask).tolist():
                 info = nodes[row]
-                node_status = framework.run_filter(state, pod, info)
+                node_status = framework.run_filter_with_nominated(state, pod, info)
                 if node_status.code == Code.ERROR:
                     return node_status
                 diagnosis.node_to_status[info.name] = node_status
                 diagnosis.unschedulable_plugins.add(node_status.plugin)
         self._next_start_node_index = (self._next_start_node_index + processed) % count
         return feasible, processed, diagnosis
+
+    @staticmethod
+    def _evaluate_nominated_node(framework: Framework, state: CycleState, pod: PodInfo,
+                                 snapshot: Snapshot,
+                                 pre_result: PreFilterResult) -> NodeInfo | None:
+        """A pod that preemption made room for tries its nominated node first, and takes
+        it without scoring when it fits (upstream's evaluateNominatedNode)."""
+        name = pod.pod.status.nominated_node_name
+        if not name or (pre_result.node_names is not None and name not in pre_result.node_names):
+            return None
+        info = snapshot.get(name)
+        if info is None:
+            return None
+        status = framework.run_filter_with_nominated(state, pod, info)
+        return info if status.ok else None
 
     def _select_host(self, nodes: list[NodeInfo], totals: list[int]) -> str:
         best = max(totals)

@@ -44,7 +44,7 @@ class EventRecorder:
         task.add_done_callback(self._tasks.discard)
 
     def event(self, pod: api.Pod, controller: str, type_: str, reason: str, action: str,
-              note: str) -> None:
+              note: str, related: api.Pod | None = None) -> None:
         meta = pod.metadata
         now = dt.datetime.now(dt.UTC)
         body = {
@@ -63,6 +63,10 @@ class EventRecorder:
             "note": note[:1024],
             "type": type_,
         }
+        if related is not None:
+            body["related"] = {"kind": "Pod", "apiVersion": "v1",
+                               "namespace": related.metadata.namespace,
+                               "name": related.metadata.name, "uid": related.metadata.uid}
         self._spawn(self._post(body))
 
     async def _post(self, body: dict[str, Any]) -> None:
@@ -81,17 +85,28 @@ class EventRecorder:
     def failed_scheduling(self, pod: api.Pod, controller: str, message: str) -> None:
         self.event(pod, controller, "Warning", FAILED_SCHEDULING, "Scheduling", message)
 
-    def set_unschedulable_condition(self, pod: api.Pod, reason: str, message: str) -> None:
-        """PodScheduled=False with the same message as the event, patched only on change."""
-        for condition in pod.status.conditions:
-            if (condition.type == "PodScheduled" and condition.status == "False"
-                    and condition.reason == reason and condition.message == message):
-                return
-        patch = {"status": {"conditions": [{
+    def set_unschedulable_condition(self, pod: api.Pod, reason: str, message: str,
+                                    nominated_node: str | None = None) -> None:
+        """PodScheduled=False with the same message as the event, and the nominated node
+        when preemption chose one ("" clears it); patched only when something changed."""
+        nomination_changes = (nominated_node is not None
+                              and nominated_node != pod.status.nominated_node_name)
+        condition_same = any(
+            c.type == "PodScheduled" and c.status == "False" and c.reason == reason
+            and c.message == message for c in pod.status.conditions)
+        if condition_same and not nomination_changes:
+            return
+        status: dict[str, Any] = {"conditions": [{
             "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
             "lastProbeTime": None, "lastTransitionTime": _time(),
-        }]}}
-        self._spawn(self._patch_status(pod, patch))
+        }]}
+        if nomination_changes:
+            status["nominatedNodeName"] = nominated_node or None
+        self._spawn(self._patch_status(pod, {"status": status}))
+
+    def patch_status(self, pod: api.Pod, status: dict[str, Any]) -> None:
+        """A background strategic-merge patch of pods/status (e.g. clearing nominations)."""
+        self._spawn(self._patch_status(pod, {"status": status}))
 
     async def _patch_status(self, pod: api.Pod, patch: dict[str, Any]) -> None:
         meta = pod.metadata

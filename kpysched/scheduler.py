@@ -17,11 +17,12 @@ from dataclasses import dataclass
 import msgspec
 import structlog
 
-from kpysched.algorithm import Algorithm, Diagnosis, ScheduleResult
+from kpysched.algorithm import Algorithm, ScheduleResult
 from kpysched.cache.cache import Cache
 from kpysched.cache.snapshot import Snapshot
 from kpysched.events import EventRecorder
 from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
@@ -101,8 +102,8 @@ class Scheduler:
         outcome = self.algorithm.schedule(framework, state, pod, self.snapshot)
 
         if isinstance(outcome, Diagnosis):
-            self._post_filter(framework, state, pod, outcome)
-            self._fail(framework, queued, pod_cycle, outcome, None)
+            nominated = self._post_filter(framework, state, pod, outcome)
+            self._fail(framework, queued, pod_cycle, outcome, None, nominated)
             return
         if isinstance(outcome, Status):
             self._fail(framework, queued, pod_cycle, None, outcome)
@@ -110,12 +111,16 @@ class Scheduler:
         self._assume_and_bind(framework, queued, pod_cycle, state, outcome)
 
     def _post_filter(self, framework: Framework, state: CycleState, pod: PodInfo,
-                     diagnosis: Diagnosis) -> None:
+                     diagnosis: Diagnosis) -> str | None:
+        """Run PostFilter (preemption); returns the node to nominate, "" to clear a
+        nomination, or None to leave it as it is."""
         if not framework.post_filter_plugins or diagnosis.num_all_nodes == 0:
-            return
-        # Only nodes that a plugin rejected as resolvable are worth trying to free.
-        _, _, messages = framework.run_post_filter(state, pod, diagnosis.node_to_status)
-        diagnosis.post_filter_msg = ", ".join(messages)
+            return None
+        result, status, messages = framework.run_post_filter(
+            state, pod, diagnosis.node_to_status)
+        if not status.ok:
+            diagnosis.post_filter_msg = ", ".join(messages)
+        return result.nominated_node_name if result is not None else None
 
     def _assume_and_bind(self, framework: Framework, queued: QueuedPodInfo, pod_cycle: int,
                          state: CycleState, result: ScheduleResult) -> None:
@@ -126,6 +131,7 @@ class Scheduler:
                 pod.pod.spec, node_name=node)),
             pod.requests, pod.non_zero_requests, pod.host_ports)
         self.cache.assume_pod(assumed, node)
+        self.queue.nominator.delete(pod.uid)
         log.debug("pod.assumed", pod=pod.key, node=node)
 
         status = framework.run_reserve(state, assumed, node)
@@ -190,7 +196,8 @@ class Scheduler:
         self.queue.done(assumed.uid)
 
     def _fail(self, framework: Framework, queued: QueuedPodInfo, pod_cycle: int,
-              diagnosis: Diagnosis | None, error: Status | None) -> None:
+              diagnosis: Diagnosis | None, error: Status | None,
+              nominated_node: str | None = None) -> None:
         pod = queued.pod_info
         if diagnosis is not None:
             self.counters.attempts_unschedulable += 1
@@ -208,6 +215,8 @@ class Scheduler:
         # A pod deleted or bound by someone else meanwhile has left the queue's view:
         # say nothing about it and do not requeue it.
         still_pending = self.queue.where(pod.uid) == "in_flight"
+        if still_pending and nominated_node is not None:
+            self.queue.nominator.add(pod, nominated_node)
         self.queue.add_unschedulable(queued, pod_cycle, error=is_error)
         if not still_pending:
             return
@@ -215,5 +224,5 @@ class Scheduler:
                  pod=pod.key, reason=message)
         latest = queued.pod_info.pod
         self.recorder.failed_scheduling(latest, framework.profile_name, message)
-        self.recorder.set_unschedulable_condition(latest, reason, message)
+        self.recorder.set_unschedulable_condition(latest, reason, message, nominated_node)
 

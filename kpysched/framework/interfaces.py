@@ -58,8 +58,8 @@ class QueuedPodInfo:
     gating_plugin: str = ""
 
 
-class Handle(Protocol):
-    """What the framework offers plugins."""
+class SharedHandle(Protocol):
+    """What the scheduler offers every profile's framework."""
 
     @property
     def snapshot(self) -> Snapshot: ...
@@ -81,6 +81,40 @@ class Handle(Protocol):
         and of its owning ReplicationController, ReplicaSet or StatefulSet, merged into
         one; None when nothing selects the pod."""
         ...
+
+    def pdbs(self) -> Sequence[api.PodDisruptionBudget]:
+        """PodDisruptionBudgets from the policy/v1 informer."""
+        ...
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
+        """Pods nominated to run on `node_name` (status.nominatedNodeName or ours)."""
+        ...
+
+    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
+                plugin: str) -> None:
+        """Actuate a preemption without waiting: mark each victim with the
+        DisruptionTarget condition, delete it, record a Preempted event, and clear the
+        nominations of lower-priority pods on the node. Returns at once."""
+        ...
+
+
+class Handle(SharedHandle, Protocol):
+    """What a plugin sees: the shared handle plus its own profile's runners."""
+
+    @property
+    def profile_name(self) -> str: ...
+
+    def run_filter_with_nominated(self, state: CycleState, pod: PodInfo,
+                                  node: NodeInfo) -> Status:
+        """All Filter plugins of the profile, counting nominated pods of equal or
+        higher priority on the node as upstream's two-pass filter does."""
+        ...
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
+                                         added: PodInfo, node: NodeInfo) -> Status: ...
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo,
+                                            removed: PodInfo, node: NodeInfo) -> Status: ...
 
 
 class Plugin(Protocol):

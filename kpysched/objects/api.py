@@ -17,6 +17,7 @@ class _Wire(msgspec.Struct, rename="camel", omit_defaults=True):
 
 
 class OwnerReference(_Wire):
+    api_version: str = ""
     kind: str = ""
     name: str = ""
     uid: str = ""
@@ -235,3 +236,87 @@ class Status(_Wire):
 
 def decoder(kind: type[Any]) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(kind)
+
+
+class PodDisruptionBudgetSpec(_Wire):
+    selector: LabelSelector | None = None
+
+
+class PodDisruptionBudgetStatus(_Wire):
+    disruptions_allowed: int = 0
+    # Pods already being evicted/deleted under this budget (name -> time).
+    disrupted_pods: dict[str, str] = {}
+
+
+class PodDisruptionBudget(_Wire):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: PodDisruptionBudgetSpec = msgspec.field(default_factory=PodDisruptionBudgetSpec)
+    status: PodDisruptionBudgetStatus = msgspec.field(default_factory=PodDisruptionBudgetStatus)
+
+
+class PodDisruptionBudgetList(_Wire):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[PodDisruptionBudget] = []
+
+
+class Namespace(_Wire):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+
+
+class NamespaceList(_Wire):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[Namespace] = []
+
+
+class ServiceSpec(_Wire):
+    selector: dict[str, str] = {}
+
+
+class Service(_Wire):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ServiceSpec = msgspec.field(default_factory=ServiceSpec)
+
+
+class ServiceList(_Wire):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[Service] = []
+
+
+class ReplicationControllerSpec(_Wire):
+    selector: dict[str, str] = {}
+
+
+class ReplicationController(_Wire):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: ReplicationControllerSpec = msgspec.field(default_factory=ReplicationControllerSpec)
+
+
+class ReplicationControllerList(_Wire):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[ReplicationController] = []
+
+
+class SelectorSpec(_Wire):
+    """spec of a ReplicaSet or StatefulSet: only the selector matters to scheduling."""
+
+    selector: LabelSelector | None = None
+
+
+class ReplicaSet(_Wire):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: SelectorSpec = msgspec.field(default_factory=SelectorSpec)
+
+
+class ReplicaSetList(_Wire):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[ReplicaSet] = []
+
+
+class StatefulSet(_Wire):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: SelectorSpec = msgspec.field(default_factory=SelectorSpec)
+
+
+class StatefulSetList(_Wire):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[StatefulSet] = []

@@ -23,6 +23,7 @@ from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 from kpysched.queue.backoff import backoff_seconds
+from kpysched.queue.nominator import Nominator
 
 UNSCHEDULABLE_MAX_SECONDS = 300.0  # upstream's podMaxInUnschedulablePodsDuration
 BACKOFF_FLUSH_SECONDS = 1.0
@@ -78,6 +79,7 @@ class SchedulingQueue:
         self._in_flight: dict[str, QueuedPodInfo] = {}
         self._sequence = itertools.count()
         self._wakeup = asyncio.Event()
+        self.nominator = Nominator()
         self.scheduling_cycle = 0
         self._move_request_cycle = -1
         self._closed = False
@@ -137,10 +139,12 @@ class SchedulingQueue:
         if self.contains(pod.uid):
             self.update(pod)
             return
+        self.nominator.add_from_status(pod)
         self._enqueue(QueuedPodInfo(pod, timestamp=self._clock()), "PodAdd")
 
     def update(self, pod: PodInfo) -> None:
         uid = pod.uid
+        self.nominator.add_from_status(pod)
         if uid in self._in_flight:
             self._in_flight[uid].pod_info = pod
             return
@@ -164,6 +168,7 @@ class SchedulingQueue:
     def delete(self, uid: str) -> None:
         self._take(uid)
         self._in_flight.pop(uid, None)
+        self.nominator.delete(uid)
 
     def contains(self, uid: str) -> bool:
         return (uid in self._active_by_uid or uid in self._backoff_by_uid

@@ -1,0 +1,89 @@
+"""Actuating a preemption decision against the API, off the scheduling loop.
+
+As upstream's executor: each victim first gets the DisruptionTarget condition
+(reason PreemptionByScheduler), then is deleted, then a Preempted event is
+recorded; lower-priority pods nominated to the same node lose that nomination.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+import structlog
+
+from kpysched.apiclient import RawApi
+from kpysched.events import EventRecorder
+from kpysched.objects.pod import PodInfo
+from kpysched.queue.nominator import Nominator
+
+log = structlog.get_logger(__name__)
+
+
+class PreemptionExecutor:
+    def __init__(self, raw: RawApi, recorder: EventRecorder, nominator: Nominator) -> None:
+        self._raw = raw
+        self._recorder = recorder
+        self._nominator = nominator
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.victims_deleted = 0
+
+    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
+                plugin: str) -> None:
+        # Lower-priority pods nominated here would compete for the room being freed.
+        for other in self._nominator.pods_for_node(node_name):
+            if other.uid != preemptor.uid and other.priority < preemptor.priority:
+                self._nominator.delete(other.uid)
+                self._recorder.patch_status(other.pod, {"nominatedNodeName": None})
+        pending = [v for v in victims if v.pod.metadata.deletion_timestamp is None]
+        if not pending:
+            return
+        task = asyncio.get_running_loop().create_task(
+            self._run(preemptor, node_name, pending), name=f"preempt for {preemptor.key}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, preemptor: PodInfo, node_name: str,
+                   victims: Sequence[PodInfo]) -> None:
+        await asyncio.gather(*(self._preempt_one(preemptor, node_name, v) for v in victims))
+
+    async def _preempt_one(self, preemptor: PodInfo, node_name: str, victim: PodInfo) -> None:
+        meta = victim.pod.metadata
+        path = f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}"
+        scheduler_name = preemptor.pod.spec.scheduler_name
+        condition: dict[str, Any] = {
+            "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
+            "message": f"{scheduler_name}: preempting to accommodate a higher priority pod",
+            "lastTransitionTime": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        }
+        patched = await self._raw.request(
+            "PATCH", f"{path}/status", {"status": {"conditions": [condition]}},
+            content_type="application/strategic-merge-patch+json")
+        if patched.status == 404:
+            return  # already gone
+        if not patched.ok:
+            log.warning("preemption.condition_failed", victim=victim.key,
+                        preemptor=preemptor.key, status=patched.status,
+                        message=patched.message())
+            return
+        deleted = await self._raw.request(
+            "DELETE", path, {"preconditions": {"uid": meta.uid}})
+        if deleted.status == 404:
+            return
+        if not deleted.ok:
+            log.warning("preemption.delete_failed", victim=victim.key, preemptor=preemptor.key,
+                        status=deleted.status, message=deleted.message())
+            return
+        self.victims_deleted += 1
+        log.info("preemption.victim_deleted", victim=victim.key, preemptor=preemptor.key,
+                 node=node_name)
+        self._recorder.event(
+            victim.pod, scheduler_name, "Normal", "Preempted", "Preempting",
+            f"Preempted by pod {preemptor.uid} on node {node_name}",
+            related=preemptor.pod)
+
+    async def drain(self, timeout: float) -> None:
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=timeout)
