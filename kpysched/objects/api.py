@@ -151,6 +151,10 @@ class SchedulingGate(_Wire):
     name: str
 
 
+class PodResourceClaim(_Wire):
+    name: str = ""
+
+
 class PodSpec(_Wire):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -165,6 +169,7 @@ class PodSpec(_Wire):
     overhead: dict[str, str | int | float] = {}
     resources: ResourceRequirements | None = None
     scheduling_gates: list[SchedulingGate] = []
+    resource_claims: list[PodResourceClaim] = []
     topology_spread_constraints: list[TopologySpreadConstraint] = []
     termination_grace_period_seconds: int | None = None
 
