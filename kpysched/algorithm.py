@@ -78,14 +78,14 @@ class Algorithm:
         """Feasible nodes, how many nodes were examined, and why the others failed."""
         all_nodes = snapshot.node_infos
         diagnosis = Diagnosis(len(all_nodes))
-        pre_result, status, rejectors = framework.run_pre_filter(state, pod, all_nodes)
+        pre_result, status, restricting = framework.run_pre_filter(state, pod, all_nodes)
         if not status.ok:
             if status.code == Code.ERROR:
                 return status
+            # Every node shares the PreFilter verdict (preemption reads it per node).
             diagnosis.pre_filter_msg = status.message()
-            diagnosis.unschedulable_plugins |= rejectors
-            for info in all_nodes:
-                diagnosis.node_to_status[info.name] = status
+            diagnosis.unschedulable_plugins |= restricting | {status.plugin}
+            diagnosis.absent_status = status
             return [], 0, diagnosis
 
         nominated = self._evaluate_nominated_node(framework, state, pod, snapshot, pre_result)
@@ -96,6 +96,8 @@ class Algorithm:
         if pre_result.node_names is not None:
             nodes = [found for name in sorted(pre_result.node_names)
                      if (found := snapshot.get(name)) is not None]
+            diagnosis.absent_status = Status.unresolvable(
+                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(restricting))}]")
         count = len(nodes)
         if count == 0:
             return [], 0, diagnosis

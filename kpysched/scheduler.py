@@ -117,7 +117,7 @@ class Scheduler:
         if not framework.post_filter_plugins or diagnosis.num_all_nodes == 0:
             return None
         result, status, messages = framework.run_post_filter(
-            state, pod, diagnosis.node_to_status)
+            state, pod, diagnosis.statuses(self.snapshot.by_name))
         if not status.ok:
             diagnosis.post_filter_msg = ", ".join(messages)
         return result.nominated_node_name if result is not None else None

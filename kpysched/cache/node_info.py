@@ -35,6 +35,10 @@ class NodeInfo:
     used_ports: dict[HostPort, int] = field(default_factory=dict)
     images: dict[str, int] = field(default_factory=dict)  # normalized name -> size
     generation: int = 0
+    # Pods with pod (anti-)affinity, and those with required anti-affinity, by uid
+    # (upstream's PodsWithAffinity / PodsWithRequiredAntiAffinity).
+    pods_with_affinity: dict[str, PodInfo] = field(default_factory=dict)
+    pods_with_required_anti_affinity: dict[str, PodInfo] = field(default_factory=dict)
 
     def set_node(self, node: api.Node) -> None:
         self.node = node
@@ -50,6 +54,10 @@ class NodeInfo:
 
     def add_pod(self, pod: PodInfo) -> None:
         self.pods[pod.uid] = pod
+        if pod.pod_affinity.has_affinity:
+            self.pods_with_affinity[pod.uid] = pod
+            if pod.pod_affinity.has_required_anti_affinity:
+                self.pods_with_required_anti_affinity[pod.uid] = pod
         self.requested.add(pod.requests)
         self.non_zero_requested.milli_cpu += pod.non_zero_requests.milli_cpu
         self.non_zero_requested.memory += pod.non_zero_requests.memory
@@ -60,6 +68,9 @@ class NodeInfo:
         pod = self.pods.pop(uid, None)
         if pod is None:
             return None
+        if pod.pod_affinity.has_affinity:
+            self.pods_with_affinity.pop(uid, None)
+            self.pods_with_required_anti_affinity.pop(uid, None)
         self.requested.subtract(pod.requests)
         self.non_zero_requested.milli_cpu -= pod.non_zero_requests.milli_cpu
         self.non_zero_requested.memory -= pod.non_zero_requests.memory
@@ -87,4 +98,6 @@ class NodeInfo:
             pods=dict(self.pods), requested=self.requested.clone(),
             non_zero_requested=self.non_zero_requested.clone(),
             used_ports=dict(self.used_ports), images=self.images, generation=self.generation,
+            pods_with_affinity=dict(self.pods_with_affinity),
+            pods_with_required_anti_affinity=dict(self.pods_with_required_anti_affinity),
         )

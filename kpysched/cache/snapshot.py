@@ -57,6 +57,10 @@ class Snapshot:
     index: dict[str, int] = field(default_factory=dict)
     columns: ResourceColumns = field(default_factory=lambda: ResourceColumns.empty(0))
     generation: int = 0
+    # Nodes hosting pods with pod (anti-)affinity / with required anti-affinity, by name
+    # (upstream's HavePodsWithAffinityList / HavePodsWithRequiredAntiAffinityList).
+    have_pods_with_affinity: dict[str, NodeInfo] = field(default_factory=dict)
+    have_pods_with_required_anti_affinity: dict[str, NodeInfo] = field(default_factory=dict)
 
     def get(self, name: str) -> NodeInfo | None:
         return self.by_name.get(name)
@@ -71,6 +75,10 @@ class Snapshot:
         self.columns = ResourceColumns.empty(len(self.node_infos))
         for row, info in enumerate(self.node_infos):
             self.columns.fill_row(row, info)
+        self.have_pods_with_affinity = {
+            info.name: info for info in self.node_infos if info.pods_with_affinity}
+        self.have_pods_with_required_anti_affinity = {
+            info.name: info for info in self.node_infos if info.pods_with_required_anti_affinity}
 
     def replace(self, info: NodeInfo) -> None:
         """Swap in a fresh copy of a known node (same row)."""
@@ -78,3 +86,10 @@ class Snapshot:
         self.node_infos[row] = info
         self.by_name[info.name] = info
         self.columns.fill_row(row, info)
+        for having, present in ((self.have_pods_with_affinity, info.pods_with_affinity),
+                                (self.have_pods_with_required_anti_affinity,
+                                 info.pods_with_required_anti_affinity)):
+            if present:
+                having[info.name] = info
+            else:
+                having.pop(info.name, None)

@@ -198,9 +198,12 @@ class Framework:
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[fw.PreFilterResult, Status, set[str]]:
-        """Returns the merged node-name restriction, the status, and the plugins that
-        rejected (for queueing) — upstream's RunPreFilterPlugins."""
+        """Upstream's RunPreFilterPlugins: the merged node restriction, the status, and
+        the plugins that restricted nodes. An Unschedulable plugin does not stop the
+        others (preemption needs their state); UnschedulableAndUnresolvable does."""
         result = fw.PreFilterResult()
+        restricting: set[str] = set()
+        rejected: Status | None = None
         for plugin in self.pre_filter_plugins:
             narrowed, status = plugin.pre_filter(state, pod, nodes)
             if status.code == Code.SKIP:
@@ -208,19 +211,28 @@ class Framework:
                 continue
             if not status.ok:
                 status.with_plugin(plugin.NAME)
-                if status.code == Code.ERROR:
+                if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                     return result, status, set()
-                return result, status, {plugin.NAME}
-            if narrowed is not None and narrowed.node_names is not None:
-                if result.node_names is None:
-                    result.node_names = set(narrowed.node_names)
-                else:
-                    result.node_names &= narrowed.node_names
-                if not result.node_names:
-                    return result, Status.unresolvable(
-                        "node(s) didn't satisfy plugin(s) [" + plugin.NAME + "]",
-                        plugin=plugin.NAME), {plugin.NAME}
-        return result, SUCCESS, set()
+                if status.code == Code.UNSCHEDULABLE:
+                    rejected = status
+                    continue
+                return result, Status.error(
+                    f'running PreFilter plugin "{plugin.NAME}": {status.message()}',
+                    plugin.NAME), set()
+            if narrowed is None or narrowed.node_names is None:
+                continue
+            restricting.add(plugin.NAME)
+            if result.node_names is None:
+                result.node_names = set(narrowed.node_names)
+            else:
+                result.node_names &= narrowed.node_names
+            if not result.node_names:
+                names = sorted(restricting)
+                message = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1 else
+                           f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] "
+                           "simultaneously")
+                return result, Status.unresolvable(message, plugin=plugin.NAME), restricting
+        return result, rejected or SUCCESS, restricting
 
     def filter_mask(self, state: CycleState, pod: PodInfo,
                     snapshot: Snapshot) -> tuple[BoolArray | None, frozenset[str]]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from kpysched.objects import api
+from kpysched.objects.pod_affinity import AffinityTerms, affinity_terms
 from kpysched.objects.resources import Resource, pod_requests
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
@@ -35,9 +36,12 @@ class PodInfo:
     non_zero_requests: Resource
     host_ports: tuple[HostPort, ...]
     key: str = field(init=False)
+    # Parsed inter-pod (anti-)affinity terms; derived from the pod wherever it is built.
+    pod_affinity: AffinityTerms = field(init=False)
 
     def __post_init__(self) -> None:
         self.key = f"{self.pod.metadata.namespace}/{self.pod.metadata.name}"
+        self.pod_affinity = affinity_terms(self.pod)
 
     @classmethod
     def of(cls, pod: api.Pod) -> PodInfo:

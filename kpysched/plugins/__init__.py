@@ -5,13 +5,17 @@ from __future__ import annotations
 from kpysched.framework.registry import PluginSpec
 from kpysched.plugins import (
     default_binder,
+    default_preemption,
+    dynamic_resources,
     image_locality,
+    inter_pod_affinity,
     node_affinity,
     node_name,
     node_ports,
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
@@ -29,6 +33,10 @@ IN_TREE: dict[str, PluginSpec] = {
         node_ports.SPEC,
         node_resources_fit.SPEC,
         node_resources_balanced_allocation.SPEC,
+        inter_pod_affinity.SPEC,
+        pod_topology_spread.SPEC,
+        dynamic_resources.SPEC,
+        default_preemption.SPEC,
         image_locality.SPEC,
         default_binder.SPEC,
     )
@@ -39,7 +47,9 @@ IN_TREE: dict[str, PluginSpec] = {
 DEFAULT_WEIGHTS: dict[str, int] = {
     taint_toleration.NAME: 3,
     node_affinity.NAME: 2,
+    pod_topology_spread.NAME: 2,
     node_resources_fit.NAME: 1,
     node_resources_balanced_allocation.NAME: 1,
+    inter_pod_affinity.NAME: 2,
     image_locality.NAME: 1,
 }

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kpysched.cache.node_info import NodeInfo
@@ -121,6 +121,34 @@ class PodBuilder:
                                      host_ip=ip)]))
         return self
 
+    def label(self, key: str, value: str = "") -> PodBuilder:
+        self._pod.metadata.labels = {**self._pod.metadata.labels, key: value}
+        return self
+
+    def terminating(self) -> PodBuilder:
+        self._pod.metadata.deletion_timestamp = "2024-01-01T00:00:00Z"
+        return self
+
+    def owner(self, kind: str, name: str, api_version: str = "apps/v1",
+              controller: bool = True) -> PodBuilder:
+        self._pod.metadata.owner_references = [
+            *self._pod.metadata.owner_references,
+            api.OwnerReference(api_version=api_version, kind=kind, name=name,
+                               uid=f"uid-{name}", controller=controller)]
+        return self
+
+    def spread(self, max_skew: int, topology_key: str, when: str = "DoNotSchedule",
+               selector: api.LabelSelector | None = None, *, min_domains: int | None = None,
+               affinity_policy: str | None = None, taints_policy: str | None = None,
+               match_label_keys: Iterable[str] = ()) -> PodBuilder:
+        """A topology spread constraint (upstream's st.MakePod().SpreadConstraint)."""
+        self._pod.spec.topology_spread_constraints.append(api.TopologySpreadConstraint(
+            max_skew=max_skew, topology_key=topology_key, when_unsatisfiable=when,
+            label_selector=selector, min_domains=min_domains,
+            node_affinity_policy=affinity_policy, node_taints_policy=taints_policy,
+            match_label_keys=list(match_label_keys)))
+        return self
+
     def gates(self, *names: str) -> PodBuilder:
         self._pod.spec.scheduling_gates = [api.SchedulingGate(name=n) for n in names]
         return self
@@ -189,6 +217,15 @@ class NodeBuilder:
         return PodInfo.of(obj)
 
 
+def label_selector(match_labels: Mapping[str, str] | None = None, *,
+                   exists: Iterable[str] = ()) -> api.LabelSelector:
+    """matchLabels plus `Exists` expressions (upstream's st.MakeLabelSelector())."""
+    return api.LabelSelector(
+        match_labels=dict(match_labels or {}),
+        match_expressions=[api.LabelSelectorRequirement(key=key, operator="Exists")
+                           for key in exists])
+
+
 def make_pod(name: str = "pod", namespace: str = "default") -> PodBuilder:
     return PodBuilder(name, namespace)
 
@@ -203,6 +240,15 @@ def make_snapshot(*node_infos: NodeInfo) -> Snapshot:
     return snapshot
 
 
+def make_cluster(nodes: Iterable[NodeBuilder], pods: Iterable[PodBuilder] = ()
+                 ) -> list[NodeInfo]:
+    """NodeInfos with each pod placed on the node its spec.nodeName names."""
+    placed: dict[str, list[PodBuilder]] = {}
+    for pod in pods:
+        placed.setdefault(pod.obj().spec.node_name, []).append(pod)
+    return [node.info(*placed.get(node.obj().metadata.name, ())) for node in nodes]
+
+
 @dataclass
 class FakeHandle:
     """A framework Handle for unit tests: a snapshot and a record of bindings."""
@@ -212,6 +258,10 @@ class FakeHandle:
     bound: list[tuple[str, str]] = field(default_factory=list)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     spread_selectors: dict[str, api.LabelSelector] = field(default_factory=dict)
+    pdb_list: list[api.PodDisruptionBudget] = field(default_factory=list)
+    nominated: dict[str, list[PodInfo]] = field(default_factory=dict)  # node -> pods
+    # (preemptor key, node, victim keys, plugin) for every preempt() call, in order.
+    preemptions: list[tuple[str, str, list[str], str]] = field(default_factory=list)
 
     @property
     def snapshot(self) -> Snapshot:
@@ -232,3 +282,13 @@ class FakeHandle:
 
     def default_spread_selector(self, pod: api.Pod) -> api.LabelSelector | None:
         return self.spread_selectors.get(f"{pod.metadata.namespace}/{pod.metadata.name}")
+
+    def pdbs(self) -> Sequence[api.PodDisruptionBudget]:
+        return self.pdb_list
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
+        return self.nominated.get(node_name, [])
+
+    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
+                plugin: str) -> None:
+        self.preemptions.append((preemptor.key, node_name, [v.key for v in victims], plugin))

@@ -20,8 +20,11 @@ MODULES = {
     "NodePorts": "node_ports",
     "NodeResourcesFit": "node_resources_fit",
     "NodeResourcesBalancedAllocation": "node_resources_balanced_allocation",
+    "PodTopologySpread": "pod_topology_spread",
+    "InterPodAffinity": "inter_pod_affinity",
     "ImageLocality": "image_locality",
     "DefaultBinder": "default_binder",
+    "DefaultPreemption": "default_preemption",
 }
 
 
@@ -45,8 +48,10 @@ def test_module_shape(name: str, module: str) -> None:
 
 
 def test_default_weights() -> None:
-    assert DEFAULT_WEIGHTS == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
-                               "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
+    assert DEFAULT_WEIGHTS == {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2,
+                               "NodeResourcesFit": 1,
+                               "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1,
+                               "InterPodAffinity": 2}
     for name in DEFAULT_WEIGHTS:
         assert "score" in IN_TREE[name].extension_points()
 

@@ -1,0 +1,460 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection.
+
+The algorithm follows client-go v0.36.4 tools/leaderelection (uncoordinated mode):
+candidates try every retryPeriod (+ up to 120 % jitter); a record is "valid" for the
+Lease's leaseDurationSeconds after *we* last saw it change, measured on our own
+monotonic clock, so clock skew between hosts does not matter; the leader renews every
+retryPeriod, first optimistically with its cached object (the resourceVersion makes a
+stale write fail), then by the slow path (GET, then PUT); a leader that cannot renew
+within renewDeadline steps down. ReleaseOnCancel (kube-scheduler sets it) writes
+holderIdentity "" and leaseDurationSeconds 1 on the way out, so a standby takes over
+within about one retryPeriod instead of a whole leaseDuration.
+
+kubernetes_asyncio.leaderelection (36.1) was read and is not used, because it
+differs from client-go where it matters:
+- its Config rejects retryPeriod < 1s, which client-go allows;
+- it writes renewTime/acquireTime from local wall time marked "Z" (wrong off UTC) and
+  never maintains leaseTransitions;
+- its lock asserts a non-empty holderIdentity, so it cannot release the lease;
+- a follower waits the *configured* leaseDuration, not the Lease's, so a released
+  lease (leaseDurationSeconds 1) is taken only after a full leaseDuration;
+- renewDeadline does not bound a hung request, and any error other than an HTTP
+  reply (a dropped connection) escapes run();
+- the leading task is cancelled but never awaited, and a cancelled run() leaves it
+  running.
+So we speak Lease JSON through RawApi (kubernetes_asyncio still provides auth, TLS
+and connections). Two deliberate differences from client-go: a leader that reads the
+Lease held by another identity (still valid) steps down at once rather than retrying
+until renewDeadline, which shortens the time two schedulers could both bind; and
+release() only clears the Lease if a fresh read still names us (client-go checks its
+cached view, so it could overwrite a newer holder).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import random
+import socket
+import time
+import uuid
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+import msgspec
+import structlog
+from kubernetes_asyncio import client
+
+from kpysched.apiclient import ApiResponse, RawApi
+from kpysched.metrics import SchedulerMetrics
+
+log = structlog.get_logger(__name__)
+
+# client-go's leaderelection.JitterFactor.
+JITTER_FACTOR: Final = 1.2
+# kube-scheduler's WatchDog: NewLeaderHealthzAdaptor(20 * time.Second).
+HEALTHZ_TOLERANCE_SECONDS: Final = 20.0
+
+
+def default_identity() -> str:
+    """hostname + "_" + a random UUID, as kube-scheduler: two processes on one host
+    must never both think they hold the lease."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+def _micro_time() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaseLostError(RuntimeError):
+    """Leadership ended against our will. kube-scheduler exits 1 here: the cache and
+    queue were built for a leader and cannot be trusted by a follower."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseRecord:
+    """client-go's LeaderElectionRecord, read from and written to a Lease spec."""
+
+    holder_identity: str = ""
+    lease_duration_seconds: int = 0
+    acquire_time: str = ""
+    renew_time: str = ""
+    leader_transitions: int = 0
+    preferred_holder: str = ""
+    strategy: str = ""
+
+    @classmethod
+    def from_spec(cls, spec: dict[str, Any]) -> LeaseRecord:
+        return cls(
+            holder_identity=spec.get("holderIdentity") or "",
+            lease_duration_seconds=spec.get("leaseDurationSeconds") or 0,
+            acquire_time=spec.get("acquireTime") or "",
+            renew_time=spec.get("renewTime") or "",
+            leader_transitions=spec.get("leaseTransitions") or 0,
+            preferred_holder=spec.get("preferredHolder") or "",
+            strategy=spec.get("strategy") or "",
+        )
+
+    def to_spec(self) -> dict[str, Any]:
+        """LeaderElectionRecordToLeaseSpec: holderIdentity is written even when empty."""
+        spec: dict[str, Any] = {
+            "holderIdentity": self.holder_identity,
+            "leaseDurationSeconds": self.lease_duration_seconds,
+            "acquireTime": self.acquire_time or None,
+            "renewTime": self.renew_time or None,
+            "leaseTransitions": self.leader_transitions,
+        }
+        if self.preferred_holder:
+            spec["preferredHolder"] = self.preferred_holder
+        if self.strategy:
+            spec["strategy"] = self.strategy
+        return spec
+
+
+class _LockError(Exception):
+    def __init__(self, action: str, response: ApiResponse) -> None:
+        super().__init__(f"{action}: HTTP {response.status}: {response.message()}")
+        self.status = response.status
+
+
+class _LeaseLock:
+    """client-go's resourcelock.LeaseLock: remembers the last Lease object it read or
+    wrote, whose resourceVersion makes every update conditional."""
+
+    def __init__(self, raw: RawApi, namespace: str, name: str, timeout: float) -> None:
+        self._raw = raw
+        self._namespace = namespace
+        self._name = name
+        self._timeout = timeout
+        self._collection = f"/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases"
+        self._lease: dict[str, Any] | None = None
+
+    async def _request(self, method: str, path: str, body: Any = None) -> ApiResponse:
+        return await self._raw.request(method, path, body, timeout=self._timeout,
+                                       throttle=False)
+
+    def _keep(self, response: ApiResponse) -> None:
+        self._lease = msgspec.json.decode(response.body)
+
+    async def get(self) -> LeaseRecord | None:
+        """The current record, or None when the Lease does not exist."""
+        response = await self._request("GET", f"{self._collection}/{self._name}")
+        if response.status == 404:
+            return None
+        if not response.ok:
+            raise _LockError("get lease", response)
+        self._keep(response)
+        assert self._lease is not None
+        return LeaseRecord.from_spec(self._lease.get("spec") or {})
+
+    async def create(self, record: LeaseRecord) -> None:
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": self._name, "namespace": self._namespace},
+                "spec": record.to_spec()}
+        response = await self._request("POST", self._collection, body)
+        if not response.ok:
+            raise _LockError("create lease", response)
+        self._keep(response)
+
+    async def update(self, record: LeaseRecord) -> None:
+        if self._lease is None:
+            raise RuntimeError("lease not read yet: get or create it first")
+        body = {**self._lease, "spec": record.to_spec()}
+        response = await self._request("PUT", f"{self._collection}/{self._name}", body)
+        if not response.ok:
+            raise _LockError("update lease", response)
+        self._keep(response)
+
+
+class LeaderElector:
+    """Campaign for a Lease and run `on_started_leading` while holding it.
+
+    run() tries until it acquires the lease, then starts `on_started_leading()` as a
+    task and renews. Leadership ends when renewal fails (run() raises LeaseLostError),
+    when the leading task ends (run() returns, or raises its exception), when release()
+    is called (run() returns) or when run() is cancelled. Each time the leading task is
+    cancelled and awaited *before* the lease is released, so its clean-up (draining
+    bindings) finishes while we still hold the lease. `on_stopped_leading` is called
+    once when run() ends, whether or not we ever led, as client-go does.
+    """
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        namespace: str,
+        name: str,
+        on_started_leading: Callable[[], Coroutine[Any, Any, None]],
+        on_stopped_leading: Callable[[], None] | None = None,
+        on_new_leader: Callable[[str], None] | None = None,
+        identity: str | None = None,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        release_on_cancel: bool = True,
+        metrics: SchedulerMetrics | None = None,
+        metric_name: str | None = None,
+    ) -> None:
+        # NewLeaderElector's checks; the Lease holds whole seconds, hence >= 1s.
+        if lease_duration < 1:
+            raise ValueError(f"lease_duration must be at least 1s (got {lease_duration})")
+        if lease_duration <= renew_deadline:
+            raise ValueError(f"lease_duration must be greater than renew_deadline "
+                             f"({lease_duration} <= {renew_deadline})")
+        if retry_period <= 0:
+            raise ValueError(f"retry_period must be greater than zero (got {retry_period})")
+        if renew_deadline <= JITTER_FACTOR * retry_period:
+            raise ValueError(f"renew_deadline must be greater than retry_period * "
+                             f"{JITTER_FACTOR} ({renew_deadline} <= "
+                             f"{JITTER_FACTOR * retry_period})")
+        self.identity = default_identity() if identity is None else identity
+        if not self.identity:
+            raise ValueError("identity must not be empty")
+        self.description = f"{namespace}/{name}"
+        self._lease_duration = lease_duration
+        self._renew_deadline = renew_deadline
+        self._retry_period = retry_period
+        self._release_on_cancel = release_on_cancel
+        self._on_started_leading = on_started_leading
+        self._on_stopped_leading = on_stopped_leading
+        self._on_new_leader = on_new_leader
+        self._metrics = metrics
+        self._metric_name = metric_name or name
+        # NewFromKubeconfig: one hung request must not use up the whole renewDeadline.
+        self._lock = _LeaseLock(RawApi(api_client, qps=0), namespace, name,
+                                timeout=max(1.0, renew_deadline / 2))
+        self._observed: LeaseRecord | None = None
+        self._observed_time = 0.0
+        self._reported_leader = ""
+        self._leading = False
+        self._started = False
+        self._running = False
+        self._stop = asyncio.Event()
+        self._finished = asyncio.Event()
+        if metrics is not None:
+            metrics.set_leader(self._metric_name, False)
+
+    # --- public ------------------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        """True from acquiring the lease until we stop leading."""
+        return self._leading
+
+    @property
+    def leader(self) -> str:
+        """The holder identity last observed ("" when none)."""
+        return self._observed.holder_identity if self._observed is not None else ""
+
+    def check(self, max_tolerable_expired: float = HEALTHZ_TOLERANCE_SECONDS) -> str | None:
+        """client-go's LeaderElector.Check for /healthz and /readyz: a leader that has not
+        renewed for leaseDuration + tolerance is unhealthy (None when healthy)."""
+        if not self._leading:
+            return None
+        if time.monotonic() - self._observed_time > self._lease_duration + max_tolerable_expired:
+            return f"failed election to renew leadership on lease {self.description}"
+        return None
+
+    async def run(self) -> None:
+        if self._started:
+            raise RuntimeError("a LeaderElector runs once; build a new one")
+        self._started = True
+        self._running = True
+        try:
+            if await self._acquire():
+                await self._lead()
+        finally:
+            self._set_leading(False)
+            self._running = False
+            self._finished.set()
+            if self._on_stopped_leading is not None:
+                self._on_stopped_leading()
+
+    async def release(self) -> None:
+        """Hand over gracefully: stop campaigning, end the leading task and, if we hold
+        the lease, release it. Returns once run() has finished."""
+        self._stop.set()
+        if self._running:
+            await self._finished.wait()
+        elif self._holds_observed():
+            await self._release()
+
+    # --- campaign and lead ---------------------------------------------------------
+
+    async def _acquire(self) -> bool:
+        """Try until we hold the lease (True) or release() asks us to stop (False)."""
+        log.info("leader.acquiring", lease=self.description, identity=self.identity)
+        while not self._stop.is_set():
+            acquired = await self._try_acquire_or_renew()
+            self._report_transition()
+            if acquired:
+                return True
+            # wait.JitterUntil: period + rand * JitterFactor * period.
+            pause = self._retry_period * (1 + random.random() * JITTER_FACTOR)
+            if await self._stopped_within(pause):
+                break
+        return False
+
+    async def _lead(self) -> None:
+        self._set_leading(True)
+        leading = asyncio.create_task(self._on_started_leading(),
+                                      name=f"leading {self.description}")
+        renewing = asyncio.create_task(self._renew(), name=f"renew {self.description}")
+        stopping = asyncio.create_task(self._stop.wait())
+        try:
+            await asyncio.wait({leading, renewing, stopping},
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Stop the work first, renewing no more: it finishes while the lease is ours.
+            for task in (renewing, stopping, leading):
+                task.cancel()
+            await asyncio.wait({leading, renewing, stopping})
+            self._set_leading(False)
+            if self._release_on_cancel or self._stop.is_set():
+                await self._release()
+        for task in (leading, renewing):
+            if not task.cancelled() and (error := task.exception()) is not None:
+                raise error
+        if not renewing.cancelled():
+            reason = renewing.result()
+            log.error("leader.lost", lease=self.description, identity=self.identity,
+                      reason=reason)
+            raise LeaseLostError(f"lost the lease {self.description}: {reason}")
+        log.info("leader.stopped", lease=self.description, identity=self.identity,
+                 requested=self._stop.is_set())
+
+    async def _renew(self) -> str:
+        """Renew every retryPeriod until that fails; return why it did."""
+        while True:
+            try:
+                async with asyncio.timeout(self._renew_deadline):
+                    while not await self._try_acquire_or_renew():
+                        self._report_transition()
+                        if (holder := self._valid_other_holder()) is not None:
+                            return f"the lease is held by {holder}"
+                        await asyncio.sleep(self._retry_period)
+            except TimeoutError:
+                return f"could not renew it within renewDeadline ({self._renew_deadline}s)"
+            self._report_transition()
+            await asyncio.sleep(self._retry_period)
+
+    # --- one attempt (tryAcquireOrRenew) ----------------------------------------------
+
+    async def _try_acquire_or_renew(self) -> bool:
+        now = _micro_time()
+        desired = LeaseRecord(self.identity, int(self._lease_duration), now, now)
+
+        # Fast path: a valid leader updates its cached object without reading first.
+        if self._holds_observed() and self._lease_valid():
+            assert self._observed is not None
+            renewed = replace(desired, acquire_time=self._observed.acquire_time,
+                              leader_transitions=self._observed.leader_transitions)
+            try:
+                await self._lock.update(renewed)
+            except _LockError as error:
+                log.debug("leader.fast_path_failed", lease=self.description, error=str(error))
+            else:
+                self._set_observed(renewed)
+                return True
+
+        try:
+            current = await self._lock.get()
+        except _LockError as error:
+            log.error("leader.lease_read_failed", lease=self.description, error=str(error))
+            return False
+        if current is None:
+            try:
+                await self._lock.create(desired)
+            except _LockError as error:
+                log.warning("leader.lease_create_failed", lease=self.description,
+                            error=str(error))
+                return False
+            self._set_observed(desired)
+            return True
+
+        if current != self._observed:
+            self._set_observed(current)
+        if current.holder_identity and self._lease_valid() and not self._holds_observed():
+            return False  # held by someone else and not expired
+
+        if self._holds_observed():
+            desired = replace(desired, acquire_time=current.acquire_time,
+                              leader_transitions=current.leader_transitions)
+            if self._metrics is not None:
+                self._metrics.leader_slowpath(self._metric_name)
+        else:
+            desired = replace(desired, leader_transitions=current.leader_transitions + 1)
+        try:
+            await self._lock.update(desired)
+        except _LockError as error:
+            # 409 when another candidate wrote first: expected in a race.
+            log.warning("leader.lease_update_failed", lease=self.description,
+                        error=str(error))
+            return False
+        self._set_observed(desired)
+        return True
+
+    async def _release(self) -> None:
+        """Clear the holder and shorten the lease to 1s so a standby need not wait."""
+        try:
+            async with asyncio.timeout(self._renew_deadline):
+                current = await self._lock.get()
+                if current is None or current.holder_identity != self.identity:
+                    return
+                now = _micro_time()
+                released = LeaseRecord("", 1, now, now, current.leader_transitions)
+                await self._lock.update(released)
+        except (_LockError, TimeoutError) as error:
+            log.error("leader.release_failed", lease=self.description, error=str(error))
+            return
+        self._set_observed(released)
+        log.info("leader.released", lease=self.description, identity=self.identity)
+
+    # --- observed state ------------------------------------------------------------------
+
+    def _set_observed(self, record: LeaseRecord) -> None:
+        self._observed = record
+        self._observed_time = time.monotonic()
+
+    def _holds_observed(self) -> bool:
+        return self._observed is not None and self._observed.holder_identity == self.identity
+
+    def _lease_valid(self) -> bool:
+        if self._observed is None:
+            return False
+        expires = self._observed_time + self._observed.lease_duration_seconds
+        return expires > time.monotonic()
+
+    def _valid_other_holder(self) -> str | None:
+        observed = self._observed
+        if (observed is None or not observed.holder_identity or self._holds_observed()
+                or not self._lease_valid()):
+            return None
+        return observed.holder_identity
+
+    def _report_transition(self) -> None:
+        holder = self.leader
+        if holder == self._reported_leader:
+            return
+        self._reported_leader = holder
+        log.info("leader.observed", lease=self.description, holder=holder or None)
+        if self._on_new_leader is not None:
+            self._on_new_leader(holder)
+
+    def _set_leading(self, leading: bool) -> None:
+        if leading == self._leading:
+            return
+        self._leading = leading
+        if self._metrics is not None:
+            self._metrics.set_leader(self._metric_name, leading)
+        if leading:
+            log.info("leader.acquired", lease=self.description, identity=self.identity)
+
+    async def _stopped_within(self, seconds: float) -> bool:
+        try:
+            async with asyncio.timeout(seconds):
+                await self._stop.wait()
+        except TimeoutError:
+            return False
+        return True

@@ -1,0 +1,361 @@
+"""Prometheus metrics named, typed, labelled and bucketed as kube-scheduler's.
+
+Facts from kubernetes v1.36.4 pkg/scheduler/metrics/metrics.go and profile_metrics.go,
+component-base/metrics (HELP carries the "[STABILITY] " prefix it adds) and
+component-base/metrics/prometheus/clientgo/leaderelection (leader_election_*).
+Our own additions carry the `kpysched_` prefix so they never collide with a future
+upstream name. Each SchedulerMetrics owns its registry: tests and several schedulers
+in one process never share series.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Final, Literal
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+)
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.metrics_core import Metric
+
+# The text format Go's promhttp serves by default (and Prometheus scrapes).
+CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
+
+# schedule_one.go: pluginMetricsSamplePercent.
+PLUGIN_METRICS_SAMPLE_PERCENT: Final = 10
+
+PENDING_QUEUES: Final = ("active", "backoff", "unschedulable", "gated")
+CACHE_TYPES: Final = ("nodes", "pods", "assumed_pods")
+# getAttemptsLabel caps the attempts label to keep cardinality low.
+MAX_ATTEMPTS_LABEL: Final = 15
+
+# prometheus_client prints a whole-number bucket bound as le="64.0"; Go prints le="64".
+_WHOLE_LE = re.compile(rb'le="(\d+)\.0"')
+
+AttemptResult = Literal["scheduled", "unschedulable", "error"]
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> list[float]:
+    """prometheus.ExponentialBuckets, multiplied step by step as Go does so every
+    `le` label prints exactly as upstream's."""
+    buckets = []
+    for _ in range(count):
+        buckets.append(start)
+        start *= factor
+    return buckets
+
+
+def attempts_label(attempts: int) -> str:
+    return f"{MAX_ATTEMPTS_LABEL}+" if attempts >= MAX_ATTEMPTS_LABEL else str(attempts)
+
+
+class _WithoutCreated:
+    """The registry as upstream exposes it: prometheus_client adds `<name>_created`
+    samples to counters and histograms, which Go's client does not emit."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterable[Metric]:
+        for family in self._registry.collect():
+            family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+            yield family
+
+
+class SchedulerMetrics:
+    def __init__(self, *, sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT,
+                 rng: random.Random | None = None, process_metrics: bool = True) -> None:
+        self.registry = CollectorRegistry()
+        self._sample_percent = sample_percent
+        self._rng = rng or random.Random()
+        self._scrape_hooks: list[Callable[[], None]] = []
+        r = self.registry
+        if process_metrics:
+            # process_cpu_seconds_total, process_resident_memory_bytes, ...: the same
+            # names Go's process collector exports, so node/process dashboards work.
+            ProcessCollector(registry=r)
+
+        # --- STABLE ----------------------------------------------------------------
+        self._schedule_attempts = Counter(
+            "scheduler_schedule_attempts_total",
+            "[STABLE] Number of attempts to schedule pods, by the result. 'unschedulable' "
+            "means a pod could not be scheduled, while 'error' means an internal scheduler "
+            "problem.",
+            ["result", "profile"], registry=r)
+        self._attempt_duration = Histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "[STABLE] Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self._preemption_victims = Histogram(
+            "scheduler_preemption_victims",
+            "[STABLE] Number of selected preemption victims",
+            buckets=exponential_buckets(1, 2, 7), registry=r)
+        self._preemption_attempts = Counter(
+            "scheduler_preemption_attempts_total",
+            "[STABLE] Total preemption attempts in the cluster till now", registry=r)
+        self._pending = Gauge(
+            "scheduler_pending_pods",
+            "[STABLE] Number of pending pods, by the queue type. 'active' means number of pods "
+            "in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
+            "number of pods in unschedulablePods that the scheduler attempted to schedule and "
+            "failed; 'gated' is the number of unschedulable pods that the scheduler never "
+            "attempted to schedule because they are gated.",
+            ["queue"], registry=r)
+        self._pod_attempts = Histogram(
+            "scheduler_pod_scheduling_attempts",
+            "[STABLE] Number of attempts to successfully schedule a pod.",
+            buckets=exponential_buckets(1, 2, 5), registry=r)
+        self._extension_point_duration = Histogram(
+            "scheduler_framework_extension_point_duration_seconds",
+            "[STABLE] Latency for running all plugins of a specific extension point.",
+            ["extension_point", "status", "profile"],
+            buckets=exponential_buckets(0.0001, 2, 12), registry=r)
+        self._incoming = Counter(
+            "scheduler_queue_incoming_pods_total",
+            "[STABLE] Number of pods added to scheduling queues by event and queue type.",
+            ["queue", "event"], registry=r)
+
+        # --- BETA ------------------------------------------------------------------
+        self._sli_duration = Histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "[BETA] E2e latency for a pod being scheduled, from the time the pod enters the "
+            "scheduling queue and might involve multiple scheduling attempts.",
+            ["attempts"], buckets=exponential_buckets(0.01, 2, 20), registry=r)
+        self._goroutines = Gauge(
+            "scheduler_goroutines",
+            "[BETA] Number of running goroutines split by the work they do such as binding. "
+            "kpysched has no goroutines: this counts its in-flight asyncio tasks per "
+            "operation, under upstream's name for dashboard compatibility.",
+            ["operation"], registry=r)
+        self._permit_wait = Histogram(
+            "scheduler_permit_wait_duration_seconds",
+            "[BETA] Duration of waiting on permit.",
+            ["result"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self._unschedulable = Gauge(
+            "scheduler_unschedulable_pods",
+            "[BETA] The number of unschedulable pods broken down by plugin name. A pod will "
+            "increment the gauge for all plugins that caused it to not schedule and so this "
+            "metric have meaning only when broken down by plugin.",
+            ["plugin", "profile"], registry=r)
+        self._plugin_evaluation = Counter(
+            "scheduler_plugin_evaluation_total",
+            "[BETA] Number of attempts to schedule pods by each plugin and the extension point "
+            "(available only in PreFilter, Filter, PreScore, and Score).",
+            ["plugin", "extension_point", "profile"], registry=r)
+
+        # --- ALPHA -----------------------------------------------------------------
+        self._algorithm_duration = Histogram(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "[ALPHA] Scheduling algorithm latency in seconds",
+            buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self._event_handling = Histogram(
+            "scheduler_event_handling_duration_seconds",
+            "[ALPHA] Event handling latency in seconds.",
+            ["event"], buckets=exponential_buckets(0.0001, 2, 12), registry=r)
+        self._scheduled_after_flush = Counter(
+            "scheduler_pod_scheduled_after_flush_total",
+            "[ALPHA] Number of pods that were successfully scheduled after being flushed from "
+            "unschedulablePods due to timeout. This metric helps detect potential queueing "
+            "hint misconfigurations or event handling issues.", registry=r)
+        self._plugin_duration = Histogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "[ALPHA] Duration for running a plugin at a specific extension point.",
+            ["plugin", "extension_point", "status"],
+            buckets=exponential_buckets(0.00001, 1.5, 20), registry=r)
+        self._cache_size = Gauge(
+            "scheduler_cache_size",
+            "[ALPHA] Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            ["type"], registry=r)
+
+        # --- leader election (client-go's adapter in component-base) ---------------
+        self._leader = Gauge(
+            "leader_election_master_status",
+            "[ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 "
+            "indicates backup, 1 indicates master. 'name' is the string used to identify the "
+            "lease. Please make sure to group by name.",
+            ["name"], registry=r)
+        self._leader_slowpath = Counter(
+            "leader_election_slowpath_total",
+            "[ALPHA] Total number of slow path exercised in renewing leader leases. 'name' is "
+            "the string used to identify the lease. Please make sure to group by name.",
+            ["name"], registry=r)
+
+        # --- kpysched's own --------------------------------------------------------
+        self._watch_restarts = Counter(
+            "kpysched_informer_watch_restarts_total",
+            "Watches an informer opened again after the previous one ended, by resource.",
+            ["resource"], registry=r)
+        self._relists = Counter(
+            "kpysched_informer_relists_total",
+            "Full lists an informer made (the first one and each after a 410 Gone), by "
+            "resource.", ["resource"], registry=r)
+        self._bind_duration = Histogram(
+            "kpysched_bind_duration_seconds",
+            "Latency of the Bind call to the API server in seconds, by result.",
+            ["result"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self._bind_failures = Counter(
+            "kpysched_bind_failures_total",
+            "Bindings that failed, by reason (e.g. Conflict, NotFound, Timeout).",
+            ["reason"], registry=r)
+        self._loop_lag = Histogram(
+            "kpysched_event_loop_lag_seconds",
+            "How late the asyncio event loop woke a sleeping task, in seconds: time the loop "
+            "spent busy with other work.",
+            buckets=exponential_buckets(0.0005, 2, 14), registry=r)
+
+        # Series dashboards expect from the start, as upstream's queue and cache set them.
+        for queue in PENDING_QUEUES:
+            self._pending.labels(queue).set(0)
+        for kind in CACHE_TYPES:
+            self._cache_size.labels(kind).set(0)
+
+    # --- exposition --------------------------------------------------------------
+
+    def on_scrape(self, hook: Callable[[], None]) -> None:
+        """Run `hook` at the start of every render(): the place to copy gauges from
+        their source (set_pending from the queue, set_cache_size from the cache) instead
+        of updating them on every change."""
+        self._scrape_hooks.append(hook)
+
+    def render(self) -> bytes:
+        """The registry in Prometheus text format 0.0.4 (see CONTENT_TYPE), with bucket
+        bounds spelled as Go spells them so `le` matchers in dashboards keep working."""
+        for hook in self._scrape_hooks:
+            hook()
+        return _WHOLE_LE.sub(rb'le="\1"', generate_latest(_WithoutCreated(self.registry)))
+
+    # --- scheduling attempts ---------------------------------------------------------
+
+    def schedule_attempt(self, result: AttemptResult, profile: str, seconds: float) -> None:
+        """One scheduling attempt ended (profile_metrics.go observeScheduleAttemptAndLatency)."""
+        self._attempt_duration.labels(result, profile).observe(seconds)
+        self._schedule_attempts.labels(result, profile).inc()
+
+    def pod_scheduled(self, attempts: int, since_first_attempt: float | None,
+                      *, after_flush: bool = False) -> None:
+        """A pod was assumed on a node: its attempt count and end-to-end (SLI) latency,
+        measured from the first time it entered the queue (None when unknown)."""
+        self._pod_attempts.observe(attempts)
+        if since_first_attempt is not None:
+            self._sli_duration.labels(attempts_label(attempts)).observe(since_first_attempt)
+        if after_flush:
+            self._scheduled_after_flush.inc()
+
+    def algorithm_duration(self, seconds: float) -> None:
+        self._algorithm_duration.observe(seconds)
+
+    def event_handled(self, event: str, seconds: float) -> None:
+        self._event_handling.labels(event).observe(seconds)
+
+    # --- preemption ------------------------------------------------------------------
+
+    def preemption_attempt(self) -> None:
+        self._preemption_attempts.inc()
+
+    def preemption_victims(self, count: int) -> None:
+        self._preemption_victims.observe(count)
+
+    # --- queue -----------------------------------------------------------------------
+
+    def set_pending(self, counts: Mapping[str, int]) -> None:
+        """Pods per queue: keys among active, backoff, unschedulable, gated."""
+        for queue, count in counts.items():
+            if queue not in PENDING_QUEUES:
+                raise ValueError(f"unknown queue {queue!r}: expected one of {PENDING_QUEUES}")
+            self._pending.labels(queue).set(count)
+
+    def incoming(self, queue: str, event: str) -> None:
+        """A pod entered `queue` (active, backoff, unschedulable, gated) because of `event`
+        (upstream's event label, e.g. PodAdd, ScheduleAttemptFailure, NodeAdd)."""
+        self._incoming.labels(queue, event).inc()
+
+    def unschedulable_changed(self, plugins: Iterable[str], profile: str, delta: int) -> None:
+        """A pod entered (+1) or left (-1) the unschedulable pods, rejected by `plugins`."""
+        for plugin in plugins:
+            self._unschedulable.labels(plugin, profile).inc(delta)
+
+    # --- framework -------------------------------------------------------------------
+
+    def extension_point_duration(self, extension_point: str, status: str, profile: str,
+                                 seconds: float) -> None:
+        """`status` is the Status code as upstream spells it (Code.label: "Success")."""
+        self._extension_point_duration.labels(extension_point, status, profile).observe(seconds)
+
+    def should_sample(self) -> bool:
+        """Whether this scheduling cycle records per-plugin durations: upstream samples
+        pluginMetricsSamplePercent (10 %) of cycles to keep the overhead small."""
+        return self._rng.randrange(100) < self._sample_percent
+
+    def plugin_duration(self, plugin: str, extension_point: str, status: str,
+                        seconds: float) -> None:
+        """Record only in cycles where should_sample() said so."""
+        self._plugin_duration.labels(plugin, extension_point, status).observe(seconds)
+
+    def plugin_evaluated(self, plugin: str, extension_point: str, profile: str,
+                         count: int = 1) -> None:
+        """Upstream counts PreFilter, Filter, PreScore and Score runs (one per node for Filter
+        and Score), whether or not the cycle is sampled."""
+        self._plugin_evaluation.labels(plugin, extension_point, profile).inc(count)
+
+    def permit_wait(self, result: str, seconds: float) -> None:
+        """`result` is the Status code label of WaitOnPermit's outcome."""
+        self._permit_wait.labels(result).observe(seconds)
+
+    @contextmanager
+    def in_flight(self, operation: str) -> Iterator[None]:
+        """Counts a running task under scheduler_goroutines{operation} (upstream uses
+        "binding" and "prioritizing_extender") while the block runs."""
+        gauge = self._goroutines.labels(operation)
+        gauge.inc()
+        try:
+            yield
+        finally:
+            gauge.dec()
+
+    # --- cache -----------------------------------------------------------------------
+
+    def set_cache_size(self, *, nodes: int, pods: int, assumed_pods: int) -> None:
+        self._cache_size.labels("nodes").set(nodes)
+        self._cache_size.labels("pods").set(pods)
+        self._cache_size.labels("assumed_pods").set(assumed_pods)
+
+    # --- leader election ---------------------------------------------------------------
+
+    def set_leader(self, name: str, leading: bool) -> None:
+        self._leader.labels(name).set(1.0 if leading else 0.0)
+
+    def leader_slowpath(self, name: str) -> None:
+        self._leader_slowpath.labels(name).inc()
+
+    # --- kpysched's own ------------------------------------------------------------------
+
+    def watch_restarted(self, resource: str) -> None:
+        self._watch_restarts.labels(resource).inc()
+
+    def relisted(self, resource: str) -> None:
+        self._relists.labels(resource).inc()
+
+    def bind_finished(self, result: Literal["success", "error"], seconds: float) -> None:
+        self._bind_duration.labels(result).observe(seconds)
+
+    def bind_failed(self, reason: str) -> None:
+        self._bind_failures.labels(reason).inc()
+
+    async def loop_lag_monitor(self, interval: float = 0.5) -> None:
+        """Run as a supervised task: every `interval` seconds, observe how much later than
+        asked the loop woke us. Lag means some callback held the loop (a slow scheduling
+        cycle, a big decode), delaying every watch, bind and probe behind it."""
+        loop = asyncio.get_running_loop()
+        while True:
+            asked = loop.time() + interval
+            await asyncio.sleep(interval)
+            self._loop_lag.observe(max(0.0, loop.time() - asked))

@@ -1,0 +1,316 @@
+"""DefaultPreemption: when a pod fits nowhere, evict lower-priority pods to make room.
+
+PostFilter runs upstream's preemption evaluator (framework/preemption) with the
+DefaultPreemption rules: check the preemptor may preempt at all; dry-run every
+node a Filter rejected as resolvable (Unschedulable), starting at a random offset
+and stopping once enough candidates are found; on each, remove every
+lower-priority pod and check the preemptor fits, then give back as many of them as
+still let it fit (PDB-violating ones first, most important first); pick one node
+by upstream's criteria and hand the victims to the handle, which deletes them
+without the scheduling loop waiting (upstream's async preemption, on by default).
+
+Statuses carry upstream's texts behind "preemption: ", which the scheduler appends
+to the FailedScheduling message after the Filter summary.
+
+Subclasses may override `is_eligible_pod` and `more_important_pod`, the same two
+customisation points upstream's plugin exposes.
+
+Not carried over: scheduler extenders (kpysched has none), pod-group preemption and
+topology-aware workload scheduling (alpha, off in v1.36), and for now PreEnqueue,
+which upstream uses to hold the preemptor back while its victims are being deleted:
+it needs the handle to report whether a pod's preemption is still running.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.diagnosis import Diagnosis
+from kpysched.framework.events import ClusterEvent
+from kpysched.framework.interfaces import Handle, PostFilterPlugin, PostFilterResult
+from kpysched.framework.registry import PluginSpec
+from kpysched.framework.status import SUCCESS, Code, Status
+from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
+from kpysched.plugins._args import invalid
+from kpysched.plugins.default_preemption.selection import (
+    Candidate,
+    aggregate_errors,
+    more_important_pod,
+    pick_one_node,
+    sort_by_importance,
+    split_by_pdb_violation,
+    terminating_by_preemption,
+)
+
+NAME = "DefaultPreemption"
+
+MESSAGE_PREFIX = "preemption: "
+REASON_PREEMPT_NEVER = "not eligible due to preemptionPolicy=Never."
+REASON_TERMINATING_ON_NOMINATED = "not eligible due to a terminating pod on the nominated node."
+REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
+REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+REASON_NO_NODES = "no nodes available"
+
+PREEMPT_NEVER = "Never"
+
+_DEFAULT_PERCENTAGE = 10
+_DEFAULT_ABSOLUTE = 100
+
+# A node the Filter pass did not report on: upstream's default absent-node status.
+_ABSENT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+
+class DefaultPreemptionArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    min_candidate_nodes_percentage: int = Field(
+        default=_DEFAULT_PERCENTAGE, alias="minCandidateNodesPercentage", strict=True)
+    min_candidate_nodes_absolute: int = Field(
+        default=_DEFAULT_ABSOLUTE, alias="minCandidateNodesAbsolute", strict=True)
+
+    @field_validator("min_candidate_nodes_percentage", mode="before")
+    @classmethod
+    def _default_percentage(cls, value: Any) -> Any:
+        return _DEFAULT_PERCENTAGE if value is None else value
+
+    @field_validator("min_candidate_nodes_absolute", mode="before")
+    @classmethod
+    def _default_absolute(cls, value: Any) -> Any:
+        return _DEFAULT_ABSOLUTE if value is None else value
+
+    @model_validator(mode="after")
+    def _validate(self) -> Self:
+        percentage = self.min_candidate_nodes_percentage
+        absolute = self.min_candidate_nodes_absolute
+        errors: list[str] = []
+        if not 0 <= percentage <= 100:
+            errors.append(f"minCandidateNodesPercentage: Invalid value: {percentage}: "
+                          "not in valid range [0, 100]")
+        if absolute < 0:
+            errors.append(f"minCandidateNodesAbsolute: Invalid value: {absolute}: "
+                          "not in valid range [0, inf)")
+        if percentage == 0 and absolute == 0:
+            errors.append("minCandidateNodesPercentage: Invalid value: 0: "
+                          "cannot be zero at the same time as minCandidateNodesAbsolute")
+            errors.append("minCandidateNodesAbsolute: Invalid value: 0: "
+                          "cannot be zero at the same time as minCandidateNodesPercentage")
+        if errors:
+            raise invalid(errors)
+        return self
+
+
+def _extension_error(verb: str, status: Status) -> Status:
+    """A PreFilter extension failure, worded as upstream's framework wraps it."""
+    return Status.error(f'running {verb} on PreFilter plugin "{status.plugin}": '
+                        f"{status.message()}")
+
+
+class DefaultPreemption(PostFilterPlugin):
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: DefaultPreemptionArgs, handle: Handle,
+                 rng: random.Random | None = None,
+                 clock: Callable[[], int] = time.time_ns) -> None:
+        self._args = args
+        self._handle = handle
+        self._rng = rng or random.Random()
+        self._clock = clock
+        # "Now" for pods without a start time, fixed per preemption attempt.
+        self._now = clock()
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        # PostFilter never rejects a pod by itself: nothing to wait for.
+        return ()
+
+    # --- customisation points (upstream's IsEligiblePod and MoreImportantPod) --------
+
+    def is_eligible_pod(self, node: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
+        """Extra rules a victim must pass besides having lower priority than the preemptor."""
+        return True
+
+    def more_important_pod(self, first: PodInfo, second: PodInfo) -> bool:
+        """Whether `first` should be kept over `second`: higher priority, then older."""
+        return more_important_pod(first, second, self._now)
+
+    # --- PostFilter --------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        result, status = self.preempt(state, pod, statuses)
+        message = status.message()
+        if message:
+            return result, Status(status.code, [MESSAGE_PREFIX + message])
+        return result, status
+
+    def preempt(self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+                ) -> tuple[PostFilterResult | None, Status]:
+        """Upstream's Evaluator.Preempt: None keeps the pod's nomination as it is; an empty
+        nominated node name clears it; a node name nominates the pod there."""
+        self._now = self._clock()
+        nominated = pod.pod.status.nominated_node_name
+        eligible, reason = self.pod_eligible_to_preempt_others(
+            pod, statuses.get(nominated, _ABSENT))
+        if not eligible:
+            return None, Status.unschedulable(reason)
+
+        all_nodes = self._handle.snapshot.node_infos
+        if not all_nodes:
+            return None, Status.error(REASON_NO_NODES)
+        potential = [info for info in all_nodes
+                     if (found := statuses.get(info.name)) is not None
+                     and found.code == Code.UNSCHEDULABLE]
+        candidates: list[Candidate] = []
+        node_statuses: dict[str, Status] = {}
+        if potential:
+            offset, count = self.offset_and_num_candidates(len(potential))
+            candidates, node_statuses, errors = self.dry_run_preemption(
+                state, pod, potential, self._handle.pdbs(), offset, count)
+            if errors and not candidates:
+                return None, Status.error(aggregate_errors(errors))
+        if not candidates:
+            fit_error = Diagnosis(len(all_nodes), node_statuses,
+                                  absent_status=Status.unresolvable(REASON_NOT_HELPFUL))
+            return PostFilterResult(""), Status.unschedulable(fit_error.message())
+
+        best = self.select_candidate(candidates)
+        self._handle.preempt(pod, best.name, best.victims, NAME)
+        return PostFilterResult(best.name), SUCCESS
+
+    def pod_eligible_to_preempt_others(self, pod: PodInfo,
+                                       nominated_status: Status) -> tuple[bool, str]:
+        """Never for preemptionPolicy Never; not while victims of an earlier preemption
+        still terminate on the nominated node, unless that node is now out of reach."""
+        if pod.pod.spec.preemption_policy == PREEMPT_NEVER:
+            return False, REASON_PREEMPT_NEVER
+        nominated = pod.pod.status.nominated_node_name
+        if not nominated:
+            return True, ""
+        if nominated_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return True, ""
+        info = self._handle.snapshot.get(nominated)
+        if info is not None:
+            for other in info.pods.values():
+                if self._preemption_allowed(info, other, pod) and terminating_by_preemption(other):
+                    return False, REASON_TERMINATING_ON_NOMINATED
+        return True, ""
+
+    def _preemption_allowed(self, node: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
+        return victim.priority < preemptor.priority and self.is_eligible_pod(
+            node, victim, preemptor)
+
+    def offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        """A random place to start the dry run, and how many candidates to look for:
+        minCandidateNodesPercentage of the nodes, at least minCandidateNodesAbsolute,
+        at most all of them."""
+        wanted = num_nodes * self._args.min_candidate_nodes_percentage // 100
+        wanted = max(wanted, self._args.min_candidate_nodes_absolute)
+        return self._rng.randrange(num_nodes), min(wanted, num_nodes)
+
+    def dry_run_preemption(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+        pdbs: Sequence[api.PodDisruptionBudget], offset: int, count: int,
+    ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
+        """Candidates (those violating no PDB first), the status of each node that gave
+        none, and the error messages met. Nodes are tried from `offset` round the list
+        until `count` candidates are found, at least one of them violating no PDB; each
+        list keeps at most `count` candidates."""
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        node_statuses: dict[str, Status] = {}
+        errors: list[str] = []
+        for i in range(len(nodes)):
+            info = nodes[(offset + i) % len(nodes)]
+            victims, num_violations, status = self.select_victims_on_node(
+                state.clone(), pod, info, pdbs)
+            if status.ok and victims:
+                found = violating if num_violations else non_violating
+                if len(found) < count:
+                    found.append(Candidate(info.name, tuple(victims), num_violations))
+                if non_violating and len(non_violating) + len(violating) >= count:
+                    break
+                continue
+            if status.ok:
+                status = Status.error(f'expected at least one victim pod on node "{info.name}"')
+            if status.code == Code.ERROR:
+                errors.append(status.message())
+            node_statuses[info.name] = status
+        return non_violating + violating, node_statuses, errors
+
+    def select_victims_on_node(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo,
+        pdbs: Sequence[api.PodDisruptionBudget],
+    ) -> tuple[list[PodInfo], int, Status]:
+        """The fewest pods, least important first, whose removal lets `pod` fit on `node`,
+        and how many of them violate a PDB. `state` is the caller's copy to change;
+        `node` is left as it is (the simulation runs on a clone)."""
+        potential = [other for other in node.pods.values()
+                     if self._preemption_allowed(node, other, pod)]
+        if not potential:
+            return [], 0, Status.unresolvable(REASON_NO_VICTIMS)
+        simulated = node.clone()
+        handle = self._handle
+
+        def remove(victim: PodInfo) -> Status:
+            simulated.remove_pod(victim.uid)
+            status = handle.run_pre_filter_extension_remove_pod(state, pod, victim, simulated)
+            return status if status.ok else _extension_error("RemovePod", status)
+
+        for victim in potential:
+            status = remove(victim)
+            if not status.ok:
+                return [], 0, status
+        status = handle.run_filter_with_nominated(state, pod, simulated)
+        if not status.ok:
+            return [], 0, status
+
+        potential = sort_by_importance(potential, self.more_important_pod)
+        violating, non_violating = split_by_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+
+        def reprieve(candidate: PodInfo) -> Status | bool:
+            """Give the pod back; True if the preemptor still fits with it."""
+            simulated.add_pod(candidate)
+            status = handle.run_pre_filter_extension_add_pod(state, pod, candidate, simulated)
+            if not status.ok:
+                return _extension_error("AddPod", status)
+            if handle.run_filter_with_nominated(state, pod, simulated).ok:
+                return True
+            status = remove(candidate)
+            if not status.ok:
+                return status
+            victims.append(candidate)
+            return False
+
+        num_violations = 0
+        for group in (violating, non_violating):
+            for candidate in group:
+                fits = reprieve(candidate)
+                if isinstance(fits, Status):
+                    return [], 0, fits
+                if not fits and group is violating:
+                    num_violations += 1
+        if violating and non_violating:
+            victims = sort_by_importance(victims, self.more_important_pod)
+        return victims, num_violations, SUCCESS
+
+    def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate:
+        """The one candidate, or the best by upstream's criteria."""
+        if len(candidates) == 1:
+            return candidates[0]
+        return pick_one_node(candidates, self._now)
+
+
+def new(args: DefaultPreemptionArgs | None, handle: Handle) -> DefaultPreemption:
+    return DefaultPreemption(args if args is not None else DefaultPreemptionArgs(), handle)
+
+
+SPEC = PluginSpec(NAME, DefaultPreemption, new, DefaultPreemptionArgs)

@@ -1,0 +1,129 @@
+"""Pieces both halves of InterPodAffinity share: the incoming pod's terms with their
+namespace selectors resolved, and per-topology-pair counters.
+
+Upstream resolves the incoming pod's namespaceSelector once per cycle into the
+set of namespace names it selects (an empty selector stays "every namespace").
+Here the same answer is computed lazily per namespace and remembered for the
+cycle: an unknown namespace is never selected, as a name the namespace lister
+does not return. Existing pods' terms, by contrast, are matched against the
+incoming pod's namespace labels (an empty set when the namespace is unknown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from kpysched.objects import api
+from kpysched.objects.pod_affinity import AffinityTerm, WeightedAffinityTerm
+
+NamespaceLabels = Callable[[str], Mapping[str, str] | None]
+
+
+@dataclass(slots=True, eq=False)
+class IncomingTerm:
+    """One of the incoming pod's terms, matching existing pods without namespace lookups
+    beyond the first per namespace."""
+
+    term: AffinityTerm
+    namespace_labels: NamespaceLabels
+    weight: int = 0
+    _selected: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def topology_key(self) -> str:
+        return self.term.topology_key
+
+    def selects_namespace(self, namespace: str) -> bool:
+        selected = self._selected.get(namespace)
+        if selected is None:
+            term = self.term
+            if namespace in term.namespaces or term.namespace_selector.empty:
+                selected = True
+            elif term.namespace_selector.nothing:
+                selected = False
+            else:
+                labels = self.namespace_labels(namespace)
+                selected = labels is not None and term.namespace_selector.matches(labels)
+            self._selected[namespace] = selected
+        return selected
+
+    def matches(self, pod: api.Pod) -> bool:
+        metadata = pod.metadata
+        return (self.selects_namespace(metadata.namespace)
+                and self.term.selector.matches(metadata.labels))
+
+
+class NamespaceGate:
+    """Whether any of some terms can select pods of a namespace: lets a walk over every
+    pod skip, with one lookup, the pods of namespaces no term looks at."""
+
+    __slots__ = ("_terms", "known")
+
+    def __init__(self, terms: Iterable[IncomingTerm]) -> None:
+        self._terms = tuple(terms)
+        self.known: dict[str, bool] = {}
+
+    def admits(self, namespace: str) -> bool:
+        admitted = self.known.get(namespace)
+        if admitted is None:
+            admitted = self.known[namespace] = any(
+                term.selects_namespace(namespace) for term in self._terms)
+        return admitted
+
+
+def incoming_terms(terms: Iterable[AffinityTerm],
+                   namespace_labels: NamespaceLabels) -> tuple[IncomingTerm, ...]:
+    return tuple(IncomingTerm(term, namespace_labels) for term in terms)
+
+
+def incoming_weighted_terms(terms: Iterable[WeightedAffinityTerm],
+                            namespace_labels: NamespaceLabels) -> tuple[IncomingTerm, ...]:
+    return tuple(IncomingTerm(term.term, namespace_labels, term.weight) for term in terms)
+
+
+def matches_all(terms: tuple[IncomingTerm, ...], pod: api.Pod) -> bool:
+    """Upstream's podMatchesAllAffinityTerms: no terms match nothing."""
+    if not terms:
+        return False
+    return all(term.matches(pod) for term in terms)
+
+
+class TopologyCounts:
+    """Counts per (topology key, value); pairs that drop to zero are forgotten, so an
+    empty counter means no pair counts at all."""
+
+    __slots__ = ("_by_key",)
+
+    def __init__(self, by_key: dict[str, dict[str, int]] | None = None) -> None:
+        self._by_key: dict[str, dict[str, int]] = by_key if by_key is not None else {}
+
+    def __bool__(self) -> bool:
+        return bool(self._by_key)
+
+    def __repr__(self) -> str:
+        return f"TopologyCounts({self.pairs()!r})"
+
+    def get(self, key: str, value: str) -> int:
+        values = self._by_key.get(key)
+        return 0 if values is None else values.get(value, 0)
+
+    def items(self) -> Iterable[tuple[str, dict[str, int]]]:
+        return self._by_key.items()
+
+    def pairs(self) -> dict[tuple[str, str], int]:
+        return {(key, value): count for key, values in self._by_key.items()
+                for value, count in values.items()}
+
+    def add(self, key: str, value: str, delta: int) -> None:
+        values = self._by_key.setdefault(key, {})
+        count = values.get(value, 0) + delta
+        if count:
+            values[value] = count
+        else:
+            values.pop(value, None)
+            if not values:
+                del self._by_key[key]
+
+    def copy(self) -> TopologyCounts:
+        return TopologyCounts({key: dict(values) for key, values in self._by_key.items()})

@@ -1,0 +1,182 @@
+"""PreFilter/Filter half of InterPodAffinity.
+
+PreFilter walks the cluster once and counts, per topology pair (key, value):
+existing pods whose required anti-affinity terms select the incoming pod (only
+nodes hosting such pods are visited), existing pods matching all of the incoming
+pod's required affinity terms, and existing pods matching each of its required
+anti-affinity terms. Filter then decides a node from its labels and those
+counters alone, in O(terms).
+
+The state is never changed in place: AddPod/RemovePod (preemption, nominated
+pods) write an updated copy into the CycleState, so a cloned CycleState can
+never see another copy's changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
+from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
+from kpysched.objects.pod_affinity import AffinityTerm
+from kpysched.plugins.inter_pod_affinity.common import (
+    IncomingTerm,
+    NamespaceGate,
+    NamespaceLabels,
+    TopologyCounts,
+    incoming_terms,
+    matches_all,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterState:
+    # Existing pods whose required anti-affinity terms select the incoming pod.
+    existing_anti_affinity_counts: TopologyCounts
+    # Existing pods matching all of the incoming pod's required affinity terms.
+    affinity_counts: TopologyCounts
+    # Existing pods matching the incoming pod's required anti-affinity terms.
+    anti_affinity_counts: TopologyCounts
+    pod: PodInfo
+    required: tuple[IncomingTerm, ...]
+    required_anti: tuple[IncomingTerm, ...]
+    # The incoming pod's namespace labels (empty when the namespace is unknown).
+    namespace_labels: Mapping[str, str]
+    # The incoming pod matches all of its own required affinity terms.
+    matches_itself: bool
+
+    def with_pod(self, other: PodInfo, node: NodeInfo, delta: int) -> PreFilterState:
+        """The state with `other` added on `node` (delta 1) or removed (delta -1)."""
+        labels = node.labels
+        pod = other.pod
+        existing = _updated(
+            self.existing_anti_affinity_counts,
+            (term for term in other.pod_affinity.required_anti
+             if term.matches(self.pod.pod, self.namespace_labels)), labels, delta)
+        affinity = _updated(self.affinity_counts,
+                            self.required if matches_all(self.required, pod) else (),
+                            labels, delta)
+        anti = _updated(self.anti_affinity_counts,
+                        (term for term in self.required_anti if term.matches(pod)),
+                        labels, delta)
+        if (existing is self.existing_anti_affinity_counts and affinity is self.affinity_counts
+                and anti is self.anti_affinity_counts):
+            return self
+        return replace(self, existing_anti_affinity_counts=existing, affinity_counts=affinity,
+                       anti_affinity_counts=anti)
+
+
+def _updated(counts: TopologyCounts, terms: Iterable[AffinityTerm | IncomingTerm],
+             labels: Mapping[str, str], delta: int) -> TopologyCounts:
+    """`counts` itself when no term lands on a pair of the node, else an updated copy."""
+    pairs = [(term.topology_key, value) for term in terms
+             if (value := labels.get(term.topology_key)) is not None]
+    if not pairs:
+        return counts
+    updated = counts.copy()
+    for key, value in pairs:
+        updated.add(key, value, delta)
+    return updated
+
+
+def _existing_anti_affinity_counts(pod: api.Pod, namespace_labels: Mapping[str, str],
+                                   snapshot: Snapshot) -> TopologyCounts:
+    counts = TopologyCounts()
+    # Replicas share their parsed terms: judge each distinct term object once.
+    verdicts: dict[int, bool] = {}
+    for info in snapshot.have_pods_with_required_anti_affinity.values():
+        labels = info.labels
+        for existing in info.pods_with_required_anti_affinity.values():
+            for term in existing.pod_affinity.required_anti:
+                selected = verdicts.get(id(term))
+                if selected is None:
+                    selected = verdicts[id(term)] = term.matches(pod, namespace_labels)
+                if selected:
+                    value = labels.get(term.topology_key)
+                    if value is not None:
+                        counts.add(term.topology_key, value, 1)
+    return counts
+
+
+def _incoming_counts(required: tuple[IncomingTerm, ...], required_anti: tuple[IncomingTerm, ...],
+                     nodes: Sequence[NodeInfo]) -> tuple[TopologyCounts, TopologyCounts]:
+    affinity, anti = TopologyCounts(), TopologyCounts()
+    if not required and not required_anti:
+        return affinity, anti
+    gate = NamespaceGate((*required, *required_anti))
+    known = gate.known
+    for info in nodes:
+        if not info.pods:
+            continue
+        labels = info.labels
+        for existing in info.pods.values():
+            pod = existing.pod
+            namespace = pod.metadata.namespace
+            admitted = known.get(namespace)
+            if not (gate.admits(namespace) if admitted is None else admitted):
+                continue
+            if required and matches_all(required, pod):
+                for term in required:
+                    value = labels.get(term.topology_key)
+                    if value is not None:
+                        affinity.add(term.topology_key, value, 1)
+            for term in required_anti:
+                if term.matches(pod):
+                    value = labels.get(term.topology_key)
+                    if value is not None:
+                        anti.add(term.topology_key, value, 1)
+    return affinity, anti
+
+
+def compute_state(pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot,
+                  namespace_labels: NamespaceLabels) -> PreFilterState:
+    own_labels = namespace_labels(pod.namespace)
+    own_labels = own_labels if own_labels is not None else {}
+    required = incoming_terms(pod.pod_affinity.required, namespace_labels)
+    required_anti = incoming_terms(pod.pod_affinity.required_anti, namespace_labels)
+    affinity, anti = _incoming_counts(required, required_anti, nodes)
+    return PreFilterState(
+        existing_anti_affinity_counts=_existing_anti_affinity_counts(pod.pod, own_labels,
+                                                                     snapshot),
+        affinity_counts=affinity, anti_affinity_counts=anti, pod=pod, required=required,
+        required_anti=required_anti, namespace_labels=own_labels,
+        matches_itself=matches_all(required, pod.pod))
+
+
+def satisfies_pod_affinity(state: PreFilterState, labels: Mapping[str, str]) -> bool:
+    pods_exist = True
+    for term in state.required:
+        value = labels.get(term.topology_key)
+        if value is None:
+            # The node must carry every topology key of the terms.
+            return False
+        if state.affinity_counts.get(term.topology_key, value) <= 0:
+            pods_exist = False
+    if pods_exist:
+        return True
+    # The first pod of a group whose affinity selects itself may go anywhere that has
+    # the topology keys, as long as no pod in the cluster matches the terms yet.
+    return not state.affinity_counts and state.matches_itself
+
+
+def satisfies_pod_anti_affinity(state: PreFilterState, labels: Mapping[str, str]) -> bool:
+    counts = state.anti_affinity_counts
+    if not counts:
+        return True
+    for term in state.required_anti:
+        value = labels.get(term.topology_key)
+        if value is not None and counts.get(term.topology_key, value) > 0:
+            return False
+    return True
+
+
+def satisfies_existing_pods_anti_affinity(state: PreFilterState,
+                                          labels: Mapping[str, str]) -> bool:
+    for key, values in state.existing_anti_affinity_counts.items():
+        value = labels.get(key)
+        if value is not None and values.get(value, 0) > 0:
+            return False
+    return True

@@ -1,0 +1,123 @@
+"""PreScore/Score/NormalizeScore half of InterPodAffinity.
+
+PreScore sums weights per topology pair (key, value) over existing pods, where
+each pod contributes at its own node's label values:
+  + w  for each preferred affinity term of the incoming pod the pod matches,
+  - w  for each preferred anti-affinity term of the incoming pod it matches,
+  + hardPodAffinityWeight for each required affinity term of the pod that selects
+       the incoming pod,
+  + w / - w for each preferred affinity / anti-affinity term of the pod that
+       selects the incoming pod.
+Unless the incoming pod has preferred terms, only pods with affinity can add
+anything, so only they (on the nodes hosting them) are visited. Every node of the
+snapshot counts, not just the feasible ones. Score adds up the pairs of a node;
+NormalizeScore maps [min, max] onto [0, 100].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.interfaces import MAX_NODE_SCORE, NodeScore
+from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
+from kpysched.objects.pod_affinity import AffinityTerms, WeightedAffinityTerm
+from kpysched.plugins.inter_pod_affinity.common import IncomingTerm, NamespaceGate
+
+TopologyScore = dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class PreScoreState:
+    topology_score: TopologyScore
+
+
+def _add(scores: TopologyScore, key: str, value: str, weight: int) -> None:
+    values = scores.get(key)
+    if values is None:
+        values = scores[key] = {}
+    values[value] = values.get(value, 0) + weight
+
+
+def _add_incoming_terms(scores: TopologyScore, existing: PodInfo, labels: Mapping[str, str],
+                        preferred: tuple[IncomingTerm, ...],
+                        preferred_anti: tuple[IncomingTerm, ...]) -> None:
+    """The incoming pod's preferred terms that `existing` matches."""
+    existing_pod = existing.pod
+    for sign, incoming_terms in ((1, preferred), (-1, preferred_anti)):
+        for incoming_term in incoming_terms:
+            if incoming_term.matches(existing_pod):
+                value = labels.get(incoming_term.topology_key)
+                if value is not None:
+                    _add(scores, incoming_term.topology_key, value, sign * incoming_term.weight)
+
+
+def _add_existing_terms(scores: TopologyScore, terms: AffinityTerms, labels: Mapping[str, str],
+                        incoming: api.Pod, namespace_labels: Mapping[str, str],
+                        hard_weight: int) -> None:
+    """The existing pod's own terms that select the incoming pod."""
+    if hard_weight > 0:
+        for term in terms.required:
+            if term.matches(incoming, namespace_labels):
+                value = labels.get(term.topology_key)
+                if value is not None:
+                    _add(scores, term.topology_key, value, hard_weight)
+    weighted: tuple[WeightedAffinityTerm, ...]
+    for sign, weighted in ((1, terms.preferred), (-1, terms.preferred_anti)):
+        for entry in weighted:
+            if entry.term.matches(incoming, namespace_labels):
+                value = labels.get(entry.term.topology_key)
+                if value is not None:
+                    _add(scores, entry.term.topology_key, value, sign * entry.weight)
+
+
+def topology_score(
+    incoming: PodInfo, nodes: Iterable[NodeInfo], *, all_pods: bool,
+    preferred: tuple[IncomingTerm, ...], preferred_anti: tuple[IncomingTerm, ...],
+    namespace_labels: Mapping[str, str], hard_weight: int,
+) -> TopologyScore:
+    """Weights per topology pair; `all_pods` visits every pod of `nodes` (the incoming pod
+    has preferred terms), otherwise only the pods with affinity."""
+    scores: TopologyScore = {}
+    pod = incoming.pod
+    gate = NamespaceGate((*preferred, *preferred_anti))
+    known = gate.known
+    for info in nodes:
+        labels = info.labels
+        if not labels:
+            continue
+        for existing in (info.pods if all_pods else info.pods_with_affinity).values():
+            if all_pods:
+                namespace = existing.pod.metadata.namespace
+                admitted = known.get(namespace)
+                if gate.admits(namespace) if admitted is None else admitted:
+                    _add_incoming_terms(scores, existing, labels, preferred, preferred_anti)
+            terms = existing.pod_affinity
+            if terms.required or terms.preferred or terms.preferred_anti:
+                _add_existing_terms(scores, terms, labels, pod, namespace_labels, hard_weight)
+    return scores
+
+
+def node_score(state: PreScoreState, node: NodeInfo) -> int:
+    labels = node.labels
+    total = 0
+    for key, values in state.topology_score.items():
+        value = labels.get(key)
+        if value is not None:
+            total += values.get(value, 0)
+    return total
+
+
+def normalize(scores: list[NodeScore]) -> None:
+    """Min-max scaling onto [0, 100] in float64, truncated; all equal scores become 0."""
+    if not scores:
+        return
+    lowest = min(entry.score for entry in scores)
+    spread = max(entry.score for entry in scores) - lowest
+    for entry in scores:
+        scaled = 0.0
+        if spread > 0:
+            scaled = float(MAX_NODE_SCORE) * (float(entry.score - lowest) / float(spread))
+        entry.score = int(scaled)

@@ -1,0 +1,210 @@
+"""The HTTP endpoints kube-scheduler serves: /healthz, /livez, /readyz and /metrics.
+
+Health endpoints answer as k8s.io/apiserver's healthz handler does: "ok" with 200
+when every check passes; otherwise 500 with one "[+]name ok" / "[-]name failed: reason"
+line per check and "<endpoint> check failed". `?verbose` lists the checks on success
+too, `?exclude=name` skips one, and `/<endpoint>/<name>` runs a single check.
+Upstream withholds the reason from the aggregate body; we show it, since nothing a
+check reports is secret and it saves a trip to the logs.
+
+Checks run on every probe inside the event loop: they must be cheap and synchronous.
+"""
+
+from __future__ import annotations
+
+import ssl
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import structlog
+from aiohttp import web
+
+from kpysched.metrics import CONTENT_TYPE, SchedulerMetrics
+
+log = structlog.get_logger(__name__)
+
+# kube-scheduler's secure port.
+DEFAULT_PORT: Final = 10259
+ENDPOINTS: Final = ("healthz", "livez", "readyz")
+
+
+@dataclass(frozen=True, slots=True)
+class HealthCheck:
+    name: str
+    run: Callable[[], str | None]  # None when healthy, else the reason it is not
+
+    @classmethod
+    def of(cls, name: str, healthy: Callable[[], bool], reason: str) -> HealthCheck:
+        """A check from a predicate, failing with a fixed reason."""
+        return cls(name, lambda: None if healthy() else reason)
+
+
+PING: Final = HealthCheck("ping", lambda: None)
+
+
+def progress_check(last_progress: Callable[[], float], waiting: Callable[[], int],
+                   stall_seconds: float,
+                   clock: Callable[[], float] = time.monotonic) -> HealthCheck:
+    """Fails while pods wait to be scheduled yet the loop has made no progress for
+    `stall_seconds`: a wedged loop, which only a restart will cure.
+
+    `last_progress` is a `clock()` reading of the loop's last decision; `waiting` counts
+    the pods the loop could pop now (the active queue; zero while not leading)."""
+
+    def run() -> str | None:
+        pending = waiting()
+        idle = clock() - last_progress()
+        if pending > 0 and idle > stall_seconds:
+            return (f"scheduling loop made no progress for {idle:.0f}s "
+                    f"while {pending} pods wait")
+        return None
+
+    return HealthCheck("sched-progress", run)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    bind_address: str = "0.0.0.0"
+    port: int = DEFAULT_PORT  # 0 picks a free port; see Server.port
+    cert_file: Path | None = None  # serve HTTPS when both are given
+    key_file: Path | None = None
+
+    def __post_init__(self) -> None:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("TLS needs both cert_file and key_file (got only one)")
+
+
+class Server:
+    """Start with `async with Server(...)` or start()/stop()."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        metrics: SchedulerMetrics,
+        *,
+        healthz: Sequence[HealthCheck] = (),
+        livez: Sequence[HealthCheck] = (),
+        readyz: Sequence[HealthCheck] = (),
+    ) -> None:
+        self._config = config
+        self._metrics = metrics
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+        app = web.Application()
+        for endpoint, checks in zip(ENDPOINTS, (healthz, livez, readyz), strict=True):
+            _install(app, endpoint, (PING, *checks))
+        app.router.add_get("/metrics", self._serve_metrics)
+        self._app = app
+
+    @property
+    def port(self) -> int:
+        """The port actually bound (useful with port 0)."""
+        if self._port is None:
+            raise RuntimeError("server not started")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        scheme = "https" if self._config.cert_file is not None else "http"
+        host = self._config.bind_address
+        if host in ("0.0.0.0", "::", ""):
+            host = "127.0.0.1"
+        elif ":" in host:
+            host = f"[{host}]"
+        return f"{scheme}://{host}:{self.port}"
+
+    async def start(self) -> None:
+        if self._runner is not None:
+            raise RuntimeError("server already started")
+        config = self._config
+        ssl_context = None
+        if config.cert_file is not None and config.key_file is not None:
+            ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ssl_context.load_cert_chain(config.cert_file, config.key_file)
+        runner = web.AppRunner(self._app, access_log=None)
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, config.bind_address, config.port,
+                               ssl_context=ssl_context)
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._port = int(runner.addresses[0][1])
+        log.info("server.listening", address=config.bind_address, port=self._port,
+                 tls=ssl_context is not None)
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+            self._port = None
+
+    async def __aenter__(self) -> Server:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
+
+    async def _serve_metrics(self, _: web.Request) -> web.Response:
+        return web.Response(body=self._metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+
+def _install(app: web.Application, endpoint: str, checks: Sequence[HealthCheck]) -> None:
+    names = [check.name for check in checks]
+    if len(set(names)) != len(names):
+        raise ValueError(f"duplicate {endpoint} check names: {names}")
+
+    async def root(request: web.Request) -> web.Response:
+        return _aggregate(endpoint, checks, request)
+
+    app.router.add_get(f"/{endpoint}", root)
+    for check in checks:
+        app.router.add_get(f"/{endpoint}/{check.name}", _single(check))
+
+
+def _aggregate(endpoint: str, checks: Sequence[HealthCheck],
+               request: web.Request) -> web.Response:
+    excluded = set(request.query.getall("exclude", []))
+    unknown = excluded - {check.name for check in checks}
+    lines: list[str] = []
+    failed: list[str] = []
+    for check in checks:
+        if check.name in excluded:
+            lines.append(f"[+]{check.name} excluded: ok")
+            continue
+        reason = check.run()
+        if reason is None:
+            lines.append(f"[+]{check.name} ok")
+        else:
+            lines.append(f"[-]{check.name} failed: {reason}")
+            failed.append(check.name)
+    if unknown:
+        quoted = ",".join(f'"{name}"' for name in sorted(unknown))
+        lines.append(f"warn: some health checks cannot be excluded: no matches for {quoted}")
+    if failed:
+        log.debug("health.check_failed", endpoint=endpoint, checks=failed)
+        return _text("\n".join([*lines, f"{endpoint} check failed"]), 500)
+    if "verbose" not in request.query:
+        return _text("ok", 200)
+    return _text("\n".join([*lines, f"{endpoint} check passed", ""]), 200)
+
+
+def _single(check: HealthCheck) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def handler(_: web.Request) -> web.Response:
+        reason = check.run()
+        if reason is None:
+            return _text("ok", 200)
+        return _text(f"internal server error: {reason}", 500)
+
+    return handler
+
+
+def _text(body: str, status: int) -> web.Response:
+    return web.Response(text=body, status=status, content_type="text/plain", charset="utf-8",
+                        headers={"X-Content-Type-Options": "nosniff"})

@@ -1,0 +1,52 @@
+"""Differential tests: the same scenario under upstream kube-scheduler and kpysched.
+
+Both schedulers run for the whole module against the real cluster; each handles
+only pods naming it. A scenario runs twice on fresh nodes and namespaces, once
+per scheduler, and the outcomes (node, FailedScheduling text, preempted victims)
+must be identical. Upstream is the specification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes_asyncio import client
+
+from tests.cluster.cluster import ClusterState
+from tests.cluster.kpysched_process import KpyschedProcess
+from tests.cluster.upstream import UpstreamScheduler
+from tests.e2e.differential.model import Outcome, Scenario
+from tests.e2e.differential.runner import ensure_priority_classes, run_scenario
+from tests.e2e.differential.scenarios import ALL
+
+UPSTREAM = "default-scheduler"
+KPYSCHED = "kpysched"
+
+
+@pytest.fixture(scope="module")
+def schedulers(cluster: ClusterState) -> Iterator[None]:
+    with UpstreamScheduler(cluster), KpyschedProcess(cluster, log_level="info"):
+        yield
+
+
+def _check_kind(scenario: Scenario, outcome: Outcome) -> None:
+    """The scenario means what it says (else a passing comparison proves little)."""
+    if scenario.expect == "bound":
+        assert outcome.node is not None and not outcome.victims, outcome.describe()
+    elif scenario.expect == "pending":
+        assert outcome.node is None and outcome.message, outcome.describe()
+    else:
+        assert outcome.node is not None and outcome.victims, outcome.describe()
+
+
+@pytest.mark.parametrize("scenario", ALL, ids=[s.name for s in ALL])
+async def test_same_decision_as_kube_scheduler(
+    schedulers: None, api: client.ApiClient, scenario: Scenario
+) -> None:
+    await ensure_priority_classes(api)
+    upstream = await run_scenario(api, scenario, UPSTREAM)
+    ours = await run_scenario(api, scenario, KPYSCHED)
+    _check_kind(scenario, upstream)
+    assert ours == upstream, (f"\n upstream: {upstream.describe()}\n kpysched: "
+                              f"{ours.describe()}")

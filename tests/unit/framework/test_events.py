@@ -1,0 +1,81 @@
+"""ClusterEvent.matches, as upstream's MatchClusterEvents (TestCloudEvent_Match in
+pkg/scheduler/framework/types_test.go): the incoming event must be the same as or more
+specific than the registered one."""
+
+from __future__ import annotations
+
+import pytest
+
+from kpysched.framework.events import (
+    ASSIGNED_POD_DELETE,
+    EVERYTHING,
+    NODE_ADD,
+    ActionType,
+    ClusterEvent,
+    Resource,
+)
+
+A = ActionType
+
+
+def event(resource: Resource, action: ActionType) -> ClusterEvent:
+    return ClusterEvent(resource, action)
+
+
+@pytest.mark.parametrize(("registered", "incoming", "matches"), [
+    pytest.param(event(Resource.WILDCARD, A.ALL), event(Resource.POD, A.UPDATE_NODE_LABEL), True,
+                 id="wildcard event matches with all kinds of coming events"),
+    pytest.param(event(Resource.POD, A.UPDATE_NODE_LABEL | A.UPDATE_NODE_TAINT),
+                 event(Resource.POD, A.UPDATE_NODE_LABEL), True,
+                 id="resource Pod matching coming events with the same actionType"),
+    pytest.param(event(Resource.POD, A.UPDATE_NODE_LABEL | A.UPDATE_NODE_TAINT),
+                 event(Resource.ASSIGNED_POD, A.UPDATE_NODE_LABEL), True,
+                 id="resource Pod matching coming events for assigned pods"),
+    pytest.param(event(Resource.WILDCARD, A.UPDATE_NODE_LABEL),
+                 event(Resource.POD, A.UPDATE_NODE_LABEL), True,
+                 id="resource * matching coming events with the same actionType"),
+    pytest.param(event(Resource.WILDCARD, A.UPDATE_NODE_LABEL),
+                 event(Resource.POD, A.UPDATE_NODE_ALLOCATABLE), False,
+                 id="resource * with a different actionType"),
+    pytest.param(event(Resource.POD, A.UPDATE_NODE_LABEL),
+                 event(Resource.WILDCARD, A.UPDATE_NODE_LABEL), False,
+                 id="coming event with resource *"),
+    pytest.param(event(Resource.WILDCARD, A.UPDATE_NODE_LABEL), event(Resource.POD, A.UPDATE),
+                 False, id="resource * with a too broad coming actionType"),
+    pytest.param(event(Resource.WILDCARD, A.UPDATE), event(Resource.POD, A.UPDATE_NODE_LABEL),
+                 True, id="resource * with a more specific coming actionType"),
+    # Beyond upstream's table: plain resource matching.
+    pytest.param(event(Resource.NODE, A.ADD | A.UPDATE_NODE_TAINT), NODE_ADD, True,
+                 id="node add registered, node added"),
+    pytest.param(event(Resource.NODE, A.ADD), event(Resource.NODE, A.UPDATE_NODE_LABEL), False,
+                 id="node add registered, node label update"),
+    pytest.param(event(Resource.NODE, A.ALL), ASSIGNED_POD_DELETE, False,
+                 id="node registration does not hear pods"),
+    pytest.param(event(Resource.ASSIGNED_POD, A.DELETE), event(Resource.POD, A.DELETE), False,
+                 id="assigned-pod registration does not hear every pod"),
+    pytest.param(event(Resource.POD, A.UPDATE_POD_LABEL), event(Resource.POD, A.UPDATE), False,
+                 id="specific pod update registered, generic update coming"),
+    pytest.param(event(Resource.POD, A.UPDATE), event(Resource.POD, A.UPDATE_POD_LABEL), True,
+                 id="generic pod update registered, specific update coming"),
+])
+def test_matches(registered: ClusterEvent, incoming: ClusterEvent, matches: bool) -> None:
+    assert registered.matches(incoming) is matches
+
+
+@pytest.mark.parametrize(("cluster_event", "label"), [
+    pytest.param(NODE_ADD, "NodeAdd", id="explicit label"),
+    pytest.param(ASSIGNED_POD_DELETE, "AssignedPodDelete", id="assigned pod delete"),
+    pytest.param(EVERYTHING, "*", id="wildcard"),
+])
+def test_queue_label(cluster_event: ClusterEvent, label: str) -> None:
+    assert cluster_event.queue_label() == label
+
+
+def test_update_covers_every_update_flag_and_all_covers_add_and_delete() -> None:
+    for flag in (A.UPDATE_NODE_ALLOCATABLE, A.UPDATE_NODE_LABEL, A.UPDATE_NODE_TAINT,
+                 A.UPDATE_NODE_CONDITION, A.UPDATE_NODE_ANNOTATION, A.UPDATE_POD_LABEL,
+                 A.UPDATE_POD_SCALE_DOWN, A.UPDATE_POD_TOLERATIONS,
+                 A.UPDATE_POD_SCHEDULING_GATES_ELIMINATED):
+        assert flag in A.UPDATE
+    assert A.ADD not in A.UPDATE and A.DELETE not in A.UPDATE
+    assert A.ALL == A.ADD | A.DELETE | A.UPDATE

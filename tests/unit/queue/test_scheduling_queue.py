@@ -1,0 +1,612 @@
+"""SchedulingQueue: activeQ order, backoff, unschedulable and gated pods, cluster-event moves.
+
+Time is a fake clock handed to the constructor; upstream's facts come from
+pkg/scheduler/backend/queue (scheduling_queue.go, backoff_queue.go).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+
+import msgspec
+import pytest
+
+from kpysched.framework.events import (
+    ASSIGNED_POD_DELETE,
+    EVERYTHING,
+    NODE_ADD,
+    UNSCHEDULABLE_TIMEOUT,
+    ActionType,
+    ClusterEvent,
+    Resource,
+)
+from kpysched.framework.interfaces import QueuedPodInfo
+from kpysched.framework.status import Status
+from kpysched.objects.pod import PodInfo
+from kpysched.plugins import priority_sort, scheduling_gates
+from kpysched.queue.scheduling_queue import SchedulingQueue
+from tests.unit.builders import make_pod
+
+FIT = "NodeResourcesFit"
+TAINT = "TaintToleration"
+LABELS = "PodLabelWatcher"
+UNKNOWN = "NotRegistered"
+
+# Which cluster events each (pretend) plugin registered; an unknown plugin wakes on anything,
+# as the app's registry does.
+REGISTERED: dict[str, tuple[ClusterEvent, ...]] = {
+    FIT: (ClusterEvent(Resource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
+          ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)),
+    TAINT: (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),),
+    LABELS: (ClusterEvent(Resource.POD, ActionType.UPDATE_POD_LABEL),),
+}
+
+NODE_LABEL_UPDATE = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL, "NodeUpdate")
+NODE_TAINT_UPDATE = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_TAINT, "NodeUpdate")
+
+
+class FakeClock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def registered_events(plugin: str) -> tuple[ClusterEvent, ...]:
+    return REGISTERED.get(plugin, (EVERYTHING,))
+
+
+def make_queue(clock: FakeClock, *, initial: float = 1.0, maximum: float = 10.0,
+               pre_enqueue: Callable[[PodInfo], Status] | None = None) -> SchedulingQueue:
+    gates = scheduling_gates.SchedulingGates()
+    return SchedulingQueue(
+        priority_sort.PrioritySort().less,
+        pre_enqueue if pre_enqueue is not None else gates.pre_enqueue,
+        registered_events,
+        initial_backoff_seconds=initial, max_backoff_seconds=maximum, clock=clock)
+
+
+def pod(name: str, priority: int | None = None, *, gates: Iterable[str] = (),
+        labels: dict[str, str] | None = None) -> PodInfo:
+    builder = make_pod(name)
+    if priority is not None:
+        builder.priority(priority)
+    if gates:
+        builder.gates(*gates)
+    if labels:
+        builder.obj().metadata.labels = dict(labels)
+    return builder.info()
+
+
+def changed(info: PodInfo, **spec: object) -> PodInfo:
+    """The same pod (same uid) with some spec fields replaced."""
+    return PodInfo.of(msgspec.structs.replace(
+        info.pod, spec=msgspec.structs.replace(info.pod.spec, **spec)))
+
+
+def relabelled(info: PodInfo, labels: dict[str, str]) -> PodInfo:
+    return PodInfo.of(msgspec.structs.replace(
+        info.pod, metadata=msgspec.structs.replace(info.pod.metadata, labels=labels)))
+
+
+async def pop_now(queue: SchedulingQueue) -> QueuedPodInfo:
+    popped = await asyncio.wait_for(queue.pop(), timeout=1.0)
+    assert popped is not None
+    return popped
+
+
+async def still_waiting(queue: SchedulingQueue) -> bool:
+    """Whether pop() blocks (nothing poppable); cancels the attempt."""
+    task = asyncio.ensure_future(queue.pop())
+    await asyncio.sleep(0.01)
+    waiting = not task.done()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    return waiting
+
+
+def reject(queue: SchedulingQueue, info: QueuedPodInfo, cycle: int, *plugins: str) -> None:
+    """What the scheduler does when plugins rejected the pod."""
+    info.unschedulable_plugins = set(plugins)
+    queue.add_unschedulable(info, cycle)
+
+
+def fail_with_error(queue: SchedulingQueue, info: QueuedPodInfo, cycle: int) -> None:
+    info.unschedulable_plugins = set()
+    queue.add_unschedulable(info, cycle, error=True)
+
+
+async def rejected_pod(queue: SchedulingQueue, clock: FakeClock, info: PodInfo,
+                       *plugins: str) -> QueuedPodInfo:
+    """Add, pop and reject a pod with no move request: it lands in unschedulable."""
+    queue.add(info)
+    queued = await pop_now(queue)
+    reject(queue, queued, queue.scheduling_cycle, *plugins)
+    assert queue.where(info.uid) == "unschedulable"
+    return queued
+
+
+# --- activeQ order ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("pods", "order"), [
+    pytest.param([("low", 0), ("high", 10)], ["high", "low"], id="higher priority first"),
+    pytest.param([("first", 5), ("second", 5), ("third", 5)], ["first", "second", "third"],
+                 id="equal priority: earliest queued first"),
+    pytest.param([("none", None), ("negative", -1), ("positive", 1)],
+                 ["positive", "none", "negative"], id="missing priority counts as zero"),
+    pytest.param([("a", 1), ("b", 100), ("c", 1), ("d", 100)], ["b", "d", "a", "c"],
+                 id="priority then queue time"),
+])
+async def test_pop_order(pods: list[tuple[str, int | None]], order: list[str]) -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    for name, priority in pods:
+        queue.add(pod(name, priority))
+        clock.advance(1)
+    assert [(await pop_now(queue)).pod_info.name for _ in pods] == order
+
+
+async def test_pop_waits_until_a_pod_is_added() -> None:
+    queue = make_queue(FakeClock())
+    task = asyncio.ensure_future(queue.pop())
+    await asyncio.sleep(0.01)
+    assert not task.done()
+    queue.add(pod("late"))
+    popped = await asyncio.wait_for(task, timeout=1.0)
+    assert popped is not None
+    assert popped.pod_info.name == "late"
+    assert queue.where(popped.pod_info.uid) == "in_flight"
+
+
+async def test_pop_counts_attempts_and_scheduling_cycles() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    queue.add(pod("p"))
+    first = await pop_now(queue)
+    assert (first.attempts, queue.scheduling_cycle) == (1, 1)
+    fail_with_error(queue, first, queue.scheduling_cycle)
+    clock.advance(60)
+    queue.flush_backoff_completed()
+    second = await pop_now(queue)
+    assert (second.attempts, queue.scheduling_cycle) == (2, 2)
+
+
+async def test_close_wakes_a_waiting_pop_with_none() -> None:
+    queue = make_queue(FakeClock())
+    task = asyncio.ensure_future(queue.pop())
+    await asyncio.sleep(0.01)
+    queue.close()
+    assert await asyncio.wait_for(task, timeout=1.0) is None
+    assert await asyncio.wait_for(queue.pop(), timeout=1.0) is None
+
+
+# --- gated pods (PreEnqueue) -----------------------------------------------------------
+
+
+async def test_gated_pod_stays_out_of_the_active_queue() -> None:
+    queue = make_queue(FakeClock())
+    gated = pod("gated", 100, gates=["example.com/wait"])
+    queue.add(gated)
+    queue.add(pod("free", 0))
+    assert queue.pending_counts() == {"active": 1, "backoff": 0, "unschedulable": 0,
+                                      "gated": 1}
+    assert (await pop_now(queue)).pod_info.name == "free"
+    assert await still_waiting(queue)
+    assert queue.where(gated.uid) == "gated"
+
+
+async def test_removing_the_gates_by_update_activates_the_pod() -> None:
+    queue = make_queue(FakeClock())
+    gated = pod("gated", gates=["example.com/wait"])
+    queue.add(gated)
+    queue.update(changed(gated, scheduling_gates=[]))
+    assert queue.where(gated.uid) == "active"
+    assert (await pop_now(queue)).pod_info.pod.spec.scheduling_gates == []
+
+
+async def test_update_that_keeps_a_gate_keeps_the_pod_gated() -> None:
+    queue = make_queue(FakeClock())
+    gated = pod("gated", gates=["a", "b"])
+    queue.add(gated)
+    queue.update(changed(gated, scheduling_gates=[gated.pod.spec.scheduling_gates[1]]))
+    assert queue.where(gated.uid) == "gated"
+    assert await still_waiting(queue)
+
+
+async def test_activate_gated_reruns_pre_enqueue() -> None:
+    admitted: set[str] = set()
+
+    def pre_enqueue(info: PodInfo) -> Status:
+        if info.name in admitted:
+            return Status()
+        return Status.unresolvable("not yet", plugin="Waiter")
+
+    queue = make_queue(FakeClock(), pre_enqueue=pre_enqueue)
+    queue.add(pod("a"))
+    queue.add(pod("b"))
+    assert queue.pending_counts()["gated"] == 2
+    admitted.add("a")
+    queue.activate_gated()
+    assert queue.pending_counts()["gated"] == 1
+    assert queue.pending_counts()["active"] == 1
+    assert (await pop_now(queue)).pod_info.name == "a"
+
+
+async def test_gated_pod_ignores_cluster_events_and_flushes() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    gated = pod("gated", gates=["g"])
+    queue.add(gated)
+    queue.move_on_event(EVERYTHING)
+    clock.advance(301)
+    queue.flush_unschedulable_leftover()
+    queue.flush_backoff_completed()
+    assert queue.where(gated.uid) == "gated"
+
+
+# --- failed attempts -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("event_before", "event_during", "plugins", "error", "where"), [
+    pytest.param(False, False, {FIT}, False, "unschedulable",
+                 id="rejected with no event meanwhile: unschedulable"),
+    pytest.param(False, True, {FIT}, False, "backoff",
+                 id="move request during the attempt: backoff"),
+    pytest.param(True, False, {FIT}, False, "unschedulable",
+                 id="move request before the attempt started: unschedulable"),
+    pytest.param(False, False, set(), False, "backoff",
+                 id="no rejecting plugin: backoff"),
+    pytest.param(False, False, set(), True, "backoff", id="error: backoff"),
+])
+async def test_add_unschedulable_destination(event_before: bool, event_during: bool,
+                                             plugins: set[str], error: bool,
+                                             where: str) -> None:
+    queue = make_queue(FakeClock())
+    info = pod("p")
+    queue.add(info)
+    if event_before:
+        queue.move_on_event(NODE_ADD)
+    queued = await pop_now(queue)
+    cycle = queue.scheduling_cycle
+    if event_during:
+        queue.move_on_event(ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL))
+    queued.unschedulable_plugins = set(plugins)
+    queue.add_unschedulable(queued, cycle, error=error)
+    assert queue.where(info.uid) == where
+
+
+async def test_pod_deleted_in_flight_is_not_requeued() -> None:
+    queue = make_queue(FakeClock())
+    info = pod("p")
+    queue.add(info)
+    queued = await pop_now(queue)
+    queue.delete(info.uid)
+    reject(queue, queued, queue.scheduling_cycle, FIT)
+    assert queue.where(info.uid) is None
+    assert not queue.contains(info.uid)
+    assert queue.pending_counts() == {"active": 0, "backoff": 0, "unschedulable": 0,
+                                      "gated": 0}
+
+
+async def test_pod_updated_in_flight_is_requeued_in_its_latest_version() -> None:
+    queue = make_queue(FakeClock())
+    info = pod("p", labels={"v": "1"})
+    queue.add(info)
+    queued = await pop_now(queue)
+    queue.update(relabelled(info, {"v": "2"}))
+    fail_with_error(queue, queued, queue.scheduling_cycle)
+    assert queue.where(info.uid) == "backoff"
+    assert queued.pod_info.pod.metadata.labels == {"v": "2"}
+
+
+async def test_done_forgets_the_in_flight_pod() -> None:
+    queue = make_queue(FakeClock())
+    info = pod("p")
+    queue.add(info)
+    await pop_now(queue)
+    queue.done(info.uid)
+    assert queue.where(info.uid) is None
+
+
+# --- backoff -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["error", "rejected during a move request"])
+@pytest.mark.parametrize(("failures", "seconds"), [
+    pytest.param(1, 1.0, id="1st"), pytest.param(2, 2.0, id="2nd"),
+    pytest.param(3, 4.0, id="3rd"), pytest.param(4, 8.0, id="4th"),
+    pytest.param(5, 10.0, id="5th"), pytest.param(6, 10.0, id="6th"),
+])
+async def test_backoff_grows_with_consecutive_failures(kind: str, failures: int,
+                                                       seconds: float) -> None:
+    # (Upstream also rounds expiries to 1s windows under SchedulerPopFromBackoffQ; the
+    # durations themselves are what is checked here.)
+    clock = FakeClock()
+    queue = make_queue(clock, initial=1.0, maximum=10.0)
+    info = pod("p")
+    queue.add(info)
+    for attempt in range(1, failures + 1):
+        queued = await pop_now(queue)
+        cycle = queue.scheduling_cycle
+        if kind == "error":
+            fail_with_error(queue, queued, cycle)
+        else:
+            queue.move_on_event(NODE_ADD)
+            reject(queue, queued, cycle, FIT)
+        assert queue.where(info.uid) == "backoff"
+        if attempt < failures:
+            clock.advance(60)
+            assert queue.flush_backoff_completed() == 1
+    clock.advance(seconds - 0.01)
+    assert queue.flush_backoff_completed() == 0
+    assert queue.where(info.uid) == "backoff"
+    clock.advance(0.02)
+    assert queue.flush_backoff_completed() == 1
+    assert queue.where(info.uid) == "active"
+
+
+async def test_backoff_is_not_complete_at_the_exact_expiry() -> None:
+    # isPodBackingoff: !backoffTime.Before(now) -- equal means still backing off.
+    clock = FakeClock(1000.0)
+    queue = make_queue(clock)
+    info = pod("p")
+    queue.add(info)
+    fail_with_error(queue, await pop_now(queue), queue.scheduling_cycle)
+    clock.advance(1.0)
+    assert queue.flush_backoff_completed() == 0
+    assert queue.where(info.uid) == "backoff"
+
+
+async def test_flush_backoff_completed_moves_only_expired_pods_in_priority_order() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    for name, priority in (("low", 0), ("high", 10), ("slow", 50)):
+        queue.add(pod(name, priority))
+    popped = [await pop_now(queue) for _ in range(3)]
+    by_name = {q.pod_info.name: q for q in popped}
+    fail_with_error(queue, by_name["low"], queue.scheduling_cycle)
+    fail_with_error(queue, by_name["high"], queue.scheduling_cycle)
+    clock.advance(2)
+    fail_with_error(queue, by_name["slow"], queue.scheduling_cycle)
+    clock.advance(0.5)  # low/high expired 1.5s ago, slow has 0.5s to go
+    assert queue.flush_backoff_completed() == 2
+    assert queue.where(by_name["slow"].pod_info.uid) == "backoff"
+    assert [(await pop_now(queue)).pod_info.name for _ in range(2)] == ["high", "low"]
+
+
+async def test_error_after_a_rejection_backs_off_from_the_initial_duration() -> None:
+    # Upstream counts consecutive errors apart from rejections (ConsecutiveErrorsCount vs
+    # UnschedulableCount): the first error after a rejection waits the initial 1s.
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p")
+    await rejected_pod(queue, clock, info, FIT)
+    clock.advance(60)
+    queue.move_on_event(NODE_ADD)
+    queued = await pop_now(queue)
+    clock.advance(0.5)  # mid-second: 1.5s later is past upstream's 1s ordering window too
+    fail_with_error(queue, queued, queue.scheduling_cycle)
+    clock.advance(1.5)
+    queue.flush_backoff_completed()
+    assert queue.where(info.uid) == "active"
+
+
+async def test_rejection_after_an_error_backs_off_from_the_initial_duration() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p")
+    queue.add(info)
+    fail_with_error(queue, await pop_now(queue), queue.scheduling_cycle)
+    clock.advance(60)
+    queue.flush_backoff_completed()
+    queued = await pop_now(queue)
+    cycle = queue.scheduling_cycle
+    queue.move_on_event(NODE_ADD)
+    clock.advance(0.5)
+    reject(queue, queued, cycle, FIT)
+    assert queue.where(info.uid) == "backoff"
+    clock.advance(1.5)
+    queue.flush_backoff_completed()
+    assert queue.where(info.uid) == "active"
+
+
+async def test_pop_takes_a_backing_off_rejected_pod_when_the_active_queue_is_empty() -> None:
+    # SchedulerPopFromBackoffQ (beta, on by default since v1.33): an idle scheduler does
+    # not sit out the backoff of a pod that plugins rejected (podBackoffQ).
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p")
+    queue.add(info)
+    queued = await pop_now(queue)
+    cycle = queue.scheduling_cycle
+    queue.move_on_event(NODE_ADD)
+    reject(queue, queued, cycle, FIT)
+    assert queue.where(info.uid) == "backoff"
+    popped = await asyncio.wait_for(queue.pop(), timeout=0.2)
+    assert popped is not None
+    assert popped.pod_info.uid == info.uid
+
+
+async def test_pop_does_not_take_an_errored_pod_before_its_backoff_ends() -> None:
+    # Pods that failed with an error wait in podErrorBackoffQ, which pop never reads.
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p")
+    queue.add(info)
+    fail_with_error(queue, await pop_now(queue), queue.scheduling_cycle)
+    assert queue.where(info.uid) == "backoff"
+    assert await still_waiting(queue)
+
+
+# --- cluster events ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("plugins", "event", "moved"), [
+    pytest.param({FIT}, NODE_ADD, True, id="Fit rejected, node added"),
+    pytest.param({FIT}, ASSIGNED_POD_DELETE, True,
+                 id="Fit rejected, assigned pod deleted (Pod registration hears AssignedPod)"),
+    pytest.param({TAINT}, ASSIGNED_POD_DELETE, False,
+                 id="Taint rejected, assigned pod deleted"),
+    pytest.param({TAINT}, NODE_LABEL_UPDATE, False, id="Taint rejected, node label update"),
+    pytest.param({TAINT}, NODE_TAINT_UPDATE, True, id="Taint rejected, node taint update"),
+    pytest.param({FIT}, NODE_LABEL_UPDATE, False, id="Fit rejected, node label update"),
+    pytest.param({TAINT, FIT}, ASSIGNED_POD_DELETE, True,
+                 id="any rejecting plugin interested is enough"),
+    pytest.param({UNKNOWN}, NODE_LABEL_UPDATE, True, id="plugin without registration: any"),
+    pytest.param({TAINT}, UNSCHEDULABLE_TIMEOUT, True, id="wildcard event moves everyone"),
+])
+async def test_move_on_event_moves_only_interested_pods(plugins: set[str], event: ClusterEvent,
+                                                        moved: bool) -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p")
+    await rejected_pod(queue, clock, info, *plugins)
+    assert queue.move_on_event(event) == int(moved)
+    assert (queue.where(info.uid) != "unschedulable") is moved
+
+
+async def test_moved_pod_still_backing_off_goes_to_backoff() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p")
+    await rejected_pod(queue, clock, info, FIT)
+    clock.advance(0.5)
+    queue.move_on_event(NODE_ADD)
+    assert queue.where(info.uid) == "backoff"
+    clock.advance(1.5)
+    queue.flush_backoff_completed()
+    assert queue.where(info.uid) == "active"
+
+
+async def test_moved_pod_past_its_backoff_goes_to_active() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p")
+    await rejected_pod(queue, clock, info, FIT)
+    clock.advance(5)
+    queue.move_on_event(NODE_ADD)
+    assert queue.where(info.uid) == "active"
+    assert (await pop_now(queue)).pod_info.uid == info.uid
+
+
+async def test_move_on_event_counts_and_leaves_others() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    fit_pod, taint_pod = pod("fit"), pod("taint")
+    await rejected_pod(queue, clock, fit_pod, FIT)
+    await rejected_pod(queue, clock, taint_pod, TAINT)
+    clock.advance(30)
+    assert queue.move_on_event(ASSIGNED_POD_DELETE) == 1
+    assert queue.where(fit_pod.uid) == "active"
+    assert queue.where(taint_pod.uid) == "unschedulable"
+
+
+async def test_update_of_an_unschedulable_pod_requeues_it() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p", labels={"v": "1"})
+    await rejected_pod(queue, clock, info, LABELS)
+    clock.advance(30)
+    queue.update(relabelled(info, {"v": "2"}))
+    assert queue.where(info.uid) == "active"
+    assert (await pop_now(queue)).pod_info.pod.metadata.labels == {"v": "2"}
+
+
+async def test_update_no_rejecting_plugin_registered_for_keeps_the_pod_unschedulable() -> None:
+    # With queueing hints (GA, locked on), an unscheduled-pod update is the event
+    # Pod/UpdatePodLabel here; TaintToleration did not register it, so the pod stays.
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p", labels={"v": "1"})
+    await rejected_pod(queue, clock, info, TAINT)
+    clock.advance(30)
+    queue.update(relabelled(info, {"v": "2"}))
+    assert queue.where(info.uid) == "unschedulable"
+
+
+# --- leftover flush ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("elapsed", "moved"), [
+    pytest.param(299.0, False, id="under 5 minutes: stays"),
+    pytest.param(300.0, False, id="exactly 5 minutes: stays (upstream compares with >)"),
+    pytest.param(300.5, True, id="over 5 minutes: moved"),
+])
+async def test_flush_unschedulable_leftover(elapsed: float, moved: bool) -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p")
+    await rejected_pod(queue, clock, info, TAINT)
+    clock.advance(elapsed)
+    assert queue.flush_unschedulable_leftover() == int(moved)
+    assert queue.where(info.uid) == ("active" if moved else "unschedulable")
+
+
+async def test_flush_unschedulable_leftover_respects_a_longer_backoff() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock, initial=400.0, maximum=600.0)
+    info = pod("p")
+    await rejected_pod(queue, clock, info, TAINT)
+    clock.advance(301)
+    assert queue.flush_unschedulable_leftover() == 1
+    assert queue.where(info.uid) == "backoff"
+
+
+# --- bookkeeping -------------------------------------------------------------------------
+
+
+async def test_pending_counts_and_where() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    unschedulable = pod("unschedulable")
+    await rejected_pod(queue, clock, unschedulable, TAINT)
+    errored = pod("errored")
+    queue.add(errored)
+    fail_with_error(queue, await pop_now(queue), queue.scheduling_cycle)
+    in_flight = pod("in-flight")
+    queue.add(in_flight)
+    await pop_now(queue)
+    active, gated = pod("active"), pod("gated", gates=["g"])
+    queue.add(active)
+    queue.add(gated)
+    assert queue.pending_counts() == {"active": 1, "backoff": 1, "unschedulable": 1,
+                                      "gated": 1}
+    assert [queue.where(p.uid) for p in (active, errored, unschedulable, gated, in_flight)] == [
+        "active", "backoff", "unschedulable", "gated", "in_flight"]
+
+
+@pytest.mark.parametrize("where", ["active", "backoff", "unschedulable", "gated"])
+async def test_delete_removes_the_pod_wherever_it_is(where: str) -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p", gates=["g"] if where == "gated" else ())
+    if where == "unschedulable":
+        await rejected_pod(queue, clock, info, TAINT)
+    else:
+        queue.add(info)
+        if where == "backoff":
+            fail_with_error(queue, await pop_now(queue), queue.scheduling_cycle)
+    assert queue.where(info.uid) == where
+    queue.delete(info.uid)
+    assert queue.where(info.uid) is None
+    assert sum(queue.pending_counts().values()) == 0
+    clock.advance(600)
+    queue.flush_backoff_completed()
+    queue.flush_unschedulable_leftover()
+    assert await still_waiting(queue)
+
+
+async def test_adding_a_known_pod_updates_it_without_duplicating() -> None:
+    queue = make_queue(FakeClock())
+    info = pod("p", labels={"v": "1"})
+    queue.add(info)
+    queue.add(relabelled(info, {"v": "2"}))
+    assert queue.pending_counts()["active"] == 1
+    assert (await pop_now(queue)).pod_info.pod.metadata.labels == {"v": "2"}
+    assert await still_waiting(queue)
