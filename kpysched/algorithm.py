@@ -21,6 +21,7 @@ from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
 from kpysched.objects.pod import PodInfo
 
+NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
@@ -53,7 +54,7 @@ class Algorithm:
                  snapshot: Snapshot) -> ScheduleResult | Diagnosis | Status:
         """A result, a Diagnosis (fits nowhere), or an Error status."""
         if not snapshot.node_infos:
-            return Diagnosis(0)
+            return Status.unresolvable(NO_NODES_AVAILABLE)
         found = self._find_nodes_that_fit(framework, state, pod, snapshot)
         if isinstance(found, Status):
             return found
@@ -98,6 +99,7 @@ class Algorithm:
                      if (found := snapshot.get(name)) is not None]
             diagnosis.absent_status = Status.unresolvable(
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(restricting))}]")
+            diagnosis.unschedulable_plugins |= restricting
         count = len(nodes)
         if count == 0:
             return [], 0, diagnosis
@@ -105,6 +107,8 @@ class Algorithm:
         if percentage is None:
             percentage = self.percentage_of_nodes_to_score
         to_find = num_feasible_nodes_to_find(percentage, count)
+        if not framework.score_plugins:
+            to_find = 1  # nothing would rank them: the first feasible node is the answer
         start = self._next_start_node_index % count
 
         # Rows in rotating order; a vector verdict (whole-snapshot only) prunes them up front.
@@ -143,7 +147,8 @@ class Algorithm:
                     return node_status
                 diagnosis.node_to_status[info.name] = node_status
                 diagnosis.unschedulable_plugins.add(node_status.plugin)
-        self._next_start_node_index = (self._next_start_node_index + processed) % count
+        # Upstream advances the index modulo all nodes, even when PreFilter narrowed them.
+        self._next_start_node_index = (self._next_start_node_index + processed) % len(all_nodes)
         return feasible, processed, diagnosis
 
     @staticmethod

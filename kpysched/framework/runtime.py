@@ -45,22 +45,59 @@ class ProfileSpec:
     percentage_of_nodes_to_score: int | None = None
 
 
+def go_duration(seconds: float) -> str:
+    """A duration as Go's time.Duration prints it (20ms, 1.5s, 2m0s), for messages."""
+    nanos = round(seconds * 1e9)
+    if nanos == 0:
+        return "0s"
+    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
+    if nanos < 1_000:
+        return f"{sign}{nanos}ns"
+    if nanos < 1_000_000:
+        return f"{sign}{_trim(nanos / 1e3)}\u00b5s"
+    if nanos < 1_000_000_000:
+        return f"{sign}{_trim(nanos / 1e6)}ms"
+    total_seconds = nanos / 1e9
+    hours, rest = divmod(total_seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = f"{_trim(secs)}s"
+    if hours or minutes:
+        text = f"{int(minutes)}m{text}"
+    if hours:
+        text = f"{int(hours)}h{text}"
+    return sign + text
+
+
+def _trim(value: float) -> str:
+    return f"{value:.9f}".rstrip("0").rstrip(".")
+
+
 @dataclass(slots=True)
 class WaitingPod:
-    """A pod a Permit plugin asked to wait; plugins allow or reject it by name."""
+    """A pod that Permit plugins asked to wait; each plugin allows it or its own timer
+    runs out (upstream gives every waiting plugin a separate timer)."""
 
     pod: PodInfo
     pending: set[str]
     future: asyncio.Future[Status]
+    timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
 
     def allow(self, plugin: str) -> None:
         self.pending.discard(plugin)
+        if (timer := self.timers.pop(plugin, None)) is not None:
+            timer.cancel()
         if not self.pending and not self.future.done():
             self.future.set_result(SUCCESS)
 
     def reject(self, plugin: str, reason: str) -> None:
         if not self.future.done():
             self.future.set_result(Status.unschedulable(reason, plugin=plugin))
+        self.cancel_timers()
+
+    def cancel_timers(self) -> None:
+        for timer in self.timers.values():
+            timer.cancel()
+        self.timers.clear()
 
 
 class ProfileHandle:
@@ -170,6 +207,9 @@ class Framework:
         self.bind_plugins: list[fw.BindPlugin] = instances("bind", fw.BindPlugin)
         self.post_bind_plugins: list[fw.PostBindPlugin] = instances(
             "postBind", fw.PostBindPlugin)
+        if not self.bind_plugins:
+            raise FrameworkError(
+                f"profile {profile.scheduler_name!r}: at least one bind plugin is needed")
         self._events: dict[str, tuple[ClusterEvent, ...]] = {
             name: tuple(plugin.events_to_register()) for name, plugin in self._instances.items()
         }
@@ -261,6 +301,9 @@ class Framework:
                 continue
             status = plugin.filter(state, pod, node)
             if status is not SUCCESS and not status.ok:
+                if status.code == Code.ERROR:
+                    return Status.error(
+                        f'running "{plugin.NAME}" filter plugin: {status.message()}', plugin.NAME)
                 return status.with_plugin(plugin.NAME)
         return SUCCESS
 
@@ -333,7 +376,9 @@ class Framework:
             if status.code == Code.SKIP:
                 state.skip_score_plugins.add(plugin.NAME)
             elif not status.ok:
-                return status.with_plugin(plugin.NAME)
+                # Any PreScore failure is an error: the pod was already found feasible.
+                return Status.error(
+                    f'running PreScore plugin "{plugin.NAME}": {status.message()}', plugin.NAME)
         return SUCCESS
 
     def run_score(
@@ -359,18 +404,24 @@ class Framework:
                 for node in nodes:
                     value, status = plugin.score(state, pod, node)
                     if not status.ok:
-                        return totals, status.with_plugin(plugin.NAME)
+                        return totals, Status.error(
+                            f'running Score plugins: plugin "{plugin.NAME}" failed with: '
+                            f"{status.message()}", plugin.NAME)
                     scores.append(fw.NodeScore(node.name, value))
             if fw.ScoreExtensions in type(plugin).__mro__:
                 status = cast(fw.ScoreExtensions, plugin).normalize_score(state, pod, scores)
                 if not status.ok:
-                    return totals, status.with_plugin(plugin.NAME)
+                    return totals, Status.error(
+                        f'running Normalize on Score plugins: plugin "{plugin.NAME}" failed '
+                        f"with: {status.message()}", plugin.NAME)
             weight = self.weights.get(plugin.NAME, 1)
             for i, node_score in enumerate(scores):
                 if not fw.MIN_NODE_SCORE <= node_score.score <= fw.MAX_NODE_SCORE:
+                    # Upstream's wording, "should in the range" included.
                     return totals, Status.error(
-                        f"plugin {plugin.NAME} returns an invalid score {node_score.score}, it "
-                        f"should be in the range of [{fw.MIN_NODE_SCORE}, {fw.MAX_NODE_SCORE}] "
+                        "applying score defaultWeights on Score plugins: plugin "
+                        f'"{plugin.NAME}" returns an invalid score {node_score.score}, it '
+                        f"should in the range of [{fw.MIN_NODE_SCORE}, {fw.MAX_NODE_SCORE}] "
                         "after normalizing", plugin.NAME)
                 totals[i] += node_score.score * weight
         return totals, SUCCESS
@@ -379,6 +430,9 @@ class Framework:
         for plugin in self.reserve_plugins:
             status = plugin.reserve(state, pod, node_name)
             if not status.ok:
+                if status.code == Code.ERROR:
+                    return Status.error(
+                        f'running Reserve plugin "{plugin.NAME}": {status.message()}', plugin.NAME)
                 return status.with_plugin(plugin.NAME)
         return SUCCESS
 
@@ -394,23 +448,20 @@ class Framework:
             if status.code == Code.WAIT:
                 waiting_on[plugin.NAME] = timeout
             elif not status.ok:
+                if status.code == Code.ERROR:
+                    return Status.error(
+                        f'running Permit plugin "{plugin.NAME}": {status.message()}', plugin.NAME)
                 return status.with_plugin(plugin.NAME)
-        if waiting_on:
-            future: asyncio.Future[Status] = asyncio.get_running_loop().create_future()
-            waiting = WaitingPod(pod, set(waiting_on), future)
-            self.waiting_pods[pod.uid] = waiting
-            timeout = min(waiting_on.values())
-            names = sorted(waiting_on)
-
-            def expire() -> None:
-                if not future.done():
-                    future.set_result(Status.unschedulable(
-                        f"rejected due to timeout after waiting {timeout:g}s at plugin "
-                        f"{names[0]}", plugin=names[0]))
-
-            asyncio.get_running_loop().call_later(timeout, expire)
-            return Status(Code.WAIT)
-        return SUCCESS
+        if not waiting_on:
+            return SUCCESS
+        loop = asyncio.get_running_loop()
+        waiting = WaitingPod(pod, set(waiting_on), loop.create_future())
+        for name, timeout in waiting_on.items():
+            message = (f"rejected due to timeout after waiting {go_duration(timeout)} at plugin "
+                       f"{name}")
+            waiting.timers[name] = loop.call_later(timeout, waiting.reject, name, message)
+        self.waiting_pods[pod.uid] = waiting
+        return Status(Code.WAIT)
 
     async def wait_on_permit(self, pod: PodInfo) -> Status:
         waiting = self.waiting_pods.get(pod.uid)
@@ -419,6 +470,7 @@ class Framework:
         try:
             return await waiting.future
         finally:
+            waiting.cancel_timers()
             self.waiting_pods.pop(pod.uid, None)
 
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:

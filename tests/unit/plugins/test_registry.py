@@ -25,6 +25,7 @@ MODULES = {
     "ImageLocality": "image_locality",
     "DefaultBinder": "default_binder",
     "DefaultPreemption": "default_preemption",
+    "DynamicResources": "dynamic_resources",
 }
 
 
