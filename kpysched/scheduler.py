@@ -116,10 +116,10 @@ class Scheduler:
         nomination, or None to leave it as it is."""
         if not framework.post_filter_plugins or diagnosis.num_all_nodes == 0:
             return None
-        result, status, messages = framework.run_post_filter(
+        result, status, reasons = framework.run_post_filter(
             state, pod, diagnosis.statuses(self.snapshot.by_name))
         if not status.ok:
-            diagnosis.post_filter_msg = ", ".join(messages)
+            diagnosis.post_filter_msg = ", ".join(reasons)
         return result.nominated_node_name if result is not None else None
 
     def _assume_and_bind(self, framework: Framework, queued: QueuedPodInfo, pod_cycle: int,

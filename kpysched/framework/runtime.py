@@ -358,17 +358,27 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
     ) -> tuple[fw.PostFilterResult | None, Status, list[str]]:
-        """Returns the result, the status, and each plugin's message (for the event)."""
-        messages: list[str] = []
+        """Upstream's RunPostFilterPlugins: the first success wins; otherwise the reasons
+        of every plugin (errors as text) are collected, and the last rejecting plugin's
+        result is kept (an empty nomination there means "clear it")."""
+        result: fw.PostFilterResult | None = None
+        reasons: list[str] = []
+        rejector = ""
         for plugin in self.post_filter_plugins:
-            result, status = plugin.post_filter(state, pod, statuses)
+            outcome, status = plugin.post_filter(state, pod, statuses)
             if status.ok:
-                return result, status, messages
-            if status.code == Code.ERROR:
-                return None, status.with_plugin(plugin.NAME), messages
-            if status.reasons:
-                messages.append(status.message())
-        return None, Status.unschedulable(), messages
+                return outcome, status, []
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return outcome, status.with_plugin(plugin.NAME), list(status.reasons)
+            if not status.is_rejected:
+                reasons.append(status.message())
+                rejector = plugin.NAME
+                continue
+            if outcome is not None:
+                result = outcome
+            reasons.extend(status.reasons)
+            rejector = rejector or plugin.NAME
+        return result, Status(Code.UNSCHEDULABLE, reasons, rejector), reasons
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         for plugin in self.pre_score_plugins:

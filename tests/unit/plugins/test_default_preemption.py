@@ -928,7 +928,8 @@ def test_registered_in_tree() -> None:
 
 
 @pytest.mark.parametrize(("existing_priority", "nominated", "message"), [
-    pytest.param(HIGH, None,
+    # Upstream keeps the rejecting PostFilter's result: an empty nomination clears any.
+    pytest.param(HIGH, "",
                  "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are "
                  "available: 2 No preemption victims found for incoming pod.",
                  id="nothing to preempt"),

@@ -950,7 +950,8 @@ def test_framework_counts_nominated_pods() -> None:
                         nominated={"node-a": [nominated.info()]})
     framework = Framework(ProfileSpec("kpysched", {
         "queueSort": ("PrioritySort",), "preFilter": ("PodTopologySpread",),
-        "filter": ("PodTopologySpread",)}, args={"PodTopologySpread": LIST_ARGS}),
+        "filter": ("PodTopologySpread",), "bind": ("DefaultBinder",)},
+        args={"PodTopologySpread": LIST_ARGS}),
         IN_TREE, handle)
     pod_ = incoming("foo").spread(1, "node", selector=FOO)
     state = CycleState()
