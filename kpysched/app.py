@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from kpysched.apiclient import RawApi
 from kpysched.binding import Binder
 from kpysched.cache.cache import Cache
 from kpysched.cache.snapshot import Snapshot
-from kpysched.config import EffectiveProfile, SchedulerConfiguration
+from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
 from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.events import EventRecorder
 from kpysched.framework.events import EVERYTHING, ActionType, ClusterEvent
@@ -28,17 +28,22 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime import Framework, ProfileSpec
 from kpysched.framework.status import Status
 from kpysched.informers import Reflector, node_reflector, pod_reflector
+from kpysched.leader import LeaderElector, LeaseLostError
 from kpysched.listers import Index
+from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.pod_topology_spread import default_selector
 from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.scheduling_queue import SchedulingQueue
 from kpysched.scheduler import Scheduler
+from kpysched.server import HealthCheck, Server, ServerConfig, progress_check
 
 log = structlog.get_logger(__name__)
 
 SHUTDOWN_GRACE_SECONDS = 10.0
+# /livez fails when pods wait but the loop made no decision for this long.
+LIVENESS_STALL_SECONDS = 60.0
 NAMESPACE_CHANGE = ClusterEvent(EventResource.NAMESPACE, ActionType.ADD | ActionType.UPDATE,
                                 "NamespaceChange")
 
@@ -173,6 +178,7 @@ def build_scheduler(
     registry: Mapping[str, PluginSpec],
     raw: RawApi,
     listers: Listers | None = None,
+    metrics: SchedulerMetrics | None = None,
 ) -> Scheduler:
     handle = SchedulerHandle(Binder(raw), listers or Listers())
     frameworks = {
@@ -201,64 +207,152 @@ def build_scheduler(
     )
     algorithm = Algorithm(config.percentage_of_nodes_to_score)
     recorder = EventRecorder(raw)
-    scheduler = Scheduler(frameworks, queue, Cache(), algorithm, recorder)
+    scheduler = Scheduler(frameworks, queue, Cache(), algorithm, recorder, metrics)
     handle.scheduler = scheduler
     handle.executor = PreemptionExecutor(raw, recorder, queue.nominator)
     return scheduler
 
 
+def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
+                  reflectors: Sequence[Reflector[Any]]) -> None:
+    """Gauges and counters that are read off the queue, cache and informers at scrape time."""
+    seen_incoming: dict[tuple[str, str], int] = {}
+    seen_restarts: dict[str, int] = {}
+    seen_relists: dict[str, int] = {}
+
+    def refresh() -> None:
+        queue, cache = scheduler.queue, scheduler.cache
+        metrics.set_pending(queue.pending_counts())
+        metrics.set_cache_size(nodes=cache.node_count(), pods=cache.pod_count(),
+                               assumed_pods=cache.assumed_count())
+        for key, total in list(queue.incoming.items()):
+            for _ in range(total - seen_incoming.get(key, 0)):
+                metrics.incoming(*key)
+            seen_incoming[key] = total
+        for reflector in reflectors:
+            name = reflector.resource
+            for _ in range(reflector.watch_restarts - seen_restarts.get(name, 0)):
+                metrics.watch_restarted(name)
+            seen_restarts[name] = reflector.watch_restarts
+            for _ in range(reflector.relists - seen_relists.get(name, 0)):
+                metrics.relisted(name)
+            seen_relists[name] = reflector.relists
+
+    metrics.on_scrape(refresh)
+    for framework in scheduler.frameworks.values():
+        framework.metrics = metrics
+
+
 async def run(
+    settings: Settings,
     config: SchedulerConfiguration,
     profiles: Sequence[EffectiveProfile],
     registry: Mapping[str, PluginSpec],
-    kubeconfig: Path | None,
 ) -> int:
-    api_client = await make_api_client(kubeconfig)
+    """Run until SIGTERM/SIGINT (exit 0) or until leadership is lost (exit 1)."""
+    api_client = await make_api_client(kubeconfig_path(settings, config))
     async with api_client:
         connection = config.client_connection
         raw = RawApi(api_client, qps=connection.qps, burst=connection.burst)
+        metrics = SchedulerMetrics()
         listers = Listers()
-        scheduler = build_scheduler(config, profiles, registry, raw, listers)
+        scheduler = build_scheduler(config, profiles, registry, raw, listers, metrics)
         # A namespace's labels decide namespaceSelector matches (InterPodAffinity).
         listers.namespaces = Index(lambda: scheduler.queue.move_on_event(NAMESPACE_CHANGE))
         pods = pod_reflector(api_client, PodEventHandler(scheduler, scheduler.recorder))
         nodes = node_reflector(api_client, NodeEventHandler(scheduler))
-        secondary = listers.reflectors(api_client)
+        reflectors: list[Reflector[Any]] = [nodes, pods, *listers.reflectors(api_client)]
+        _wire_metrics(metrics, scheduler, reflectors)
+
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        log.info("scheduler.starting", profiles=[p.scheduler_name for p in profiles])
+
+        async def lead() -> None:
+            """Runs only while this replica may schedule (holds the Lease)."""
+            log.info("scheduler.started", profiles=[p.scheduler_name for p in profiles])
+            try:
+                async with asyncio.TaskGroup() as group:
+                    group.create_task(scheduler.run(), name="scheduling loop")
+                    group.create_task(scheduler.queue.run_flushers(), name="queue flushers")
+            finally:
+                scheduler.stop()
+                await scheduler.drain_bindings(SHUTDOWN_GRACE_SECONDS)
+
+        election = config.leader_election
+        elector = LeaderElector(
+            api_client, namespace=election.resource_namespace, name=election.resource_name,
+            lease_duration=election.lease_duration, renew_deadline=election.renew_deadline,
+            retry_period=election.retry_period, on_started_leading=lead, metrics=metrics,
+        ) if election.leader_elect else None
+        leader_checks = [HealthCheck("leaderElection", elector.check)] if elector else []
+
+        def synced() -> bool:
+            return all(r.has_synced for r in reflectors)
+
+        def waiting() -> int:
+            leading = elector is None or elector.is_leader
+            return scheduler.queue.pending_counts()["active"] if leading else 0
+
+        server = Server(
+            ServerConfig(settings.bind_address, settings.secure_port, settings.tls_cert_file,
+                         settings.tls_private_key_file), metrics,
+            healthz=leader_checks,
+            livez=[progress_check(lambda: scheduler.last_progress, waiting,
+                                  stall_seconds=LIVENESS_STALL_SECONDS)],
+            readyz=[*leader_checks,
+                    HealthCheck.of("sched-handler-sync", synced,
+                                   "handlers are not fully synchronized"),
+                    HealthCheck.of("shutdown", lambda: not stop.is_set(),
+                                   "process is shutting down")])
+        log.info("scheduler.starting", profiles=[p.scheduler_name for p in profiles],
+                 leader_elect=election.leader_elect)
+        exit_code = 0
         try:
-            async with asyncio.TaskGroup() as group:
-                informer_tasks = [group.create_task(nodes.run(), name="informer nodes"),
-                                  group.create_task(pods.run(), name="informer pods")]
-                informer_tasks += [group.create_task(r.run(), name=f"informer {r.resource}")
-                                   for r in secondary]
-                await _wait_synced_or_stopped(
-                    stop, nodes.synced, pods.synced, *(r.synced for r in secondary))
-                loop_task = flusher = None
+            async with server, asyncio.TaskGroup() as group:
+                log.info("server.listening", url=server.url)
+                background = [group.create_task(r.run(), name=f"informer {r.resource}")
+                              for r in reflectors]
+                background.append(group.create_task(metrics.loop_lag_monitor(),
+                                                    name="loop lag monitor"))
+                await _wait_synced_or_stopped(stop, *(r.synced for r in reflectors))
+                work: asyncio.Task[None] | None = None
                 if not stop.is_set():
                     log.info("scheduler.informers_synced", nodes=len(nodes.store),
                              pods=len(pods.store))
-                    loop_task = group.create_task(scheduler.run(), name="scheduling loop")
-                    flusher = group.create_task(scheduler.queue.run_flushers(),
-                                                name="queue flushers")
-                await stop.wait()
+                    work = group.create_task(elector.run() if elector else lead(),
+                                             name="leader election" if elector else "lead")
+                    await _first_of(stop.wait(), work)
                 log.info("scheduler.stopping")
-                scheduler.stop()
-                if loop_task is not None:
-                    await loop_task
-                await scheduler.drain_bindings(SHUTDOWN_GRACE_SECONDS)
+                if work is not None and not work.done():
+                    if elector is not None:
+                        await elector.release()  # drains bindings, then hands the Lease over
+                    else:
+                        work.cancel()
+                    await asyncio.gather(work, return_exceptions=True)
+                elif work is not None and work.exception() is not None:
+                    raise work.exception()  # type: ignore[misc]
                 await scheduler.recorder.drain(SHUTDOWN_GRACE_SECONDS)
-                for task in [*informer_tasks, flusher]:
-                    if task is not None:
-                        task.cancel()
+                for task in background:
+                    task.cancel()
+        except* LeaseLostError as lost:
+            # As upstream: a leader that cannot renew stops at once and exits non-zero.
+            log.error("leader.lost", reason=str(lost.exceptions[0]))
+            exit_code = 1
         finally:
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
-    log.info("scheduler.stopped")
-    return 0
+    log.info("scheduler.stopped", exit_code=exit_code)
+    return exit_code
+
+
+async def _first_of(waitable: Awaitable[Any], task: asyncio.Task[None]) -> None:
+    waiter = asyncio.ensure_future(waitable)
+    try:
+        await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
 
 
 async def _wait_synced_or_stopped(stop: asyncio.Event, *synced: asyncio.Event) -> None:

@@ -8,6 +8,8 @@ may move unschedulable pods back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import structlog
 
 from kpysched.events import EventRecorder
@@ -19,13 +21,14 @@ from kpysched.scheduler import Scheduler
 
 log = structlog.get_logger(__name__)
 
-ASSIGNED_POD_ADD = ev.ClusterEvent(ev.Resource.ASSIGNED_POD, ev.ActionType.ADD, "AssignedPodAdd")
-ASSIGNED_POD_UPDATE = ev.ClusterEvent(ev.Resource.ASSIGNED_POD, ev.ActionType.UPDATE,
-                                      "AssignedPodUpdate")
-
 
 def _is_assigned(pod: api.Pod) -> bool:
     return bool(pod.spec.node_name)
+
+
+def _priority_at_most(priority: int) -> Callable[[PodInfo], bool]:
+    """Upstream's getLEPriorityPreCheck: room a nominated pod held is for its peers."""
+    return lambda pod: pod.priority <= priority
 
 
 def _is_terminal(pod: api.Pod) -> bool:
@@ -62,7 +65,7 @@ class PodEventHandler:
             info = self._info(pod)
             if info is not None:
                 self._scheduler.cache.add_or_update_pod(info)
-                self._scheduler.queue.move_on_event(ASSIGNED_POD_ADD)
+                self._scheduler.queue.move_on_event(ev.ASSIGNED_POD_ADD)
         elif self._pending_and_ours(pod):
             info = self._info(pod)
             if info is not None:
@@ -78,15 +81,36 @@ class PodEventHandler:
                 queue.move_on_event(ev.ASSIGNED_POD_DELETE)
                 return
             info = self._info(new)
-            if info is not None:
-                cache.add_or_update_pod(info)
-                queue.move_on_event(ASSIGNED_POD_UPDATE if _is_assigned(old) else ASSIGNED_POD_ADD)
-        elif self._pending_and_ours(new):
+            if info is None:
+                return
+            cache.add_or_update_pod(info)
+            if not _is_assigned(old):
+                queue.move_on_event(ev.ASSIGNED_POD_ADD)
+                return
+            # One event per changed scheduling property, as upstream's updateAssignedPodInCache.
+            for event in ev.pod_update_events(self._quiet_info(old) or info, info):
+                queue.move_on_event(event)
+            return
+        if self._pending_and_ours(new):
             info = self._info(new)
             if info is not None:
                 queue.update(info)
         else:
             queue.delete(new.metadata.uid)  # terminating, or handed to another scheduler
+        nominated = old.status.nominated_node_name
+        if (nominated and nominated != new.status.nominated_node_name
+                and self._scheduler.responsible_for(old.spec.scheduler_name)):
+            # The room held on the nominated node is free for pods of no higher priority.
+            queue.move_on_event(ev.ASSIGNED_POD_DELETE,
+                                pre_check=_priority_at_most(old.spec.priority or 0))
+
+    @staticmethod
+    def _quiet_info(pod: api.Pod) -> PodInfo | None:
+        """An older version of a pod, only to compare with; malformed ones were reported."""
+        try:
+            return PodInfo.of(pod)
+        except (QuantityError, ValueError):
+            return None
 
     def on_delete(self, pod: api.Pod) -> None:
         uid = pod.metadata.uid
@@ -95,27 +119,31 @@ class PodEventHandler:
             self._scheduler.cache.remove_pod(uid)
             self._scheduler.queue.move_on_event(ev.ASSIGNED_POD_DELETE)
         self._scheduler.queue.delete(uid)
+        if (not _is_assigned(pod) and pod.status.nominated_node_name
+                and self._scheduler.responsible_for(pod.spec.scheduler_name)):
+            self._scheduler.queue.move_on_event(
+                ev.ASSIGNED_POD_DELETE, pre_check=_priority_at_most(pod.spec.priority or 0))
         for framework in self._scheduler.frameworks.values():
             waiting = framework.waiting_pods.get(uid)
             if waiting is not None:
                 waiting.reject("", "pod deleted while waiting on permit")
 
 
-def node_update_event(old: api.Node, new: api.Node) -> ev.ClusterEvent | None:
-    """Which scheduling-relevant properties changed, as one ClusterEvent."""
-    action = ev.ActionType(0)
+def node_update_event(old: api.Node, new: api.Node) -> list[ev.ClusterEvent]:
+    """One event per changed scheduling property, in upstream's order
+    (NodeSchedulingPropertiesChange); a node turning unschedulable helps no pod."""
+    actions: list[ev.ActionType] = []
+    if old.spec.unschedulable and not new.spec.unschedulable:
+        actions.append(ev.ActionType.UPDATE_NODE_TAINT)
     if old.status.allocatable != new.status.allocatable:
-        action |= ev.ActionType.UPDATE_NODE_ALLOCATABLE
+        actions.append(ev.ActionType.UPDATE_NODE_ALLOCATABLE)
     if old.metadata.labels != new.metadata.labels:
-        action |= ev.ActionType.UPDATE_NODE_LABEL
-    if (old.spec.taints != new.spec.taints
-            or old.spec.unschedulable != new.spec.unschedulable):
-        action |= ev.ActionType.UPDATE_NODE_TAINT
+        actions.append(ev.ActionType.UPDATE_NODE_LABEL)
+    if old.spec.taints != new.spec.taints:
+        actions.append(ev.ActionType.UPDATE_NODE_TAINT)
     if old.metadata.annotations != new.metadata.annotations:
-        action |= ev.ActionType.UPDATE_NODE_ANNOTATION
-    if not action:
-        return None
-    return ev.ClusterEvent(ev.Resource.NODE, action, "NodeUpdate")
+        actions.append(ev.ActionType.UPDATE_NODE_ANNOTATION)
+    return [ev.ClusterEvent(ev.Resource.NODE, action) for action in actions]
 
 
 class NodeEventHandler:
@@ -136,9 +164,9 @@ class NodeEventHandler:
         except (QuantityError, ValueError) as error:
             log.warning("node.malformed", node=new.metadata.name, reason=str(error))
             return
-        event = node_update_event(old, new)
-        if event is not None:
+        for event in node_update_event(old, new):
             self._scheduler.queue.move_on_event(event)
 
     def on_delete(self, node: api.Node) -> None:
+        self._scheduler.queue.move_on_event(ev.NODE_DELETE)
         self._scheduler.cache.remove_node(node.metadata.name)

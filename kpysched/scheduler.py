@@ -26,6 +26,7 @@ from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
+from kpysched.metrics import SchedulerMetrics
 from kpysched.objects.pod import PodInfo
 from kpysched.queue.scheduling_queue import SchedulingQueue
 
@@ -33,6 +34,17 @@ log = structlog.get_logger(__name__)
 
 UNSCHEDULABLE = "Unschedulable"
 SCHEDULER_ERROR = "SchedulerError"
+
+
+@dataclass(slots=True)
+class Attempt:
+    """One scheduling attempt of one pod, carried from the cycle into its binding."""
+
+    framework: Framework
+    queued: QueuedPodInfo
+    pod_cycle: int
+    state: CycleState
+    started: float  # perf_counter at the start of the scheduling cycle
 
 
 @dataclass(slots=True)
@@ -54,12 +66,14 @@ class Scheduler:
         cache: Cache,
         algorithm: Algorithm,
         recorder: EventRecorder,
+        metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.frameworks = dict(frameworks)
         self.queue = queue
         self.cache = cache
         self.algorithm = algorithm
         self.recorder = recorder
+        self.metrics = metrics
         self.snapshot = Snapshot()
         self.counters = Counters()
         self.last_progress = time.monotonic()
@@ -96,35 +110,40 @@ class Scheduler:
             # Not ours any more, being deleted, or already assumed/bound: nothing to do.
             self.queue.done(pod.uid)
             return
-        pod_cycle = self.queue.scheduling_cycle
+        sampled = self.metrics.should_sample() if self.metrics is not None else False
+        attempt = Attempt(framework, queued, self.queue.scheduling_cycle,
+                          CycleState(sampled), time.perf_counter())
         self.cache.update_snapshot(self.snapshot)
-        state = CycleState()
-        outcome = self.algorithm.schedule(framework, state, pod, self.snapshot)
+        outcome = self.algorithm.schedule(framework, attempt.state, pod, self.snapshot)
+        if self.metrics is not None:
+            self.metrics.algorithm_duration(time.perf_counter() - attempt.started)
 
         if isinstance(outcome, Diagnosis):
-            nominated = self._post_filter(framework, state, pod, outcome)
-            self._fail(framework, queued, pod_cycle, outcome, None, nominated)
+            nominated = self._post_filter(attempt, outcome)
+            self._fail(attempt, outcome, None, nominated)
             return
         if isinstance(outcome, Status):
-            self._fail(framework, queued, pod_cycle, None, outcome)
+            self._fail(attempt, None, outcome)
             return
-        self._assume_and_bind(framework, queued, pod_cycle, state, outcome)
+        self._assume_and_bind(attempt, outcome)
 
-    def _post_filter(self, framework: Framework, state: CycleState, pod: PodInfo,
-                     diagnosis: Diagnosis) -> str | None:
+    def _post_filter(self, attempt: Attempt, diagnosis: Diagnosis) -> str | None:
         """Run PostFilter (preemption); returns the node to nominate, "" to clear a
         nomination, or None to leave it as it is."""
+        framework = attempt.framework
         if not framework.post_filter_plugins or diagnosis.num_all_nodes == 0:
             return None
+        if self.metrics is not None:
+            self.metrics.preemption_attempt()
         result, status, reasons = framework.run_post_filter(
-            state, pod, diagnosis.statuses(self.snapshot.by_name))
+            attempt.state, attempt.queued.pod_info, diagnosis.statuses(self.snapshot.by_name))
         if not status.ok:
             diagnosis.post_filter_msg = ", ".join(reasons)
         return result.nominated_node_name if result is not None else None
 
-    def _assume_and_bind(self, framework: Framework, queued: QueuedPodInfo, pod_cycle: int,
-                         state: CycleState, result: ScheduleResult) -> None:
-        pod = queued.pod_info
+    def _assume_and_bind(self, attempt: Attempt, result: ScheduleResult) -> None:
+        framework, state = attempt.framework, attempt.state
+        pod = attempt.queued.pod_info
         node = result.node_name
         assumed = PodInfo(
             msgspec.structs.replace(pod.pod, spec=msgspec.structs.replace(
@@ -135,89 +154,105 @@ class Scheduler:
         log.debug("pod.assumed", pod=pod.key, node=node)
 
         status = framework.run_reserve(state, assumed, node)
-        if not status.ok:
-            framework.run_unreserve(state, assumed, node)
-            self.cache.forget_pod(pod.uid)
-            self._fail(framework, queued, pod_cycle, None, status)
-            return
-        status = framework.run_permit(state, assumed, node)
+        if status.ok:
+            status = framework.run_permit(state, assumed, node)
         if not status.ok and status.code != Code.WAIT:
             framework.run_unreserve(state, assumed, node)
             self.cache.forget_pod(pod.uid)
-            self._fail(framework, queued, pod_cycle, None, status)
+            self._fail(attempt, None, status)
             return
         self.counters.attempts_scheduled += 1
         task = asyncio.get_running_loop().create_task(
-            self._binding_cycle(framework, queued, pod_cycle, state, assumed, node),
-            name=f"bind {pod.key}")
+            self._binding_cycle(attempt, assumed, node), name=f"bind {pod.key}")
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_tasks.discard)
 
-    async def _binding_cycle(self, framework: Framework, queued: QueuedPodInfo, pod_cycle: int,
-                             state: CycleState, assumed: PodInfo, node: str) -> None:
+    async def _binding_cycle(self, attempt: Attempt, assumed: PodInfo, node: str) -> None:
         try:
-            await self._bind_steps(framework, queued, pod_cycle, state, assumed, node)
+            if self.metrics is not None:
+                with self.metrics.in_flight("binding"):
+                    await self._bind_steps(attempt, assumed, node)
+            else:
+                await self._bind_steps(attempt, assumed, node)
         except Exception as error:
             # A plugin bug must not lose the pod: undo the placement and requeue it.
             log.exception("bind.crashed", pod=assumed.key, node=node)
-            framework.run_unreserve(state, assumed, node)
+            attempt.framework.run_unreserve(attempt.state, assumed, node)
             self.cache.forget_pod(assumed.uid)
-            self._fail(framework, queued, pod_cycle, None,
-                       Status.error(f"binding cycle failed: {error!r}"))
+            self._fail(attempt, None, Status.error(f"binding cycle failed: {error!r}"))
 
-    async def _bind_steps(self, framework: Framework, queued: QueuedPodInfo, pod_cycle: int,
-                          state: CycleState, assumed: PodInfo, node: str) -> None:
+    async def _bind_steps(self, attempt: Attempt, assumed: PodInfo, node: str) -> None:
+        framework, state = attempt.framework, attempt.state
         stage = "Permit"
         status = await framework.wait_on_permit(assumed)
         if status.ok:
             stage = "PreBind"
             status = await framework.run_pre_bind(state, assumed, node)
+        bind_started = time.perf_counter()
         if status.ok:
             stage = "Bind"
             status = await framework.run_bind(state, assumed, node)
             if status.code == Code.SKIP:
                 status = Status.error("no bind plugin bound the pod")
+            if self.metrics is not None:
+                self.metrics.bind_finished("success" if status.ok else "error",
+                                           time.perf_counter() - bind_started)
         if not status.ok:
             self.counters.binds_failed += 1
+            if self.metrics is not None:
+                self.metrics.bind_failed(stage)
             log.info("bind.failed", pod=assumed.key, node=node, reason=status.message())
             framework.run_unreserve(state, assumed, node)
             self.cache.forget_pod(assumed.uid)
-            if status.code == Code.ERROR and status.plugin:
+            if status.code == Code.ERROR and status.plugin and stage != "Permit":
                 status = Status.error(
                     f"running {stage} plugin \"{status.plugin}\": "
                     f"{status.message()}", status.plugin)
-            self._fail(framework, queued, pod_cycle, None, status)
+            self._fail(attempt, None, status)
             return
         self.cache.finish_binding(assumed.uid)
         self.counters.binds_succeeded += 1
         log.debug("pod.bound", pod=assumed.key, node=node)
+        if self.metrics is not None:
+            now = time.perf_counter()
+            queued = attempt.queued
+            self.metrics.schedule_attempt("scheduled", framework.profile_name,
+                                          now - attempt.started)
+            first = queued.initial_attempt_timestamp  # on the queue clock: time.monotonic
+            self.metrics.pod_scheduled(
+                queued.attempts, None if first is None else time.monotonic() - first)
         self.recorder.scheduled(assumed.pod, framework.profile_name, node)
         await framework.run_post_bind(state, assumed, node)
         self.queue.done(assumed.uid)
 
-    def _fail(self, framework: Framework, queued: QueuedPodInfo, pod_cycle: int,
-              diagnosis: Diagnosis | None, error: Status | None,
+    def _fail(self, attempt: Attempt, diagnosis: Diagnosis | None, error: Status | None,
               nominated_node: str | None = None) -> None:
+        framework, queued = attempt.framework, attempt.queued
         pod = queued.pod_info
         if diagnosis is not None:
-            self.counters.attempts_unschedulable += 1
             queued.unschedulable_plugins = {p for p in diagnosis.unschedulable_plugins if p}
             message, reason, is_error = diagnosis.message(), UNSCHEDULABLE, False
         else:
             assert error is not None
             if error.is_rejected:
-                self.counters.attempts_unschedulable += 1
                 queued.unschedulable_plugins = {error.plugin} if error.plugin else set()
                 message, reason, is_error = error.message(), UNSCHEDULABLE, False
             else:
-                self.counters.attempts_error += 1
                 message, reason, is_error = error.message(), SCHEDULER_ERROR, True
+        if is_error:
+            self.counters.attempts_error += 1
+        else:
+            self.counters.attempts_unschedulable += 1
+        if self.metrics is not None:
+            self.metrics.schedule_attempt("error" if is_error else "unschedulable",
+                                          framework.profile_name,
+                                          time.perf_counter() - attempt.started)
         # A pod deleted or bound by someone else meanwhile has left the queue's view:
         # say nothing about it and do not requeue it.
         still_pending = self.queue.where(pod.uid) == "in_flight"
         if still_pending and nominated_node is not None:
             self.queue.nominator.add(pod, nominated_node)
-        self.queue.add_unschedulable(queued, pod_cycle, error=is_error)
+        self.queue.add_unschedulable(queued, attempt.pod_cycle, error=is_error)
         if not still_pending:
             return
         log.info("pod.unschedulable" if not is_error else "pod.schedule_error",
@@ -225,4 +260,3 @@ class Scheduler:
         latest = queued.pod_info.pod
         self.recorder.failed_scheduling(latest, framework.profile_name, message)
         self.recorder.set_unschedulable_condition(latest, reason, message, nominated_node)
-

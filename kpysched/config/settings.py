@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from kpysched.config.scheduler_config import SchedulerConfiguration
@@ -20,6 +20,13 @@ class Settings(BaseSettings):
     config: Path | None = None  # a KubeSchedulerConfiguration file; None = upstream defaults
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["auto", "json", "console"] = "auto"  # auto: console on a terminal
+    # Health and metrics endpoint (kube-scheduler's --bind-address / --secure-port; plain
+    # HTTP unless a certificate and key are given).
+    bind_address: str = "0.0.0.0"
+    secure_port: int = Field(default=10259, ge=0, le=65535)
+    tls_cert_file: Path | None = None
+    tls_private_key_file: Path | None = None
+    event_loop: Literal["uvloop", "asyncio"] = "uvloop"
 
     @field_validator("log_level", "log_format", mode="before")
     @classmethod

@@ -1,14 +1,20 @@
-"""Cluster events that can make a rejected pod schedulable (upstream's ClusterEvent)."""
+"""Cluster events that can make a rejected pod schedulable (upstream's ClusterEvent),
+and how a pod update reads as such events (upstream's PodSchedulingPropertiesChange)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
 
+from kpysched.objects.pod import PodInfo
+
 
 class Resource(Enum):
     POD = "Pod"
+    # Incoming events only: a registration for Pod hears both (upstream's assignedPod and
+    # unschedulablePod, which plugins never register).
     ASSIGNED_POD = "AssignedPod"
+    UNSCHEDULED_POD = "UnschedulablePod"
     NODE = "Node"
     NAMESPACE = "Namespace"
     PDB = "PodDisruptionBudget"
@@ -21,7 +27,7 @@ class ActionType(Flag):
     DELETE = auto()
     UPDATE_NODE_ALLOCATABLE = auto()
     UPDATE_NODE_LABEL = auto()
-    UPDATE_NODE_TAINT = auto()
+    UPDATE_NODE_TAINT = auto()  # taints, or spec.unschedulable turned off
     UPDATE_NODE_CONDITION = auto()
     UPDATE_NODE_ANNOTATION = auto()
     UPDATE_POD_LABEL = auto()
@@ -36,28 +42,89 @@ class ActionType(Flag):
     ALL = ADD | DELETE | UPDATE
 
 
+# Upstream's ActionType.String(), for event labels; other combinations print as "".
+_ACTION_NAMES = {
+    ActionType.ADD: "Add",
+    ActionType.DELETE: "Delete",
+    ActionType.UPDATE_NODE_ALLOCATABLE: "UpdateNodeAllocatable",
+    ActionType.UPDATE_NODE_LABEL: "UpdateNodeLabel",
+    ActionType.UPDATE_NODE_TAINT: "UpdateNodeTaint",
+    ActionType.UPDATE_NODE_CONDITION: "UpdateNodeCondition",
+    ActionType.UPDATE_NODE_ANNOTATION: "UpdateNodeAnnotation",
+    ActionType.UPDATE_POD_LABEL: "UpdatePodLabel",
+    ActionType.UPDATE_POD_SCALE_DOWN: "UpdatePodScaleDown",
+    ActionType.UPDATE_POD_TOLERATIONS: "UpdatePodToleration",
+    ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED: "UpdatePodSchedulingGatesEliminated",
+    ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM: "UpdatePodGeneratedResourceClaim",
+    ActionType.ALL: "All",
+    ActionType.UPDATE: "Update",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterEvent:
     resource: Resource
     action: ActionType
     label: str = ""
 
+    @property
+    def is_wildcard(self) -> bool:
+        """Upstream's ClusterEventIsWildCard: "*" resource and every action."""
+        return self.resource is Resource.WILDCARD and self.action == ActionType.ALL
+
     def matches(self, incoming: ClusterEvent) -> bool:
-        """Whether a registered event (self) covers an event that happened (incoming)."""
-        if self.resource is Resource.WILDCARD:
+        """Whether a registered event (self) covers an event that happened (incoming):
+        upstream's MatchClusterEvents. The incoming event must be the same as or more
+        specific than the registration, so a generic Update is heard only by those who
+        registered every update. (Upstream writes the subset test as an integer `<=`,
+        which agrees for every event the scheduler emits: one flag, Update or All.)"""
+        if self.is_wildcard:
             return True
-        same = self.resource is incoming.resource or (
-            # A registration for Pod also hears about assigned pods.
-            self.resource is Resource.POD and incoming.resource is Resource.ASSIGNED_POD
-        )
-        return same and bool(self.action & incoming.action)
+        same = (self.resource is Resource.WILDCARD or self.resource is incoming.resource
+                or (self.resource is Resource.POD and incoming.resource
+                    in (Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD)))
+        return (same and bool(self.action & incoming.action)
+                and incoming.action & ~self.action == ActionType(0))
 
     def queue_label(self) -> str:
-        """The `event` label of scheduler_queue_incoming_pods_total, e.g. NodeAdd."""
-        return self.label or f"{self.resource.value}{self.action.name or 'Update'}"
+        """Upstream's Label(), used for the `event` label of
+        scheduler_queue_incoming_pods_total, e.g. NodeAdd or NodeUpdateNodeTaint."""
+        return self.label or f"{self.resource.value}{_ACTION_NAMES.get(self.action, '')}"
 
 
 NODE_ADD = ClusterEvent(Resource.NODE, ActionType.ADD, "NodeAdd")
+NODE_DELETE = ClusterEvent(Resource.NODE, ActionType.DELETE, "NodeDelete")
+ASSIGNED_POD_ADD = ClusterEvent(Resource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
 ASSIGNED_POD_DELETE = ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE, "AssignedPodDelete")
+UNSCHEDULED_POD_ADD = ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD)
+UNSCHEDULED_POD_UPDATE = ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.UPDATE)
 UNSCHEDULABLE_TIMEOUT = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "UnschedulableTimeout")
+FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "ForceActivate")
 EVERYTHING = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "*")
+
+
+def _scaled_down(old: PodInfo, new: PodInfo) -> bool:
+    """Some resource request shrank or went away (upstream's extractPodScaleDown)."""
+    before, after = old.requests, new.requests
+    if (after.milli_cpu < before.milli_cpu or after.memory < before.memory
+            or after.ephemeral_storage < before.ephemeral_storage):
+        return True
+    return any(name not in after.scalar or after.scalar[name] < amount
+               for name, amount in before.scalar.items())
+
+
+def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
+    """The specific events a pod update amounts to, in upstream's order; a generic Update
+    when none applies (heard only by plugins that registered every Pod update)."""
+    resource = Resource.ASSIGNED_POD if new.pod.spec.node_name else Resource.UNSCHEDULED_POD
+    actions: list[ActionType] = []
+    if old.pod.metadata.labels != new.pod.metadata.labels:
+        actions.append(ActionType.UPDATE_POD_LABEL)
+    if _scaled_down(old, new):
+        actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
+    if old.pod.spec.scheduling_gates and not new.pod.spec.scheduling_gates:
+        actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
+    # Tolerations can only be added (API validation), so a length change is the news.
+    if len(old.pod.spec.tolerations) != len(new.pod.spec.tolerations):
+        actions.append(ActionType.UPDATE_POD_TOLERATIONS)
+    return [ClusterEvent(resource, action) for action in actions or [ActionType.UPDATE]]

@@ -8,9 +8,10 @@ every decision reads the snapshot the scheduler hands it through the Handle.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -28,6 +29,21 @@ if TYPE_CHECKING:
     from kpysched.objects import api
 
 BoolArray = npt.NDArray[np.bool_]
+
+
+class MetricsSink(Protocol):
+    """Where the framework reports durations (kpysched.metrics.SchedulerMetrics)."""
+
+    def extension_point_duration(self, extension_point: str, status: str, profile: str,
+                                 seconds: float) -> None: ...
+
+    def plugin_duration(self, plugin: str, extension_point: str, status: str,
+                        seconds: float) -> None: ...
+
+    def plugin_evaluated(self, plugin: str, extension_point: str, profile: str,
+                         count: int = 1) -> None: ...
+
+    def permit_wait(self, result: str, seconds: float) -> None: ...
 
 
 class FrameworkError(ValueError):
@@ -159,6 +175,7 @@ class Framework:
         self.profile_name = profile.scheduler_name
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self.shared = shared
+        self.metrics: MetricsSink | None = None  # set by the application
         self.handle: fw.Handle = ProfileHandle(shared, self)
         handle = self.handle
         self.waiting_pods: dict[str, WaitingPod] = {}
@@ -214,6 +231,29 @@ class Framework:
             name: tuple(plugin.events_to_register()) for name, plugin in self._instances.items()
         }
 
+    def observe(self, point: str, status: Status, started: float) -> None:
+        """Record an extension point's duration (scheduler_framework_extension_point_...)."""
+        if self.metrics is not None:
+            self.metrics.extension_point_duration(point, status.code.label, self.profile_name,
+                                                  time.perf_counter() - started)
+
+    def _plugin_timed(self, state: CycleState, plugin: str, point: str, status: Status,
+                      started: float) -> None:
+        if self.metrics is not None and state.record_plugin_metrics:
+            self.metrics.plugin_duration(plugin, point, status.code.label,
+                                         time.perf_counter() - started)
+
+    def evaluated(self, state: CycleState, point: str, plugins: Sequence[fw.Plugin],
+                  count: int = 1) -> None:
+        """scheduler_plugin_evaluation_total for the plugins that ran (not skipped)."""
+        if self.metrics is None or count <= 0:
+            return
+        skipped = (state.skip_filter_plugins if point in ("PreFilter", "Filter")
+                   else state.skip_score_plugins)
+        for plugin in plugins:
+            if plugin.NAME not in skipped:
+                self.metrics.plugin_evaluated(plugin.NAME, point, self.profile_name, count)
+
     def plugin(self, name: str) -> Any:
         return self._instances[name]
 
@@ -238,6 +278,14 @@ class Framework:
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[fw.PreFilterResult, Status, set[str]]:
+        started = time.perf_counter()
+        outcome = self._run_pre_filter(state, pod, nodes)
+        self.observe("PreFilter", outcome[1], started)
+        return outcome
+
+    def _run_pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[fw.PreFilterResult, Status, set[str]]:
         """Upstream's RunPreFilterPlugins: the merged node restriction, the status, and
         the plugins that restricted nodes. An Unschedulable plugin does not stop the
         others (preemption needs their state); UnschedulableAndUnresolvable does."""
@@ -245,7 +293,9 @@ class Framework:
         restricting: set[str] = set()
         rejected: Status | None = None
         for plugin in self.pre_filter_plugins:
+            started = time.perf_counter()
             narrowed, status = plugin.pre_filter(state, pod, nodes)
+            self._plugin_timed(state, plugin.NAME, "PreFilter", status, started)
             if status.code == Code.SKIP:
                 state.skip_filter_plugins.add(plugin.NAME)
                 continue
@@ -299,7 +349,12 @@ class Framework:
         for plugin in self.filter_plugins:
             if (skip and plugin.NAME in skip) or (covered and plugin.NAME in covered):
                 continue
-            status = plugin.filter(state, pod, node)
+            if state.record_plugin_metrics:
+                started = time.perf_counter()
+                status = plugin.filter(state, pod, node)
+                self._plugin_timed(state, plugin.NAME, "Filter", status, started)
+            else:
+                status = plugin.filter(state, pod, node)
             if status is not SUCCESS and not status.ok:
                 if status.code == Code.ERROR:
                     return Status.error(
@@ -358,6 +413,14 @@ class Framework:
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
     ) -> tuple[fw.PostFilterResult | None, Status, list[str]]:
+        started = time.perf_counter()
+        outcome = self._run_post_filter(state, pod, statuses)
+        self.observe("PostFilter", outcome[1], started)
+        return outcome
+
+    def _run_post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[fw.PostFilterResult | None, Status, list[str]]:
         """Upstream's RunPostFilterPlugins: the first success wins; otherwise the reasons
         of every plugin (errors as text) are collected, and the last rejecting plugin's
         result is kept (an empty nomination there means "clear it")."""
@@ -381,8 +444,16 @@ class Framework:
         return result, Status(Code.UNSCHEDULABLE, reasons, rejector), reasons
 
     def run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        started = time.perf_counter()
+        outcome = self._run_pre_score(state, pod, nodes)
+        self.observe("PreScore", outcome, started)
+        return outcome
+
+    def _run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         for plugin in self.pre_score_plugins:
+            started = time.perf_counter()
             status = plugin.pre_score(state, pod, nodes)
+            self._plugin_timed(state, plugin.NAME, "PreScore", status, started)
             if status.code == Code.SKIP:
                 state.skip_score_plugins.add(plugin.NAME)
             elif not status.ok:
@@ -392,6 +463,15 @@ class Framework:
         return SUCCESS
 
     def run_score(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+        snapshot: Snapshot | None = None, rows: Sequence[int] | None = None,
+    ) -> tuple[list[int], Status]:
+        started = time.perf_counter()
+        outcome = self._run_score(state, pod, nodes, snapshot, rows)
+        self.observe("Score", outcome[1], started)
+        return outcome
+
+    def _run_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
         snapshot: Snapshot | None = None, rows: Sequence[int] | None = None,
     ) -> tuple[list[int], Status]:
@@ -437,6 +517,12 @@ class Framework:
         return totals, SUCCESS
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        started = time.perf_counter()
+        outcome = self._run_reserve(state, pod, node_name)
+        self.observe("Reserve", outcome, started)
+        return outcome
+
+    def _run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for plugin in self.reserve_plugins:
             status = plugin.reserve(state, pod, node_name)
             if not status.ok:
@@ -447,11 +533,22 @@ class Framework:
         return SUCCESS
 
     def run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        started = time.perf_counter()
+        self._run_unreserve(state, pod, node_name)
+        self.observe("Unreserve", SUCCESS, started)
+
+    def _run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         # Reverse order, as upstream: undo in the opposite order of reserving.
         for plugin in reversed(self.reserve_plugins):
             plugin.unreserve(state, pod, node_name)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        started = time.perf_counter()
+        outcome = self._run_permit(state, pod, node_name)
+        self.observe("Permit", outcome, started)
+        return outcome
+
+    def _run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         waiting_on: dict[str, float] = {}
         for plugin in self.permit_plugins:
             status, timeout = plugin.permit(state, pod, node_name)
@@ -477,13 +574,23 @@ class Framework:
         waiting = self.waiting_pods.get(pod.uid)
         if waiting is None:
             return SUCCESS
+        started = time.perf_counter()
         try:
-            return await waiting.future
+            status = await waiting.future
         finally:
             waiting.cancel_timers()
             self.waiting_pods.pop(pod.uid, None)
+        if self.metrics is not None:
+            self.metrics.permit_wait(status.code.label, time.perf_counter() - started)
+        return status
 
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        started = time.perf_counter()
+        outcome = await self._run_pre_bind(state, pod, node_name)
+        self.observe("PreBind", outcome, started)
+        return outcome
+
+    async def _run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for plugin in self.pre_bind_plugins:
             status = await plugin.pre_bind(state, pod, node_name)
             if not status.ok:
@@ -491,6 +598,12 @@ class Framework:
         return SUCCESS
 
     async def run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        started = time.perf_counter()
+        outcome = await self._run_bind(state, pod, node_name)
+        self.observe("Bind", outcome, started)
+        return outcome
+
+    async def _run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for plugin in self.bind_plugins:
             status = await plugin.bind(state, pod, node_name)
             if status.code == Code.SKIP:
@@ -499,6 +612,11 @@ class Framework:
         return Status(Code.SKIP)
 
     async def run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        started = time.perf_counter()
+        await self._run_post_bind(state, pod, node_name)
+        self.observe("PostBind", SUCCESS, started)
+
+    async def _run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for plugin in self.post_bind_plugins:
             await plugin.post_bind(state, pod, node_name)
 

@@ -1,38 +1,62 @@
 """The scheduling queue: activeQ, backoffQ, unschedulable pods and gated pods.
 
-- activeQ: a heap ordered by the profile's QueueSort `less`; pop() waits on it.
-- backoffQ: pods that failed and wait out their backoff (by expiry time).
-- unschedulable: pods rejected by plugins; they move back when a cluster event
-  that one of those plugins registered for happens, or after 5 minutes anyway.
-- gated: pods a PreEnqueue plugin (e.g. SchedulingGates) keeps out.
+- activeQ: a heap ordered by the profile's QueueSort `less`; pop() waits on it, and
+  takes a plugin-rejected pod from backoffQ when it is empty (SchedulerPopFromBackoffQ).
+- backoffQ: pods that failed and wait out their backoff (see backoff.py).
+- unschedulable: pods rejected by plugins; they move back when a cluster event that
+  one of those plugins registered for happens, or after 5 minutes anyway.
+- gated: pods a PreEnqueue plugin (e.g. SchedulingGates) keeps out (upstream keeps
+  them among the unschedulable pods).
 
 A pod is in at most one of these, or "in flight" between pop() and done().
+Queueing hints are not modelled: a rejecting plugin that registered a matching event
+always answers Queue.
 """
 
 from __future__ import annotations
 
 import asyncio
 import heapq
-import itertools
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from enum import IntEnum
 
-from kpysched.framework.events import UNSCHEDULABLE_TIMEOUT, ClusterEvent
+from kpysched.framework.events import (
+    UNSCHEDULABLE_TIMEOUT,
+    UNSCHEDULED_POD_ADD,
+    UNSCHEDULED_POD_UPDATE,
+    ClusterEvent,
+    pod_update_events,
+)
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
-from kpysched.queue.backoff import backoff_seconds
+from kpysched.queue.backoff import BackoffQueue, FailureCounts, Less
 from kpysched.queue.nominator import Nominator
 
 UNSCHEDULABLE_MAX_SECONDS = 300.0  # upstream's podMaxInUnschedulablePodsDuration
 BACKOFF_FLUSH_SECONDS = 1.0
 UNSCHEDULABLE_FLUSH_SECONDS = 30.0
 
-Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
+# Upstream's special event labels for scheduler_queue_incoming_pods_total.
+SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
+BACKOFF_COMPLETE = "BackoffComplete"
+POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
+
 PreEnqueue = Callable[[PodInfo], Status]
 # plugin name -> events it registered; decides which unschedulable pods an event moves.
 EventRegistry = Callable[[str], Iterable[ClusterEvent]]
+# Which unschedulable pods an event may move at all (upstream's PreEnqueueCheck).
+PreCheck = Callable[[PodInfo], bool]
+
+
+class _Strategy(IntEnum):
+    """Upstream's queueingStrategy, weakest first."""
+
+    SKIP = 0
+    AFTER_BACKOFF = 1
+    IMMEDIATELY = 2
 
 
 @dataclass(slots=True)
@@ -43,14 +67,6 @@ class _HeapEntry:
 
     def __lt__(self, other: _HeapEntry) -> bool:
         return self.less(self.info, other.info)
-
-
-@dataclass(order=True, slots=True)
-class _BackoffEntry:
-    expiry: float
-    sequence: int
-    info: QueuedPodInfo = field(compare=False)
-    removed: bool = field(default=False, compare=False)
 
 
 class SchedulingQueue:
@@ -67,17 +83,17 @@ class SchedulingQueue:
         self._less = less
         self._pre_enqueue = pre_enqueue
         self._registered_events = registered_events
-        self._initial_backoff = initial_backoff_seconds
-        self._max_backoff = max_backoff_seconds
         self._clock = clock
         self._active: list[_HeapEntry] = []
         self._active_by_uid: dict[str, _HeapEntry] = {}
-        self._backoff: list[_BackoffEntry] = []
-        self._backoff_by_uid: dict[str, _BackoffEntry] = {}
+        self._backoff = BackoffQueue(less, initial_backoff_seconds, max_backoff_seconds)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
-        self._sequence = itertools.count()
+        # The in-flight pod's own updates, weighed when it comes back rejected.
+        self._in_flight_updates: dict[str, list[ClusterEvent]] = {}
+        self._failures: dict[str, FailureCounts] = {}
+        self._flushed_at: dict[str, float] = {}  # upstream's FlushTimestamp
         self._wakeup = asyncio.Event()
         self.nominator = Nominator()
         self.scheduling_cycle = 0
@@ -86,52 +102,95 @@ class SchedulingQueue:
         # (queue, event) -> count, for scheduler_queue_incoming_pods_total.
         self.incoming: dict[tuple[str, str], int] = {}
 
-    # --- bookkeeping -------------------------------------------------------------
+    # --- moving pods between the queues ------------------------------------------
 
     def _count(self, queue: str, event: str) -> None:
         self.incoming[(queue, event)] = self.incoming.get((queue, event), 0) + 1
 
-    def _push_active(self, info: QueuedPodInfo, event: str) -> None:
+    def _backoff_expiry(self, info: QueuedPodInfo) -> float:
+        return self._backoff.expiry(info, self._failures.get(info.pod_info.uid, FailureCounts()))
+
+    def _park(self, info: QueuedPodInfo, event: str, *, gated: bool) -> None:
+        """Keep the pod among the unschedulable (or gated) pods."""
+        uid = info.pod_info.uid
+        if uid not in self._unschedulable and uid not in self._gated:
+            self._count("unschedulable", event)
+        self._unschedulable.pop(uid, None)
+        self._gated.pop(uid, None)
+        (self._gated if gated else self._unschedulable)[uid] = info
+
+    def _admitted(self, info: QueuedPodInfo, event: str) -> bool:
+        """Run PreEnqueue; a pod it turns away waits among the gated pods."""
+        status = self._pre_enqueue(info.pod_info)
+        if not status.ok:
+            info.gated = True
+            info.gating_plugin = status.plugin
+            self._park(info, event, gated=True)
+            return False
+        info.gated = False
+        info.gating_plugin = ""
+        self._unschedulable.pop(info.pod_info.uid, None)
+        self._gated.pop(info.pod_info.uid, None)
+        return True
+
+    def _to_active(self, info: QueuedPodInfo, event: str, *,
+                   from_backoff: bool = False) -> bool:
+        # PreEnqueue already ran when the pod entered backoffQ.
+        if not from_backoff and not self._admitted(info, event):
+            return False
+        self._backoff.remove(info.pod_info.uid)
+        if info.initial_attempt_timestamp is None:
+            info.initial_attempt_timestamp = self._clock()
         entry = _HeapEntry(info, self._less)
         heapq.heappush(self._active, entry)
         self._active_by_uid[info.pod_info.uid] = entry
         self._count("active", event)
         self._wakeup.set()
+        return True
 
-    def _push_backoff(self, info: QueuedPodInfo, event: str) -> None:
-        entry = _BackoffEntry(self._backoff_expiry(info), next(self._sequence), info)
-        heapq.heappush(self._backoff, entry)
-        self._backoff_by_uid[info.pod_info.uid] = entry
+    def _to_backoff(self, info: QueuedPodInfo, event: str) -> bool:
+        if not self._admitted(info, event):
+            return False
+        self._backoff.add(info, self._backoff_expiry(info))
         self._count("backoff", event)
+        if self._backoff.has_rejected():
+            self._wakeup.set()  # pop() may take it if the active queue is empty
+        return True
 
-    def _backoff_expiry(self, info: QueuedPodInfo) -> float:
-        return info.timestamp + backoff_seconds(
-            max(info.attempts, 1), self._initial_backoff, self._max_backoff)
+    def _requeue(self, info: QueuedPodInfo, strategy: _Strategy, event: str) -> bool:
+        """Upstream's requeuePodWithQueueingStrategy; whether the pod left the
+        unschedulable and gated pods."""
+        if strategy is _Strategy.SKIP:
+            self._park(info, event, gated=info.gated)
+            return False
+        if (strategy is _Strategy.AFTER_BACKOFF
+                and self._backoff.is_backing_off(self._backoff_expiry(info), self._clock())):
+            return self._to_backoff(info, event)
+        return self._to_active(info, event)
 
-    def _take(self, uid: str) -> QueuedPodInfo | None:
-        """Remove a pod from whichever queue holds it."""
-        if (entry := self._active_by_uid.pop(uid, None)) is not None:
-            entry.removed = True
-            return entry.info
-        if (backoff := self._backoff_by_uid.pop(uid, None)) is not None:
-            backoff.removed = True
-            return backoff.info
-        if (info := self._unschedulable.pop(uid, None)) is not None:
-            return info
-        return self._gated.pop(uid, None)
+    def _strategy(self, info: QueuedPodInfo, event: ClusterEvent) -> _Strategy:
+        """Upstream's isPodWorthRequeuing: a pending plugin interested in the event skips
+        backoff, an unschedulable one waits it out; nobody interested, the pod stays.
+        A gated pod is looked at only for its gating plugin's events (or a wildcard)."""
+        if info.gated:
+            if not (event.is_wildcard or self._interested(info.gating_plugin, event)):
+                return _Strategy.SKIP
+            rejectors = {info.gating_plugin}
+        else:
+            rejectors = set()
+        rejectors |= info.unschedulable_plugins | info.pending_plugins
+        if not rejectors or event.is_wildcard:
+            return _Strategy.AFTER_BACKOFF
+        strategy = _Strategy.SKIP
+        for plugin in rejectors:
+            if self._interested(plugin, event):
+                if plugin in info.pending_plugins:
+                    return _Strategy.IMMEDIATELY
+                strategy = _Strategy.AFTER_BACKOFF
+        return strategy
 
-    def _enqueue(self, info: QueuedPodInfo, event: str) -> None:
-        """Admit through PreEnqueue: gated pods wait aside, others become active."""
-        status = self._pre_enqueue(info.pod_info)
-        if not status.ok:
-            info.gated = True
-            info.gating_plugin = status.plugin
-            self._gated[info.pod_info.uid] = info
-            self._count("gated", event)
-            return
-        info.gated = False
-        info.gating_plugin = ""
-        self._push_active(info, event)
+    def _interested(self, plugin: str, event: ClusterEvent) -> bool:
+        return any(registered.matches(event) for registered in self._registered_events(plugin))
 
     # --- informer-facing API -----------------------------------------------------
 
@@ -140,38 +199,53 @@ class SchedulingQueue:
             self.update(pod)
             return
         self.nominator.add_from_status(pod)
-        self._enqueue(QueuedPodInfo(pod, timestamp=self._clock()), "PodAdd")
+        self._to_active(QueuedPodInfo(pod, timestamp=self._clock()),
+                        UNSCHEDULED_POD_ADD.queue_label())
 
     def update(self, pod: PodInfo) -> None:
         uid = pod.uid
         self.nominator.add_from_status(pod)
-        if uid in self._in_flight:
-            self._in_flight[uid].pod_info = pod
+        if (info := self._in_flight.get(uid)) is not None:
+            self._in_flight_updates.setdefault(uid, []).extend(
+                pod_update_events(info.pod_info, pod))
+            info.pod_info = pod
             return
         if (entry := self._active_by_uid.get(uid)) is not None:
             entry.info.pod_info = pod
             return
-        if (backoff := self._backoff_by_uid.get(uid)) is not None:
-            backoff.info.pod_info = pod
-            return
-        if (info := self._gated.pop(uid, None)) is not None:
+        if (info := self._backoff.get(uid)) is not None:
             info.pod_info = pod
-            self._enqueue(info, "PodUpdate")
             return
-        if (info := self._unschedulable.pop(uid, None)) is not None:
-            # The pod itself changed; it may fit now (upstream re-evaluates too).
+        if (info := self._gated.get(uid) or self._unschedulable.get(uid)) is not None:
+            # The update may be what a rejecting (or gating) plugin waits for.
+            events = pod_update_events(info.pod_info, pod)
             info.pod_info = pod
-            self._requeue_after_event(info, "PodUpdate")
+            for event in events:
+                strategy = self._strategy(info, event)
+                if strategy is not _Strategy.SKIP:
+                    self._requeue(info, strategy, event.queue_label())
+                    return
             return
-        self.add(pod)
+        self._to_active(QueuedPodInfo(pod, timestamp=self._clock()),
+                        UNSCHEDULED_POD_UPDATE.queue_label())
 
     def delete(self, uid: str) -> None:
-        self._take(uid)
-        self._in_flight.pop(uid, None)
+        if (entry := self._active_by_uid.pop(uid, None)) is not None:
+            entry.removed = True
+        self._backoff.remove(uid)
+        self._unschedulable.pop(uid, None)
+        self._gated.pop(uid, None)
+        self._forget(uid)
         self.nominator.delete(uid)
 
+    def _forget(self, uid: str) -> None:
+        self._in_flight.pop(uid, None)
+        self._in_flight_updates.pop(uid, None)
+        self._failures.pop(uid, None)
+        self._flushed_at.pop(uid, None)
+
     def contains(self, uid: str) -> bool:
-        return (uid in self._active_by_uid or uid in self._backoff_by_uid
+        return (uid in self._active_by_uid or uid in self._backoff
                 or uid in self._unschedulable or uid in self._gated or uid in self._in_flight)
 
     # --- scheduling-loop API -----------------------------------------------------
@@ -183,22 +257,29 @@ class SchedulingQueue:
                 return None
             while self._active:
                 entry = heapq.heappop(self._active)
-                if entry.removed:
-                    continue
-                info = entry.info
-                del self._active_by_uid[info.pod_info.uid]
-                info.attempts += 1
-                if info.initial_attempt_timestamp is None:
-                    info.initial_attempt_timestamp = self._clock()
-                self.scheduling_cycle += 1
-                self._in_flight[info.pod_info.uid] = info
-                return info
+                if not entry.removed:
+                    del self._active_by_uid[entry.info.pod_info.uid]
+                    return self._start(entry.info)
+            # An idle scheduler need not sit out a rejected pod's backoff.
+            if (info := self._backoff.pop_rejected()) is not None:
+                self._count("active", POP_FROM_BACKOFF_Q)
+                return self._start(info)
             self._wakeup.clear()
             await self._wakeup.wait()
+
+    def _start(self, info: QueuedPodInfo) -> QueuedPodInfo:
+        info.attempts += 1
+        self.scheduling_cycle += 1
+        self._in_flight[info.pod_info.uid] = info
+        self._in_flight_updates[info.pod_info.uid] = []
+        return info
 
     def done(self, uid: str) -> None:
         """The scheduling attempt for `uid` finished (bound or requeued)."""
         self._in_flight.pop(uid, None)
+        self._in_flight_updates.pop(uid, None)
+        if not self.contains(uid):
+            self._forget(uid)
 
     def add_unschedulable(self, info: QueuedPodInfo, pod_cycle: int, *,
                           error: bool = False) -> None:
@@ -207,66 +288,63 @@ class SchedulingQueue:
         if uid not in self._in_flight:
             return  # deleted while in flight: nothing to requeue
         del self._in_flight[uid]
+        own_updates = self._in_flight_updates.pop(uid, [])
+        if error:
+            info.unschedulable_plugins = set()
+            info.pending_plugins = set()
+        rejected = bool(info.unschedulable_plugins or info.pending_plugins)
+        self._failures.setdefault(uid, FailureCounts()).record(error=not rejected)
         info.timestamp = self._clock()
-        if error or self._move_request_cycle >= pod_cycle or not info.unschedulable_plugins:
-            # Something changed during the attempt, or it failed for a non-plugin reason:
-            # try again after backoff rather than waiting for another event.
-            self._push_backoff(info, "ScheduleAttemptFailure")
+        self._flushed_at.pop(uid, None)
+        if not rejected or self._move_request_cycle >= pod_cycle:
+            # It failed for a non-plugin reason, or something changed during the
+            # attempt: try again after backoff rather than waiting for another event.
+            strategy = _Strategy.AFTER_BACKOFF
         else:
-            self._unschedulable[uid] = info
-            self._count("unschedulable", "ScheduleAttemptFailure")
+            strategy = max((self._strategy(info, event) for event in own_updates),
+                           default=_Strategy.SKIP)
+        self._requeue(info, strategy, SCHEDULE_ATTEMPT_FAILURE)
 
-    def _requeue_after_event(self, info: QueuedPodInfo, event: str) -> None:
-        if self._backoff_expiry(info) > self._clock():
-            self._push_backoff(info, event)
-        else:
-            self._enqueue(info, event)
+    def move_on_event(self, event: ClusterEvent, *, pre_check: PreCheck | None = None) -> int:
+        """Move unschedulable pods that a rejecting plugin said this event may help
+        (only those passing `pre_check`, if given); returns how many left."""
+        candidates = [info for info in (*self._unschedulable.values(), *self._gated.values())
+                      if pre_check is None or pre_check(info.pod_info)]
+        return self._move(candidates, event)
 
-    def _interested(self, info: QueuedPodInfo, event: ClusterEvent) -> bool:
-        plugins = info.unschedulable_plugins | info.pending_plugins
-        if not plugins:
-            return True
-        return any(registered.matches(event)
-                   for plugin in plugins for registered in self._registered_events(plugin))
-
-    def move_on_event(self, event: ClusterEvent) -> int:
-        """Move unschedulable pods that a rejecting plugin said this event may help."""
-        self._move_request_cycle = self.scheduling_cycle
+    def _move(self, candidates: list[QueuedPodInfo], event: ClusterEvent) -> int:
+        """Upstream's movePodsToActiveOrBackoffQueue."""
         moved = 0
-        for uid, info in list(self._unschedulable.items()):
-            if self._interested(info, event):
-                del self._unschedulable[uid]
-                self._requeue_after_event(info, event.queue_label())
-                moved += 1
+        for info in candidates:
+            strategy = self._strategy(info, event)
+            if strategy is not _Strategy.SKIP:
+                moved += self._requeue(info, strategy, event.queue_label())
+        self._move_request_cycle = self.scheduling_cycle
         return moved
 
     def activate_gated(self) -> None:
         """Re-run PreEnqueue for gated pods (e.g. after their gates were removed)."""
-        for uid, info in list(self._gated.items()):
-            del self._gated[uid]
-            self._enqueue(info, "PodUpdate")
+        for info in list(self._gated.values()):
+            self._requeue(info, _Strategy.AFTER_BACKOFF, UNSCHEDULED_POD_UPDATE.queue_label())
 
     def flush_backoff_completed(self) -> int:
-        now = self._clock()
-        moved = 0
-        while self._backoff and self._backoff[0].expiry <= now:
-            entry = heapq.heappop(self._backoff)
-            if entry.removed:
-                continue
-            del self._backoff_by_uid[entry.info.pod_info.uid]
-            self._enqueue(entry.info, "BackoffComplete")
-            moved += 1
-        return moved
+        completed = self._backoff.pop_completed(self._clock())
+        for info in completed:
+            self._to_active(info, BACKOFF_COMPLETE, from_backoff=True)
+        return len(completed)
 
     def flush_unschedulable_leftover(self) -> int:
+        """Move pods unschedulable (or gated) for over 5 minutes, as upstream's
+        flushUnschedulablePodsLeftover."""
         now = self._clock()
-        moved = 0
-        for uid, info in list(self._unschedulable.items()):
-            if now - info.timestamp >= UNSCHEDULABLE_MAX_SECONDS:
-                del self._unschedulable[uid]
-                self._requeue_after_event(info, UNSCHEDULABLE_TIMEOUT.queue_label())
-                moved += 1
-        return moved
+        stale: list[QueuedPodInfo] = []
+        for info in (*self._unschedulable.values(), *self._gated.values()):
+            uid = info.pod_info.uid
+            since = max(info.timestamp, self._flushed_at.get(uid, info.timestamp))
+            if now - since > UNSCHEDULABLE_MAX_SECONDS:
+                self._flushed_at[uid] = now
+                stale.append(info)
+        return self._move(stale, UNSCHEDULABLE_TIMEOUT) if stale else 0
 
     async def run_flushers(self) -> None:
         """Periodic moves from backoffQ and (after 5 minutes) from unschedulable."""
@@ -287,13 +365,13 @@ class SchedulingQueue:
     def pending_counts(self) -> dict[str, int]:
         return {
             "active": len(self._active_by_uid),
-            "backoff": len(self._backoff_by_uid),
+            "backoff": len(self._backoff),
             "unschedulable": len(self._unschedulable),
             "gated": len(self._gated),
         }
 
     def where(self, uid: str) -> str | None:
-        for name, holder in (("active", self._active_by_uid), ("backoff", self._backoff_by_uid),
+        for name, holder in (("active", self._active_by_uid), ("backoff", self._backoff),
                              ("unschedulable", self._unschedulable), ("gated", self._gated),
                              ("in_flight", self._in_flight)):
             if uid in holder:

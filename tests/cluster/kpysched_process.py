@@ -9,12 +9,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from tests.cluster.cluster import ClusterError, ClusterState, log_tail
+from tests.cluster.cluster import ClusterError, ClusterState, free_port, log_tail
 
 START_TIMEOUT_SECONDS = 60.0
 
@@ -32,13 +34,20 @@ class KpyschedProcess:
     """`with KpyschedProcess(state, config) as kp:` runs `kpysched run` until the block ends."""
 
     def __init__(self, state: ClusterState, config: Mapping[str, Any] | None = None,
-                 *, log_level: str = "debug") -> None:
+                 *, log_level: str = "debug", wait_for: str = "scheduler.started",
+                 extra_args: tuple[str, ...] = ()) -> None:
         self.state = state
         self.workdir = Path(tempfile.mkdtemp(prefix="kpysched-", dir=state.dir))
         self.log_path = self.workdir / "kpysched.log"
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        # "scheduler.started" means leading and scheduling; "scheduler.informers_synced"
+        # is enough for a standby replica.
+        self.wait_for = wait_for
         self.command = [sys.executable, "-m", "kpysched.cli", "run",
                         "--kubeconfig", state.kubeconfig, "--log-format", "json",
-                        "--log-level", log_level]
+                        "--log-level", log_level, "--bind-address", "127.0.0.1",
+                        "--secure-port", str(self.port), *extra_args]
         if config is not None:
             config_path = self.workdir / "config.yaml"
             config_path.write_text(json.dumps(config, indent=2))
@@ -55,12 +64,21 @@ class KpyschedProcess:
             if self.process.poll() is not None:
                 raise ClusterError(f"kpysched exited with {self.process.returncode}; last lines "
                                    f"of {self.log_path}:\n{log_tail(self.log_path)}")
-            if any(e.get("event") == "scheduler.informers_synced" for e in self.log_events()):
+            if any(e.get("event") == self.wait_for for e in self.log_events()):
                 return self
             time.sleep(0.1)
         self.stop()
-        raise ClusterError(f"kpysched did not sync within {START_TIMEOUT_SECONDS:.0f}s; last "
+        raise ClusterError(f"kpysched did not log {self.wait_for} within "
+                           f"{START_TIMEOUT_SECONDS:.0f}s; last "
                            f"lines of {self.log_path}:\n{log_tail(self.log_path)}")
+
+    def get(self, path: str) -> tuple[int, str]:
+        """GET an endpoint of the health/metrics server: (status, body)."""
+        try:
+            with urllib.request.urlopen(f"{self.url}{path}", timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
 
     def log_events(self) -> list[dict[str, Any]]:
         events = []

@@ -1,14 +1,22 @@
 """node_update_event, against upstream's NodeSchedulingPropertiesChange
-(TestNodeSchedulingPropertiesChange in pkg/scheduler/framework/events_test.go)."""
+(TestNodeSchedulingPropertiesChange in pkg/scheduler/framework/events_test.go), and the
+cluster events the informer callbacks hand the queue (upstream's eventhandlers.go)."""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import pytest
 
-from kpysched.event_handlers import node_update_event
+from kpysched.cache.cache import Cache
+from kpysched.event_handlers import NodeEventHandler, PodEventHandler, node_update_event
+from kpysched.events import EventRecorder
 from kpysched.framework.events import ActionType, ClusterEvent, Resource
 from kpysched.objects import api
-from tests.unit.builders import NodeBuilder, make_node
+from kpysched.objects.pod import PodInfo
+from kpysched.queue.scheduling_queue import PreCheck
+from kpysched.scheduler import Scheduler
+from tests.unit.builders import NodeBuilder, make_node, make_pod
 
 A = ActionType
 
@@ -23,45 +31,144 @@ def annotated(builder: NodeBuilder, **annotations: str) -> api.Node:
     return node
 
 
-@pytest.mark.parametrize(("old", "new", "action"), [
-    pytest.param(base().obj(), base().obj(), None, id="no specific change applied"),
-    pytest.param(base().unschedulable().obj(), base().obj(), A.UPDATE_NODE_TAINT,
+@pytest.mark.parametrize(("old", "new", "actions"), [
+    pytest.param(base().obj(), base().obj(), [], id="no specific change applied"),
+    pytest.param(base().unschedulable().obj(), base().obj(), [A.UPDATE_NODE_TAINT],
                  id="node became schedulable"),
-    pytest.param(base().obj(), base().unschedulable().obj(), None,
+    pytest.param(base().obj(), base().unschedulable().obj(), [],
                  id="node became unschedulable: nothing can newly fit"),
     pytest.param(base().obj(),
                  make_node("n").capacity({"cpu": "1000m", "memory": "100m",
                                           "example.com/foo": "2"}).obj(),
-                 A.UPDATE_NODE_ALLOCATABLE, id="only node allocatable changed"),
+                 [A.UPDATE_NODE_ALLOCATABLE], id="only node allocatable changed"),
     pytest.param(base().label("foo", "fuz").obj(), base().label("foo", "bar").obj(),
-                 A.UPDATE_NODE_LABEL, id="only node label changed"),
+                 [A.UPDATE_NODE_LABEL], id="only node label changed"),
     pytest.param(base().taint("node.kubernetes.io/unschedulable", "foo").obj(),
                  base().taint("node.kubernetes.io/unschedulable", "").obj(),
-                 A.UPDATE_NODE_TAINT, id="only node taint changed"),
-    pytest.param(base().taint("a").obj(), base().obj(), A.UPDATE_NODE_TAINT,
+                 [A.UPDATE_NODE_TAINT], id="only node taint changed"),
+    pytest.param(base().taint("a").obj(), base().obj(), [A.UPDATE_NODE_TAINT],
                  id="taint removed"),
     pytest.param(annotated(base(), foo="fuz"), annotated(base(), foo="bar"),
-                 A.UPDATE_NODE_ANNOTATION, id="only node annotation changed"),
+                 [A.UPDATE_NODE_ANNOTATION], id="only node annotation changed"),
     pytest.param(base().taint("node.kubernetes.io/unschedulable", "foo").obj(),
                  base().label("foo", "bar").taint("node.kubernetes.io/unschedulable", "").obj(),
-                 A.UPDATE_NODE_LABEL | A.UPDATE_NODE_TAINT,
+                 [A.UPDATE_NODE_LABEL, A.UPDATE_NODE_TAINT],
                  id="both node label and node taint changed"),
-    pytest.param(base().obj(), base().image(10, "nginx").obj(), None,
+    pytest.param(base().unschedulable().taint("a").obj(), base().obj(),
+                 [A.UPDATE_NODE_TAINT, A.UPDATE_NODE_TAINT],
+                 id="schedulable again and taint removed: one event each, as upstream"),
+    pytest.param(base().obj(), base().image(10, "nginx").obj(), [],
                  id="images are not a scheduling property here"),
 ])
-def test_node_update_event(old: api.Node, new: api.Node, action: ActionType | None) -> None:
-    event = node_update_event(old, new)
-    if action is None:
-        assert event is None
-    else:
-        assert event is not None
-        assert (event.resource, event.action) == (Resource.NODE, action)
+def test_node_update_event(old: api.Node, new: api.Node, actions: list[ActionType]) -> None:
+    events = node_update_event(old, new)
+    assert [(event.resource, event.action) for event in events] == [
+        (Resource.NODE, action) for action in actions]
 
 
 def test_node_update_event_is_heard_by_matching_registrations() -> None:
-    event = node_update_event(base().label("zone", "a").obj(), base().label("zone", "b").obj())
-    assert event is not None
+    [event] = node_update_event(base().label("zone", "a").obj(),
+                                base().label("zone", "b").obj())
     assert ClusterEvent(Resource.NODE, A.UPDATE_NODE_LABEL).matches(event)
     assert ClusterEvent(Resource.NODE, A.ADD | A.UPDATE_NODE_LABEL).matches(event)
     assert not ClusterEvent(Resource.NODE, A.UPDATE_NODE_TAINT).matches(event)
-    assert event.queue_label() == "NodeUpdate"
+    assert event.queue_label() == "NodeUpdateNodeLabel"
+
+
+def test_a_node_update_changing_several_properties_reaches_each_registration() -> None:
+    events = node_update_event(base().taint("a").obj(), base().label("zone", "b").obj())
+    for registered in (ClusterEvent(Resource.NODE, A.ADD | A.UPDATE_NODE_TAINT),
+                       ClusterEvent(Resource.NODE, A.ADD | A.UPDATE_NODE_LABEL)):
+        assert any(registered.matches(event) for event in events)
+
+
+# --- what the callbacks hand the queue ---------------------------------------------------
+
+
+class RecordingQueue:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, PreCheck | None]] = []
+        self.deleted: list[str] = []
+
+    def move_on_event(self, event: ClusterEvent, *, pre_check: PreCheck | None = None) -> int:
+        self.events.append((event.queue_label(), pre_check))
+        return 0
+
+    def delete(self, uid: str) -> None:
+        self.deleted.append(uid)
+
+    def update(self, pod: PodInfo) -> None:
+        pass
+
+
+class FakeScheduler:
+    def __init__(self) -> None:
+        self.queue = RecordingQueue()
+        self.cache = Cache()
+        self.frameworks: dict[str, Any] = {}
+
+    def responsible_for(self, scheduler_name: str) -> bool:
+        return scheduler_name == "default-scheduler"
+
+
+def handlers() -> tuple[FakeScheduler, PodEventHandler, NodeEventHandler]:
+    scheduler = FakeScheduler()
+    as_scheduler = cast(Scheduler, scheduler)
+    return (scheduler, PodEventHandler(as_scheduler, cast(EventRecorder, None)),
+            NodeEventHandler(as_scheduler))
+
+
+def labels(scheduler: FakeScheduler) -> list[str]:
+    return [label for label, _ in scheduler.queue.events]
+
+
+def test_node_update_moves_pods_once_per_changed_property() -> None:
+    scheduler, _, nodes = handlers()
+    old, new = base().taint("a").obj(), base().label("zone", "b").obj()
+    nodes.on_add(old)
+    scheduler.queue.events.clear()
+    nodes.on_update(old, new)
+    assert labels(scheduler) == ["NodeUpdateNodeLabel", "NodeUpdateNodeTaint"]
+
+
+def test_node_delete_is_an_event() -> None:
+    scheduler, _, nodes = handlers()
+    node = base().obj()
+    nodes.on_add(node)
+    nodes.on_delete(node)
+    assert labels(scheduler) == ["NodeAdd", "NodeDelete"]
+
+
+def test_assigned_pod_update_moves_pods_once_per_changed_property() -> None:
+    scheduler, pods, _ = handlers()
+    old = make_pod("p").node("n").req(cpu="1").obj()
+    new = make_pod("p").node("n").req(cpu="500m").label("app", "a").obj()
+    pods.on_add(old)
+    pods.on_update(old, new)
+    assert labels(scheduler) == ["AssignedPodAdd", "AssignedPodUpdatePodLabel",
+                                 "AssignedPodUpdatePodScaleDown"]
+
+
+def test_binding_is_an_assigned_pod_add() -> None:
+    scheduler, pods, _ = handlers()
+    old = make_pod("p").obj()
+    pods.on_update(old, make_pod("p").node("n").obj())
+    assert labels(scheduler) == ["AssignedPodAdd"]
+    assert scheduler.queue.deleted == [old.metadata.uid]
+
+
+@pytest.mark.parametrize("how", ["deleted", "nomination cleared"])
+def test_a_nominated_pod_leaving_frees_its_room_for_pods_of_no_higher_priority(
+        how: str) -> None:
+    scheduler, pods, _ = handlers()
+    nominated = make_pod("p").priority(10).obj()
+    nominated.status.nominated_node_name = "n"
+    if how == "deleted":
+        pods.on_delete(nominated)
+    else:
+        pods.on_update(nominated, make_pod("p").priority(10).obj())
+    [(label, pre_check)] = scheduler.queue.events
+    assert label == "AssignedPodDelete"
+    assert pre_check is not None
+    assert pre_check(make_pod("peer").priority(10).info())
+    assert not pre_check(make_pod("higher").priority(11).info())

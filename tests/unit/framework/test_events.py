@@ -10,10 +10,13 @@ from kpysched.framework.events import (
     ASSIGNED_POD_DELETE,
     EVERYTHING,
     NODE_ADD,
+    UNSCHEDULABLE_TIMEOUT,
     ActionType,
     ClusterEvent,
     Resource,
+    pod_update_events,
 )
+from tests.unit.builders import PodBuilder, make_pod
 
 A = ActionType
 
@@ -57,6 +60,14 @@ def event(resource: Resource, action: ActionType) -> ClusterEvent:
                  id="specific pod update registered, generic update coming"),
     pytest.param(event(Resource.POD, A.UPDATE), event(Resource.POD, A.UPDATE_POD_LABEL), True,
                  id="generic pod update registered, specific update coming"),
+    pytest.param(event(Resource.POD, A.UPDATE_POD_LABEL),
+                 event(Resource.UNSCHEDULED_POD, A.UPDATE_POD_LABEL), True,
+                 id="Pod registration hears unscheduled pods' updates"),
+    pytest.param(event(Resource.NODE, A.ADD | A.UPDATE_NODE_LABEL),
+                 event(Resource.NODE, A.UPDATE_NODE_LABEL | A.UPDATE_NODE_TAINT), False,
+                 id="incoming event broader than the registration"),
+    pytest.param(event(Resource.NODE, A.ALL), UNSCHEDULABLE_TIMEOUT, False,
+                 id="a wildcard incoming event matches only a wildcard registration"),
 ])
 def test_matches(registered: ClusterEvent, incoming: ClusterEvent, matches: bool) -> None:
     assert registered.matches(incoming) is matches
@@ -64,6 +75,12 @@ def test_matches(registered: ClusterEvent, incoming: ClusterEvent, matches: bool
 
 @pytest.mark.parametrize(("cluster_event", "label"), [
     pytest.param(NODE_ADD, "NodeAdd", id="explicit label"),
+    pytest.param(event(Resource.NODE, A.UPDATE_NODE_TAINT), "NodeUpdateNodeTaint",
+                 id="resource and action, as upstream's Label()"),
+    pytest.param(event(Resource.UNSCHEDULED_POD, A.UPDATE_POD_TOLERATIONS),
+                 "UnschedulablePodUpdatePodToleration", id="unscheduled pod update"),
+    pytest.param(event(Resource.ASSIGNED_POD, A.UPDATE), "AssignedPodUpdate",
+                 id="generic update"),
     pytest.param(ASSIGNED_POD_DELETE, "AssignedPodDelete", id="assigned pod delete"),
     pytest.param(EVERYTHING, "*", id="wildcard"),
 ])
@@ -79,3 +96,43 @@ def test_update_covers_every_update_flag_and_all_covers_add_and_delete() -> None
         assert flag in A.UPDATE
     assert A.ADD not in A.UPDATE and A.DELETE not in A.UPDATE
     assert A.ALL == A.ADD | A.DELETE | A.UPDATE
+
+
+# --- pod_update_events, as upstream's TestPodSchedulingPropertiesChange ---------------
+
+
+def base_pod() -> PodBuilder:
+    return make_pod("p").label("app", "a").req(cpu="1", memory="1Gi").toleration("k")
+
+
+@pytest.mark.parametrize(("old", "new", "actions"), [
+    pytest.param(base_pod(), base_pod(), [A.UPDATE], id="no specific change: generic update"),
+    pytest.param(base_pod(), base_pod().label("app", "b"), [A.UPDATE_POD_LABEL],
+                 id="label changed"),
+    pytest.param(base_pod(), make_pod("p").label("app", "a").req(cpu="500m", memory="1Gi")
+                 .toleration("k"), [A.UPDATE_POD_SCALE_DOWN], id="cpu request scaled down"),
+    pytest.param(base_pod(), make_pod("p").label("app", "a").req(cpu="2", memory="1Gi")
+                 .toleration("k"), [A.UPDATE], id="scaled up: nothing can newly fit"),
+    pytest.param(base_pod(), make_pod("p").label("app", "a").req(cpu="1").toleration("k"),
+                 [A.UPDATE_POD_SCALE_DOWN], id="request removed"),
+    pytest.param(base_pod(), base_pod().toleration("other"), [A.UPDATE_POD_TOLERATIONS],
+                 id="toleration added"),
+    pytest.param(base_pod().gates("a", "b"), base_pod(),
+                 [A.UPDATE_POD_SCHEDULING_GATES_ELIMINATED], id="every gate removed"),
+    pytest.param(base_pod().gates("a", "b"), base_pod().gates("b"), [A.UPDATE],
+                 id="one gate of two removed"),
+    pytest.param(base_pod(), base_pod().label("app", "b").toleration("other"),
+                 [A.UPDATE_POD_LABEL, A.UPDATE_POD_TOLERATIONS],
+                 id="label and toleration: one event each"),
+])
+def test_pod_update_events(old: PodBuilder, new: PodBuilder, actions: list[ActionType]) -> None:
+    events = pod_update_events(old.info(), new.info())
+    assert [(e.resource, e.action) for e in events] == [
+        (Resource.UNSCHEDULED_POD, action) for action in actions]
+
+
+def test_pod_update_events_of_an_assigned_pod() -> None:
+    [update] = pod_update_events(base_pod().node("n").info(),
+                                 base_pod().node("n").label("app", "b").info())
+    assert (update.resource, update.action) == (Resource.ASSIGNED_POD, A.UPDATE_POD_LABEL)
+    assert update.queue_label() == "AssignedPodUpdatePodLabel"

@@ -31,6 +31,7 @@ from tests.unit.builders import make_pod
 FIT = "NodeResourcesFit"
 TAINT = "TaintToleration"
 LABELS = "PodLabelWatcher"
+POD_UPDATES = "PodUpdateWatcher"
 UNKNOWN = "NotRegistered"
 
 # Which cluster events each (pretend) plugin registered; an unknown plugin wakes on anything,
@@ -40,6 +41,7 @@ REGISTERED: dict[str, tuple[ClusterEvent, ...]] = {
           ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)),
     TAINT: (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),),
     LABELS: (ClusterEvent(Resource.POD, ActionType.UPDATE_POD_LABEL),),
+    POD_UPDATES: (ClusterEvent(Resource.POD, ActionType.UPDATE),),
 }
 
 NODE_LABEL_UPDATE = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL, "NodeUpdate")
@@ -610,3 +612,150 @@ async def test_adding_a_known_pod_updates_it_without_duplicating() -> None:
     assert queue.pending_counts()["active"] == 1
     assert (await pop_now(queue)).pod_info.pod.metadata.labels == {"v": "2"}
     assert await still_waiting(queue)
+
+
+# --- upstream details beyond the basics ----------------------------------------------
+
+
+async def test_pop_prefers_the_active_queue_over_backing_off_pods() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    backing_off = pod("backing-off", 100)
+    queue.add(backing_off)
+    queued = await pop_now(queue)
+    cycle = queue.scheduling_cycle
+    queue.move_on_event(NODE_ADD)
+    reject(queue, queued, cycle, FIT)
+    queue.add(pod("active", 0))
+    assert (await pop_now(queue)).pod_info.name == "active"
+    assert (await pop_now(queue)).pod_info.name == "backing-off"
+    assert queue.incoming[("active", "PopFromBackoffQ")] == 1
+    assert queue.incoming[("active", "UnschedulablePodAdd")] == 2
+
+
+async def test_backing_off_pods_with_the_same_expiry_pop_in_queue_order() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    queue.add(pod("low", 0))
+    queue.add(pod("high", 10))
+    popped = [await pop_now(queue), await pop_now(queue)]
+    cycle = queue.scheduling_cycle
+    queue.move_on_event(NODE_ADD)
+    for queued in popped:
+        reject(queue, queued, cycle, FIT)
+    assert [(await pop_now(queue)).pod_info.name for _ in range(2)] == ["high", "low"]
+
+
+async def test_an_error_forgets_the_plugins_that_rejected_an_earlier_attempt() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p")
+    await rejected_pod(queue, clock, info, FIT)
+    clock.advance(60)
+    queue.move_on_event(NODE_ADD)
+    queued = await pop_now(queue)
+    assert queued.unschedulable_plugins == {FIT}
+    queue.add_unschedulable(queued, queue.scheduling_cycle, error=True)
+    assert queue.where(info.uid) == "backoff"
+    assert queued.unschedulable_plugins == set()
+    assert await still_waiting(queue)  # podErrorBackoffQ: pop does not take it
+
+
+async def test_a_pending_plugin_interested_in_the_event_skips_the_backoff() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p")
+    queue.add(info)
+    queued = await pop_now(queue)
+    queued.pending_plugins = {FIT}
+    queue.add_unschedulable(queued, queue.scheduling_cycle)
+    assert queue.where(info.uid) == "unschedulable"
+    queue.move_on_event(NODE_ADD)  # still within the 1s backoff
+    assert queue.where(info.uid) == "active"
+
+
+@pytest.mark.parametrize(("plugin", "where"), [
+    pytest.param(LABELS, "backoff", id="rejecting plugin registered the update: retried"),
+    pytest.param(TAINT, "unschedulable", id="rejecting plugin did not: waits"),
+])
+async def test_an_update_while_in_flight_counts_when_the_pod_comes_back(plugin: str,
+                                                                       where: str) -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p", labels={"v": "1"})
+    queue.add(info)
+    queued = await pop_now(queue)
+    queue.update(relabelled(info, {"v": "2"}))
+    reject(queue, queued, queue.scheduling_cycle, plugin)
+    assert queue.where(info.uid) == where
+
+
+@pytest.mark.parametrize(("plugin", "moved"), [
+    pytest.param(LABELS, False, id="specific registration does not hear a generic update"),
+    pytest.param(POD_UPDATES, True, id="generic Pod/Update registration hears it"),
+])
+async def test_an_update_with_no_specific_change_is_a_generic_update(plugin: str,
+                                                                     moved: bool) -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    info = pod("p")
+    await rejected_pod(queue, clock, info, plugin)
+    clock.advance(30)
+    queue.update(changed(info, node_selector={"zone": "a"}))
+    assert (queue.where(info.uid) == "active") is moved
+
+
+async def test_move_on_event_only_moves_pods_passing_the_pre_check() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    low, high = pod("low", 0), pod("high", 10)
+    await rejected_pod(queue, clock, low, FIT)
+    await rejected_pod(queue, clock, high, FIT)
+    clock.advance(30)
+    moved = queue.move_on_event(ASSIGNED_POD_DELETE, pre_check=lambda p: p.priority <= 5)
+    assert moved == 1
+    assert [queue.where(p.uid) for p in (low, high)] == ["active", "unschedulable"]
+
+
+def waiter_queue(clock: FakeClock, admitted: set[str],
+                 calls: list[str]) -> SchedulingQueue:
+    """Pods are gated by TaintToleration (registered for node taint updates) until
+    their name is admitted."""
+    def pre_enqueue(info: PodInfo) -> Status:
+        calls.append(info.name)
+        if info.name in admitted:
+            return Status()
+        return Status.unresolvable("not yet", plugin=TAINT)
+
+    return make_queue(clock, pre_enqueue=pre_enqueue)
+
+
+async def test_gated_pod_is_reconsidered_on_its_gating_plugins_events() -> None:
+    clock = FakeClock()
+    admitted: set[str] = set()
+    calls: list[str] = []
+    queue = waiter_queue(clock, admitted, calls)
+    info = pod("p")
+    queue.add(info)
+    admitted.add("p")
+    assert queue.move_on_event(NODE_LABEL_UPDATE) == 0
+    assert queue.where(info.uid) == "gated"
+    assert queue.move_on_event(NODE_TAINT_UPDATE) == 1
+    assert queue.where(info.uid) == "active"
+    assert calls == ["p", "p"]
+
+
+async def test_gated_pod_is_reconsidered_by_the_leftover_flush_every_5_minutes() -> None:
+    clock = FakeClock()
+    calls: list[str] = []
+    queue = waiter_queue(clock, set(), calls)
+    queue.add(pod("p"))
+    clock.advance(301)
+    assert queue.flush_unschedulable_leftover() == 0
+    assert len(calls) == 2
+    clock.advance(30)
+    queue.flush_unschedulable_leftover()
+    assert len(calls) == 2  # flushed 30s ago: not yet again
+    clock.advance(300)
+    queue.flush_unschedulable_leftover()
+    assert len(calls) == 3
