@@ -4,6 +4,7 @@ and run them as one supervised task group until a signal asks us to stop."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,30 +38,42 @@ from kpysched.plugins.pod_topology_spread import default_selector
 from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.scheduling_queue import SchedulingQueue
 from kpysched.scheduler import Scheduler
-from kpysched.server import HealthCheck, Server, ServerConfig, progress_check
+from kpysched.server import HealthCheck, Server, ServerConfig, ServerThread, progress_check
 
 log = structlog.get_logger(__name__)
 
 SHUTDOWN_GRACE_SECONDS = 10.0
-# /livez fails when pods wait but the loop made no decision for this long.
-LIVENESS_STALL_SECONDS = 60.0
+# Where a pod's service-account token and CA live; the variable moves them (for tests).
+INCLUSTER_DIR_ENV = "KPYSCHED_INCLUSTER_DIR"
+DEFAULT_INCLUSTER_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 NAMESPACE_CHANGE = ClusterEvent(EventResource.NAMESPACE, ActionType.ADD | ActionType.UPDATE,
                                 "NamespaceChange")
 
 
 async def make_api_client(kubeconfig: Path | None) -> client.ApiClient:
-    """kubeconfig when given (or $KUBECONFIG), in-cluster service account otherwise."""
+    """kubeconfig when given (or $KUBECONFIG), in-cluster service account otherwise.
+
+    The in-cluster files (token, ca.crt) are read from $KPYSCHED_INCLUSTER_DIR when set
+    (tests lay out a pod's service-account directory there), else from where the kubelet
+    mounts them; the API server address comes from KUBERNETES_SERVICE_HOST/PORT."""
     configuration = client.Configuration()
     if kubeconfig is not None:
         await kube_config.load_kube_config(config_file=str(kubeconfig),
                                            client_configuration=configuration)
-    else:
-        try:
-            kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
-                client_configuration=configuration)
-        except kube_config.ConfigException:
-            # Outside a pod: fall back to $KUBECONFIG / ~/.kube/config like kubectl.
-            await kube_config.load_kube_config(client_configuration=configuration)
+        return client.ApiClient(configuration)
+    incluster_dir = os.environ.get(INCLUSTER_DIR_ENV)
+    directory = Path(incluster_dir or DEFAULT_INCLUSTER_DIR)
+    try:
+        kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
+            client_configuration=configuration,
+            token_filename=str(directory / "token"), cert_filename=str(directory / "ca.crt"))
+    except kube_config.ConfigException as error:
+        if incluster_dir:
+            # Asked for in-cluster credentials explicitly: never fall back to other ones.
+            raise kube_config.ConfigException(
+                f"in-cluster config from {INCLUSTER_DIR_ENV}={incluster_dir}: {error}") from None
+        # Outside a pod: fall back to $KUBECONFIG / ~/.kube/config like kubectl.
+        await kube_config.load_kube_config(client_configuration=configuration)
     return client.ApiClient(configuration)
 
 
@@ -167,6 +180,9 @@ class SchedulerHandle:
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:
         assert self.executor is not None
+        metrics = self._scheduler().metrics
+        if metrics is not None:
+            metrics.preemption_victims(len(victims))
         for victim in victims:
             self.reject_waiting_pod(victim.uid, plugin, "preempted")
         self.executor.preempt(preemptor, node_name, victims, plugin)
@@ -292,15 +308,23 @@ async def run(
             return all(r.has_synced for r in reflectors)
 
         def waiting() -> int:
+            """Pods the loop owes a decision: queued ones plus the one in the cycle."""
             leading = elector is None or elector.is_leader
-            return scheduler.queue.pending_counts()["active"] if leading else 0
+            if not leading:
+                return 0
+            return scheduler.queue.pending_counts()["active"] + (
+                1 if scheduler.busy_since is not None else 0)
+
+        def last_progress() -> float:
+            busy = scheduler.busy_since
+            return busy if busy is not None else scheduler.last_progress
 
         server = Server(
             ServerConfig(settings.bind_address, settings.secure_port, settings.tls_cert_file,
                          settings.tls_private_key_file), metrics,
             healthz=leader_checks,
-            livez=[progress_check(lambda: scheduler.last_progress, waiting,
-                                  stall_seconds=LIVENESS_STALL_SECONDS)],
+            livez=[progress_check(last_progress, waiting,
+                                  stall_seconds=settings.liveness_stall_seconds)],
             readyz=[*leader_checks,
                     HealthCheck.of("sched-handler-sync", synced,
                                    "handlers are not fully synchronized"),
@@ -309,9 +333,10 @@ async def run(
         log.info("scheduler.starting", profiles=[p.scheduler_name for p in profiles],
                  leader_elect=election.leader_elect)
         exit_code = 0
+        http = ServerThread(server)
+        http.start()
         try:
-            async with server, asyncio.TaskGroup() as group:
-                log.info("server.listening", url=server.url)
+            async with asyncio.TaskGroup() as group:
                 background = [group.create_task(r.run(), name=f"informer {r.resource}")
                               for r in reflectors]
                 background.append(group.create_task(metrics.loop_lag_monitor(),
@@ -341,6 +366,7 @@ async def run(
             log.error("leader.lost", reason=str(lost.exceptions[0]))
             exit_code = 1
         finally:
+            http.stop()
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
     log.info("scheduler.stopped", exit_code=exit_code)

@@ -77,6 +77,9 @@ class Scheduler:
         self.snapshot = Snapshot()
         self.counters = Counters()
         self.last_progress = time.monotonic()
+        # When the current scheduling cycle began (None between cycles): a cycle that
+        # never ends is a stuck loop even if nothing else is queued.
+        self.busy_since: float | None = None
         self._binding_tasks: set[asyncio.Task[None]] = set()
         self._stopping = False
 
@@ -90,7 +93,9 @@ class Scheduler:
             queued = await self.queue.pop()
             if queued is None:
                 return
+            self.busy_since = time.monotonic()
             self.schedule_one(queued)
+            self.busy_since = None
             self.last_progress = time.monotonic()
             # Let informers and binding tasks run between decisions.
             await asyncio.sleep(0)

@@ -12,7 +12,9 @@ Checks run on every probe inside the event loop: they must be cheap and synchron
 
 from __future__ import annotations
 
+import asyncio
 import ssl
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -208,3 +210,59 @@ def _single(check: HealthCheck) -> Callable[[web.Request], Awaitable[web.Respons
 def _text(body: str, status: int) -> web.Response:
     return web.Response(text=body, status=status, content_type="text/plain", charset="utf-8",
                         headers={"X-Content-Type-Options": "nosniff"})
+
+
+class ServerThread:
+    """Runs a Server on a thread with its own event loop.
+
+    The scheduling loop is CPU-bound Python on the main event loop; if a plugin
+    blocks it, a server on that same loop could not answer at all. On its own
+    thread the server still answers, so /livez reports the stall with a reason
+    instead of timing out, and /metrics stays scrapeable. Checks and scrape hooks
+    only read plain counters and lengths, which is safe under the GIL.
+    """
+
+    def __init__(self, server: Server) -> None:
+        self._server = server
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+
+    @property
+    def port(self) -> int:
+        return self._server.port
+
+    @property
+    def url(self) -> str:
+        return self._server.url
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._server.start())
+        except BaseException as error:  # reported to start() in the caller's thread
+            self._error = error
+            self._started.set()
+            loop.close()
+            return
+        self._started.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(self._server.stop())
+            loop.close()
+
+    def start(self, timeout: float = 10.0) -> None:
+        self._thread = threading.Thread(target=self._run, name="kpysched-http", daemon=True)
+        self._thread.start()
+        if not self._started.wait(timeout):
+            raise RuntimeError(f"the HTTP server did not start within {timeout:.0f}s")
+        if self._error is not None:
+            raise self._error
+
+    def stop(self, timeout: float = 10.0) -> None:
+        if self._loop is not None and self._thread is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout)

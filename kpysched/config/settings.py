@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     tls_cert_file: Path | None = None
     tls_private_key_file: Path | None = None
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
+    # /livez fails when pods wait but the scheduling loop decided nothing for this long.
+    liveness_stall_seconds: float = Field(default=60.0, gt=0)
 
     @field_validator("log_level", "log_format", mode="before")
     @classmethod

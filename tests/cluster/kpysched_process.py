@@ -35,7 +35,8 @@ class KpyschedProcess:
 
     def __init__(self, state: ClusterState, config: Mapping[str, Any] | None = None,
                  *, log_level: str = "debug", wait_for: str = "scheduler.started",
-                 extra_args: tuple[str, ...] = ()) -> None:
+                 extra_args: tuple[str, ...] = (), env: Mapping[str, str] | None = None,
+                 kubeconfig: str | None = None) -> None:
         self.state = state
         self.workdir = Path(tempfile.mkdtemp(prefix="kpysched-", dir=state.dir))
         self.log_path = self.workdir / "kpysched.log"
@@ -45,20 +46,21 @@ class KpyschedProcess:
         # is enough for a standby replica.
         self.wait_for = wait_for
         self.command = [sys.executable, "-m", "kpysched.cli", "run",
-                        "--kubeconfig", state.kubeconfig, "--log-format", "json",
+                        "--kubeconfig", kubeconfig or state.kubeconfig, "--log-format", "json",
                         "--log-level", log_level, "--bind-address", "127.0.0.1",
                         "--secure-port", str(self.port), *extra_args]
         if config is not None:
             config_path = self.workdir / "config.yaml"
             config_path.write_text(json.dumps(config, indent=2))
             self.command += ["--config", str(config_path)]
+        self.env = {**os.environ, **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
         self.returncode: int | None = None
 
     def start(self) -> KpyschedProcess:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=dict(os.environ))
+                                            stdin=subprocess.DEVNULL, env=self.env)
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -88,6 +90,20 @@ class KpyschedProcess:
             except ValueError:
                 continue
         return events
+
+    def kill(self) -> None:
+        """SIGKILL: the process gets no chance to release anything."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def metric_total(self, name: str) -> float:
+        """Sum of all samples of one metric family on /metrics."""
+        from prometheus_client.parser import text_string_to_metric_families
+
+        _, body = self.get("/metrics")
+        return sum(sample.value for family in text_string_to_metric_families(body)
+                   for sample in family.samples if sample.name == name)
 
     def stop(self, timeout: float = 30.0) -> int:
         if self.process is None:

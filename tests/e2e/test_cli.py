@@ -30,6 +30,16 @@ CASES = {
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: [oops\n",
         "line",
     ),
+    "negative-lease-duration": (
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "leaderElection:\n  leaseDuration: -5s\n",
+        "leaderElection.leaseDuration",
+    ),
+    "renew-deadline-not-below-lease": (
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+        "leaderElection:\n  leaseDuration: 15s\n  renewDeadline: 20s\n",
+        "leaderElection.",
+    ),
 }
 
 
@@ -47,3 +57,18 @@ def test_bad_config_exits_2_naming_the_field(case: str, tmp_path: Path) -> None:
     assert result.returncode == 2, result.stderr
     assert expected in result.stderr
     assert "scheduler.starting" not in result.stderr
+
+
+@pytest.mark.parametrize(("flag", "value", "field"), [
+    ("--secure-port", "70000", "secure_port"),
+    ("--secure-port", "-1", "secure_port"),
+])
+def test_bad_setting_exits_2_naming_it(flag: str, value: str, field: str,
+                                       tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kpysched.cli", "run", flag, value,
+         "--kubeconfig", str(tmp_path / "absent")],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert field in result.stderr
