@@ -142,6 +142,8 @@ class _ProfileBuilder:
         self.base = f"profiles[{index}]"
         self.name = profile.scheduler_name or ""
         self.problems: list[str] = []
+        # Upstream plugins named explicitly but missing here -> where they were named.
+        self.missing_upstream: dict[str, str] = {}
         self._points = {name: frozenset(spec.extension_points())
                         for name, spec in registry.items()}
 
@@ -150,6 +152,7 @@ class _ProfileBuilder:
         if self.problems:
             return None
         multi_point, unavailable = self._merged_multi_point()
+        unavailable = tuple(dict.fromkeys([*unavailable, *self.missing_upstream]))
         if unavailable:
             structlog.get_logger().warning(
                 "config.default_plugins_unavailable", profile=self.name,
@@ -166,7 +169,8 @@ class _ProfileBuilder:
         needed = list(dict.fromkeys(
             [entry.name for entry in multi_point]
             + [entry.name for point in EXTENSION_POINTS
-               for entry in self.profile.plugins.point(point).enabled]
+               for entry in self.profile.plugins.point(point).enabled
+               if entry.name in self.registry]
         ))
         args = self._args(needed)
         if self.problems:
@@ -193,7 +197,12 @@ class _ProfileBuilder:
                 elif point in UNSUPPORTED_POINTS:
                     self._fail(path, f"the {point} extension point is not supported by kpysched")
                 elif entry.name not in self.registry:
-                    self._fail(path, self._unknown(entry.name))
+                    if entry.name in UPSTREAM_PLUGINS:
+                        # An upstream plugin kpysched lacks (e.g. the volume plugins in a
+                        # config copied from kube-scheduler): run without it, and say so.
+                        self.missing_upstream.setdefault(entry.name, path)
+                    else:
+                        self._fail(path, self._unknown(entry.name))
             for k, entry in enumerate(plugin_set.disabled):
                 # Disabling a plugin kpysched lacks anyway is harmless; a name nobody knows
                 # is a typo that would leave the intended plugin running.
@@ -224,7 +233,11 @@ class _ProfileBuilder:
             for name, weight in DEFAULT_MULTI_POINT:
                 if name in disabled:
                     continue
-                if name in last_index:
+                if name not in self.registry:
+                    if name in last_index:
+                        replaced.add(last_index[name])
+                    unavailable.append(name)
+                elif name in last_index:
                     k = last_index[name]
                     replaced.add(k)
                     merged.append(_Entry(name, custom.enabled[k].weight, f"{path}[{k}]"))
@@ -234,7 +247,8 @@ class _ProfileBuilder:
                     unavailable.append(name)
         merged.extend(
             _Entry(entry.name, entry.weight, f"{path}[{k}]")
-            for k, entry in enumerate(custom.enabled) if k not in replaced
+            for k, entry in enumerate(custom.enabled)
+            if k not in replaced and entry.name in self.registry
         )
         return merged, tuple(unavailable)
 
@@ -243,6 +257,8 @@ class _ProfileBuilder:
         specific: list[str] = []
         for k, entry in enumerate(plugin_set.enabled):
             path = f"{self.base}.plugins.{point}.enabled[{k}].name"
+            if entry.name not in self.registry:
+                continue  # an upstream plugin kpysched lacks: warned about above
             if point not in self._points[entry.name]:
                 self._fail(path, f'plugin "{entry.name}" does not implement {point}')
             elif entry.name in specific:

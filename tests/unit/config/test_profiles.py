@@ -13,7 +13,8 @@ from kpysched.config import (
     parse_config,
 )
 from kpysched.framework import interfaces as ep
-from kpysched.framework.registry import PluginSpec
+from kpysched.framework.registry import PluginSpec, full_registry
+from kpysched.plugins import IN_TREE
 from tests.unit.config.fakes import (
     REGISTRY,
     UNAVAILABLE_DEFAULTS,
@@ -355,15 +356,6 @@ def _problems(*profiles: dict[str, Any]) -> list[str]:
         ['profiles[0].plugins.multiPoint.enabled[0].name: unknown plugin "Coscheduler" '
          '(did you mean "Coscheduling"?)'], id="unknown-plugin-multipoint"),
     pytest.param(
-        {"plugins": {"filter": {"enabled": [{"name": "VolumeBinding"}]}}},
-        ['profiles[0].plugins.filter.enabled[0].name: plugin "VolumeBinding" is not available '
-         "in kpysched (not in the plugin registry)"], id="unavailable-plugin-named"),
-    pytest.param(
-        {"plugins": {"multiPoint": {"enabled": [{"name": "PodTopologySpread", "weight": 4}]}}},
-        ['profiles[0].plugins.multiPoint.enabled[0].name: plugin "PodTopologySpread" is not '
-         "available in kpysched (not in the plugin registry)"],
-        id="unavailable-default-reconfigured"),
-    pytest.param(
         {"plugins": {"score": {"disabled": [{"name": "ImageLocalty"}]}}},
         ['profiles[0].plugins.score.disabled[0].name: unknown plugin "ImageLocalty" '
          '(did you mean "ImageLocality"?)'], id="unknown-disabled-plugin"),
@@ -492,3 +484,25 @@ def test_same_queue_sort_in_every_profile_is_fine() -> None:
     profiles = _resolve({"schedulerName": "a", "plugins": COSCHEDULING},
                         {"schedulerName": "b", "plugins": COSCHEDULING})
     assert [p.plugins["queueSort"] for p in profiles] == [("Coscheduling",)] * 2
+
+
+@pytest.mark.parametrize("plugins", [
+    pytest.param({"filter": {"enabled": [{"name": "VolumeBinding"}]}},
+                 id="upstream plugin named at one point"),
+    pytest.param({"multiPoint": {"enabled": [{"name": "VolumeZone", "weight": 4}]}},
+                 id="upstream default reconfigured in multiPoint"),
+])
+def test_upstream_plugin_missing_here_is_warned_about_not_fatal(
+        plugins: dict[str, object]) -> None:
+    """A config copied from kube-scheduler names plugins kpysched lacks (volumes): the
+    profile runs without them and a warning says which, never silently."""
+    config = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1",
+                           "kind": "KubeSchedulerConfiguration",
+                           "profiles": [{"schedulerName": "kpysched", "plugins": plugins}]})
+    with capture_logs() as logs:
+        [profile] = build_profiles(config, full_registry(IN_TREE))
+    missing = {"VolumeBinding", "VolumeZone"} & set(profile.unavailable_defaults)
+    assert missing
+    assert not any(name in missing for names in profile.plugins.values() for name in names)
+    warned = [e for e in logs if e["event"] == "config.default_plugins_unavailable"]
+    assert warned and missing <= set(warned[0]["plugins"])
