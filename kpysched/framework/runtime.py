@@ -19,14 +19,15 @@ import numpy.typing as npt
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.events import EVERYTHING, ClusterEvent
+from kpysched.framework.handle import ProfileHandle
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
+from kpysched.framework.waiting import WaitingPod, go_duration
 from kpysched.objects.pod import PodInfo
 
 if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.snapshot import Snapshot
-    from kpysched.objects import api
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -59,114 +60,6 @@ class ProfileSpec:
     weights: Mapping[str, int] = field(default_factory=dict)
     args: Mapping[str, Any] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
-
-
-def go_duration(seconds: float) -> str:
-    """A duration as Go's time.Duration prints it (20ms, 1.5s, 2m0s), for messages."""
-    nanos = round(seconds * 1e9)
-    if nanos == 0:
-        return "0s"
-    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
-    if nanos < 1_000:
-        return f"{sign}{nanos}ns"
-    if nanos < 1_000_000:
-        return f"{sign}{_trim(nanos / 1e3)}\u00b5s"
-    if nanos < 1_000_000_000:
-        return f"{sign}{_trim(nanos / 1e6)}ms"
-    total_seconds = nanos / 1e9
-    hours, rest = divmod(total_seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    text = f"{_trim(secs)}s"
-    if hours or minutes:
-        text = f"{int(minutes)}m{text}"
-    if hours:
-        text = f"{int(hours)}h{text}"
-    return sign + text
-
-
-def _trim(value: float) -> str:
-    return f"{value:.9f}".rstrip("0").rstrip(".")
-
-
-@dataclass(slots=True)
-class WaitingPod:
-    """A pod that Permit plugins asked to wait; each plugin allows it or its own timer
-    runs out (upstream gives every waiting plugin a separate timer)."""
-
-    pod: PodInfo
-    pending: set[str]
-    future: asyncio.Future[Status]
-    timers: dict[str, asyncio.TimerHandle] = field(default_factory=dict)
-
-    def allow(self, plugin: str) -> None:
-        self.pending.discard(plugin)
-        if (timer := self.timers.pop(plugin, None)) is not None:
-            timer.cancel()
-        if not self.pending and not self.future.done():
-            self.future.set_result(SUCCESS)
-
-    def reject(self, plugin: str, reason: str) -> None:
-        if not self.future.done():
-            self.future.set_result(Status.unschedulable(reason, plugin=plugin))
-        self.cancel_timers()
-
-    def cancel_timers(self) -> None:
-        for timer in self.timers.values():
-            timer.cancel()
-        self.timers.clear()
-
-
-class ProfileHandle:
-    """The Handle a plugin receives: the shared one plus its own framework's runners."""
-
-    def __init__(self, shared: fw.SharedHandle, framework: Framework) -> None:
-        self._shared = shared
-        self._framework = framework
-
-    @property
-    def snapshot(self) -> Snapshot:
-        return self._shared.snapshot
-
-    @property
-    def profile_name(self) -> str:
-        return self._framework.profile_name
-
-    async def bind(self, pod: api.Pod, node_name: str) -> Status:
-        return await self._shared.bind(pod, node_name)
-
-    def allow_waiting_pod(self, uid: str, plugin: str) -> None:
-        self._shared.allow_waiting_pod(uid, plugin)
-
-    def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None:
-        self._shared.reject_waiting_pod(uid, plugin, reason)
-
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        return self._shared.namespace_labels(namespace)
-
-    def default_spread_selector(self, pod: api.Pod) -> api.LabelSelector | None:
-        return self._shared.default_spread_selector(pod)
-
-    def pdbs(self) -> Sequence[api.PodDisruptionBudget]:
-        return self._shared.pdbs()
-
-    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
-        return self._shared.nominated_pods_for_node(node_name)
-
-    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
-                plugin: str) -> None:
-        self._shared.preempt(preemptor, node_name, victims, plugin)
-
-    def run_filter_with_nominated(self, state: CycleState, pod: PodInfo,
-                                  node: NodeInfo) -> Status:
-        return self._framework.run_filter_with_nominated(state, pod, node)
-
-    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
-                                         added: PodInfo, node: NodeInfo) -> Status:
-        return self._framework.run_pre_filter_extension_add_pod(state, pod, added, node)
-
-    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo,
-                                            removed: PodInfo, node: NodeInfo) -> Status:
-        return self._framework.run_pre_filter_extension_remove_pod(state, pod, removed, node)
 
 
 class Framework:

@@ -1,0 +1,70 @@
+"""ProfileHandle: the Handle each plugin receives from its profile's framework."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from kpysched.framework import interfaces as fw
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.status import Status
+from kpysched.objects.pod import PodInfo
+
+if TYPE_CHECKING:
+    from kpysched.cache.node_info import NodeInfo
+    from kpysched.cache.snapshot import Snapshot
+    from kpysched.framework.runtime import Framework
+    from kpysched.objects import api
+
+
+class ProfileHandle:
+    """The Handle a plugin receives: the shared one plus its own framework's runners."""
+
+    def __init__(self, shared: fw.SharedHandle, framework: Framework) -> None:
+        self._shared = shared
+        self._framework = framework
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._shared.snapshot
+
+    @property
+    def profile_name(self) -> str:
+        return self._framework.profile_name
+
+    async def bind(self, pod: api.Pod, node_name: str) -> Status:
+        return await self._shared.bind(pod, node_name)
+
+    def allow_waiting_pod(self, uid: str, plugin: str) -> None:
+        self._shared.allow_waiting_pod(uid, plugin)
+
+    def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None:
+        self._shared.reject_waiting_pod(uid, plugin, reason)
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return self._shared.namespace_labels(namespace)
+
+    def default_spread_selector(self, pod: api.Pod) -> api.LabelSelector | None:
+        return self._shared.default_spread_selector(pod)
+
+    def pdbs(self) -> Sequence[api.PodDisruptionBudget]:
+        return self._shared.pdbs()
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
+        return self._shared.nominated_pods_for_node(node_name)
+
+    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
+                plugin: str) -> None:
+        self._shared.preempt(preemptor, node_name, victims, plugin)
+
+    def run_filter_with_nominated(self, state: CycleState, pod: PodInfo,
+                                  node: NodeInfo) -> Status:
+        return self._framework.run_filter_with_nominated(state, pod, node)
+
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
+                                         added: PodInfo, node: NodeInfo) -> Status:
+        return self._framework.run_pre_filter_extension_add_pod(state, pod, added, node)
+
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo,
+                                            removed: PodInfo, node: NodeInfo) -> Status:
+        return self._framework.run_pre_filter_extension_remove_pod(state, pod, removed, node)
