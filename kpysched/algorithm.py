@@ -118,15 +118,27 @@ class Algorithm:
             mask, covered = framework.filter_mask(state, pod, snapshot)
         positions = np.flatnonzero(mask[order]) if mask is not None else range(count)
 
+        # The two-pass check only matters while some pod is nominated somewhere.
+        nominations = framework.shared.has_nominated_pods()
+        run_filter = (framework.run_filter_with_nominated if nominations
+                      else framework.run_filter)
         feasible: list[NodeInfo] = []
         processed = count
+        active = {p.NAME for p in framework.filter_plugins} - state.skip_filter_plugins
         if not framework.filter_plugins:
             feasible = [nodes[(start + i) % count] for i in range(min(to_find, count))]
             processed = len(feasible)
+        elif mask is not None and active <= covered and not nominations:
+            # Every active Filter judged all rows at once: take the first passing rows in
+            # rotating order without a per-node pass.
+            passing = np.flatnonzero(mask[order])[:to_find]
+            feasible = [nodes[int(order[position])] for position in passing.tolist()]
+            if len(feasible) >= to_find:
+                processed = int(passing[-1]) + 1
         else:
             for position in positions:
                 info = nodes[int(order[position])]
-                node_status = framework.run_filter_with_nominated(state, pod, info, covered)
+                node_status = run_filter(state, pod, info, covered)
                 if node_status.ok:
                     feasible.append(info)
                     if len(feasible) >= to_find:

@@ -177,6 +177,9 @@ class SchedulerHandle:
     def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
         return self._scheduler().queue.nominator.pods_for_node(node_name)
 
+    def has_nominated_pods(self) -> bool:
+        return self._scheduler().queue.nominator.has_any()
+
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:
         assert self.executor is not None

@@ -32,10 +32,18 @@ class ResourceColumns:
     pod_count: IntArray
     non_zero_cpu: IntArray
     non_zero_memory: IntArray
+    # Node properties cheap Filter/Score plugins can judge in bulk: most nodes have no
+    # taints and are schedulable, and only the rest need the per-node form.
+    taint_count: IntArray
+    unschedulable: npt.NDArray[np.bool_]
 
     @classmethod
     def empty(cls, size: int) -> ResourceColumns:
-        return cls(*(np.zeros(size, dtype=np.int64) for _ in range(10)))
+        def ints() -> IntArray:
+            return np.zeros(size, dtype=np.int64)
+
+        return cls(ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints(),
+                   ints(), ints(), np.zeros(size, dtype=np.bool_))
 
     def fill_row(self, row: int, info: NodeInfo) -> None:
         self.allocatable_cpu[row] = info.allocatable.milli_cpu
@@ -48,6 +56,9 @@ class ResourceColumns:
         self.pod_count[row] = len(info.pods)
         self.non_zero_cpu[row] = info.non_zero_requested.milli_cpu
         self.non_zero_memory[row] = info.non_zero_requested.memory
+        node = info.node
+        self.taint_count[row] = len(node.spec.taints) if node is not None else 0
+        self.unschedulable[row] = node.spec.unschedulable if node is not None else False
 
 
 @dataclass(slots=True)
@@ -57,6 +68,8 @@ class Snapshot:
     index: dict[str, int] = field(default_factory=dict)
     columns: ResourceColumns = field(default_factory=lambda: ResourceColumns.empty(0))
     generation: int = 0
+    # How many nodes hold each image (ImageLocality scales scores by this spread).
+    image_nodes: dict[str, int] = field(default_factory=dict)
     # Nodes hosting pods with pod (anti-)affinity / with required anti-affinity, by name
     # (upstream's HavePodsWithAffinityList / HavePodsWithRequiredAntiAffinityList).
     have_pods_with_affinity: dict[str, NodeInfo] = field(default_factory=dict)
@@ -68,9 +81,21 @@ class Snapshot:
     def __len__(self) -> int:
         return len(self.node_infos)
 
+    def _count_images(self, info: NodeInfo, delta: int) -> None:
+        counts = self.image_nodes
+        for image in info.images:
+            left = counts.get(image, 0) + delta
+            if left > 0:
+                counts[image] = left
+            else:
+                counts.pop(image, None)
+
     def rebuild_order(self) -> None:
         """Recompute list order, index and columns after nodes came or went."""
         self.node_infos = sorted(self.by_name.values(), key=lambda info: info.name)
+        self.image_nodes = {}
+        for info in self.node_infos:
+            self._count_images(info, 1)
         self.index = {info.name: row for row, info in enumerate(self.node_infos)}
         self.columns = ResourceColumns.empty(len(self.node_infos))
         for row, info in enumerate(self.node_infos):
@@ -83,6 +108,10 @@ class Snapshot:
     def replace(self, info: NodeInfo) -> None:
         """Swap in a fresh copy of a known node (same row)."""
         row = self.index[info.name]
+        old = self.node_infos[row]
+        if old.images is not info.images:
+            self._count_images(old, -1)
+            self._count_images(info, 1)
         self.node_infos[row] = info
         self.by_name[info.name] = info
         self.columns.fill_row(row, info)

@@ -53,6 +53,9 @@ class ProfileHandle:
     def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
         return self._shared.nominated_pods_for_node(node_name)
 
+    def has_nominated_pods(self) -> bool:
+        return self._shared.has_nominated_pods()
+
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:
         self._shared.preempt(preemptor, node_name, victims, plugin)

@@ -90,6 +90,10 @@ class SharedHandle(Protocol):
         """Pods nominated to run on `node_name` (status.nominatedNodeName or ours)."""
         ...
 
+    def has_nominated_pods(self) -> bool:
+        """Whether any pod is nominated anywhere (lets Filter skip the two-pass check)."""
+        ...
+
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:
         """Actuate a preemption without waiting: mark each victim with the
@@ -184,6 +188,13 @@ class VectorScorePlugin(ScorePlugin, Protocol):
 
     def score_vector(self, state: CycleState, pod: PodInfo,
                      snapshot: Snapshot) -> npt.NDArray[np.int64] | None: ...
+
+
+class VectorNormalizePlugin(Protocol):
+    """NormalizeScore over a numpy vector (same result as normalize_score)."""
+
+    def normalize_vector(self, state: CycleState, pod: PodInfo,
+                         scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]: ...
 
 
 class ScoreExtensions(Protocol):

@@ -32,6 +32,12 @@ if TYPE_CHECKING:
 BoolArray = npt.NDArray[np.bool_]
 
 
+def _normalize_error(plugin: str, status: Status) -> Status:
+    return Status.error(
+        f'running Normalize on Score plugins: plugin "{plugin}" failed with: '
+        f"{status.message()}", plugin)
+
+
 class MetricsSink(Protocol):
     """Where the framework reports durations (kpysched.metrics.SchedulerMetrics)."""
 
@@ -369,45 +375,56 @@ class Framework:
         snapshot: Snapshot | None = None, rows: Sequence[int] | None = None,
     ) -> tuple[list[int], Status]:
         """Weighted total score per node (same order as `nodes`). With `snapshot` and
-        the snapshot `rows` of `nodes`, vector-capable plugins score all rows at once."""
-        totals = [0] * len(nodes)
+        the snapshot `rows` of `nodes`, vector-capable plugins score all rows at once
+        and stay in numpy through normalisation and weighting."""
+        totals = np.zeros(len(nodes), dtype=np.int64)
+        picked_rows = np.asarray(rows, dtype=np.int64) if rows is not None else None
         for plugin in self.score_plugins:
             if plugin.NAME in state.skip_score_plugins:
                 continue
-            vector = None
-            if rows is not None and snapshot is not None and (
-                    fw.VectorScorePlugin in type(plugin).__mro__):
-                vector = cast(fw.VectorScorePlugin, plugin).score_vector(state, pod, snapshot)
-            scores: list[fw.NodeScore] = []
-            if vector is not None and rows is not None:
-                picked = vector[list(rows)].tolist()
-                scores = [fw.NodeScore(node.name, value)
-                          for node, value in zip(nodes, picked, strict=True)]
-            else:
+            mro = type(plugin).__mro__
+            values = self._vector_scores(state, pod, plugin, snapshot, picked_rows)
+            if values is None:
+                scores: list[fw.NodeScore] = []
                 for node in nodes:
                     value, status = plugin.score(state, pod, node)
                     if not status.ok:
-                        return totals, Status.error(
+                        return totals.tolist(), Status.error(
                             f'running Score plugins: plugin "{plugin.NAME}" failed with: '
                             f"{status.message()}", plugin.NAME)
                     scores.append(fw.NodeScore(node.name, value))
-            if fw.ScoreExtensions in type(plugin).__mro__:
-                status = cast(fw.ScoreExtensions, plugin).normalize_score(state, pod, scores)
-                if not status.ok:
-                    return totals, Status.error(
-                        f'running Normalize on Score plugins: plugin "{plugin.NAME}" failed '
-                        f"with: {status.message()}", plugin.NAME)
-            weight = self.weights.get(plugin.NAME, 1)
-            for i, node_score in enumerate(scores):
-                if not fw.MIN_NODE_SCORE <= node_score.score <= fw.MAX_NODE_SCORE:
-                    # Upstream's wording, "should in the range" included.
-                    return totals, Status.error(
-                        "applying score defaultWeights on Score plugins: plugin "
-                        f'"{plugin.NAME}" returns an invalid score {node_score.score}, it '
-                        f"should in the range of [{fw.MIN_NODE_SCORE}, {fw.MAX_NODE_SCORE}] "
-                        "after normalizing", plugin.NAME)
-                totals[i] += node_score.score * weight
-        return totals, SUCCESS
+                if fw.ScoreExtensions in mro:
+                    status = cast(fw.ScoreExtensions, plugin).normalize_score(state, pod, scores)
+                    if not status.ok:
+                        return totals.tolist(), _normalize_error(plugin.NAME, status)
+                values = np.fromiter((s.score for s in scores), dtype=np.int64, count=len(scores))
+            invalid = np.flatnonzero((values < fw.MIN_NODE_SCORE) | (values > fw.MAX_NODE_SCORE))
+            if invalid.size:
+                # Upstream's wording, "should in the range" included.
+                return totals.tolist(), Status.error(
+                    "applying score defaultWeights on Score plugins: plugin "
+                    f'"{plugin.NAME}" returns an invalid score {int(values[invalid[0]])}, it '
+                    f"should in the range of [{fw.MIN_NODE_SCORE}, {fw.MAX_NODE_SCORE}] "
+                    "after normalizing", plugin.NAME)
+            totals += values * self.weights.get(plugin.NAME, 1)
+        return totals.tolist(), SUCCESS
+
+    def _vector_scores(self, state: CycleState, pod: PodInfo, plugin: fw.ScorePlugin,
+                       snapshot: Snapshot | None,
+                       rows: npt.NDArray[np.int64] | None) -> npt.NDArray[np.int64] | None:
+        """Normalised scores of `rows` from a plugin's vector forms; None to fall back."""
+        mro = type(plugin).__mro__
+        if rows is None or snapshot is None or fw.VectorScorePlugin not in mro:
+            return None
+        if fw.ScoreExtensions in mro and fw.VectorNormalizePlugin not in mro:
+            return None  # it normalises, but only node by node
+        every_row = cast(fw.VectorScorePlugin, plugin).score_vector(state, pod, snapshot)
+        if every_row is None:
+            return None
+        values = every_row[rows]
+        if fw.VectorNormalizePlugin in mro:
+            return cast(fw.VectorNormalizePlugin, plugin).normalize_vector(state, pod, values)
+        return values
 
     def run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         started = time.perf_counter()

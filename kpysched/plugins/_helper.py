@@ -12,6 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 from kpysched.framework.interfaces import MAX_NODE_SCORE, NodeScore
 
 
@@ -44,6 +47,16 @@ def default_normalize_score(
     for entry in scores:
         scaled = go_div(max_priority * entry.score, highest)
         entry.score = max_priority - scaled if reverse else scaled
+
+
+def default_normalize_vector(scores: npt.NDArray[np.int64], *, reverse: bool,
+                             max_priority: int = MAX_NODE_SCORE) -> npt.NDArray[np.int64]:
+    """default_normalize_score over a vector of non-negative raw scores."""
+    highest = int(scores.max()) if scores.size else 0
+    if highest == 0:
+        return np.full_like(scores, max_priority) if reverse else scores.copy()
+    scaled: npt.NDArray[np.int64] = (max_priority * scores) // highest
+    return max_priority - scaled if reverse else scaled
 
 
 @dataclass(frozen=True, slots=True)

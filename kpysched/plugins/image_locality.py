@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from kpysched.cache.node_info import NodeInfo, normalized_image_name
+from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.events import ClusterEvent
 from kpysched.framework.interfaces import MAX_NODE_SCORE, Handle, PreScorePlugin, ScorePlugin
@@ -54,17 +55,12 @@ def pod_images(pod: api.Pod) -> tuple[str, ...]:
     return tuple(normalized_image_name(container.image) for container in containers)
 
 
-def image_spread(images: Sequence[str], nodes: Sequence[NodeInfo]) -> dict[str, float]:
-    """For each image some node holds: the fraction of `nodes` holding it."""
-    wanted = set(images)
-    counts = dict.fromkeys(wanted, 0)
-    for node in nodes:
-        held = node.images
-        for image in wanted:
-            if image in held:
-                counts[image] += 1
-    total = len(nodes)
-    return {image: count / total for image, count in counts.items() if count}
+def image_spread(images: Sequence[str], snapshot: Snapshot) -> dict[str, float]:
+    """For each image some node holds: the fraction of all nodes holding it (the
+    snapshot keeps the per-image node counts up to date)."""
+    total = len(snapshot.node_infos)
+    held = snapshot.image_nodes
+    return {image: held[image] / total for image in set(images) if held.get(image)}
 
 
 def sum_image_scores(node: NodeInfo, images: Sequence[str], spread: dict[str, float]) -> int:
@@ -97,7 +93,7 @@ class ImageLocality(PreScorePlugin, ScorePlugin):
 
     def _state(self, pod: PodInfo) -> _PreScoreState:
         images = pod_images(pod.pod)
-        spread = image_spread(images, self._handle.snapshot.node_infos)
+        spread = image_spread(images, self._handle.snapshot)
         return _PreScoreState(images, spread, len(images))
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:

@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+import numpy as np
+import numpy.typing as npt
+
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.events import ActionType, ClusterEvent, Resource
-from kpysched.framework.interfaces import FilterPlugin, Handle
+from kpysched.framework.interfaces import Handle, VectorFilterPlugin
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
@@ -24,11 +28,21 @@ def fits(pod: PodInfo, node: NodeInfo) -> bool:
     return not pod.node_name or pod.node_name == node.name
 
 
-class NodeName(FilterPlugin):
+class NodeName(VectorFilterPlugin):
     NAME: ClassVar[str] = NAME
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return _EVENTS
+
+    def filter_vector(self, state: CycleState, pod: PodInfo,
+                      snapshot: Snapshot) -> npt.NDArray[np.bool_] | None:
+        verdict = np.ones(len(snapshot.node_infos), dtype=np.bool_)
+        if pod.node_name:
+            verdict[:] = False
+            row = snapshot.index.get(pod.node_name)
+            if row is not None:
+                verdict[row] = True
+        return verdict
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if fits(pod, node):

@@ -6,10 +6,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+import numpy as np
+import numpy.typing as npt
+
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.events import ActionType, ClusterEvent, Resource
-from kpysched.framework.interfaces import FilterPlugin, Handle
+from kpysched.framework.interfaces import Handle, VectorFilterPlugin
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
@@ -29,11 +33,18 @@ _EVENTS = (
 )
 
 
-class NodeUnschedulable(FilterPlugin):
+class NodeUnschedulable(VectorFilterPlugin):
     NAME: ClassVar[str] = NAME
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return _EVENTS
+
+    def filter_vector(self, state: CycleState, pod: PodInfo,
+                      snapshot: Snapshot) -> npt.NDArray[np.bool_] | None:
+        if any(tolerates(t, _UNSCHEDULABLE_TAINT) for t in pod.pod.spec.tolerations):
+            return np.ones(len(snapshot.node_infos), dtype=np.bool_)
+        passed: npt.NDArray[np.bool_] = ~snapshot.columns.unschedulable
+        return passed
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if node.node is None or not node.node.spec.unschedulable:

@@ -16,23 +16,28 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
+import numpy.typing as npt
+
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.events import ActionType, ClusterEvent, Resource
 from kpysched.framework.interfaces import (
-    FilterPlugin,
     Handle,
     NodeScore,
     PreScorePlugin,
     ScoreExtensions,
-    ScorePlugin,
+    VectorFilterPlugin,
+    VectorNormalizePlugin,
+    VectorScorePlugin,
 )
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.taints import PREFER_NO_SCHEDULE, find_untolerated_taint, tolerates
-from kpysched.plugins._helper import default_normalize_score
+from kpysched.plugins._helper import default_normalize_score, default_normalize_vector
 
 NAME = "TaintToleration"
 
@@ -60,7 +65,8 @@ def _taints(node: NodeInfo) -> list[api.Taint]:
     return node.node.spec.taints if node.node is not None else []
 
 
-class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions):
+class TaintToleration(VectorFilterPlugin, PreScorePlugin, VectorScorePlugin, ScoreExtensions,
+                      VectorNormalizePlugin):
     NAME: ClassVar[str] = NAME
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
@@ -88,6 +94,30 @@ class TaintToleration(FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions
             ):
                 count += 1
         return count, SUCCESS
+
+    def filter_vector(self, state: CycleState, pod: PodInfo,
+                      snapshot: Snapshot) -> npt.NDArray[np.bool_] | None:
+        """Untainted nodes pass outright; only tainted rows take the per-node check."""
+        tainted = snapshot.columns.taint_count > 0
+        verdict: npt.NDArray[np.bool_] = ~tainted
+        for row in np.flatnonzero(tainted).tolist():
+            verdict[row] = self.filter(state, pod, snapshot.node_infos[row]).ok
+        return verdict
+
+    def score_vector(self, state: CycleState, pod: PodInfo,
+                     snapshot: Snapshot) -> npt.NDArray[np.int64] | None:
+        """Raw counts for every row: 0 on untainted nodes, per-node on the others."""
+        counts = np.zeros(len(snapshot.node_infos), dtype=np.int64)
+        for row in np.flatnonzero(snapshot.columns.taint_count > 0).tolist():
+            value, status = self.score(state, pod, snapshot.node_infos[row])
+            if not status.ok:
+                return None
+            counts[row] = value
+        return counts
+
+    def normalize_vector(self, state: CycleState, pod: PodInfo,
+                         scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return default_normalize_vector(scores, reverse=True)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         default_normalize_score(scores, reverse=True)

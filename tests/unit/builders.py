@@ -289,6 +289,9 @@ class FakeHandle:
     def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
         return self.nominated.get(node_name, [])
 
+    def has_nominated_pods(self) -> bool:
+        return any(self.nominated.values())
+
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:
         self.preemptions.append((preemptor.key, node_name, [v.key for v in victims], plugin))
