@@ -67,8 +67,14 @@ class ApiResponse(msgspec.Struct):
 class RawApi:
     def __init__(self, api_client: client.ApiClient, qps: float = 50.0, burst: int = 100) -> None:
         self.api_client = api_client
+        self.qps = qps
+        self.burst = burst
         self._bucket = TokenBucket(qps, burst)
         self.requests_sent = 0
+
+    def sibling(self) -> RawApi:
+        """The same connection with a separate rate limiter of the same size."""
+        return RawApi(self.api_client, self.qps, self.burst)
 
     async def request(
         self,

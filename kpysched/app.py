@@ -225,7 +225,9 @@ def build_scheduler(
         max_backoff_seconds=config.pod_max_backoff_seconds,
     )
     algorithm = Algorithm(config.percentage_of_nodes_to_score)
-    recorder = EventRecorder(raw)
+    # Events get a rate limiter of their own, as kube-scheduler's separate event client
+    # has: at the default QPS, events must not halve the binding rate.
+    recorder = EventRecorder(raw.sibling())
     scheduler = Scheduler(frameworks, queue, Cache(), algorithm, recorder, metrics)
     handle.scheduler = scheduler
     handle.executor = PreemptionExecutor(raw, recorder, queue.nominator)
