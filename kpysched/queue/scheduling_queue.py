@@ -96,6 +96,7 @@ class SchedulingQueue:
         self._flushed_at: dict[str, float] = {}  # upstream's FlushTimestamp
         self._wakeup = asyncio.Event()
         self.nominator = Nominator()
+        self._interest: dict[tuple[str, ClusterEvent], bool] = {}
         self.scheduling_cycle = 0
         self._move_request_cycle = -1
         self._closed = False
@@ -190,7 +191,15 @@ class SchedulingQueue:
         return strategy
 
     def _interested(self, plugin: str, event: ClusterEvent) -> bool:
-        return any(registered.matches(event) for registered in self._registered_events(plugin))
+        # Registrations are fixed at start-up, so each (plugin, event) answer is too; every
+        # assigned-pod and node event asks it for every unschedulable pod.
+        key = (plugin, event)
+        answer = self._interest.get(key)
+        if answer is None:
+            answer = any(registered.matches(event)
+                         for registered in self._registered_events(plugin))
+            self._interest[key] = answer
+        return answer
 
     # --- informer-facing API -----------------------------------------------------
 
