@@ -180,6 +180,9 @@ class SchedulerHandle:
     def has_nominated_pods(self) -> bool:
         return self._scheduler().queue.nominator.has_any()
 
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        return self.executor is not None and self.executor.is_running(uid)
+
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:
         assert self.executor is not None
@@ -230,7 +233,9 @@ def build_scheduler(
     recorder = EventRecorder(raw.sibling())
     scheduler = Scheduler(frameworks, queue, Cache(), algorithm, recorder, metrics)
     handle.scheduler = scheduler
-    handle.executor = PreemptionExecutor(raw, recorder, queue.nominator)
+    # When a preemption finishes, its preemptor's PreEnqueue hold must be re-checked.
+    handle.executor = PreemptionExecutor(raw, recorder, queue.nominator,
+                                         on_finished=queue.activate_gated)
     return scheduler
 
 

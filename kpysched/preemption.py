@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
@@ -23,12 +23,18 @@ log = structlog.get_logger(__name__)
 
 
 class PreemptionExecutor:
-    def __init__(self, raw: RawApi, recorder: EventRecorder, nominator: Nominator) -> None:
+    def __init__(self, raw: RawApi, recorder: EventRecorder, nominator: Nominator,
+                 on_finished: Callable[[], object] | None = None) -> None:
         self._raw = raw
         self._recorder = recorder
         self._nominator = nominator
+        self._on_finished = on_finished
         self._tasks: set[asyncio.Task[None]] = set()
+        self._running: set[str] = set()  # preemptor uids with victims still being removed
         self.victims_deleted = 0
+
+    def is_running(self, uid: str) -> bool:
+        return uid in self._running
 
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:
@@ -40,6 +46,7 @@ class PreemptionExecutor:
         pending = [v for v in victims if v.pod.metadata.deletion_timestamp is None]
         if not pending:
             return
+        self._running.add(preemptor.uid)
         task = asyncio.get_running_loop().create_task(
             self._run(preemptor, node_name, pending), name=f"preempt for {preemptor.key}")
         self._tasks.add(task)
@@ -47,7 +54,12 @@ class PreemptionExecutor:
 
     async def _run(self, preemptor: PodInfo, node_name: str,
                    victims: Sequence[PodInfo]) -> None:
-        await asyncio.gather(*(self._preempt_one(preemptor, node_name, v) for v in victims))
+        try:
+            await asyncio.gather(*(self._preempt_one(preemptor, node_name, v) for v in victims))
+        finally:
+            self._running.discard(preemptor.uid)
+            if self._on_finished is not None:
+                self._on_finished()
 
     async def _preempt_one(self, preemptor: PodInfo, node_name: str, victim: PodInfo) -> None:
         meta = victim.pod.metadata

@@ -56,6 +56,9 @@ class ProfileHandle:
     def has_nominated_pods(self) -> bool:
         return self._shared.has_nominated_pods()
 
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        return self._shared.is_pod_running_preemption(uid)
+
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:
         self._shared.preempt(preemptor, node_name, victims, plugin)

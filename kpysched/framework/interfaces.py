@@ -94,6 +94,10 @@ class SharedHandle(Protocol):
         """Whether any pod is nominated anywhere (lets Filter skip the two-pass check)."""
         ...
 
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        """Whether victims for this preemptor are still being removed."""
+        ...
+
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:
         """Actuate a preemption without waiting: mark each victim with the

@@ -258,6 +258,7 @@ class FakeHandle:
     bound: list[tuple[str, str]] = field(default_factory=list)
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)
     spread_selectors: dict[str, api.LabelSelector] = field(default_factory=dict)
+    preempting: set[str] = field(default_factory=set)
     pdb_list: list[api.PodDisruptionBudget] = field(default_factory=list)
     nominated: dict[str, list[PodInfo]] = field(default_factory=dict)  # node -> pods
     # (preemptor key, node, victim keys, plugin) for every preempt() call, in order.
@@ -291,6 +292,9 @@ class FakeHandle:
 
     def has_nominated_pods(self) -> bool:
         return any(self.nominated.values())
+
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        return uid in self.preempting
 
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:

@@ -33,8 +33,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
-from kpysched.framework.events import ClusterEvent
-from kpysched.framework.interfaces import Handle, PostFilterPlugin, PostFilterResult
+from kpysched.framework.events import ActionType, ClusterEvent
+from kpysched.framework.events import Resource as EventResource
+from kpysched.framework.interfaces import (
+    Handle,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreEnqueuePlugin,
+)
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects import api
@@ -113,7 +119,12 @@ def _extension_error(verb: str, status: Status) -> Status:
                         f"{status.message()}")
 
 
-class DefaultPreemption(PostFilterPlugin):
+# Upstream's PreEnqueue answer while this pod's victims are still being removed.
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+_VICTIM_DELETED = (ClusterEvent(EventResource.POD, ActionType.DELETE),)
+
+
+class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: DefaultPreemptionArgs, handle: Handle,
@@ -127,8 +138,15 @@ class DefaultPreemption(PostFilterPlugin):
         self._now = clock()
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
-        # PostFilter never rejects a pod by itself: nothing to wait for.
-        return ()
+        # Only the PreEnqueue hold below rejects: a victim going away may release it.
+        return _VICTIM_DELETED
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """Hold a preemptor back while its preemption is still being carried out, so it
+        cannot preempt a second set of victims before the first are gone."""
+        if self._handle.is_pod_running_preemption(pod.uid):
+            return Status.unresolvable(WAITING_FOR_PREEMPTION)
+        return SUCCESS
 
     # --- customisation points (upstream's IsEligiblePod and MoreImportantPod) --------
 

@@ -915,13 +915,29 @@ def test_preempt(preemptor: PodBuilder, pods: list[PodBuilder], node_names: list
 
 def test_events_to_register() -> None:
     env = setup(cluster(["node1"], []))
-    assert list(env.plugin.events_to_register()) == []
+    # A held preemptor is re-checked when pods (its victims) are deleted.
+    assert [(e.resource.value, e.action.name) for e in env.plugin.events_to_register()] == [
+        ("Pod", "DELETE")]
+
+
+@pytest.mark.parametrize(("running", "held"), [(True, True), (False, False)],
+                         ids=["preemption still running: held", "no preemption: admitted"])
+def test_pre_enqueue_holds_a_preemptor_while_its_preemption_runs(running: bool,
+                                                                 held: bool) -> None:
+    env = setup(cluster(["node1"], []))
+    info = pod("p", HIGH).info()
+    if running:
+        env.handle.preempting.add(info.uid)
+    status = env.plugin.pre_enqueue(info)
+    assert (not status.ok) == held
+    if held:
+        assert status.reasons == ["waiting for the preemption for this pod to be finished"]
 
 
 def test_registered_in_tree() -> None:
     spec = IN_TREE[dp.NAME]
     assert (spec.plugin_class, spec.args_model) == (DefaultPreemption, DefaultPreemptionArgs)
-    assert spec.extension_points() == ["postFilter"]
+    assert spec.extension_points() == ["preEnqueue", "postFilter"]
     plugin = spec.factory(None, setup(cluster(["node1"], [])).framework.handle)
     offset, count = plugin.offset_and_num_candidates(1000)
     assert 0 <= offset < 1000 and count == 100
