@@ -150,12 +150,22 @@ class NodeAffinityArgs(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
-class _Required:
-    """The pod's nodeSelector and required node affinity, ready to match."""
+class RequiredNodeAffinity:
+    """The pod's nodeSelector and required node affinity, ready to match (upstream's
+    RequiredNodeAffinity, also used by PodTopologySpread's nodeAffinityPolicy).
+
+    Terms that do not parse are dropped, as upstream's lazy parser does.
+    """
 
     node_selector: tuple[tuple[str, str], ...]
     # None: no required affinity; otherwise terms ORed (no usable term: nothing matches).
     terms: tuple[api.NodeSelectorTerm, ...] | None
+
+    @classmethod
+    def of(cls, pod: api.Pod) -> RequiredNodeAffinity:
+        selector = _required_affinity(pod)
+        return cls(tuple(pod.spec.node_selector.items()),
+                   None if selector is None else _usable_terms(selector))
 
     def matches(self, node: NodeInfo) -> bool:
         labels = node.labels
@@ -177,12 +187,6 @@ def _required_affinity(pod: api.Pod) -> api.NodeSelector | None:
     if affinity is None or affinity.node_affinity is None:
         return None
     return affinity.node_affinity.required_during_scheduling_ignored_during_execution
-
-
-def _required(pod: api.Pod) -> _Required:
-    selector = _required_affinity(pod)
-    return _Required(tuple(pod.spec.node_selector.items()),
-                     None if selector is None else _usable_terms(selector))
 
 
 def _preferred_terms(pod: api.Pod) -> Sequence[api.PreferredSchedulingTerm]:
@@ -234,7 +238,7 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, S
         selector = _required_affinity(pod.pod)
         if selector is None and self._added_terms is None and not pod.pod.spec.node_selector:
             return None, Status.skip()
-        state.write(_PRE_FILTER_KEY, _required(pod.pod))
+        state.write(_PRE_FILTER_KEY, RequiredNodeAffinity.of(pod.pod))
         if selector is None or not selector.node_selector_terms:
             return None, SUCCESS
         names = _named_nodes(selector)
@@ -249,9 +253,9 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, S
             node_selector_term_matches(term, node.labels, node.name) for term in self._added_terms
         ):
             return Status.unresolvable(REASON_ENFORCED, plugin=NAME)
-        required: _Required | None = state.get(_PRE_FILTER_KEY)
+        required: RequiredNodeAffinity | None = state.get(_PRE_FILTER_KEY)
         if required is None:
-            required = _required(pod.pod)
+            required = RequiredNodeAffinity.of(pod.pod)
         if not required.matches(node):
             return Status.unresolvable(REASON_POD, plugin=NAME)
         return SUCCESS

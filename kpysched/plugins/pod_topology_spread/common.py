@@ -17,11 +17,10 @@ from enum import IntEnum
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.objects import api
-from kpysched.objects.labels import node_selector_term_matches
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.taints import find_untolerated_taint
 from kpysched.plugins._args import label_value_errors, qualified_name_errors
-from kpysched.plugins.node_affinity import term_errors
+from kpysched.plugins.node_affinity import RequiredNodeAffinity
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
@@ -118,36 +117,6 @@ def parse_selector(selector: api.LabelSelector | None) -> Selector:
     if selector is None:
         return NOTHING
     return Selector(requirements_of(selector))
-
-
-@dataclass(frozen=True, slots=True)
-class RequiredNodeAffinity:
-    """The pod's nodeSelector and required node affinity (upstream's RequiredNodeAffinity).
-
-    Terms that do not parse are dropped, as the lazy parser does; a required
-    affinity left without terms matches no node.
-    """
-
-    node_selector: tuple[tuple[str, str], ...]
-    terms: tuple[api.NodeSelectorTerm, ...] | None
-
-    @classmethod
-    def of(cls, pod: api.Pod) -> RequiredNodeAffinity:
-        affinity = pod.spec.affinity
-        required = (affinity.node_affinity.required_during_scheduling_ignored_during_execution
-                    if affinity is not None and affinity.node_affinity is not None else None)
-        terms = None if required is None else tuple(
-            term for term in required.node_selector_terms if not term_errors(term, ""))
-        return cls(tuple(pod.spec.node_selector.items()), terms)
-
-    def matches(self, node: NodeInfo) -> bool:
-        labels = node.labels
-        for key, value in self.node_selector:
-            if labels.get(key) != value:
-                return False
-        if self.terms is None:
-            return True
-        return any(node_selector_term_matches(term, labels, node.name) for term in self.terms)
 
 
 @dataclass(frozen=True, slots=True)

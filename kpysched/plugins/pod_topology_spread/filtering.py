@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.objects import api
+from kpysched.plugins.node_affinity import RequiredNodeAffinity
 from kpysched.plugins.pod_topology_spread.common import (
     Constraint,
     MatchCounter,
-    RequiredNodeAffinity,
     has_all_topology_keys,
 )
 

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.interfaces import MAX_NODE_SCORE, NodeScore
 from kpysched.objects import api
+from kpysched.plugins.node_affinity import RequiredNodeAffinity
 from kpysched.plugins.pod_topology_spread.common import (
     LABEL_HOSTNAME,
     Constraint,
     MatchCounter,
     NodeCounts,
-    RequiredNodeAffinity,
     has_all_topology_keys,
 )
 
