@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kpysched.objects import api
-from kpysched.objects.quantity import milli_value, value
+from kpysched.objects.quantity import Quantity, milli_value, parse_quantity, value
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -28,13 +28,14 @@ class Resource:
     scalar: dict[str, int] = field(default_factory=dict)
 
     @classmethod
-    def from_mapping(cls, quantities: Mapping[str, str | int | float]) -> Resource:
+    def from_mapping(cls, quantities: Mapping[str, str | int | float | Quantity]
+                     ) -> Resource:
         resource = cls()
         for name, quantity in quantities.items():
             resource.set(name, quantity)
         return resource
 
-    def set(self, name: str, quantity: str | int | float) -> None:
+    def set(self, name: str, quantity: str | int | float | Quantity) -> None:
         if name == CPU:
             self.milli_cpu = milli_value(quantity)
         elif name == MEMORY:
@@ -96,47 +97,111 @@ def is_scalar_resource(name: str) -> bool:
     return "/" in name or name.startswith(("hugepages-", "attachable-volumes-"))
 
 
-def _container_requests(container: api.Container, non_zero: bool) -> Resource:
-    requests = container.resources.requests
-    resource = Resource.from_mapping(requests)
-    if non_zero:
-        if CPU not in requests:
-            resource.milli_cpu = DEFAULT_MILLI_CPU_REQUEST
-        if MEMORY not in requests:
-            resource.memory = DEFAULT_MEMORY_REQUEST
-    return resource
+QuantityList = dict[str, Quantity]
+
+# NewMilliQuantity(DefaultMilliCPURequest) and NewQuantity(DefaultMemoryRequest), as
+# getNonMissingContainerRequests builds them.
+_DEFAULT_CPU = Quantity(DEFAULT_MILLI_CPU_REQUEST, -3)
+_DEFAULT_MEMORY = Quantity(DEFAULT_MEMORY_REQUEST, 0)
+_ALL_DEFAULTS: QuantityList = {CPU: _DEFAULT_CPU, MEMORY: _DEFAULT_MEMORY}
+
+
+def is_pod_level_resource(name: str) -> bool:
+    """Resources pod-level requests may set (IsSupportedPodLevelResource)."""
+    return name in (CPU, MEMORY) or name.startswith("hugepages-")
+
+
+def _pod_level_requests_set(spec: api.PodSpec) -> bool:
+    return spec.resources is not None and any(
+        is_pod_level_resource(name) for name in spec.resources.requests)
+
+
+def _quantities(mapping: Mapping[str, str | int | float]) -> QuantityList:
+    return {name: parse_quantity(amount) for name, amount in mapping.items()}
+
+
+def _add_into(total: QuantityList, extra: QuantityList) -> None:
+    for name, amount in extra.items():
+        current = total.get(name)
+        total[name] = amount if current is None else current + amount
+
+
+def _max_into(total: QuantityList, extra: QuantityList) -> None:
+    for name, amount in extra.items():
+        current = total.get(name)
+        if current is None:
+            total[name] = amount
+        elif amount.compare(current) > 0:
+            # Quantity.Cmp turns its receiver into an inf.Dec when either side is one,
+            # and maxResourceList keeps that converted copy.
+            total[name] = amount.as_dec() if current.is_dec else amount
+
+
+def _container_requests(container: api.Container, defaults: QuantityList) -> QuantityList:
+    requests = _quantities(container.resources.requests)
+    for name, amount in defaults.items():
+        requests.setdefault(name, amount)
+    return requests
+
+
+def _request_list(spec: api.PodSpec, defaults: QuantityList) -> QuantityList:
+    """PodRequests: what the pod asks for, per resource, summed as quantities.
+
+    Regular containers and restartable init containers (sidecars) run together and
+    add up; each ordinary init container runs alone beside the sidecars started
+    before it, so the pod needs the larger of the two phases. Pod-level requests then
+    replace what they name, and pod overhead comes on top. `defaults` stand in for
+    requests a container leaves out (NonMissingContainerRequests).
+    """
+    total: QuantityList = {}
+    for container in spec.containers:
+        _add_into(total, _container_requests(container, defaults))
+    sidecars: QuantityList = {}
+    init_peak: QuantityList = {}
+    for container in spec.init_containers:
+        requests = _container_requests(container, defaults)
+        if container.restart_policy == "Always":
+            _add_into(total, requests)
+            _add_into(sidecars, requests)
+            phase = sidecars
+        else:
+            phase = dict(requests)
+            _add_into(phase, sidecars)
+        _max_into(init_peak, phase)
+    _max_into(total, init_peak)
+    if spec.resources is not None and _pod_level_requests_set(spec):
+        for name, amount in spec.resources.requests.items():
+            if is_pod_level_resource(name):
+                total[name] = parse_quantity(amount)
+    if spec.overhead:
+        _add_into(total, _quantities(spec.overhead))
+    return total
 
 
 def pod_requests(spec: api.PodSpec, *, non_zero: bool = False) -> Resource:
     """What a pod occupies on its node, computed as upstream's resource helper does.
 
-    Regular containers and restartable init containers (sidecars) run together and
-    add up; each ordinary init container runs alone beside the sidecars started
-    before it, so the pod needs the larger of the two phases, plus pod overhead.
-    With `non_zero`, containers without a cpu/memory request count upstream's
-    defaults (used by scoring only).
+    With `non_zero`, the requests NodeInfo counts for scoring (PodInfo.CalculateResource's
+    Non0CPU/Non0Mem): containers without a cpu/memory request count upstream's defaults,
+    but when pod-level requests are set, only for a resource that neither the pod
+    level, any container nor the overhead names.
     """
-    total = Resource()
-    for container in spec.containers:
-        total.add(_container_requests(container, non_zero))
-    sidecars = Resource()
-    init_peak = Resource()
-    for container in spec.init_containers:
-        requests = _container_requests(container, non_zero)
-        if container.restart_policy == "Always":
-            total.add(requests)
-            sidecars.add(requests)
-            phase = sidecars.clone()
+    requests = _request_list(spec, {})
+    if non_zero:
+        if _pod_level_requests_set(spec):
+            defaults = {name: amount for name, amount in _ALL_DEFAULTS.items()
+                        if name not in requests}
         else:
-            phase = requests.clone()
-            phase.add(sidecars)
-        init_peak.set_max(phase)
-    total.set_max(init_peak)
-    if spec.resources is not None and spec.resources.requests:
-        # Pod-level resources replace the container sum for what they name.
-        for name in (CPU, MEMORY):
-            if name in spec.resources.requests:
-                total.set(name, spec.resources.requests[name])
-    if spec.overhead:
-        total.add(Resource.from_mapping(spec.overhead))
-    return total
+            defaults = _ALL_DEFAULTS
+        if defaults:
+            requests = _request_list(spec, defaults)
+    return Resource.from_mapping(requests)
+
+
+def scoring_requests(spec: api.PodSpec) -> Resource:
+    """The incoming pod's requests as the resource scorers count them when they do not
+    score requested resources only (resourceAllocationScorer.calculatePodResourceRequest):
+    every container lacking a cpu/memory request counts the default, whether or not
+    pod-level requests are set; pod-level requests still replace what they name.
+    """
+    return Resource.from_mapping(_request_list(spec, _ALL_DEFAULTS))
