@@ -249,6 +249,7 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
     def refresh() -> None:
         queue, cache = scheduler.queue, scheduler.cache
         metrics.set_pending(queue.pending_counts())
+        metrics.set_unschedulable(queue.unschedulable_by_plugin())
         metrics.set_cache_size(nodes=cache.node_count(), pods=cache.pod_count(),
                                assumed_pods=cache.assumed_count())
         for key, total in list(queue.incoming.items()):

@@ -202,9 +202,10 @@ class SchedulerMetrics:
             "kpysched_bind_duration_seconds",
             "Latency of the Bind call to the API server in seconds, by result.",
             ["result"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self._unschedulable_keys: set[tuple[str, str]] = set()
         self._bind_failures = Counter(
             "kpysched_bind_failures_total",
-            "Bindings that failed, by reason (e.g. Conflict, NotFound, Timeout).",
+            "Binding cycles that failed, by the stage that failed (Permit, PreBind, Bind).",
             ["reason"], registry=r)
         self._loop_lag = Histogram(
             "kpysched_event_loop_lag_seconds",
@@ -277,6 +278,16 @@ class SchedulerMetrics:
         """A pod entered `queue` (active, backoff, unschedulable, gated) because of `event`
         (upstream's event label, e.g. PodAdd, ScheduleAttemptFailure, NodeAdd)."""
         self._incoming.labels(queue, event).inc()
+
+    def set_unschedulable(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """Pods waiting in the unschedulable queue per (rejecting plugin, profile);
+        pairs no longer present drop to 0, as upstream's gauge does."""
+        seen = set(counts)
+        for key in self._unschedulable_keys - seen:
+            self._unschedulable.labels(*key).set(0)
+        for (plugin, profile), count in counts.items():
+            self._unschedulable.labels(plugin, profile).set(count)
+        self._unschedulable_keys = self._unschedulable_keys | seen
 
     def unschedulable_changed(self, plugins: Iterable[str], profile: str, delta: int) -> None:
         """A pod entered (+1) or left (-1) the unschedulable pods, rejected by `plugins`."""

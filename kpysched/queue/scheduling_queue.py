@@ -371,6 +371,15 @@ class SchedulingQueue:
 
     # --- introspection (metrics, tests) ------------------------------------------
 
+    def unschedulable_by_plugin(self) -> dict[tuple[str, str], int]:
+        """(rejecting plugin, scheduler name) -> pods waiting as unschedulable."""
+        counts: dict[tuple[str, str], int] = {}
+        for info in list(self._unschedulable.values()):
+            profile = info.pod_info.pod.spec.scheduler_name
+            for plugin in info.unschedulable_plugins | info.pending_plugins:
+                counts[(plugin, profile)] = counts.get((plugin, profile), 0) + 1
+        return counts
+
     def pending_counts(self) -> dict[str, int]:
         return {
             "active": len(self._active_by_uid),

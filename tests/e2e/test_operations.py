@@ -168,6 +168,8 @@ async def test_metrics_carry_upstream_names_and_move_with_the_workload(
     assert total("scheduler_preemption_victims_count") >= 1
     assert total("scheduler_pod_scheduling_sli_duration_seconds_count") >= 3
     assert total("scheduler_pending_pods", queue="unschedulable") >= 1  # "huge" waits
+    assert total("scheduler_unschedulable_pods", plugin="NodeResourcesFit",
+                 profile=SCHEDULER) >= 1
     assert total("scheduler_framework_extension_point_duration_seconds_count",
                  extension_point="Bind", status="Success") >= 3
     assert total("leader_election_master_status", name="kpysched") == 1

@@ -1,0 +1,669 @@
+"""Shipping kpysched: the Helm chart, the plain manifests in deploy/, the Grafana
+dashboard and the alert rules, checked against the real kube-apiserver.
+
+- `helm lint --strict` and `helm template` with the default values and with
+  charts/kpysched/ci/nondefault-values.yaml (every knob changed);
+- every rendered object accepted by a server-side dry-run with strict field
+  validation, and the scheduler pod passing the "restricted" Pod Security Standard;
+- deploy/ is the chart's default rendering (minus Helm's labels) and is accepted too;
+- the KubeSchedulerConfiguration the chart writes loads in kpysched;
+- every metric the dashboard and the alerts query is one a running kpysched exports.
+
+ServiceMonitor and PrometheusRule need prometheus-operator's CRDs. No package
+registry this project can reach ships them (npm's @kubernetes-models/
+prometheus-operator carries compiled validators, not CRDs), so MINIMAL_CRDS below
+declares the two kinds with a structural schema of the fields the chart writes
+(names, types and required fields as upstream's CRDs have them). Strict field
+validation then rejects a misspelt or misplaced field.
+
+The smoke test that drives a running kpysched (schedule, events, conditions, Lease,
+preemption) lives here too; tests/e2e/test_rbac.py runs it under the chart's RBAC.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import re
+import secrets
+import subprocess
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.rest import ApiException
+from prometheus_client.parser import text_string_to_metric_families
+
+from kpysched.apiclient import RawApi
+from kpysched.config import load_config
+from kpysched.framework.registry import full_registry
+from kpysched.plugins import IN_TREE
+from tests.cluster import build, kube
+from tests.cluster.cluster import ClusterState
+from tests.cluster.kpysched_process import KpyschedProcess
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "kpysched"
+NONDEFAULT_VALUES = CHART / "ci" / "nondefault-values.yaml"
+DASHBOARD = CHART / "dashboards" / "kpysched.json"
+DEPLOY = ROOT / "deploy"
+# Labels only Helm writes; deploy/ is the chart's rendering without them.
+HELM_ONLY_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
+HELM_ONLY_ANNOTATIONS = ("checksum/config",)
+
+# --- helm -----------------------------------------------------------------------------
+
+
+def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    binary = build.binary_path("helm")
+    if not binary.is_file():
+        raise AssertionError(f"helm is not built at {binary}: run `python -m tests.cluster build`")
+    result = subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=60)
+    if check and result.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} exited {result.returncode}:\n"
+                             f"{result.stdout}\n{result.stderr}")
+    return result
+
+
+def render(release: str, namespace: str, *options: str) -> list[dict[str, Any]]:
+    """`helm template` of the chart: the objects, in helm's install order."""
+    out = helm("template", release, str(CHART), "--namespace", namespace, *options).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def find(objects: Iterable[Mapping[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [dict(o) for o in objects if o["kind"] == kind]
+
+
+def scheduler_config(objects: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The KubeSchedulerConfiguration in the chart's config ConfigMap."""
+    (config_map,) = [o for o in find(objects, "ConfigMap") if "config.yaml" in o["data"]]
+    config: dict[str, Any] = yaml.safe_load(config_map["data"]["config.yaml"])
+    return config
+
+
+VALUE_FILES = {"default": (), "nondefault": ("-f", str(NONDEFAULT_VALUES))}
+
+# --- talking to the API server by kind ------------------------------------------------
+
+
+class Resources:
+    """Kind -> REST path by API discovery, so CRD kinds work like built-in ones."""
+
+    def __init__(self, raw: RawApi) -> None:
+        self.raw = raw
+        self._known: dict[str, dict[str, tuple[str, bool]]] = {}
+
+    async def _discover(self, api_version: str) -> dict[str, tuple[str, bool]]:
+        path = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        response = await self.raw.request("GET", path, throttle=False)
+        if not response.ok:
+            return {}
+        listed = json.loads(response.body)["resources"]
+        return {r["kind"]: (r["name"], r["namespaced"]) for r in listed if "/" not in r["name"]}
+
+    async def collection(self, obj: Mapping[str, Any], timeout: float = 20.0) -> str:
+        api_version, kind = obj["apiVersion"], obj["kind"]
+        deadline = asyncio.get_running_loop().time() + timeout
+        while kind not in self._known.get(api_version, {}):
+            # A CRD just created takes a moment to appear in discovery.
+            if asyncio.get_running_loop().time() > deadline:
+                raise AssertionError(f"the API server does not serve {api_version} {kind}")
+            self._known[api_version] = await self._discover(api_version)
+            if kind not in self._known[api_version]:
+                await asyncio.sleep(0.2)
+        plural, namespaced = self._known[api_version][kind]
+        base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
+        if namespaced:
+            namespace = obj["metadata"].get("namespace")
+            assert namespace, f"{kind} {obj['metadata']['name']} has no namespace"
+            return f"{base}/namespaces/{namespace}/{plural}"
+        return f"{base}/{plural}"
+
+    async def create(self, obj: Mapping[str, Any], *, dry_run: bool = False) -> None:
+        """POST with strict field validation (unknown or duplicate fields are errors)."""
+        query = {"fieldValidation": "Strict"}
+        if dry_run:
+            query["dryRun"] = "All"
+        response = await self.raw.request("POST", await self.collection(obj), dict(obj),
+                                          query=query, throttle=False)
+        if not response.ok:
+            raise AssertionError(f"{obj['kind']} {obj['metadata']['name']}: HTTP "
+                                 f"{response.status}: {response.message()}")
+
+
+def _crd(kind: str, plural: str, spec_schema: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.monitoring.coreos.com"},
+        "spec": {
+            "group": "monitoring.coreos.com", "scope": "Namespaced",
+            "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
+                      "listKind": f"{kind}List"},
+            "versions": [{"name": "v1", "served": True, "storage": True, "schema": {
+                "openAPIV3Schema": {"type": "object", "required": ["spec"], "properties": {
+                    "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                    "metadata": {"type": "object"}, "spec": spec_schema}}}}],
+        },
+    }
+
+
+_STRING = {"type": "string"}
+_STRING_MAP = {"type": "object", "additionalProperties": _STRING}
+# prometheus-operator's Duration pattern.
+_DURATION = {"type": "string", "pattern": "^(0|(([0-9]+)y)?(([0-9]+)w)?(([0-9]+)d)?(([0-9]+)h)?"
+                                          "(([0-9]+)m)?(([0-9]+)s)?(([0-9]+)ms)?)$"}
+_LABEL_SELECTOR = {"type": "object", "properties": {
+    "matchLabels": _STRING_MAP,
+    "matchExpressions": {"type": "array", "items": {
+        "type": "object", "required": ["key", "operator"], "properties": {
+            "key": _STRING, "operator": _STRING,
+            "values": {"type": "array", "items": _STRING}}}}}}
+MINIMAL_CRDS = [
+    _crd("ServiceMonitor", "servicemonitors", {
+        "type": "object", "required": ["selector"], "properties": {
+            "selector": _LABEL_SELECTOR,
+            "jobLabel": _STRING,
+            "namespaceSelector": {"type": "object", "properties": {
+                "any": {"type": "boolean"}, "matchNames": {"type": "array", "items": _STRING}}},
+            "endpoints": {"type": "array", "items": {"type": "object", "properties": {
+                "port": _STRING, "path": _STRING,
+                "scheme": {"type": "string", "enum": ["http", "https", "HTTP", "HTTPS"]},
+                "interval": _DURATION, "scrapeTimeout": _DURATION,
+                "honorLabels": {"type": "boolean"}}}}}}),
+    _crd("PrometheusRule", "prometheusrules", {
+        "type": "object", "properties": {"groups": {"type": "array", "items": {
+            "type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string", "minLength": 1},
+                "interval": _DURATION,
+                "rules": {"type": "array", "items": {
+                    "type": "object", "required": ["expr"], "properties": {
+                        "alert": _STRING, "record": _STRING,
+                        "expr": {"x-kubernetes-int-or-string": True},
+                        "for": _DURATION, "keep_firing_for": _DURATION,
+                        "labels": _STRING_MAP, "annotations": _STRING_MAP}}}}}}}}),
+]
+
+
+async def ensure_minimal_crds(resources: Resources) -> None:
+    for crd in MINIMAL_CRDS:
+        try:
+            await resources.create(crd)
+        except AssertionError as error:
+            if "409" not in str(error):  # already there from an earlier test
+                raise
+
+
+async def real_namespace(api: client.ApiClient, name: str, labels: Mapping[str, str] | None
+                         = None) -> None:
+    """A namespace with exactly this name (dry-run cannot create into a missing one)."""
+    core = client.CoreV1Api(api)
+    await core.create_namespace({"metadata": {"name": name, "labels": dict(labels or {})}})
+    await core.create_namespaced_service_account(name, {"metadata": {"name": "default"}})
+
+
+@pytest.fixture
+async def resources(api: client.ApiClient) -> Resources:
+    return Resources(RawApi(api, qps=0))
+
+
+@pytest.fixture
+async def namespaces_to_clean(api: client.ApiClient) -> Any:
+    names: list[str] = []
+    yield names
+    for name in names:
+        await kube.delete_namespace(api, name)
+
+
+# --- chart and manifests ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("values", sorted(VALUE_FILES))
+def test_helm_lint_is_clean(values: str) -> None:
+    result = helm("lint", "--strict", str(CHART), *VALUE_FILES[values])
+    findings = [line for line in result.stdout.splitlines()
+                if line.startswith(("[WARNING]", "[ERROR]"))]
+    assert findings == []
+
+
+def test_monitoring_objects_are_off_by_default_and_the_rest_is_complete() -> None:
+    default = {o["kind"] for o in render("kpysched", "kpysched")}
+    assert default == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+                       "RoleBinding", "ConfigMap", "Service", "Deployment",
+                       "PodDisruptionBudget"}
+    nondefault = {o["kind"] for o in render("batch", "kpysched", *VALUE_FILES["nondefault"])}
+    assert nondefault == default | {"ServiceMonitor", "PrometheusRule"}
+
+
+@pytest.mark.parametrize("values", sorted(VALUE_FILES))
+def test_scheduler_config_loads_in_kpysched(values: str, tmp_path: Path) -> None:
+    objects = render("rel", "sched-ns", *VALUE_FILES[values])
+    config = scheduler_config(objects)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    loaded, profiles = load_config(path, full_registry(IN_TREE))
+    election = loaded.leader_election
+    assert election.leader_elect
+    assert election.resource_name != "kube-scheduler"
+    (role,) = find(objects, "Role")
+    assert role["metadata"]["namespace"] == election.resource_namespace
+    assert all(election.resource_name in rule.get("resourceNames", [election.resource_name])
+               for rule in role["rules"])
+    (deployment,) = find(objects, "Deployment")
+    assert deployment["spec"]["replicas"] >= 2
+    written = [p["schedulerName"] for p in config["profiles"]]
+    assert [p.scheduler_name for p in profiles] == written
+
+
+@pytest.mark.parametrize(("option", "message"), [
+    ("leaderElection.resourceName=kube-scheduler", "must not be \"kube-scheduler\""),
+    ("leaderElection.leaderElect=false", "must be true when replicas > 1"),
+], ids=["default-scheduler-lease", "no-leader-election-with-replicas"])
+def test_chart_refuses_settings_that_make_two_schedulers_race(option: str, message: str) -> None:
+    result = helm("template", "kpysched", str(CHART), "--set", option, check=False)
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_single_replica_may_run_without_leader_election() -> None:
+    objects = render("solo", "solo", "--set", "replicas=1",
+                     "--set", "leaderElection.leaderElect=false")
+    assert scheduler_config(objects)["leaderElection"]["leaderElect"] is False
+    assert find(objects, "Role") == [] and find(objects, "PodDisruptionBudget") == []
+
+
+@pytest.mark.parametrize("values", sorted(VALUE_FILES))
+async def test_every_rendered_object_passes_server_side_dry_run(
+    values: str, api: client.ApiClient, resources: Resources, namespaces_to_clean: list[str],
+) -> None:
+    suffix = secrets.token_hex(3)
+    release_namespace = f"kpysched-{values}-{suffix}"
+    objects = render(f"rel-{suffix}", release_namespace, *VALUE_FILES[values])
+    needed = {o["metadata"]["namespace"] for o in objects if "namespace" in o["metadata"]}
+    for name in sorted(needed):
+        await real_namespace(api, name)
+        namespaces_to_clean.append(name)
+    if find(objects, "ServiceMonitor") or find(objects, "PrometheusRule"):
+        await ensure_minimal_crds(resources)
+    failures = []
+    for obj in objects:
+        try:
+            await resources.create(obj, dry_run=True)
+        except AssertionError as error:
+            failures.append(str(error))
+    assert failures == []
+
+
+@pytest.mark.parametrize("values", sorted(VALUE_FILES))
+async def test_scheduler_pod_meets_the_restricted_pod_security_standard(
+    values: str, api: client.ApiClient, resources: Resources, namespaces_to_clean: list[str],
+) -> None:
+    """Pod Security admission enforces on Pods, not on Deployments: dry-run the pod the
+    Deployment would create in a namespace that enforces "restricted"."""
+    name = f"kpysched-pss-{secrets.token_hex(3)}"
+    await real_namespace(api, name, {"pod-security.kubernetes.io/enforce": "restricted",
+                                     "pod-security.kubernetes.io/enforce-version": "latest"})
+    namespaces_to_clean.append(name)
+    objects = render("pss", name, *VALUE_FILES[values])
+    for account in find(objects, "ServiceAccount"):
+        await resources.create(account)  # admission looks the pod's account up
+    (deployment,) = find(objects, "Deployment")
+    template = deployment["spec"]["template"]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {**template["metadata"], "name": "kpysched-0", "namespace": name},
+           "spec": template["spec"]}
+    await resources.create(pod, dry_run=True)
+
+
+def _without_helm_labels(obj: Mapping[str, Any]) -> dict[str, Any]:
+    cleaned = copy.deepcopy(dict(obj))
+    template = cleaned.get("spec", {}).get("template", {}).get("metadata")
+    for meta in (cleaned["metadata"], template):
+        if meta is None:
+            continue
+        for label in HELM_ONLY_LABELS:
+            meta.get("labels", {}).pop(label, None)
+        for annotation in HELM_ONLY_ANNOTATIONS:
+            meta.get("annotations", {}).pop(annotation, None)
+        if meta.get("annotations") == {}:
+            del meta["annotations"]
+    return cleaned
+
+
+def deploy_objects() -> list[dict[str, Any]]:
+    """What `kubectl apply -k deploy/` applies. The kustomization only lists files, so
+    reading them is the whole build (no kubectl needed here)."""
+    kustomization = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())
+    assert set(kustomization) == {"apiVersion", "kind", "resources"}, (
+        "deploy/kustomization.yaml uses transformers this test does not apply")
+    objects = []
+    for name in kustomization["resources"]:
+        objects += [d for d in yaml.safe_load_all((DEPLOY / name).read_text()) if d]
+    listed = {p.name for p in DEPLOY.glob("*.yaml")} - {"kustomization.yaml"}
+    assert set(kustomization["resources"]) == listed, "a manifest in deploy/ is not applied"
+    return objects
+
+
+def test_deploy_manifests_are_the_chart_s_default_rendering() -> None:
+    chart = [_without_helm_labels(o) for o in render("kpysched", "kpysched",
+                                                     "--set", "dashboards.enabled=false")]
+    plain = [o for o in deploy_objects() if o["kind"] != "Namespace"]
+
+    def key(obj: Mapping[str, Any]) -> tuple[str, str]:
+        return obj["kind"], obj["metadata"]["name"]
+
+    assert sorted(map(key, plain)) == sorted(map(key, chart))
+    by_key = {key(o): o for o in chart}
+    for obj in plain:
+        assert obj == by_key[key(obj)], f"deploy/ differs from the chart in {key(obj)}"
+
+
+async def test_deploy_manifests_pass_server_side_dry_run(
+    api: client.ApiClient, resources: Resources, namespaces_to_clean: list[str],
+) -> None:
+    objects = deploy_objects()
+    (namespace,) = find(objects, "Namespace")
+    # Created for real: nothing can be dry-run into a namespace that does not exist.
+    await resources.create(namespace)
+    namespaces_to_clean.append(namespace["metadata"]["name"])
+    await client.CoreV1Api(api).create_namespaced_service_account(
+        namespace["metadata"]["name"], {"metadata": {"name": "default"}})
+    failures = []
+    for obj in objects:
+        if obj["kind"] != "Namespace":
+            try:
+                await resources.create(obj, dry_run=True)
+            except AssertionError as error:
+                failures.append(str(error))
+    assert failures == []
+
+
+def test_notes_tell_how_to_select_the_scheduler(cluster: ClusterState) -> None:
+    """NOTES.txt as `helm install` prints it (server dry-run: nothing is installed)."""
+    result = helm("install", "notes", str(CHART), "--namespace", "default", "--dry-run=server",
+                  "--kubeconfig", cluster.kubeconfig)
+    notes = result.stdout.split("NOTES:", 1)[1]
+    assert "schedulerName: kpysched" in notes
+    assert "kubectl -n default get lease notes-kpysched" in notes
+
+
+# --- dashboard and alerts against live metrics ---------------------------------------
+
+_PROMQL_KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_left",
+                    "group_right", "bool", "offset", "inf", "nan"}
+
+
+def promql_metric_names(expr: str) -> set[str]:
+    """Metric names an expression selects: identifiers that are not functions,
+    aggregations, keywords, label names or parts of strings and durations."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', '""', expr)
+    text = re.sub(r"\{[^{}]*\}", " ", text)  # label matchers
+    text = re.sub(r"\[[^\]]*\]", " ", text)  # ranges, subqueries
+    text = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", " ", text)
+    names = set()
+    for match in re.finditer(r"(?<![\w.$])[A-Za-z_:][A-Za-z0-9_:]*", text):
+        if text[match.end():].lstrip().startswith("("):
+            continue  # a function or an aggregation
+        if match.group(0).lower() not in _PROMQL_KEYWORDS:
+            names.add(match.group(0))
+    return names
+
+
+@pytest.mark.parametrize(("expr", "names"), [
+    ('sum by (queue) (scheduler_pending_pods{job=~"$job"} unless on (instance) '
+     '(leader_election_master_status{job=~"$job"} == 0))',
+     {"scheduler_pending_pods", "leader_election_master_status"}),
+    ('histogram_quantile(0.99, sum by (le) (rate(a_bucket{x="y{z}"}[$__rate_interval])))',
+     {"a_bucket"}),
+    ("(sum(rate(b_total[5m])) or vector(0)) == 0 and c > 1e3 offset 5m", {"b_total", "c"}),
+], ids=["join", "quantile", "keywords"])
+def test_promql_metric_names(expr: str, names: set[str]) -> None:
+    assert promql_metric_names(expr) == names
+
+
+def dashboard_queries(dashboard: Mapping[str, Any]) -> list[str]:
+    def panels(items: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:
+        for panel in items:
+            yield panel
+            yield from panels(panel.get("panels", []))
+
+    return [target["expr"] for panel in panels(dashboard["panels"])
+            for target in panel.get("targets", [])]
+
+
+def dashboard_metric_names(dashboard: Mapping[str, Any]) -> set[str]:
+    names = set().union(*(promql_metric_names(e) for e in dashboard_queries(dashboard)))
+    for variable in dashboard["templating"]["list"]:
+        query = variable.get("query")
+        text = query.get("query", "") if isinstance(query, dict) else str(query or "")
+        names |= set(re.findall(r"label_values\(\s*([A-Za-z_:][A-Za-z0-9_:]*)", text))
+    return names
+
+
+def exported_names(exposition: str) -> tuple[set[str], set[str]]:
+    """(every series name the families on /metrics can have, those with samples now)."""
+    declared: set[str] = set()
+    sampled: set[str] = set()
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"),
+                "summary": ("", "_sum", "_count")}
+    for family in text_string_to_metric_families(exposition):
+        declared |= {family.name + s for s in suffixes.get(family.type, ("",))}
+        sampled |= {sample.name for sample in family.samples}
+    return declared, sampled
+
+
+def test_dashboard_is_valid_json_with_the_issue_s_panels() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    assert dashboard["uid"] and dashboard["title"]
+    used = dashboard_metric_names(dashboard)
+    assert {
+        "scheduler_schedule_attempts_total",  # throughput, attempts by result
+        "scheduler_scheduling_attempt_duration_seconds_bucket",
+        "scheduler_pod_scheduling_sli_duration_seconds_bucket",
+        "scheduler_pending_pods",  # by queue
+        "scheduler_unschedulable_pods",  # by plugin
+        "scheduler_preemption_attempts_total", "scheduler_preemption_victims_sum",
+        "kpysched_bind_failures_total",
+        "leader_election_master_status",
+        "kpysched_event_loop_lag_seconds_bucket",
+    } <= used
+    (config_map,) = [o for o in render("kpysched", "kpysched") if o["kind"] == "ConfigMap"
+                     and "kpysched.json" in o.get("data", {})]
+    assert config_map["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert json.loads(config_map["data"]["kpysched.json"]) == dashboard
+
+
+async def test_dashboard_and_alerts_query_only_metrics_kpysched_exports(
+    cluster: ClusterState, api: client.ApiClient, namespace: str, nodes_to_clean: list[str],
+) -> None:
+    objects = render("metrics", namespace, *VALUE_FILES["nondefault"])
+    alert_names: set[str] = set()
+    for rule_object in find(objects, "PrometheusRule"):
+        for group in rule_object["spec"]["groups"]:
+            for rule in group["rules"]:
+                alert_names |= promql_metric_names(str(rule["expr"]))
+    dashboard_names = dashboard_metric_names(json.loads(DASHBOARD.read_text()))
+    assert alert_names and dashboard_names
+
+    config = scheduler_config(render("metrics", namespace))
+    world = await SmokeWorld.create(api, namespace, config, nodes_to_clean)
+    try:
+        with KpyschedProcess(cluster, config, wait_for="server.listening") as kp:
+            outcome = await world.run(api, kp)
+            assert outcome.failed is None, outcome.describe()
+            _, body = kp.get("/metrics")
+    finally:
+        await world.delete(api)
+    declared, sampled = exported_names(body)
+    assert alert_names - declared == set()
+    assert dashboard_names - declared == set()
+    # The smoke scheduled, failed, preempted and led: those panels have data.
+    assert {"scheduler_schedule_attempts_total", "scheduler_pending_pods",
+            "scheduler_pod_scheduling_sli_duration_seconds_bucket",
+            "scheduler_preemption_attempts_total",
+            "scheduler_preemption_victims_bucket", "leader_election_master_status",
+            "kpysched_event_loop_lag_seconds_bucket"} <= sampled
+
+
+# --- the smoke test: what a working kpysched visibly does ---------------------------------
+
+SMOKE_STEPS = ("lease-acquired", "lease-renewed", "pods-bound", "failed-scheduling-event",
+               "pod-scheduled-condition", "preemption")
+STEP_TIMEOUT_SECONDS = 30.0
+
+
+@dataclass(slots=True)
+class SmokeOutcome:
+    passed: list[str] = field(default_factory=list)
+    failed: str | None = None
+    reason: str = ""
+
+    def describe(self) -> str:
+        return f"passed {self.passed}; failed {self.failed}: {self.reason}"
+
+
+@dataclass(slots=True)
+class SmokeWorld:
+    """Objects the smoke needs, made by the admin before kpysched starts: a roomy node
+    for a pod that fits, a 1-CPU node holding a low-priority victim, a pod no node
+    matches, and two PriorityClasses for the preemption."""
+
+    namespace: str
+    scheduler_name: str
+    lease_namespace: str
+    lease_name: str
+    label: str
+    low_priority: str
+    high_priority: str
+
+    @classmethod
+    async def create(cls, api: client.ApiClient, namespace: str, config: Mapping[str, Any],
+                     nodes_to_clean: list[str]) -> SmokeWorld:
+        election = config["leaderElection"]
+        label = f"smoke-{secrets.token_hex(3)}"
+        world = cls(namespace, config["profiles"][0]["schedulerName"],
+                    election["resourceNamespace"], election["resourceName"], label,
+                    f"{label}-low", f"{label}-high")
+        scheduling = client.SchedulingV1Api(api)
+        for name, value in ((world.low_priority, 10), (world.high_priority, 1000)):
+            await scheduling.create_priority_class({"metadata": {"name": name}, "value": value})
+        nodes_to_clean += await kube.create_nodes(api, 1, prefix=f"{label}-roomy", cpu="4",
+                                                  labels={"smoke": f"{label}-roomy"})
+        nodes_to_clean += await kube.create_nodes(api, 1, prefix=f"{label}-tight", cpu="1",
+                                                  labels={"smoke": f"{label}-tight"})
+        for name, node, spec in (("fits", "roomy", {}),
+                                 ("unfit", "nowhere", {}),
+                                 ("victim", "tight",
+                                  {"cpu": "800m", "priority_class": world.low_priority})):
+            await kube.create_pod(api, namespace, kube.pod_body(
+                name, scheduler_name=world.scheduler_name,
+                node_selector={"smoke": f"{label}-{node}"}, **spec))
+        return world
+
+    async def delete(self, api: client.ApiClient) -> None:
+        scheduling = client.SchedulingV1Api(api)
+        for name in (self.low_priority, self.high_priority):
+            try:
+                await scheduling.delete_priority_class(name)
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+
+    async def run(self, api: client.ApiClient, kp: KpyschedProcess,
+                  *, short_step: str | None = None, short_timeout: float = 6.0) -> SmokeOutcome:
+        """Run the steps in order until one fails. `short_step` is the step expected to
+        fail: it gets `short_timeout` instead of the generous default."""
+        core = client.CoreV1Api(api)
+        leases = client.CoordinationV1Api(api)
+        seen: dict[str, Any] = {}
+
+        async def lease_spec() -> Any:
+            try:
+                lease = await leases.read_namespaced_lease(self.lease_name, self.lease_namespace)
+            except ApiException as error:
+                if error.status == 404:
+                    return None
+                raise
+            return lease.spec
+
+        async def pod(name: str) -> Any:
+            try:
+                return await core.read_namespaced_pod(name, self.namespace)
+            except ApiException as error:
+                if error.status == 404:
+                    return None
+                raise
+
+        async def lease_acquired() -> bool:
+            spec = await lease_spec()
+            if spec is None or not spec.holder_identity:
+                return False
+            seen["holder"], seen["renewed"] = spec.holder_identity, spec.renew_time
+            return True
+
+        async def lease_renewed() -> bool:
+            spec = await lease_spec()
+            return bool(spec and spec.holder_identity == seen["holder"]
+                        and spec.renew_time > seen["renewed"])
+
+        async def pods_bound() -> bool:
+            found = [await pod(name) for name in ("fits", "victim")]
+            return all(p is not None and p.spec.node_name for p in found)
+
+        async def failed_scheduling_event() -> bool:
+            listed = await client.EventsV1Api(api).list_namespaced_event(
+                self.namespace, field_selector="regarding.name=unfit")
+            return any(e.reason == "FailedScheduling"
+                       and e.reporting_controller == self.scheduler_name for e in listed.items)
+
+        async def pod_scheduled_condition() -> bool:
+            unfit = await pod("unfit")
+            return any(c.type == "PodScheduled" and c.status == "False"
+                       and c.reason == "Unschedulable" for c in unfit.status.conditions or [])
+
+        async def preemption() -> bool:
+            if "preemptor" not in seen:
+                seen["preemptor"] = await kube.create_pod(api, self.namespace, kube.pod_body(
+                    "preemptor", scheduler_name=self.scheduler_name, cpu="800m",
+                    priority_class=self.high_priority,
+                    node_selector={"smoke": f"{self.label}-tight"}))
+            victim, preemptor = await pod("victim"), await pod("preemptor")
+            return victim is None and bool(preemptor.spec.node_name)
+
+        checks: dict[str, Callable[[], Awaitable[bool]]] = {
+            "lease-acquired": lease_acquired, "lease-renewed": lease_renewed,
+            "pods-bound": pods_bound, "failed-scheduling-event": failed_scheduling_event,
+            "pod-scheduled-condition": pod_scheduled_condition, "preemption": preemption,
+        }
+        assert tuple(checks) == SMOKE_STEPS
+        outcome = SmokeOutcome()
+        for step, check in checks.items():
+            timeout = short_timeout if step == short_step else STEP_TIMEOUT_SECONDS
+            reason = await _eventually(check, timeout, kp)
+            if reason is not None:
+                outcome.failed, outcome.reason = step, reason
+                return outcome
+            outcome.passed.append(step)
+        return outcome
+
+
+async def _eventually(check: Callable[[], Awaitable[bool]], timeout: float,
+                      kp: KpyschedProcess) -> str | None:
+    """None once `check` holds; why not, if it did not within `timeout`."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        if await check():
+            return None
+        assert kp.process is not None
+        if kp.process.poll() is not None:
+            return f"kpysched exited with {kp.process.returncode}"
+        if asyncio.get_running_loop().time() > deadline:
+            return f"not within {timeout:.0f}s"
+        await asyncio.sleep(0.2)

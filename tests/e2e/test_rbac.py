@@ -1,0 +1,283 @@
+"""The chart's RBAC is exactly what kpysched needs: enough, and nothing to spare.
+
+kpysched runs as a separate process authenticated as the chart's ServiceAccount
+through the in-cluster path, as it would in a pod: a token from the TokenRequest
+API, the cluster CA and the namespace laid out as the kubelet mounts them (in the
+directory $KPYSCHED_INCLUSTER_DIR points at), KUBERNETES_SERVICE_HOST/PORT set, no
+kubeconfig. The API server runs with RBAC on.
+
+With every rule of the chart's ClusterRole and Role, the smoke test passes (Lease
+taken and renewed, pods bound, FailedScheduling event and PodScheduled condition for
+a pod that fits nowhere, a preemption that deletes its victim). Then, for each rule
+alone, the same setup without that rule: the smoke must fail at the step that rule
+serves, and kpysched's log must show the API server refusing exactly that request to
+the ServiceAccount. RULES below is the table; a test checks it names every rule the
+chart renders, so a new rule cannot skip the proof.
+
+list and watch of one resource are one rule: an informer needs both, and a list
+without a watch (or a watch without a list) is no informer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from kpysched.apiclient import RawApi
+from tests.cluster import kube
+from tests.cluster.cluster import ClusterState, log_tail
+from tests.cluster.kpysched_process import KpyschedProcess
+from tests.e2e.test_deploy import SmokeWorld, find, render, scheduler_config
+
+pytestmark = pytest.mark.e2e
+
+# Short leader-election durations so a leader that cannot renew gives up quickly.
+FAST_ELECTION = ("--set", "leaderElection.leaseDuration=4s",
+                 "--set", "leaderElection.renewDeadline=3s",
+                 "--set", "leaderElection.retryPeriod=1s")
+# The step a missing rule breaks is given this long (success takes about a second).
+BROKEN_STEP_SECONDS = 6.0
+LEASE = "<lease>"  # stands for the Lease name in RULES
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    kind: str  # ClusterRole or Role
+    rule: Mapping[str, Any]
+    breaks: str  # the smoke step that fails without it
+    refused: tuple[str, str]  # (verb, resource) the API server then refuses
+
+    def matches(self, rendered: Mapping[str, Any], lease: str) -> bool:
+        expected = {k: [lease if v == LEASE else v for v in values]
+                    for k, values in self.rule.items()}
+        return dict(rendered) == expected
+
+
+def _informer(id_: str, group: str, resource: str) -> Rule:
+    # kpysched campaigns for the Lease only once every informer has listed.
+    return Rule(id_, "ClusterRole", {"apiGroups": [group], "resources": [resource],
+                                     "verbs": ["list", "watch"]},
+                "lease-acquired", ("list", resource))
+
+
+RULES = [
+    _informer("pods-list-watch", "", "pods"),
+    Rule("pods-delete", "ClusterRole",
+         {"apiGroups": [""], "resources": ["pods"], "verbs": ["delete"]},
+         "preemption", ("delete", "pods")),
+    Rule("pods-binding-create", "ClusterRole",
+         {"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]},
+         "pods-bound", ("create", "pods/binding")),
+    Rule("pods-status-patch", "ClusterRole",
+         {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
+         "pod-scheduled-condition", ("patch", "pods/status")),
+    _informer("nodes-list-watch", "", "nodes"),
+    _informer("namespaces-list-watch", "", "namespaces"),
+    _informer("services-list-watch", "", "services"),
+    _informer("replicationcontrollers-list-watch", "", "replicationcontrollers"),
+    _informer("replicasets-list-watch", "apps", "replicasets"),
+    _informer("statefulsets-list-watch", "apps", "statefulsets"),
+    _informer("poddisruptionbudgets-list-watch", "policy", "poddisruptionbudgets"),
+    Rule("events-create", "ClusterRole",
+         {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
+         "failed-scheduling-event", ("create", "events")),
+    Rule("lease-create", "Role",
+         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
+         "lease-acquired", ("create", "leases")),
+    Rule("lease-get", "Role",
+         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+          "resourceNames": [LEASE], "verbs": ["get"]},
+         "lease-acquired", ("get", "leases")),
+    Rule("lease-update", "Role",
+         {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+          "resourceNames": [LEASE], "verbs": ["update"]},
+         "lease-renewed", ("update", "leases")),
+]
+
+
+def test_the_table_names_every_rule_the_chart_grants() -> None:
+    objects = render("table", "table-ns")
+    lease = scheduler_config(objects)["leaderElection"]["resourceName"]
+    for kind in ("ClusterRole", "Role"):
+        (role,) = find(objects, kind)
+        rendered = role["rules"]
+        table = [r for r in RULES if r.kind == kind]
+        assert len(rendered) == len(table)
+        for rule in rendered:
+            assert any(r.matches(rule, lease) for r in table), (
+                f"{kind} rule {rule} is not in RULES: add it with the smoke step it serves")
+
+
+class InClusterKpysched(KpyschedProcess):
+    """`kpysched run` with no kubeconfig: credentials only from the in-cluster files."""
+
+    def __init__(self, state: ClusterState, config: Mapping[str, Any],
+                 incluster_dir: Path) -> None:
+        super().__init__(state, config, wait_for="server.listening", env={
+            "KPYSCHED_INCLUSTER_DIR": str(incluster_dir),
+            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            "KUBERNETES_SERVICE_PORT": str(state.apiserver_port),
+        })
+        flag = self.command.index("--kubeconfig")
+        del self.command[flag:flag + 2]
+        for variable in ("KUBECONFIG", "KPYSCHED_KUBECONFIG"):
+            self.env.pop(variable, None)
+
+
+@dataclass(slots=True)
+class Release:
+    """The chart's ServiceAccount, roles and bindings, applied for real."""
+
+    namespace: str
+    config: dict[str, Any]
+    account: str
+    incluster_dir: Path
+
+    @property
+    def user(self) -> str:
+        return f"system:serviceaccount:{self.namespace}:{self.account}"
+
+
+async def _post(raw: RawApi, path: str, obj: Mapping[str, Any]) -> dict[str, Any]:
+    response = await raw.request("POST", path, dict(obj), throttle=False)
+    assert response.ok, f"{obj['kind']}: HTTP {response.status}: {response.message()}"
+    created: dict[str, Any] = json.loads(response.body)
+    return created
+
+
+_PATHS = {
+    "ServiceAccount": "/api/v1/namespaces/{ns}/serviceaccounts",
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+    "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+}
+
+
+Install = Callable[[str | None], Awaitable[Release]]
+
+
+async def _wait_until_authorized(raw: RawApi, namespace: str, account: str,
+                                 role: Mapping[str, Any], timeout: float = 10.0) -> None:
+    """The authorizer learns of new bindings through a watch: wait until it grants the
+    role's first rule, so kpysched's first requests are not refused by that lag."""
+    rule = role["rules"][0]
+    resource, _, subresource = rule["resources"][0].partition("/")
+    attributes = {"verb": rule["verbs"][0], "group": rule["apiGroups"][0],
+                  "resource": resource, "subresource": subresource,
+                  "namespace": role["metadata"].get("namespace", namespace),
+                  "name": rule.get("resourceNames", [""])[0]}
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+              "spec": {"user": f"system:serviceaccount:{namespace}:{account}",
+                       "groups": ["system:serviceaccounts",
+                                  f"system:serviceaccounts:{namespace}", "system:authenticated"],
+                       "resourceAttributes": attributes}}
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not (await _post(raw, "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+                           review))["status"].get("allowed"):
+        assert asyncio.get_running_loop().time() < deadline, f"{attributes} never allowed"
+        await asyncio.sleep(0.1)
+
+
+@pytest.fixture
+async def install(cluster: ClusterState, api: client.ApiClient,
+                  tmp_path: Path) -> AsyncIterator[Install]:
+    """install(without=rule id or None) applies the chart's identity and RBAC objects
+    (minus that rule) in a fresh release namespace and lays out the in-cluster files."""
+    raw = RawApi(api, qps=0)
+    made: list[tuple[str, str]] = []  # cluster-scoped objects to delete
+    namespaces: list[str] = []
+
+    async def apply(without: str | None) -> Release:
+        namespace = await kube.create_namespace(api, prefix="kpysched-rbac")
+        namespaces.append(namespace)
+        objects = render(f"rbac-{secrets.token_hex(3)}", namespace, *FAST_ELECTION)
+        config = scheduler_config(objects)
+        lease = config["leaderElection"]["resourceName"]
+        removed = next((r for r in RULES if r.id == without), None)
+        roles = []
+        for kind, path in _PATHS.items():
+            for obj in find(objects, kind):
+                if removed is not None and kind == removed.kind:
+                    kept = [r for r in obj["rules"] if not removed.matches(r, lease)]
+                    assert len(kept) == len(obj["rules"]) - 1, f"{without} not in the {kind}"
+                    obj["rules"] = kept
+                if "rules" in obj:
+                    roles.append(obj)
+                await _post(raw, path.format(ns=obj["metadata"].get("namespace")), obj)
+                if "{ns}" not in path:
+                    made.append((path, obj["metadata"]["name"]))
+        (account,) = find(objects, "ServiceAccount")
+        name = account["metadata"]["name"]
+        for role in roles:
+            await _wait_until_authorized(raw, namespace, name, role)
+        token = await _post(raw, f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+                            {"apiVersion": "authentication.k8s.io/v1",
+                             "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})
+        directory = tmp_path / namespace
+        directory.mkdir()
+        (directory / "token").write_text(token["status"]["token"])
+        shutil.copy(cluster.ca_file, directory / "ca.crt")
+        (directory / "namespace").write_text(namespace)
+        return Release(namespace, config, name, directory)
+
+    yield apply
+    for path, name in made:
+        response = await raw.request("DELETE", f"{path}/{name}", throttle=False)
+        assert response.ok or response.status == 404, response.message()
+    for namespace in namespaces:
+        await kube.delete_namespace(api, namespace)
+
+
+def _refusals(kp: KpyschedProcess, release: Release, verb: str,
+              resource: str) -> list[dict[str, Any]]:
+    """Log events in which the API server refused `verb resource` to the ServiceAccount."""
+    needle = f'User "{release.user}" cannot {verb} resource "{resource}"'
+    return [event for event in kp.log_events()
+            if any(isinstance(value, str) and needle in value for value in event.values())]
+
+
+async def test_smoke_passes_with_the_chart_s_rbac_through_the_in_cluster_path(
+    cluster: ClusterState, api: client.ApiClient, namespace: str, nodes_to_clean: list[str],
+    install: Install,
+) -> None:
+    release = await install(None)
+    world = await SmokeWorld.create(api, namespace, release.config, nodes_to_clean)
+    try:
+        with InClusterKpysched(cluster, release.config, release.incluster_dir) as kp:
+            outcome = await world.run(api, kp)
+            log = kp.log_path.read_text(errors="replace")
+    finally:
+        await world.delete(api)
+    assert outcome.failed is None, f"{outcome.describe()}\n{log[-3000:]}"
+    assert "forbidden" not in log.lower()  # nothing kpysched did was refused
+
+
+@pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
+async def test_without_the_rule_the_smoke_fails_where_that_rule_is_used(
+    rule: Rule, cluster: ClusterState, api: client.ApiClient, namespace: str,
+    nodes_to_clean: list[str], install: Install,
+) -> None:
+    release = await install(rule.id)
+    world = await SmokeWorld.create(api, namespace, release.config, nodes_to_clean)
+    try:
+        with InClusterKpysched(cluster, release.config, release.incluster_dir) as kp:
+            outcome = await world.run(api, kp, short_step=rule.breaks,
+                                      short_timeout=BROKEN_STEP_SECONDS)
+            refusals = _refusals(kp, release, *rule.refused)
+            tail = log_tail(kp.log_path)
+    finally:
+        await world.delete(api)
+    assert outcome.failed == rule.breaks, f"{outcome.describe()}\n{tail}"
+    assert refusals, (f"kpysched's log shows no refusal of {' '.join(rule.refused)} "
+                      f"to {release.user}:\n{tail}")
