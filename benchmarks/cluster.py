@@ -1,0 +1,131 @@
+"""A fresh benchmark cluster per scheduler run, built from tests.cluster.
+
+The harness's `up()` starts kube-apiserver with the test suite's flags; the
+benchmark then restarts it (`restart_apiserver`, etcd keeps its data) with three
+benchmark-only changes:
+
+* `--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,Priority`, as
+  upstream's scheduler_perf runs its API server: pods carry `spec.priority`
+  directly, Nodes are created without the not-ready taint (no kubelet would lift
+  it) and pods get no projected service-account volume.
+* higher in-flight limits, so the server's own ceiling is never the one measured.
+* a second static token for the scheduler under test (user `kpysched-bench-scheduler`,
+  bound to cluster-admin), so every request the scheduler sends can be counted apart
+  from the benchmark's own. A FlowSchema maps that user to the `exempt` priority
+  level: the scheduler is never throttled by API Priority and Fairness (as the
+  admin's `system:masters` group is not), and the server's
+  `apiserver_flowcontrol_dispatched_requests_total{flow_schema=...}` counts exactly
+  its requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import secrets
+import tempfile
+from pathlib import Path
+
+from benchmarks.kubeapi import BenchApi
+from benchmarks.promtext import parse
+from tests.cluster import cluster as harness
+
+SCHEDULER_USER = "kpysched-bench-scheduler"
+FLOW_SCHEMA = SCHEDULER_USER
+APISERVER_BENCH_FLAGS = (
+    "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition,Priority",
+    "--max-requests-inflight=3000",
+    "--max-mutating-requests-inflight=1000",
+)
+
+
+@dataclasses.dataclass(slots=True)
+class BenchCluster:
+    state: harness.ClusterState
+    scheduler_state: harness.ClusterState  # the same cluster, seen as the scheduler user
+    scheduler_token: str
+
+    @property
+    def directory(self) -> Path:
+        return Path(self.state.dir)
+
+
+def start(parent: Path | None = None) -> BenchCluster:
+    """Start etcd + kube-apiserver with the benchmark flags; return once ready."""
+    parent = parent or Path(tempfile.gettempdir())
+    parent.mkdir(parents=True, exist_ok=True)
+    directory = Path(tempfile.mkdtemp(prefix="kpysched-bench-", dir=parent))
+    state = harness.up(directory)
+    try:
+        token = secrets.token_hex(24)
+        tokens = Path(state.dir, "tokens.csv")
+        tokens.write_text(tokens.read_text() + f"{token},{SCHEDULER_USER},bench-scheduler-uid,\n")
+        state.apiserver_command = [*state.apiserver_command, *APISERVER_BENCH_FLAGS]
+        state.save()
+        state = harness.restart_apiserver(directory)
+        scheduler_kubeconfig = Path(state.dir, "scheduler.kubeconfig")
+        scheduler_kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config",
+            "clusters": [{"name": "bench", "cluster": {
+                "server": state.server, "certificate-authority": state.ca_file}}],
+            "users": [{"name": SCHEDULER_USER, "user": {"token": token}}],
+            "contexts": [{"name": "bench", "context": {"cluster": "bench",
+                                                      "user": SCHEDULER_USER}}],
+            "current-context": "bench",
+        }, indent=2))
+        scheduler_state = dataclasses.replace(state, kubeconfig=str(scheduler_kubeconfig))
+        bench = BenchCluster(state, scheduler_state, token)
+        asyncio.run(_grant_scheduler(bench))
+    except BaseException:
+        stop(directory)
+        raise
+    return bench
+
+
+def stop(directory: Path) -> None:
+    """Stop etcd and kube-apiserver and remove the directory (scheduler workdirs too)."""
+    harness.down(directory)
+
+
+async def _grant_scheduler(bench: BenchCluster) -> None:
+    async with BenchApi(bench.state) as api:
+        await api.must("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+            "metadata": {"name": SCHEDULER_USER},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "cluster-admin"},
+            "subjects": [{"kind": "User", "name": SCHEDULER_USER,
+                          "apiGroup": "rbac.authorization.k8s.io"}],
+        })
+        await api.must("POST", "/apis/flowcontrol.apiserver.k8s.io/v1/flowschemas", {
+            "metadata": {"name": FLOW_SCHEMA},
+            "spec": {
+                "matchingPrecedence": 100,
+                "priorityLevelConfiguration": {"name": "exempt"},
+                "rules": [{
+                    "subjects": [{"kind": "User", "user": {"name": SCHEDULER_USER}}],
+                    "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"],
+                                       "resources": ["*"], "namespaces": ["*"],
+                                       "clusterScope": True}],
+                    "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                }],
+            },
+        })
+    # The flow-control configuration is picked up asynchronously: probe as the
+    # scheduler until the server classifies it under the new FlowSchema.
+    async with BenchApi(bench.state, token=bench.scheduler_token) as as_scheduler, \
+            BenchApi(bench.state) as admin:
+        for _ in range(100):
+            await as_scheduler.request("GET", "/api/v1/namespaces/default")
+            if scheduler_requests(parse(await admin.get_text("/metrics"))) > 0:
+                return
+            await asyncio.sleep(0.1)
+    raise harness.ClusterError(
+        f"the API server never classified {SCHEDULER_USER} under FlowSchema {FLOW_SCHEMA}")
+
+
+def scheduler_requests(metrics: dict[str, list[tuple[dict[str, str], float]]]) -> float:
+    """Requests the scheduler user has sent so far, as counted by the API server."""
+    return sum(value for labels, value in
+               metrics.get("apiserver_flowcontrol_dispatched_requests_total", [])
+               if labels.get("flow_schema") == FLOW_SCHEMA)

@@ -1,0 +1,66 @@
+"""What one scheduler run yields, and the figures compared across schedulers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Better = Literal["higher", "lower"]
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    key: str
+    label: str
+    better: Better
+    digits: int = 1
+
+
+# Every figure a run reports, in table order. A ratio is kpysched / kube-scheduler.
+FIGURES: tuple[Figure, ...] = (
+    Figure("throughput_avg", "throughput avg (pods/s)", "higher"),
+    Figure("throughput_p50", "throughput p50 (pods/s)", "higher"),
+    Figure("throughput_p90", "throughput p90 (pods/s)", "higher"),
+    Figure("throughput_p99", "throughput p99 (pods/s)", "higher"),
+    Figure("throughput_max", "throughput max (pods/s)", "higher"),
+    Figure("sampled_share", "share of pods inside the samples", "higher", 2),
+    Figure("throughput_drain", "first to last bind (pods/s)", "higher"),
+    Figure("throughput_overall", "pods / makespan (pods/s)", "higher"),
+    Figure("makespan_s", "makespan to last bind (s)", "lower"),
+    Figure("startup_s", "scheduler start to ready (s)", "lower", 2),
+    Figure("latency_p50_ms", "pod latency p50 (ms)", "lower", 0),
+    Figure("latency_p90_ms", "pod latency p90 (ms)", "lower", 0),
+    Figure("latency_p99_ms", "pod latency p99 (ms)", "lower", 0),
+    Figure("algorithm_p50_ms", "algorithm latency p50 (ms)", "lower", 2),
+    Figure("algorithm_p99_ms", "algorithm latency p99 (ms)", "lower", 2),
+    Figure("attempts_per_pod", "scheduling attempts per measured pod", "lower", 2),
+    Figure("cpu_seconds", "scheduler CPU (s)", "lower"),
+    Figure("cpu_ms_per_pod", "scheduler CPU per pod (ms)", "lower", 2),
+    Figure("peak_rss_mib", "scheduler peak RSS (MiB)", "lower"),
+    Figure("api_requests_per_pod", "API requests per pod", "lower", 2),
+    Figure("apiserver_cpu_seconds", "kube-apiserver CPU (s)", "lower"),
+)
+FIGURE_KEYS = tuple(f.key for f in FIGURES)
+
+
+@dataclass(slots=True)
+class RunResult:
+    scheduler: str
+    repeat: int
+    pods: int
+    bound: int
+    complete: bool
+    figures: dict[str, float]
+    throughput_samples: list[float]
+    # Pods bound in each 1 s window from the start of the measurement, none dropped.
+    bound_per_second: list[int]
+    # The scheduler's own scheduled-pod counter, read about once a second meanwhile.
+    scheduled_per_second: list[float]
+    attempts_by_result: dict[str, float]
+    api_writes_by_kind: dict[str, float]
+    created_per_second: float  # how fast the benchmark created the measured pods
+    setup_seconds: float  # cluster + nodes + initial pods
+    load_average: float = 0.0  # 1-minute load average when the run began
+    churn_pods: int = 0
+    scheduler_log: str = ""  # last log lines when the run did not complete
+    profile: dict[str, object] | None = field(default=None)

@@ -1,0 +1,336 @@
+"""One measured run of one scheduler on a fresh cluster, and a suite of them.
+
+A run: fresh etcd + kube-apiserver (benchmarks.cluster) → namespaces, nodes and
+initial pods (already bound) → the scheduler under test, started and ready →
+metrics snapshot → measured pods created with high concurrency while a watch
+records when each gets a node → snapshot again → everything torn down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from benchmarks import cluster, promtext, schedulers, workloads
+from benchmarks.kubeapi import BenchApi, encode
+from benchmarks.observer import BindingObserver
+from benchmarks.profiling import Profiler
+from benchmarks.results import RunResult
+from benchmarks.stats import (
+    SAMPLE_SECONDS,
+    drain_rate,
+    per_second,
+    percentile,
+    throughput_samples,
+)
+from tests.cluster.cluster import log_tail
+
+ALGORITHM_HISTOGRAM = "scheduler_scheduling_algorithm_duration_seconds"
+ATTEMPTS_COUNTER = "scheduler_schedule_attempts_total"
+SETTLE_MAX_SECONDS = 5.0
+CreateMode = Literal["live", "before"]
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    workload: workloads.Workload
+    sizes: workloads.Sizes
+    qps: float | None = None
+    burst: int | None = None
+    create_mode: CreateMode = "before"
+    timeout: float | None = None  # seconds for every measured pod to bind
+    concurrency: int = 48
+    workdir: Path | None = None
+    profile_dir: Path | None = None  # profile kpysched with py-spy into this directory
+    logs_dir: Path | None = None  # keep each scheduler's log here
+
+    def bind_timeout(self) -> float:
+        # Generous: even 10 pods/s must finish; a stuck scheduler is reported, not hung on.
+        return self.timeout if self.timeout is not None else 60.0 + self.sizes.pods / 10
+
+
+Progress = Callable[[str], None]
+
+
+def run_once(spec: RunSpec, scheduler_name: str, repeat: int,
+             progress: Progress = print) -> RunResult:
+    started = time.monotonic()
+    load = os.getloadavg()[0]
+    progress(f"[{scheduler_name} #{repeat}] starting a fresh cluster (load average {load:.2f})")
+    bench = cluster.start(spec.workdir)
+    try:
+        result = asyncio.run(_run(spec, bench, scheduler_name, repeat, started, progress))
+        result.load_average = load
+        return result
+    finally:
+        cluster.stop(bench.directory)
+
+
+async def _populate(api: BenchApi, spec: RunSpec, scheduler_name: str) -> None:
+    workload, sizes = spec.workload, spec.sizes
+    for namespace in workloads.NAMESPACES:
+        await api.must("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+    await api.create_all(("/api/v1/nodes", encode(workload.node(i)))
+                         for i in range(sizes.nodes))
+    init_path = f"/api/v1/namespaces/{workloads.INIT_NAMESPACE}/pods"
+    await api.create_all(
+        (init_path, encode(workload.init_pod.body(
+            f"init-{i}", scheduler_name, f"node-{workload.place_init(i, sizes.nodes)}")))
+        for i in range(sizes.init_pods))
+
+
+def _measured_bodies(spec: RunSpec, scheduler_name: str) -> list[tuple[str, bytes]]:
+    path = f"/api/v1/namespaces/{workloads.MEASURED_NAMESPACE}/pods"
+    shape = spec.workload.measured_pod
+    return [(path, encode(shape.body(f"{shape.prefix}-{i}", scheduler_name)))
+            for i in range(spec.sizes.pods)]
+
+
+async def _churn(api: BenchApi, spec: RunSpec, scheduler_name: str,
+                 stop: asyncio.Event) -> int:
+    """Create never-fitting pods at the workload's rate until told to stop."""
+    shape = spec.workload.churn_pod
+    assert shape is not None
+    path = f"/api/v1/namespaces/{workloads.CHURN_NAMESPACE}/pods"
+    created = 0
+    loop = asyncio.get_running_loop()
+    next_at = loop.time()
+    while not stop.is_set():
+        await api.must("POST", path, encode(shape.body(f"{shape.prefix}-{created}",
+                                                       scheduler_name)))
+        created += 1
+        next_at += spec.workload.churn_interval_seconds
+        try:
+            await asyncio.wait_for(stop.wait(), max(0.0, next_at - loop.time()))
+        except TimeoutError:
+            continue
+    return created
+
+
+async def _sample_scheduled(scheduler: schedulers.SchedulerUnderTest,
+                            timeline: list[float]) -> None:
+    """Once a second, the scheduler's own count of scheduled pods (bind done), to
+    tell a scheduler that stalls from a watch that delivers late."""
+    while True:
+        text = await asyncio.to_thread(scheduler.metrics_text)
+        timeline.append(promtext.total(promtext.parse(text), ATTEMPTS_COUNTER,
+                                       result="scheduled"))
+        await asyncio.sleep(1.0)
+
+
+async def _settle(api: BenchApi) -> promtext.Samples:
+    """Wait (bounded) until the scheduler's trailing writes (events) are done."""
+    last = promtext.parse(await api.get_text("/metrics"))
+    deadline = time.monotonic() + SETTLE_MAX_SECONDS
+    while time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        current = promtext.parse(await api.get_text("/metrics"))
+        if cluster.scheduler_requests(current) == cluster.scheduler_requests(last):
+            return current
+        last = current
+    return last
+
+
+def _writes_by_kind(before: promtext.Samples, after: promtext.Samples) -> dict[str, float]:
+    """Write requests the API server served during the run, by verb and resource,
+    less the benchmark's own pod creates and the server's lease renewals (leader
+    election is off, so everything else is the scheduler's)."""
+
+    def counts(samples: promtext.Samples) -> dict[str, float]:
+        found: dict[str, float] = {}
+        for labels, value in samples.get("apiserver_request_total", []):
+            verb = labels.get("verb", "")
+            resource = labels.get("resource", "")
+            sub = labels.get("subresource", "")
+            if verb not in {"POST", "PATCH", "PUT", "DELETE", "APPLY"} or not resource:
+                continue
+            if (verb == "POST" and resource == "pods" and not sub) or resource == "leases":
+                continue  # the benchmark's creates; the API server's own identity lease
+            key = f"{verb} {resource}{'/' + sub if sub else ''}"
+            code = labels.get("code", "")
+            if not code.startswith("2"):
+                key += f" ({code})"
+            found[key] = found.get(key, 0.0) + value
+        return found
+
+    start, end = counts(before), counts(after)
+    return {key: end[key] - start.get(key, 0.0) for key in sorted(end)
+            if end[key] - start.get(key, 0.0) > 0}
+
+
+def _attempts(before: promtext.Samples, after: promtext.Samples) -> dict[str, float]:
+    """Scheduling attempts during the run by result (scheduled, unschedulable, error)."""
+    start = promtext.by_label(before, ATTEMPTS_COUNTER, "result")
+    return {result: count - start.get(result, 0.0)
+            for result, count in promtext.by_label(after, ATTEMPTS_COUNTER, "result").items()}
+
+
+def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[float],
+             t0: float, scheduler_before: promtext.Samples,
+             scheduler_after: promtext.Samples, server_before: promtext.Samples,
+             server_after: promtext.Samples, cpu_after: schedulers.ProcStats,
+             cpu_before: float, apiserver_cpu: float, startup: float) -> dict[str, float]:
+    """Every figure of results.FIGURES for one run."""
+    bound_times = list(bound_at.values())
+    latencies = []
+    for index in range(pods):
+        moment = bound_at.get(f"{prefix}-{index}")
+        if moment is not None and not math.isnan(acked[index]):
+            latencies.append(max(0.0, moment - max(acked[index], t0)))
+    samples = throughput_samples(t0, bound_times)
+    makespan = (max(bound_times) - t0) if bound_times else math.nan
+    algorithm = promtext.bucket_delta(scheduler_before, scheduler_after, ALGORITHM_HISTOGRAM)
+    attempts = sum(_attempts(scheduler_before, scheduler_after).values())
+    requests = (cluster.scheduler_requests(server_after)
+                - cluster.scheduler_requests(server_before))
+    cpu_seconds = cpu_after.cpu_seconds - cpu_before
+    bound = len(bound_times)
+
+    def ms(seconds: float | None) -> float:
+        return math.nan if seconds is None else seconds * 1000
+
+    return {
+        "throughput_avg": sum(samples) / len(samples) if samples else math.nan,
+        "throughput_p50": percentile(samples, 50),
+        "throughput_p90": percentile(samples, 90),
+        "throughput_p99": percentile(samples, 99),
+        "throughput_max": max(samples) if samples else math.nan,
+        # Bursty binding can leave most pods in the unsampled first and last partial
+        # intervals; then the sample statistics say little and this share is low.
+        "sampled_share": sum(samples) * SAMPLE_SECONDS / bound if bound else math.nan,
+        "throughput_drain": drain_rate(bound_times),
+        "throughput_overall": bound / makespan if bound and makespan > 0 else math.nan,
+        "makespan_s": makespan,
+        "startup_s": startup,
+        "latency_p50_ms": ms(percentile(latencies, 50)),
+        "latency_p90_ms": ms(percentile(latencies, 90)),
+        "latency_p99_ms": ms(percentile(latencies, 99)),
+        "algorithm_p50_ms": ms(promtext.quantile(0.5, algorithm)),
+        "algorithm_p99_ms": ms(promtext.quantile(0.99, algorithm)),
+        "attempts_per_pod": attempts / pods,
+        "cpu_seconds": cpu_seconds,
+        "cpu_ms_per_pod": cpu_seconds * 1000 / pods,
+        "peak_rss_mib": cpu_after.peak_rss_mib,
+        "api_requests_per_pod": requests / pods,
+        "apiserver_cpu_seconds": apiserver_cpu,
+    }
+
+
+async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
+               repeat: int, started: float, progress: Progress) -> RunResult:
+    sizes = spec.sizes
+    tag = f"[{scheduler_name} #{repeat}]"
+    live = spec.create_mode == "live"
+    async with BenchApi(bench.state, concurrency=spec.concurrency) as api:
+        progress(f"{tag} creating {sizes.nodes} nodes and {sizes.init_pods} initial pods")
+        await _populate(api, spec, scheduler_name)
+        bodies = _measured_bodies(spec, scheduler_name)
+        acked = [math.nan] * len(bodies)
+
+        def on_created(index: int, moment: float) -> None:
+            acked[index] = moment
+
+        creating_seconds = math.nan
+        if not live:
+            progress(f"{tag} creating the {sizes.pods} measured pods before the scheduler")
+            creating_started = time.monotonic()
+            await api.create_all(bodies, on_created)
+            creating_seconds = time.monotonic() - creating_started
+
+        scheduler = schedulers.make(scheduler_name, bench.scheduler_state, spec.qps,
+                                    spec.burst)
+        observer = BindingObserver(api, workloads.MEASURED_NAMESPACE, sizes.pods)
+        await observer.start()
+        profiler = None
+        scheduler_before: promtext.Samples = {}  # a fresh process: its counters start at 0
+        cpu_before = 0.0
+        server_before = promtext.parse(await api.get_text("/metrics"))
+        apiserver_cpu_before = schedulers.proc_stats(bench.state.apiserver_pid).cpu_seconds
+        try:
+            spawned_at = time.monotonic()
+            await asyncio.to_thread(scheduler.start)
+            await asyncio.to_thread(schedulers.wait_ready, scheduler)
+            ready_at = time.monotonic()
+            setup_seconds = ready_at - started
+            if live:
+                # The scheduler is up and idle: measure only what the measured pods cost.
+                scheduler_before = promtext.parse(
+                    await asyncio.to_thread(scheduler.metrics_text))
+                server_before = promtext.parse(await api.get_text("/metrics"))
+                apiserver_cpu_before = schedulers.proc_stats(
+                    bench.state.apiserver_pid).cpu_seconds
+                cpu_before = schedulers.proc_stats(scheduler.pid).cpu_seconds
+            if spec.profile_dir is not None and scheduler_name == schedulers.KPYSCHED:
+                profiler = Profiler(scheduler.pid, spec.profile_dir)
+                await profiler.start()
+                profile_started = (time.monotonic(),
+                                   schedulers.proc_stats(scheduler.pid).cpu_seconds)
+
+            progress(f"{tag} measuring {sizes.pods} pods "
+                     f"({spec.workload.upstream}, create mode {spec.create_mode})")
+            # Live: from the first create. Before: from the scheduler's spawn (it may
+            # bind its first pods before /readyz is seen to say ok).
+            t0 = time.monotonic() if live else spawned_at
+            creator = None
+            if live:
+                creator = asyncio.create_task(api.create_all(bodies, on_created))
+            stop_churn = asyncio.Event()
+            churn = (asyncio.create_task(_churn(api, spec, scheduler_name, stop_churn))
+                     if spec.workload.churn_pod is not None else None)
+            scheduled_timeline: list[float] = []
+            sampler = asyncio.create_task(_sample_scheduled(scheduler, scheduled_timeline))
+            complete = await observer.wait(spec.bind_timeout())
+            sampler.cancel()
+            stop_churn.set()
+            churn_pods = await churn if churn is not None else 0
+            if creator is not None:
+                await creator
+                creating_seconds = max(a for a in acked if not math.isnan(a)) - t0
+            server_after = await _settle(api)
+            cpu_after = schedulers.proc_stats(scheduler.pid)
+            apiserver_cpu_after = schedulers.proc_stats(bench.state.apiserver_pid).cpu_seconds
+            scheduler_after = promtext.parse(await asyncio.to_thread(scheduler.metrics_text))
+            profile = await profiler.stop() if profiler is not None else None
+        finally:
+            await observer.stop()
+            await asyncio.to_thread(scheduler.stop)
+            if spec.logs_dir is not None:
+                spec.logs_dir.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(scheduler.log_path, spec.logs_dir / (
+                    f"{spec.workload.name}-{sizes.nodes}-{scheduler_name}-{repeat}.log"))
+        scheduler_log = "" if complete else log_tail(scheduler.log_path, 40)
+
+    figures = _figures(
+        sizes.pods, spec.workload.measured_pod.prefix, observer.bound_at, acked, t0,
+        scheduler_before, scheduler_after, server_before, server_after,
+        cpu_after, cpu_before, apiserver_cpu_after - apiserver_cpu_before,
+        ready_at - spawned_at)
+    bound_times = list(observer.bound_at.values())
+    samples = throughput_samples(t0, bound_times)
+    bound = len(bound_times)
+    makespan = figures["makespan_s"]
+    if profile is not None:
+        # Only what happened while py-spy was attached.
+        profile["cpu_seconds"] = cpu_after.cpu_seconds - profile_started[1]
+        profile["pods"] = sum(1 for moment in bound_times if moment >= profile_started[0])
+    progress(f"{tag} {bound}/{sizes.pods} bound in {makespan:.1f}s, "
+             f"avg {figures['throughput_avg']:.1f} pods/s")
+    return RunResult(
+        scheduler=scheduler_name, repeat=repeat, pods=sizes.pods, bound=bound,
+        complete=complete, figures=figures, throughput_samples=samples,
+        bound_per_second=per_second(t0, bound_times),
+        scheduled_per_second=[b - a for a, b in
+                              itertools.pairwise(scheduled_timeline)],
+        attempts_by_result=_attempts(scheduler_before, scheduler_after),
+        api_writes_by_kind=_writes_by_kind(server_before, server_after),
+        created_per_second=sizes.pods / creating_seconds if creating_seconds > 0 else math.nan,
+        setup_seconds=setup_seconds, churn_pods=churn_pods, scheduler_log=scheduler_log,
+        profile=profile)

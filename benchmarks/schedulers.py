@@ -1,0 +1,163 @@
+"""The two schedulers under test, started the same way against a benchmark cluster.
+
+Each gets a KubeSchedulerConfiguration with one profile named after it, leader
+election off and, when the caller asks, the same clientConnection qps/burst; when
+not asked, the field is left out and each uses its own default (50/100 for both).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.error
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from tests.cluster.cluster import ClusterError, ClusterState, log_tail
+from tests.cluster.kpysched_process import KpyschedProcess
+from tests.cluster.upstream import UpstreamScheduler
+
+READY_TIMEOUT_SECONDS = 120.0
+KPYSCHED = "kpysched"
+KUBE_SCHEDULER = "kube-scheduler"
+NAMES = (KPYSCHED, KUBE_SCHEDULER)
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def scheduler_config(profile_name: str, qps: float | None, burst: int | None
+                     ) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "profiles": [{"schedulerName": profile_name}],
+    }
+    connection: dict[str, Any] = {}
+    if qps is not None:
+        connection["qps"] = qps
+    if burst is not None:
+        connection["burst"] = burst
+    if connection:
+        config["clientConnection"] = connection
+    return config
+
+
+@dataclass(frozen=True, slots=True)
+class ProcStats:
+    cpu_seconds: float  # user + system, all threads, since the process started
+    peak_rss_mib: float  # VmHWM
+
+
+def proc_stats(pid: int) -> ProcStats:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
+    peak_kib = next(int(line.split()[1]) for line in
+                    Path(f"/proc/{pid}/status").read_text().splitlines()
+                    if line.startswith("VmHWM:"))
+    return ProcStats(cpu, peak_kib / 1024)
+
+
+class SchedulerUnderTest(Protocol):
+    name: str
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def log_path(self) -> Path: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def ready(self) -> bool: ...
+
+    def metrics_text(self) -> str: ...
+
+
+class Kpysched:
+    name = KPYSCHED
+
+    def __init__(self, state: ClusterState, config: dict[str, Any]) -> None:
+        # info is kpysched's default level; it logs nothing per pod that is placed.
+        self._process = KpyschedProcess(state, config, log_level="info")
+
+    @property
+    def pid(self) -> int:
+        assert self._process.process is not None
+        return self._process.process.pid
+
+    @property
+    def log_path(self) -> Path:
+        return self._process.log_path
+
+    def start(self) -> None:
+        self._process.start()
+
+    def stop(self) -> None:
+        self._process.stop()
+
+    def ready(self) -> bool:
+        try:
+            return self._process.get("/readyz")[0] == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def metrics_text(self) -> str:
+        status, body = self._process.get("/metrics")
+        if status != 200:
+            raise ClusterError(f"kpysched /metrics answered {status}")
+        return body
+
+
+class KubeScheduler:
+    name = KUBE_SCHEDULER
+
+    def __init__(self, state: ClusterState, config: dict[str, Any]) -> None:
+        self._process = UpstreamScheduler(state, config)
+
+    @property
+    def pid(self) -> int:
+        assert self._process.process is not None
+        return self._process.process.pid
+
+    @property
+    def log_path(self) -> Path:
+        return self._process.log_path
+
+    def start(self) -> None:
+        self._process.start()
+
+    def stop(self) -> None:
+        self._process.stop()
+
+    def ready(self) -> bool:
+        try:
+            return self._process.get("/readyz").strip() == "ok"
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def metrics_text(self) -> str:
+        return self._process.metrics()
+
+
+def make(name: str, state: ClusterState, qps: float | None, burst: int | None
+         ) -> SchedulerUnderTest:
+    config = scheduler_config(name, qps, burst)
+    if name == KPYSCHED:
+        return Kpysched(state, config)
+    if name == KUBE_SCHEDULER:
+        return KubeScheduler(state, config)
+    raise ValueError(f"unknown scheduler {name!r}; choose from {', '.join(NAMES)}")
+
+
+def wait_ready(scheduler: SchedulerUnderTest) -> None:
+    """Until /readyz says ok: informers synced, the loop is about to pop pods."""
+    deadline = time.monotonic() + READY_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if scheduler.ready():
+            return
+        time.sleep(0.1)
+    raise ClusterError(f"{scheduler.name} not ready after {READY_TIMEOUT_SECONDS:.0f}s; "
+                       f"last lines of {scheduler.log_path}:\n{log_tail(scheduler.log_path)}")

@@ -1,0 +1,175 @@
+"""Workloads shaped like upstream's scheduler_perf (test/integration/scheduler_perf).
+
+Nodes are plain API objects as in its node-default template (4 CPU, 32Gi, 110
+pods), labelled with a zone; pods are its templates (pause image, 100m CPU /
+500Mi requests and limits, containerPort 80). Initial pods are created already
+bound (spec.nodeName set, spread deterministically) so both schedulers start from
+byte-identical state; measured pods carry the scheduler's name and wait for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.cluster.kube import node_body
+
+ZONE_KEY = "topology.kubernetes.io/zone"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+INIT_NAMESPACE = "sched-0"
+MEASURED_NAMESPACE = "sched-1"
+CHURN_NAMESPACE = "sched-2"
+NAMESPACES = (INIT_NAMESPACE, MEASURED_NAMESPACE, CHURN_NAMESPACE)
+
+
+@dataclass(frozen=True, slots=True)
+class PodShape:
+    """One scheduler_perf pod template."""
+
+    prefix: str
+    cpu: str = "100m"
+    memory: str = "500Mi"
+    limits: bool = True
+    labels: dict[str, str] = field(default_factory=dict)
+    priority: int | None = None
+    grace_period_zero: bool = False
+    affinity: dict[str, Any] | None = None
+    spread: list[dict[str, Any]] | None = None
+
+    def body(self, name: str, scheduler_name: str, node_name: str | None = None
+             ) -> dict[str, Any]:
+        requests = {"cpu": self.cpu, "memory": self.memory}
+        resources: dict[str, Any] = {"requests": requests}
+        if self.limits:
+            resources["limits"] = dict(requests)
+        spec: dict[str, Any] = {
+            "schedulerName": scheduler_name,
+            "containers": [{"name": "pause", "image": PAUSE_IMAGE,
+                            "ports": [{"containerPort": 80}], "resources": resources}],
+        }
+        if self.grace_period_zero:
+            spec["terminationGracePeriodSeconds"] = 0
+        if self.priority is not None:
+            spec["priority"] = self.priority
+        if self.affinity is not None:
+            spec["affinity"] = self.affinity
+        if self.spread is not None:
+            spec["topologySpreadConstraints"] = self.spread
+        if node_name is not None:
+            spec["nodeName"] = node_name
+        metadata: dict[str, Any] = {"name": name}
+        if self.labels:
+            metadata["labels"] = dict(self.labels)
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+DEFAULT_POD = PodShape("pod")
+NODE_AFFINITY_POD = PodShape("node-affinity", affinity={"nodeAffinity": {
+    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
+        "matchExpressions": [{"key": ZONE_KEY, "operator": "In",
+                              "values": ["zone1", "zone2"]}]}]}}})
+ANTI_AFFINITY_POD = PodShape("anti-affinity-pod", labels={"color": "green"}, affinity={
+    "podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"color": "green"}},
+        "topologyKey": "kubernetes.io/hostname",
+        "namespaces": [MEASURED_NAMESPACE, INIT_NAMESPACE]}]}})
+SPREADING_POD = PodShape("spreading-pod", labels={"color": "blue"}, spread=[{
+    "maxSkew": 5, "topologyKey": ZONE_KEY, "whenUnsatisfiable": "DoNotSchedule",
+    "labelSelector": {"matchLabels": {"color": "blue"}}}])
+LOW_PRIORITY_POD = PodShape("low", cpu="900m", grace_period_zero=True)
+HIGH_PRIORITY_POD = PodShape("high", cpu="3000m", priority=10)
+LARGE_CPU_POD = PodShape("large", cpu="9", limits=False, priority=10)
+
+
+def _round_robin(index: int, nodes: int) -> int:
+    return index % nodes
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    name: str
+    upstream: str  # the scheduler_perf test case it mirrors
+    summary: str
+    zones: tuple[str, ...]
+    init_pod: PodShape
+    measured_pod: PodShape
+    default_init_pods: Callable[[int], int]
+    default_pods: Callable[[int], int]
+    # Where initial pod i is bound: node index, given (i, node count).
+    place_init: Callable[[int, int], int] = _round_robin
+    # Pods created during the measurement that never fit (Unschedulable).
+    churn_pod: PodShape | None = None
+    churn_interval_seconds: float = 0.2
+    # Largest measured pod count that can all be placed: (nodes, init) -> pods.
+    capacity: Callable[[int, int], int] | None = None
+
+    def node(self, index: int) -> dict[str, Any]:
+        return node_body(f"node-{index}",
+                         labels={ZONE_KEY: self.zones[index % len(self.zones)]})
+
+
+WORKLOADS: dict[str, Workload] = {w.name: w for w in (
+    Workload(
+        "basic", "SchedulingBasic", "default pods on empty-ish nodes",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
+        default_init_pods=lambda nodes: min(nodes, 1000),
+        default_pods=lambda nodes: max(2 * nodes, 3000)),
+    Workload(
+        "node-affinity", "SchedulingNodeAffinity",
+        "required node affinity (zone In [zone1, zone2]) on every pod",
+        zones=("zone1",), init_pod=NODE_AFFINITY_POD, measured_pod=NODE_AFFINITY_POD,
+        default_init_pods=lambda nodes: nodes, default_pods=lambda nodes: max(2 * nodes, 3000)),
+    Workload(
+        "pod-anti-affinity", "SchedulingPodAntiAffinity",
+        "required pod anti-affinity per hostname: one pod per node",
+        zones=("zone1", "zone2", "zone3"), init_pod=ANTI_AFFINITY_POD,
+        measured_pod=ANTI_AFFINITY_POD,
+        default_init_pods=lambda nodes: nodes // 5,
+        default_pods=lambda nodes: max(1, min(nodes - nodes // 5, 2000)),
+        place_init=lambda index, nodes: index,
+        capacity=lambda nodes, init: nodes - init),
+    Workload(
+        "topology-spreading", "TopologySpreading",
+        "DoNotSchedule spread over 3 zones, maxSkew 5",
+        zones=("moon-1", "moon-2", "moon-3"), init_pod=DEFAULT_POD,
+        measured_pod=SPREADING_POD,
+        default_init_pods=lambda nodes: nodes, default_pods=lambda nodes: max(nodes, 3000)),
+    Workload(
+        "preemption", "PreemptionBasic",
+        "nodes full of 4x900m low-priority pods; each 3-CPU high-priority pod preempts 3",
+        zones=("zone1", "zone2", "zone3"), init_pod=LOW_PRIORITY_POD,
+        measured_pod=HIGH_PRIORITY_POD,
+        default_init_pods=lambda nodes: 4 * nodes, default_pods=lambda nodes: nodes,
+        place_init=lambda index, nodes: (index // 4) % nodes,
+        capacity=lambda nodes, init: nodes),
+    Workload(
+        "unschedulable", "Unschedulable",
+        "default pods flow while 9-CPU high-priority pods that never fit arrive at 5/s",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
+        default_init_pods=lambda nodes: max(1, nodes // 50),
+        default_pods=lambda nodes: max(2 * nodes, 3000), churn_pod=LARGE_CPU_POD),
+)}
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    nodes: int
+    init_pods: int
+    pods: int
+
+
+def sizes_for(workload: Workload, nodes: int, init_pods: int | None,
+              pods: int | None) -> Sizes:
+    init = workload.default_init_pods(nodes) if init_pods is None else init_pods
+    measured = workload.default_pods(nodes) if pods is None else pods
+    if nodes < 1 or init < 0 or measured < 1:
+        raise ValueError("need at least 1 node and 1 measured pod")
+    if workload.name == "pod-anti-affinity" and init > nodes:
+        raise ValueError(f"pod-anti-affinity puts one initial pod per node: "
+                         f"--init-pods {init} > --nodes {nodes}")
+    if workload.capacity is not None and measured > workload.capacity(nodes, init):
+        raise ValueError(f"{workload.name} can place at most "
+                         f"{workload.capacity(nodes, init)} measured pods on {nodes} nodes "
+                         f"with {init} initial pods; asked for {measured}")
+    return Sizes(nodes, init, measured)
