@@ -25,10 +25,10 @@ from benchmarks.observer import BindingObserver
 from benchmarks.profiling import Profiler
 from benchmarks.results import RunResult
 from benchmarks.stats import (
-    SAMPLE_SECONDS,
     drain_rate,
     per_second,
     percentile,
+    sampled_share,
     throughput_samples,
 )
 from tests.cluster.cluster import log_tail
@@ -173,11 +173,16 @@ def _attempts(before: promtext.Samples, after: promtext.Samples) -> dict[str, fl
             for result, count in promtext.by_label(after, ATTEMPTS_COUNTER, "result").items()}
 
 
+def _rate(count: int, seconds: float) -> float:
+    return count / seconds if count and seconds > 0 else math.nan
+
+
 def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[float],
              t0: float, scheduler_before: promtext.Samples,
              scheduler_after: promtext.Samples, server_before: promtext.Samples,
              server_after: promtext.Samples, cpu_after: schedulers.ProcStats,
-             cpu_before: float, apiserver_cpu: float, startup: float) -> dict[str, float]:
+             cpu_before: float, apiserver_cpu: float, startup: float,
+             ready_at: float) -> dict[str, float]:
     """Every figure of results.FIGURES for one run."""
     bound_times = list(bound_at.values())
     latencies = []
@@ -193,6 +198,9 @@ def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[flo
                 - cluster.scheduler_requests(server_before))
     cpu_seconds = cpu_after.cpu_seconds - cpu_before
     bound = len(bound_times)
+    # From the moment the scheduler could work (ready, or the first create when pods
+    # are created live) to the last binding.
+    active = max(bound_times, default=math.nan) - max(t0, ready_at)
 
     def ms(seconds: float | None) -> float:
         return math.nan if seconds is None else seconds * 1000
@@ -203,11 +211,10 @@ def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[flo
         "throughput_p90": percentile(samples, 90),
         "throughput_p99": percentile(samples, 99),
         "throughput_max": max(samples) if samples else math.nan,
-        # Bursty binding can leave most pods in the unsampled first and last partial
-        # intervals; then the sample statistics say little and this share is low.
-        "sampled_share": sum(samples) * SAMPLE_SECONDS / bound if bound else math.nan,
+        "sampled_share": sampled_share(samples, bound, active),
         "throughput_drain": drain_rate(bound_times),
-        "throughput_overall": bound / makespan if bound and makespan > 0 else math.nan,
+        "throughput_ready": _rate(bound, active),
+        "throughput_overall": _rate(bound, makespan),
         "makespan_s": makespan,
         "startup_s": startup,
         "latency_p50_ms": ms(percentile(latencies, 50)),
@@ -312,7 +319,7 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         sizes.pods, spec.workload.measured_pod.prefix, observer.bound_at, acked, t0,
         scheduler_before, scheduler_after, server_before, server_after,
         cpu_after, cpu_before, apiserver_cpu_after - apiserver_cpu_before,
-        ready_at - spawned_at)
+        ready_at - spawned_at, ready_at)
     bound_times = list(observer.bound_at.values())
     samples = throughput_samples(t0, bound_times)
     bound = len(bound_times)

@@ -59,6 +59,17 @@ def throughput_samples(start: float, bound_times: Sequence[float]) -> list[float
     return samples
 
 
+def sampled_share(samples: Sequence[float], bound: int, active_seconds: float) -> float:
+    """How much of a run its 1 s samples saw: the lesser of the share of its pods and
+    the share of its time (ready to last bind) they cover. Low for short runs and for
+    runs whose binds come in bursts the sampling drops, or only at the end (preemption
+    binds nothing until the victims are gone): then the samples say little."""
+    if not bound or not active_seconds > 0:
+        return math.nan
+    pods = sum(samples) * SAMPLE_SECONDS / bound
+    return min(pods, len(samples) * SAMPLE_SECONDS / active_seconds)
+
+
 def per_second(start: float, moments: Sequence[float]) -> list[int]:
     """How many of `moments` fall in each 1 s window from `start`."""
     if not moments:
