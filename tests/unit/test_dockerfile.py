@@ -212,4 +212,4 @@ def test_labels_name_the_source_and_the_package_version() -> None:
     version = labels["org.opencontainers.image.version"].replace("${VERSION}", args["VERSION"])
     assert version == PYPROJECT["project"]["version"]
     assert labels["org.opencontainers.image.source"].startswith("https://")
-    assert labels["org.opencontainers.image.licenses"] == PYPROJECT["project"]["license"]["text"]
+    assert labels["org.opencontainers.image.licenses"] == PYPROJECT["project"]["license"]
