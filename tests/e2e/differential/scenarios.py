@@ -142,7 +142,9 @@ AFFINITY: list[Scenario] = [
     Scenario("pod-affinity-unsatisfied", (N("n0"), N("n1")),
              P(labels={"app": "web"}, spec=_pod_affinity("podAffinity", "db")),
              existing=(P("other", node="n1", labels={"app": "cache"}),), expect="pending"),
-    Scenario("pod-affinity-first-of-group", (N("n0"), N("n1", cpu="8")),
+    # n1 must win on LeastAllocated by a whole point: with cpu=8 both nodes scored 98
+    # (integer division) and kube-scheduler broke the tie at random.
+    Scenario("pod-affinity-first-of-group", (N("n0"), N("n1", cpu="32", memory="128Gi")),
              P(labels={"app": "web"}, spec=_pod_affinity("podAffinity", "web"))),
     Scenario("anti-affinity-avoids", (N("n0"), N("n1")),
              P(labels={"app": "web"}, spec=_pod_affinity("podAntiAffinity", "web")),
