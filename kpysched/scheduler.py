@@ -47,17 +47,6 @@ class Attempt:
     started: float  # perf_counter at the start of the scheduling cycle
 
 
-@dataclass(slots=True)
-class Counters:
-    """Plain counters the metrics module and tests read."""
-
-    attempts_scheduled: int = 0
-    attempts_unschedulable: int = 0
-    attempts_error: int = 0
-    binds_succeeded: int = 0
-    binds_failed: int = 0
-
-
 class Scheduler:
     def __init__(
         self,
@@ -75,7 +64,6 @@ class Scheduler:
         self.recorder = recorder
         self.metrics = metrics
         self.snapshot = Snapshot()
-        self.counters = Counters()
         self.last_progress = time.monotonic()
         # When the current scheduling cycle began (None between cycles): a cycle that
         # never ends is a stuck loop even if nothing else is queued.
@@ -166,7 +154,6 @@ class Scheduler:
             self.cache.forget_pod(pod.uid)
             self._fail(attempt, None, status)
             return
-        self.counters.attempts_scheduled += 1
         task = asyncio.get_running_loop().create_task(
             self._binding_cycle(attempt, assumed, node), name=f"bind {pod.key}")
         self._binding_tasks.add(task)
@@ -203,7 +190,6 @@ class Scheduler:
                 self.metrics.bind_finished("success" if status.ok else "error",
                                            time.perf_counter() - bind_started)
         if not status.ok:
-            self.counters.binds_failed += 1
             if self.metrics is not None:
                 self.metrics.bind_failed(stage)
             log.info("bind.failed", pod=assumed.key, node=node, reason=status.message())
@@ -216,7 +202,6 @@ class Scheduler:
             self._fail(attempt, None, status)
             return
         self.cache.finish_binding(assumed.uid)
-        self.counters.binds_succeeded += 1
         log.debug("pod.bound", pod=assumed.key, node=node)
         if self.metrics is not None:
             now = time.perf_counter()
@@ -244,10 +229,6 @@ class Scheduler:
                 message, reason, is_error = error.message(), UNSCHEDULABLE, False
             else:
                 message, reason, is_error = error.message(), SCHEDULER_ERROR, True
-        if is_error:
-            self.counters.attempts_error += 1
-        else:
-            self.counters.attempts_unschedulable += 1
         if self.metrics is not None:
             self.metrics.schedule_attempt("error" if is_error else "unschedulable",
                                           framework.profile_name,
