@@ -1,0 +1,79 @@
+"""Start and stop the node's daemons, and end leftover pod processes by their pid."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+
+def spawn(command: list[str], log_path: Path, env: Mapping[str, str] | None = None) -> int:
+    """Start in a session of its own, so the node outlives the `up` command."""
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL, start_new_session=True,
+                                   env=dict(env) if env is not None else None)
+    return process.pid
+
+
+def alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+        if waited == pid:
+            return False  # our own child, exited and now reaped
+    except ChildProcessError:
+        pass  # not our child: ask /proc
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return status != "Z"
+
+
+def stop(pid: int, timeout: float = 20.0, *, group: bool = True) -> None:
+    """SIGTERM (the process group when `group`), then SIGKILL after `timeout`."""
+    def send(sig: signal.Signals) -> None:
+        try:
+            if group:
+                os.killpg(pid, sig)
+            else:
+                os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+    if not alive(pid):
+        return
+    send(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return
+        time.sleep(0.1)
+    send(signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def kill_recorded(directory: Path, names: tuple[str, ...] = ("init.pid", "shim.pid")) -> None:
+    """SIGKILL every pid recorded in `names` files below `directory`.
+
+    containerd's shims daemonize into sessions of their own, so stopping containerd
+    leaves them (and their containers) running; their task directories under
+    containerd's state hold their pids.
+    """
+    if not directory.is_dir():
+        return
+    for name in names:
+        for pid_file in directory.rglob(name):
+            try:
+                pid = int(pid_file.read_text().strip())
+            except (OSError, ValueError):
+                continue
+            if pid > 1 and alive(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
