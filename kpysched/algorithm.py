@@ -115,7 +115,10 @@ class Algorithm:
         order = np.roll(np.arange(count), -start)
         mask, covered = (None, frozenset[str]())
         if nodes is all_nodes and framework.filter_plugins:
-            mask, covered = framework.filter_mask(state, pod, snapshot)
+            verdict = framework.filter_mask(state, pod, snapshot)
+            if isinstance(verdict, Status):
+                return verdict
+            mask, covered = verdict
         positions = np.flatnonzero(mask[order]) if mask is not None else range(count)
 
         # The two-pass check only matters while some pod is nominated somewhere.

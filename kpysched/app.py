@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.pod_topology_spread import default_selector
+from kpysched.pod_status import PodStatusWriter
 from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.scheduling_queue import SchedulingQueue
 from kpysched.scheduler import Scheduler
@@ -189,9 +190,17 @@ class SchedulerHandle:
         metrics = self._scheduler().metrics
         if metrics is not None:
             metrics.preemption_victims(len(victims))
+        # A victim still waiting at Permit holds no node yet: it leaves Permit with an
+        # error and goes to backoff, never deleted (upstream's waitingPod.Preempt).
+        in_memory: list[PodInfo] = []
+        to_delete: list[PodInfo] = []
         for victim in victims:
-            self.reject_waiting_pod(victim.uid, plugin, "preempted")
-        self.executor.preempt(preemptor, node_name, victims, plugin)
+            preempted = any(
+                waiting.preempt(plugin, "preempted")
+                for framework in self._scheduler().frameworks.values()
+                if (waiting := framework.waiting_pods.get(victim.uid)) is not None)
+            (in_memory if preempted else to_delete).append(victim)
+        self.executor.preempt(preemptor, node_name, to_delete, plugin, in_memory=in_memory)
 
 
 def build_scheduler(
@@ -231,17 +240,23 @@ def build_scheduler(
     # Events get a rate limiter of their own, as kube-scheduler's separate event client
     # has: at the default QPS, events must not halve the binding rate.
     recorder = EventRecorder(raw.sibling())
-    scheduler = Scheduler(frameworks, queue, Cache(), algorithm, recorder, metrics)
+    recorder.metrics = metrics
+    status_writer = PodStatusWriter(raw)
+    scheduler = Scheduler(frameworks, queue, Cache(), algorithm, recorder, status_writer,
+                          metrics)
     handle.scheduler = scheduler
     # When a preemption finishes, its preemptor's PreEnqueue hold must be re-checked.
-    handle.executor = PreemptionExecutor(raw, recorder, queue.nominator,
+    handle.executor = PreemptionExecutor(raw, recorder, status_writer, queue.nominator,
                                          on_finished=queue.activate_gated)
+    scheduler.preemption = handle.executor
     return scheduler
 
 
 def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
-                  reflectors: Sequence[Reflector[Any]]) -> None:
-    """Gauges and counters that are read off the queue, cache and informers at scrape time."""
+                  reflectors: Sequence[Reflector[Any]]) -> Callable[[], None]:
+    """The refresh the loop runs every second: gauges and counters read off the queue,
+    cache, writers and informers. It must run on the loop, never on the scrape thread,
+    which would race the dictionaries it walks."""
     seen_incoming: dict[tuple[str, str], int] = {}
     seen_restarts: dict[str, int] = {}
     seen_relists: dict[str, int] = {}
@@ -252,6 +267,8 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
         metrics.set_unschedulable(queue.unschedulable_by_plugin())
         metrics.set_cache_size(nodes=cache.node_count(), pods=cache.pod_count(),
                                assumed_pods=cache.assumed_count())
+        metrics.set_write_queues(events=scheduler.recorder.queued,
+                                 pod_status=scheduler.status_writer.queued)
         for key, total in list(queue.incoming.items()):
             for _ in range(total - seen_incoming.get(key, 0)):
                 metrics.incoming(*key)
@@ -265,9 +282,9 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
                 metrics.relisted(name)
             seen_relists[name] = reflector.relists
 
-    metrics.on_scrape(refresh)
     for framework in scheduler.frameworks.values():
         framework.metrics = metrics
+    return refresh
 
 
 async def run(
@@ -286,10 +303,11 @@ async def run(
         scheduler = build_scheduler(config, profiles, registry, raw, listers, metrics)
         # A namespace's labels decide namespaceSelector matches (InterPodAffinity).
         listers.namespaces = Index(lambda: scheduler.queue.move_on_event(NAMESPACE_CHANGE))
-        pods = pod_reflector(api_client, PodEventHandler(scheduler, scheduler.recorder))
+        pod_handler = PodEventHandler(scheduler, scheduler.recorder)
+        pods = pod_reflector(api_client, pod_handler)
         nodes = node_reflector(api_client, NodeEventHandler(scheduler))
         reflectors: list[Reflector[Any]] = [nodes, pods, *listers.reflectors(api_client)]
-        _wire_metrics(metrics, scheduler, reflectors)
+        publish_metrics = _wire_metrics(metrics, scheduler, reflectors)
 
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -299,13 +317,17 @@ async def run(
         async def lead() -> None:
             """Runs only while this replica may schedule (holds the Lease)."""
             log.info("scheduler.started", profiles=[p.scheduler_name for p in profiles])
+            pod_handler.on_leading()
             try:
                 async with asyncio.TaskGroup() as group:
                     group.create_task(scheduler.run(), name="scheduling loop")
                     group.create_task(scheduler.queue.run_flushers(), name="queue flushers")
             finally:
                 scheduler.stop()
-                await scheduler.drain_bindings(SHUTDOWN_GRACE_SECONDS)
+                if elector is not None and elector.lost:
+                    await scheduler.abort_writes()  # another replica may lead already
+                else:
+                    await scheduler.drain_writes(SHUTDOWN_GRACE_SECONDS)
 
         election = config.leader_election
         elector = LeaderElector(
@@ -352,6 +374,8 @@ async def run(
                               for r in reflectors]
                 background.append(group.create_task(metrics.loop_lag_monitor(),
                                                     name="loop lag monitor"))
+                background.append(group.create_task(metrics.publish_forever(publish_metrics),
+                                                    name="metrics publisher"))
                 await _wait_synced_or_stopped(stop, *(r.synced for r in reflectors))
                 work: asyncio.Task[None] | None = None
                 if not stop.is_set():
@@ -369,7 +393,7 @@ async def run(
                     await asyncio.gather(work, return_exceptions=True)
                 elif work is not None and work.exception() is not None:
                     raise work.exception()  # type: ignore[misc]
-                await scheduler.recorder.drain(SHUTDOWN_GRACE_SECONDS)
+                await scheduler.drain_writes(SHUTDOWN_GRACE_SECONDS)
                 for task in background:
                     task.cancel()
         except* LeaseLostError as lost:

@@ -22,4 +22,6 @@ class Binder:
             "POST", f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}/binding", body)
         if response.ok:
             return SUCCESS
-        return Status.error(f"binding rejected: {response.status}: {response.message()}")
+        # The API server's own message, as upstream's DefaultBinder returns the error
+        # (e.g. 'pods "p" not found', 'Operation cannot be fulfilled on pods/binding ...').
+        return Status.error(response.message())

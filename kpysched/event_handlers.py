@@ -40,6 +40,21 @@ class PodEventHandler:
         self._scheduler = scheduler
         self._recorder = recorder
         self._reported_malformed: set[str] = set()
+        # Malformed pods of ours seen while standing by: only the leader writes, so
+        # their event waits until this replica leads.
+        self._unreported: dict[str, tuple[api.Pod, str]] = {}
+        self._leading = False
+
+    def on_leading(self) -> None:
+        """This replica now schedules: report the malformed pods it kept quiet about."""
+        self._leading = True
+        for pod, reason in self._unreported.values():
+            self._report(pod, reason)
+        self._unreported.clear()
+
+    def _report(self, pod: api.Pod, reason: str) -> None:
+        self._recorder.failed_scheduling(
+            pod, pod.spec.scheduler_name, f"pod cannot be scheduled: {reason}")
 
     def _info(self, pod: api.Pod) -> PodInfo | None:
         try:
@@ -50,8 +65,10 @@ class PodEventHandler:
                 self._reported_malformed.add(pod.metadata.uid)
                 log.warning("pod.malformed", pod=key, reason=str(error))
                 if self._scheduler.responsible_for(pod.spec.scheduler_name):
-                    self._recorder.failed_scheduling(
-                        pod, pod.spec.scheduler_name, f"pod cannot be scheduled: {error}")
+                    if self._leading:
+                        self._report(pod, str(error))
+                    else:
+                        self._unreported[pod.metadata.uid] = (pod, str(error))
             return None
 
     def _pending_and_ours(self, pod: api.Pod) -> bool:
@@ -115,6 +132,7 @@ class PodEventHandler:
     def on_delete(self, pod: api.Pod) -> None:
         uid = pod.metadata.uid
         self._reported_malformed.discard(uid)
+        self._unreported.pop(uid, None)
         if _is_assigned(pod) and self._scheduler.cache.has_pod(uid):
             self._scheduler.cache.remove_pod(uid)
             self._scheduler.queue.move_on_event(ev.ASSIGNED_POD_DELETE)
@@ -141,9 +159,16 @@ def node_update_event(old: api.Node, new: api.Node) -> list[ev.ClusterEvent]:
         actions.append(ev.ActionType.UPDATE_NODE_LABEL)
     if old.spec.taints != new.spec.taints:
         actions.append(ev.ActionType.UPDATE_NODE_TAINT)
+    if _condition_statuses(old) != _condition_statuses(new):
+        actions.append(ev.ActionType.UPDATE_NODE_CONDITION)
     if old.metadata.annotations != new.metadata.annotations:
         actions.append(ev.ActionType.UPDATE_NODE_ANNOTATION)
     return [ev.ClusterEvent(ev.Resource.NODE, action) for action in actions]
+
+
+def _condition_statuses(node: api.Node) -> dict[str, str]:
+    """Only a condition's status counts, never its heartbeat times (as upstream)."""
+    return {condition.type: condition.status for condition in node.status.conditions}
 
 
 class NodeEventHandler:

@@ -1,21 +1,37 @@
-"""What users see: events.k8s.io/v1 Events and the pod's PodScheduled condition.
+"""What users see in `kubectl get events`: events.k8s.io/v1 Events, written as
+kube-scheduler's event broadcaster (client-go tools/events, v1.36) writes them.
 
-Both are written as upstream kube-scheduler writes them so `kubectl describe pod`
-reads the same: reportingController is the profile's scheduler name, Scheduled /
-FailedScheduling reasons, the same notes, and a status patch of PodScheduled.
-Writes run as background tasks: the scheduling loop never waits on them.
+- reportingController is the profile's scheduler name, reportingInstance
+  `<controller>-<hostname>`, with the Scheduled / FailedScheduling / Preempted
+  reasons and notes upstream uses.
+- Isomorphic events (same type, action, reason, reporting controller and instance,
+  regarding and related object; the note does not count) fold into one Event: the
+  second occurrence PATCHes a series (count 2, lastObservedTime), later ones only
+  count in memory. The count is written again every 30 minutes, and a final time
+  when the series ends after 6 minutes of quiet, as upstream.
+- Writes wait in a bounded queue (1000 entries, as upstream's broadcaster) served by
+  a few workers, so a storm of failures never piles up tasks or memory; when the
+  queue is full the event is dropped and counted (kpysched_events_dropped_total).
+- Transport errors and 5xx answers are retried (12 tries, about 10 s apart, as
+  upstream); any other rejection abandons the event.
+The scheduling loop never waits on any of this.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+import random
 import socket
-from typing import Any
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import structlog
 
-from kpysched.apiclient import RawApi
+from kpysched.apiclient import TRANSPORT_ERROR, RawApi
 from kpysched.objects import api
 
 log = structlog.get_logger(__name__)
@@ -23,36 +39,83 @@ log = structlog.get_logger(__name__)
 SCHEDULED = "Scheduled"
 FAILED_SCHEDULING = "FailedScheduling"
 
+# client-go tools/events: maxQueuedEvents, maxTriesPerEvent, finishTime, refreshTime,
+# and the recorder's default sleep between tries.
+MAX_QUEUED_EVENTS = 1000
+MAX_TRIES_PER_EVENT = 12
+FINISH_SECONDS = 6 * 60.0
+REFRESH_SECONDS = 30 * 60.0
+RETRY_SLEEP_SECONDS = 10.0
+# Writers sharing the event client's rate limiter: enough that one slow answer does
+# not hold the rest back.
+WRITERS = 4
+NOTE_LENGTH_LIMIT = 1024
 
-def _micro_time() -> str:
+
+def micro_time() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _time() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+class DropCounter(Protocol):
+    """Where dropped events are counted (SchedulerMetrics.event_dropped)."""
+
+    def event_dropped(self, reason: str) -> None: ...
+
+
+@dataclass(slots=True)
+class _Recorded:
+    """One Event object as the server has (or will have) it, and its series count."""
+
+    body: dict[str, Any]
+    first_seen: float  # monotonic
+    count: int = 1
+    last_observed: str = ""  # MicroTime of the latest occurrence
+    last_observed_at: float = 0.0  # monotonic
+    written_count: int = 1  # the count the server last got
+
+
+def _event_key(body: dict[str, Any]) -> tuple[Any, ...]:
+    """Upstream's getKey: what makes two events one series (not the note)."""
+    related = body.get("related")
+    return (body["type"], body["action"], body["reason"], body["reportingController"],
+            body["reportingInstance"], tuple(sorted(body["regarding"].items())),
+            tuple(sorted(related.items())) if related else None)
 
 
 class EventRecorder:
-    def __init__(self, raw: RawApi, instance: str | None = None) -> None:
+    def __init__(self, raw: RawApi, instance: str | None = None, *,
+                 max_queued: int = MAX_QUEUED_EVENTS, writers: int = WRITERS,
+                 retry_sleep: float = RETRY_SLEEP_SECONDS,
+                 finish_seconds: float = FINISH_SECONDS,
+                 refresh_seconds: float = REFRESH_SECONDS,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._raw = raw
         self._host = instance or socket.gethostname()
+        self._max_queued = max_queued
+        self._writers = writers
+        self._retry_sleep = retry_sleep
+        self._finish_seconds = finish_seconds
+        self._refresh_seconds = refresh_seconds
+        self._clock = clock
+        self._cache: dict[tuple[Any, ...], _Recorded] = {}
+        self._queue: asyncio.Queue[_Recorded] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._aborted = False
+        self.metrics: DropCounter | None = None
+        self.dropped = 0
 
-    def _spawn(self, coroutine: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    # --- what callers record ------------------------------------------------------
 
     def event(self, pod: api.Pod, controller: str, type_: str, reason: str, action: str,
               note: str, related: api.Pod | None = None) -> None:
         meta = pod.metadata
         now = dt.datetime.now(dt.UTC)
-        body = {
+        body: dict[str, Any] = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"name": f"{meta.name}.{int(now.timestamp() * 1e9):x}",
                          "namespace": meta.namespace},
-            "eventTime": _micro_time(),
+            "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             "reportingController": controller,
             "reportingInstance": f"{controller}-{self._host}",
             "action": action,
@@ -60,22 +123,14 @@ class EventRecorder:
             "regarding": {"kind": "Pod", "apiVersion": "v1", "namespace": meta.namespace,
                           "name": meta.name, "uid": meta.uid,
                           "resourceVersion": meta.resource_version},
-            "note": note[:1024],
+            "note": _truncate(note),
             "type": type_,
         }
         if related is not None:
             body["related"] = {"kind": "Pod", "apiVersion": "v1",
                                "namespace": related.metadata.namespace,
                                "name": related.metadata.name, "uid": related.metadata.uid}
-        self._spawn(self._post(body))
-
-    async def _post(self, body: dict[str, Any]) -> None:
-        namespace = body["metadata"]["namespace"]
-        response = await self._raw.request(
-            "POST", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events", body)
-        if not response.ok:
-            log.warning("event.write_failed", status=response.status, reason=body["reason"],
-                        message=response.message())
+        self.record(body)
 
     def scheduled(self, pod: api.Pod, controller: str, node_name: str) -> None:
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"
@@ -85,39 +140,147 @@ class EventRecorder:
     def failed_scheduling(self, pod: api.Pod, controller: str, message: str) -> None:
         self.event(pod, controller, "Warning", FAILED_SCHEDULING, "Scheduling", message)
 
-    def set_unschedulable_condition(self, pod: api.Pod, reason: str, message: str,
-                                    nominated_node: str | None = None) -> None:
-        """PodScheduled=False with the same message as the event, and the nominated node
-        when preemption chose one ("" clears it); patched only when something changed."""
-        nomination_changes = (nominated_node is not None
-                              and nominated_node != pod.status.nominated_node_name)
-        condition_same = any(
-            c.type == "PodScheduled" and c.status == "False" and c.reason == reason
-            and c.message == message for c in pod.status.conditions)
-        if condition_same and not nomination_changes:
+    def record(self, body: dict[str, Any]) -> None:
+        """Fold `body` into its series or queue it as a new Event."""
+        if self._aborted:
             return
-        status: dict[str, Any] = {"conditions": [{
-            "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
-            "lastProbeTime": None, "lastTransitionTime": _time(),
-        }]}
-        if nomination_changes:
-            status["nominatedNodeName"] = nominated_node or None
-        self._spawn(self._patch_status(pod, {"status": status}))
+        key = _event_key(body)
+        now = self._clock()
+        known = self._cache.get(key)
+        if known is None:
+            entry = _Recorded(body, first_seen=now)
+            self._cache[key] = entry
+            self._enqueue(entry)
+            return
+        known.count += 1
+        known.last_observed = micro_time()
+        known.last_observed_at = now
+        if known.count == 2:
+            # Upstream writes the series as soon as it starts; later counts wait.
+            self._enqueue(known)
 
-    def patch_status(self, pod: api.Pod, status: dict[str, Any]) -> None:
-        """A background strategic-merge patch of pods/status (e.g. clearing nominations)."""
-        self._spawn(self._patch_status(pod, {"status": status}))
+    # --- queue and writers -----------------------------------------------------------
 
-    async def _patch_status(self, pod: api.Pod, patch: dict[str, Any]) -> None:
-        meta = pod.metadata
-        response = await self._raw.request(
-            "PATCH", f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}/status", patch,
-            content_type="application/strategic-merge-patch+json")
-        if not response.ok and response.status != 404:
-            log.warning("pod_condition.patch_failed", pod=f"{meta.namespace}/{meta.name}",
-                        status=response.status, message=response.message())
+    @property
+    def queued(self) -> int:
+        return self._queue.qsize() if self._queue is not None else 0
+
+    def _enqueue(self, entry: _Recorded) -> None:
+        queue = self._start()
+        try:
+            queue.put_nowait(entry)
+        except asyncio.QueueFull:
+            self.dropped += 1
+            if self.metrics is not None:
+                self.metrics.event_dropped("queue_full")
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning("event.dropped", reason=entry.body["reason"],
+                            dropped_total=self.dropped, queue_limit=self._max_queued)
+
+    def _start(self) -> asyncio.Queue[_Recorded]:
+        """Start the writers on first use (on the running loop)."""
+        if self._queue is None:
+            self._queue = asyncio.Queue(self._max_queued)
+            loop = asyncio.get_running_loop()
+            for index in range(self._writers):
+                self._spawn(loop, self._write_forever(), f"event writer {index}")
+            self._spawn(loop, self._maintain_series(), "event series upkeep")
+        return self._queue
+
+    def _spawn(self, loop: asyncio.AbstractEventLoop, coroutine: Any, name: str) -> None:
+        task = loop.create_task(coroutine, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _write_forever(self) -> None:
+        assert self._queue is not None
+        queue = self._queue
+        while True:
+            entry = await queue.get()
+            try:
+                await self._write_with_retries(entry)
+            except Exception:
+                log.exception("event.write_crashed", reason=entry.body["reason"])
+            finally:
+                queue.task_done()
+
+    async def _write_with_retries(self, entry: _Recorded) -> None:
+        for attempt in range(1, MAX_TRIES_PER_EVENT + 1):
+            status, message = await self._write(entry)
+            if 200 <= status < 300:
+                return
+            retry = status == TRANSPORT_ERROR or status >= 500
+            if not retry or attempt == MAX_TRIES_PER_EVENT:
+                log.warning("event.write_failed", status=status, reason=entry.body["reason"],
+                            message=message, tries=attempt)
+                return
+            await asyncio.sleep(self._retry_sleep * (1 + 0.25 * random.random()))
+
+    async def _write(self, entry: _Recorded) -> tuple[int, str]:
+        """Create the Event, or PATCH its series (creating it if it went away)."""
+        body = entry.body
+        namespace = body["metadata"]["namespace"]
+        collection = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
+        count = entry.count
+        if count > 1:
+            series = {"count": count, "lastObservedTime": entry.last_observed}
+            response = await self._raw.request(
+                "PATCH", f"{collection}/{body['metadata']['name']}", {"series": series},
+                content_type="application/strategic-merge-patch+json")
+            if response.status != 404:
+                if response.ok:
+                    entry.written_count = count
+                return response.status, response.message()
+            body = {**body, "series": series}
+        response = await self._raw.request("POST", collection, body)
+        if response.ok:
+            entry.written_count = count
+        elif response.status == 409 and count == 1:
+            return 200, ""  # the same Event twice: already there (upstream drops it too)
+        return response.status, response.message()
+
+    async def _maintain_series(self) -> None:
+        """Upstream's finishSeries (every 6 min) and refreshExistingEventSeries (every
+        30 min): write the last count of ended series, forget ended events."""
+        next_refresh = self._clock() + self._refresh_seconds
+        while True:
+            await asyncio.sleep(self._finish_seconds)
+            now = self._clock()
+            refresh = now >= next_refresh
+            if refresh:
+                next_refresh = now + self._refresh_seconds
+            for key, entry in list(self._cache.items()):
+                if entry.count > 1:
+                    ended = entry.last_observed_at < now - self._finish_seconds
+                    if (ended or refresh) and entry.count != entry.written_count:
+                        self._enqueue(entry)
+                    if ended:
+                        del self._cache[key]
+                elif entry.first_seen < now - self._finish_seconds:
+                    del self._cache[key]
+
+    # --- shutdown ---------------------------------------------------------------------
 
     async def drain(self, timeout: float) -> None:
-        """Wait (bounded) for writes still in flight, e.g. at shutdown."""
-        if self._tasks:
-            await asyncio.wait(set(self._tasks), timeout=timeout)
+        """Graceful stop: wait (bounded) for queued writes."""
+        if self._queue is None or self._aborted:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._queue.join(), timeout)
+
+    async def abort(self) -> None:
+        """The lease is lost: write nothing more, drop what is queued."""
+        self._aborted = True
+        tasks = set(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+
+def _truncate(note: str) -> str:
+    """Upstream's truncateMessage: at most 1024 characters, ending ' ...' when cut."""
+    if len(note) <= NOTE_LENGTH_LIMIT:
+        return note
+    suffix = " ..."
+    return note[:NOTE_LENGTH_LIMIT - len(suffix)] + suffix

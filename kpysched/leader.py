@@ -230,6 +230,8 @@ class LeaderElector:
         self._leading = False
         self._started = False
         self._running = False
+        # Set when renewal failed: the lease is (or may be) someone else's now.
+        self.lost = False
         self._stop = asyncio.Event()
         self._finished = asyncio.Event()
         if metrics is not None:
@@ -306,6 +308,9 @@ class LeaderElector:
             await asyncio.wait({leading, renewing, stopping},
                                return_when=asyncio.FIRST_COMPLETED)
         finally:
+            # Renewal ended on its own: the lease is lost, and the leading task must stop
+            # writing at once rather than wind down (it reads `lost` while cancelled).
+            self.lost = renewing.done() and not renewing.cancelled()
             # Stop the work first, renewing no more: it finishes while the lease is ours.
             for task in (renewing, stopping, leading):
                 task.cancel()

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Final, Literal
 
+import structlog
 from prometheus_client import (
     CollectorRegistry,
     Counter,
@@ -26,6 +27,8 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
 from prometheus_client.metrics_core import Metric
+
+log = structlog.get_logger(__name__)
 
 # The text format Go's promhttp serves by default (and Prometheus scrapes).
 CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
@@ -40,6 +43,9 @@ MAX_ATTEMPTS_LABEL: Final = 15
 
 # prometheus_client prints a whole-number bucket bound as le="64.0"; Go prints le="64".
 _WHOLE_LE = re.compile(rb'le="(\d+)\.0"')
+
+# How often the loop publishes the gauges it owns (pending pods, cache sizes).
+PUBLISH_SECONDS: Final = 1.0
 
 AttemptResult = Literal["scheduled", "unschedulable", "error"]
 
@@ -77,7 +83,6 @@ class SchedulerMetrics:
         self.registry = CollectorRegistry()
         self._sample_percent = sample_percent
         self._rng = rng or random.Random()
-        self._scrape_hooks: list[Callable[[], None]] = []
         r = self.registry
         if process_metrics:
             # process_cpu_seconds_total, process_resident_memory_bytes, ...: the same
@@ -212,6 +217,16 @@ class SchedulerMetrics:
             "How late the asyncio event loop woke a sleeping task, in seconds: time the loop "
             "spent busy with other work.",
             buckets=exponential_buckets(0.0005, 2, 14), registry=r)
+        self._events_dropped = Counter(
+            "kpysched_events_dropped_total",
+            "Events not written because the recorder's bounded queue was full, by reason.",
+            ["reason"], registry=r)
+        self._write_queue = Gauge(
+            "kpysched_write_queue_length",
+            "Writes waiting to go out, by queue: events (bounded, overflow dropped) and "
+            "pod_status (at most one coalesced patch per pod).", ["queue"], registry=r)
+        for queue in ("events", "pod_status"):
+            self._write_queue.labels(queue).set(0)
 
         # Series dashboards expect from the start, as upstream's queue and cache set them.
         for queue in PENDING_QUEUES:
@@ -221,17 +236,24 @@ class SchedulerMetrics:
 
     # --- exposition --------------------------------------------------------------
 
-    def on_scrape(self, hook: Callable[[], None]) -> None:
-        """Run `hook` at the start of every render(): the place to copy gauges from
-        their source (set_pending from the queue, set_cache_size from the cache) instead
-        of updating them on every change."""
-        self._scrape_hooks.append(hook)
+    async def publish_forever(self, refresh: Callable[[], None],
+                              interval: float = PUBLISH_SECONDS) -> None:
+        """Run as a supervised task on the scheduler's loop: call `refresh` (which
+        copies gauges off the queue, cache and informers) every `interval` seconds.
+        render() runs on the health server's thread and must never walk the loop's
+        live dictionaries itself; it reads only what the loop published here."""
+        while True:
+            try:
+                refresh()
+            except Exception:
+                # Stale gauges are better than no scheduler: report it and go on.
+                log.exception("metrics.publish_failed")
+            await asyncio.sleep(interval)
 
     def render(self) -> bytes:
         """The registry in Prometheus text format 0.0.4 (see CONTENT_TYPE), with bucket
-        bounds spelled as Go spells them so `le` matchers in dashboards keep working."""
-        for hook in self._scrape_hooks:
-            hook()
+        bounds spelled as Go spells them so `le` matchers in dashboards keep working.
+        Safe from any thread: prometheus_client locks each metric."""
         return _WHOLE_LE.sub(rb'le="\1"', generate_latest(_WithoutCreated(self.registry)))
 
     # --- scheduling attempts ---------------------------------------------------------
@@ -360,6 +382,13 @@ class SchedulerMetrics:
 
     def bind_failed(self, reason: str) -> None:
         self._bind_failures.labels(reason).inc()
+
+    def event_dropped(self, reason: str) -> None:
+        self._events_dropped.labels(reason).inc()
+
+    def set_write_queues(self, *, events: int, pod_status: int) -> None:
+        self._write_queue.labels("events").set(events)
+        self._write_queue.labels("pod_status").set(pod_status)
 
     async def loop_lag_monitor(self, interval: float = 0.5) -> None:
         """Run as a supervised task: every `interval` seconds, observe how much later than

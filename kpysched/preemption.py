@@ -17,16 +17,18 @@ import structlog
 from kpysched.apiclient import RawApi
 from kpysched.events import EventRecorder
 from kpysched.objects.pod import PodInfo
+from kpysched.pod_status import PodStatusWriter
 from kpysched.queue.nominator import Nominator
 
 log = structlog.get_logger(__name__)
 
 
 class PreemptionExecutor:
-    def __init__(self, raw: RawApi, recorder: EventRecorder, nominator: Nominator,
-                 on_finished: Callable[[], object] | None = None) -> None:
+    def __init__(self, raw: RawApi, recorder: EventRecorder, status_writer: PodStatusWriter,
+                 nominator: Nominator, on_finished: Callable[[], object] | None = None) -> None:
         self._raw = raw
         self._recorder = recorder
+        self._status_writer = status_writer
         self._nominator = nominator
         self._on_finished = on_finished
         self._tasks: set[asyncio.Task[None]] = set()
@@ -37,12 +39,19 @@ class PreemptionExecutor:
         return uid in self._running
 
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
-                plugin: str) -> None:
+                plugin: str, in_memory: Sequence[PodInfo] = ()) -> None:
+        """Delete `victims`; `in_memory` ones were only waiting at Permit and were already
+        sent back to the queue, so they just get the Preempted event."""
+        for victim in in_memory:
+            self._recorder.event(
+                victim.pod, preemptor.pod.spec.scheduler_name, "Normal", "Preempted",
+                "Preempting", f"{_preempted_by(preemptor, node_name)} (in kube-scheduler memory).",
+                related=preemptor.pod)
         # Lower-priority pods nominated here would compete for the room being freed.
         for other in self._nominator.pods_for_node(node_name):
             if other.uid != preemptor.uid and other.priority < preemptor.priority:
                 self._nominator.delete(other.uid)
-                self._recorder.patch_status(other.pod, {"nominatedNodeName": None})
+                self._status_writer.patch(other.pod, {"nominatedNodeName": None})
         pending = [v for v in victims if v.pod.metadata.deletion_timestamp is None]
         if not pending:
             return
@@ -93,9 +102,20 @@ class PreemptionExecutor:
                  node=node_name)
         self._recorder.event(
             victim.pod, scheduler_name, "Normal", "Preempted", "Preempting",
-            f"Preempted by pod {preemptor.uid} on node {node_name}",
-            related=preemptor.pod)
+            _preempted_by(preemptor, node_name), related=preemptor.pod)
 
     async def drain(self, timeout: float) -> None:
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=timeout)
+
+    async def abort(self) -> None:
+        """The lease is lost: stop deleting victims at once."""
+        tasks = set(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+
+def _preempted_by(preemptor: PodInfo, node_name: str) -> str:
+    return f"Preempted by pod {preemptor.uid} on node {node_name}"

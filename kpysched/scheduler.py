@@ -4,7 +4,12 @@ One task pops one pod at a time and decides synchronously against a fresh
 snapshot (it never awaits the network); the chosen node is assumed in the cache
 at once, and a separate task per pod runs WaitOnPermit, PreBind, Bind and
 PostBind. A failed binding undoes the reservation, forgets the assumed pod and
-requeues it with backoff.
+requeues it with backoff; the room it held may fit pods rejected meanwhile, so
+those are moved back as for an assigned pod's deletion.
+
+Nothing a pod or a plugin does may end the loop: plugin exceptions already come
+back from the framework as Error statuses, and the cycle itself is guarded so a
+bug in the core fails that one pod (event, backoff), not the process.
 """
 
 from __future__ import annotations
@@ -23,11 +28,14 @@ from kpysched.cache.snapshot import Snapshot
 from kpysched.events import EventRecorder
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
+from kpysched.framework.events import ASSIGNED_POD_DELETE
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects.pod import PodInfo
+from kpysched.pod_status import PodStatusWriter
+from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.scheduling_queue import SchedulingQueue
 
 log = structlog.get_logger(__name__)
@@ -55,6 +63,7 @@ class Scheduler:
         cache: Cache,
         algorithm: Algorithm,
         recorder: EventRecorder,
+        status_writer: PodStatusWriter,
         metrics: SchedulerMetrics | None = None,
     ) -> None:
         self.frameworks = dict(frameworks)
@@ -62,6 +71,7 @@ class Scheduler:
         self.cache = cache
         self.algorithm = algorithm
         self.recorder = recorder
+        self.status_writer = status_writer
         self.metrics = metrics
         self.snapshot = Snapshot()
         self.last_progress = time.monotonic()
@@ -69,6 +79,7 @@ class Scheduler:
         # never ends is a stuck loop even if nothing else is queued.
         self.busy_since: float | None = None
         self._binding_tasks: set[asyncio.Task[None]] = set()
+        self.preemption: PreemptionExecutor | None = None  # set by the application
         self._stopping = False
 
     def responsible_for(self, scheduler_name: str) -> bool:
@@ -82,8 +93,10 @@ class Scheduler:
             if queued is None:
                 return
             self.busy_since = time.monotonic()
-            self.schedule_one(queued)
-            self.busy_since = None
+            try:
+                self.schedule_one(queued)
+            finally:
+                self.busy_since = None
             self.last_progress = time.monotonic()
             # Let informers and binding tasks run between decisions.
             await asyncio.sleep(0)
@@ -93,8 +106,34 @@ class Scheduler:
         self.queue.close()
 
     async def drain_bindings(self, timeout: float) -> None:
+        """Graceful stop: let bindings in flight finish (bounded)."""
         if self._binding_tasks:
             await asyncio.wait(set(self._binding_tasks), timeout=timeout)
+
+    async def abort_bindings(self) -> None:
+        """The lease is lost: another replica may already be scheduling, so no binding
+        may write any more. Cancel them all and wait until they have stopped."""
+        tasks = set(self._binding_tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+            log.warning("bindings.aborted", count=len(tasks))
+
+    async def abort_writes(self) -> None:
+        """The lease is lost and another replica may already schedule: stop every
+        write at once (bindings, victim deletions, events, status patches)."""
+        await self.abort_bindings()
+        if self.preemption is not None:
+            await self.preemption.abort()
+        await self.recorder.abort()
+        await self.status_writer.abort()
+
+    async def drain_writes(self, timeout: float) -> None:
+        """Graceful stop: bindings first (they write events), then what is queued."""
+        await self.drain_bindings(timeout)
+        await self.recorder.drain(timeout)
+        await self.status_writer.drain(timeout)
 
     def schedule_one(self, queued: QueuedPodInfo) -> None:
         pod = queued.pod_info
@@ -106,6 +145,22 @@ class Scheduler:
         sampled = self.metrics.should_sample() if self.metrics is not None else False
         attempt = Attempt(framework, queued, self.queue.scheduling_cycle,
                           CycleState(sampled), time.perf_counter())
+        try:
+            self._schedule(attempt)
+        except Exception as error:
+            # A bug in the core (plugins cannot get here): fail this pod, keep the loop.
+            log.exception("scheduling_cycle.crashed", pod=pod.key)
+            if self.cache.is_assumed(pod.uid) and not self._binding_started(pod.uid):
+                self.cache.forget_pod(pod.uid)
+            self.snapshot = Snapshot()  # it may be half-updated: the next cycle rebuilds it
+            self._fail(attempt, None, Status.error(
+                f"scheduling cycle failed: {type(error).__name__}: {error}"))
+
+    def _binding_started(self, uid: str) -> bool:
+        return any(task.get_name() == _binding_task_name(uid) for task in self._binding_tasks)
+
+    def _schedule(self, attempt: Attempt) -> None:
+        framework, pod = attempt.framework, attempt.queued.pod_info
         self.cache.update_snapshot(self.snapshot)
         outcome = self.algorithm.schedule(framework, attempt.state, pod, self.snapshot)
         if self.metrics is not None:
@@ -155,7 +210,7 @@ class Scheduler:
             self._fail(attempt, None, status)
             return
         task = asyncio.get_running_loop().create_task(
-            self._binding_cycle(attempt, assumed, node), name=f"bind {pod.key}")
+            self._binding_cycle(attempt, assumed, node), name=_binding_task_name(pod.uid))
         self._binding_tasks.add(task)
         task.add_done_callback(self._binding_tasks.discard)
 
@@ -163,57 +218,69 @@ class Scheduler:
         try:
             if self.metrics is not None:
                 with self.metrics.in_flight("binding"):
-                    await self._bind_steps(attempt, assumed, node)
+                    status = await self._bind_steps(attempt, assumed, node)
             else:
-                await self._bind_steps(attempt, assumed, node)
+                status = await self._bind_steps(attempt, assumed, node)
         except Exception as error:
-            # A plugin bug must not lose the pod: undo the placement and requeue it.
+            # A bug in the core must not lose the pod: undo the placement, requeue it.
             log.exception("bind.crashed", pod=assumed.key, node=node)
-            attempt.framework.run_unreserve(attempt.state, assumed, node)
-            self.cache.forget_pod(assumed.uid)
-            self._fail(attempt, None, Status.error(f"binding cycle failed: {error!r}"))
+            status = Status.error(f"binding cycle failed: {type(error).__name__}: {error}")
+        if not status.ok:
+            self._binding_failed(attempt, assumed, node, status)
+            return
+        # Bound: from here on nothing may undo the placement, whatever PostBind does.
+        framework = attempt.framework
+        self.cache.finish_binding(assumed.uid)
+        log.debug("pod.bound", pod=assumed.key, node=node)
+        if self.metrics is not None:
+            queued = attempt.queued
+            self.metrics.schedule_attempt("scheduled", framework.profile_name,
+                                          time.perf_counter() - attempt.started)
+            first = queued.initial_attempt_timestamp  # on the queue clock: time.monotonic
+            self.metrics.pod_scheduled(
+                queued.attempts, None if first is None else time.monotonic() - first)
+        self.recorder.scheduled(assumed.pod, framework.profile_name, node)
+        self.queue.done(assumed.uid)
+        await framework.run_post_bind(attempt.state, assumed, node)
 
-    async def _bind_steps(self, attempt: Attempt, assumed: PodInfo, node: str) -> None:
+    async def _bind_steps(self, attempt: Attempt, assumed: PodInfo, node: str) -> Status:
+        """WaitOnPermit, PreBind and Bind; Success once the pod is bound."""
         framework, state = attempt.framework, attempt.state
         stage = "Permit"
         status = await framework.wait_on_permit(assumed)
         if status.ok:
             stage = "PreBind"
             status = await framework.run_pre_bind(state, assumed, node)
-        bind_started = time.perf_counter()
         if status.ok:
             stage = "Bind"
+            bind_started = time.perf_counter()
             status = await framework.run_bind(state, assumed, node)
             if status.code == Code.SKIP:
                 status = Status.error("no bind plugin bound the pod")
             if self.metrics is not None:
                 self.metrics.bind_finished("success" if status.ok else "error",
                                            time.perf_counter() - bind_started)
-        if not status.ok:
-            if self.metrics is not None:
-                self.metrics.bind_failed(stage)
-            log.info("bind.failed", pod=assumed.key, node=node, reason=status.message())
-            framework.run_unreserve(state, assumed, node)
-            self.cache.forget_pod(assumed.uid)
-            if status.code == Code.ERROR and status.plugin and stage != "Permit":
-                status = Status.error(
-                    f"running {stage} plugin \"{status.plugin}\": "
-                    f"{status.message()}", status.plugin)
-            self._fail(attempt, None, status)
-            return
-        self.cache.finish_binding(assumed.uid)
-        log.debug("pod.bound", pod=assumed.key, node=node)
+        if status.ok:
+            return status
         if self.metrics is not None:
-            now = time.perf_counter()
-            queued = attempt.queued
-            self.metrics.schedule_attempt("scheduled", framework.profile_name,
-                                          now - attempt.started)
-            first = queued.initial_attempt_timestamp  # on the queue clock: time.monotonic
-            self.metrics.pod_scheduled(
-                queued.attempts, None if first is None else time.monotonic() - first)
-        self.recorder.scheduled(assumed.pod, framework.profile_name, node)
-        await framework.run_post_bind(state, assumed, node)
-        self.queue.done(assumed.uid)
+            self.metrics.bind_failed(stage)
+        if status.code == Code.ERROR and status.plugin and stage != "Permit":
+            # Upstream's wording: running PreBind plugin "X": <error>.
+            status = Status.error(
+                f"running {stage} plugin \"{status.plugin}\": {status.message()}", status.plugin)
+        return status
+
+    def _binding_failed(self, attempt: Attempt, assumed: PodInfo, node: str,
+                        status: Status) -> None:
+        """Upstream's handleBindingCycleError: undo, requeue, and treat the forgotten
+        pod as a deleted assigned pod, since pods rejected while it held its node may
+        fit now."""
+        log.info("bind.failed", pod=assumed.key, node=node, reason=status.message())
+        attempt.framework.run_unreserve(attempt.state, assumed, node)
+        self.cache.forget_pod(assumed.uid)
+        self._fail(attempt, None, status)
+        uid = assumed.uid
+        self.queue.move_on_event(ASSIGNED_POD_DELETE, pre_check=lambda pod: pod.uid != uid)
 
     def _fail(self, attempt: Attempt, diagnosis: Diagnosis | None, error: Status | None,
               nominated_node: str | None = None) -> None:
@@ -245,4 +312,8 @@ class Scheduler:
                  pod=pod.key, reason=message)
         latest = queued.pod_info.pod
         self.recorder.failed_scheduling(latest, framework.profile_name, message)
-        self.recorder.set_unschedulable_condition(latest, reason, message, nominated_node)
+        self.status_writer.set_unschedulable_condition(latest, reason, message, nominated_node)
+
+
+def _binding_task_name(uid: str) -> str:
+    return f"bind {uid}"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import structlog
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.node_tree import NodeTree
 from kpysched.cache.snapshot import Snapshot
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
@@ -42,6 +43,8 @@ class Cache:
         # Names of nodes touched since the last update_snapshot: the snapshot refresh
         # then costs O(changes), not O(nodes). There is one snapshot consumer.
         self._dirty: set[str] = set()
+        # The order cycles walk nodes in: zones round-robin, as upstream's nodeTree.
+        self._tree = NodeTree()
 
     # --- generation bookkeeping -------------------------------------------------
 
@@ -63,12 +66,14 @@ class Cache:
     def add_or_update_node(self, node: api.Node) -> None:
         info = self._node_info(node.metadata.name)
         info.set_node(node)
+        self._tree.add_or_update(node)
         self._touch(info)
 
     def remove_node(self, name: str) -> None:
         info = self._nodes.get(name)
         if info is None:
             return
+        self._tree.remove(name)
         if info.pods:
             # Pods still point at it; keep their usage until they go too.
             info.node = None
@@ -181,7 +186,7 @@ class Cache:
         if structure_changed:
             for copy in changed:
                 snapshot.by_name[copy.name] = copy
-            snapshot.rebuild_order()
+            snapshot.rebuild_order(self._tree.ordered())
         else:
             for copy in changed:
                 snapshot.replace(copy)

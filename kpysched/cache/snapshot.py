@@ -90,9 +90,12 @@ class Snapshot:
             else:
                 counts.pop(image, None)
 
-    def rebuild_order(self) -> None:
-        """Recompute list order, index and columns after nodes came or went."""
-        self.node_infos = sorted(self.by_name.values(), key=lambda info: info.name)
+    def rebuild_order(self, order: list[str] | None = None) -> None:
+        """Recompute list order, index and columns after nodes came or went. `order` is
+        the cache's node order (zones round-robin); by name when not given."""
+        if order is None:
+            order = sorted(self.by_name)
+        self.node_infos = [info for name in order if (info := self.by_name.get(name))]
         self.image_nodes = {}
         for info in self.node_infos:
             self._count_images(info, 1)

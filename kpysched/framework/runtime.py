@@ -19,6 +19,7 @@ import numpy.typing as npt
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.events import EVERYTHING, ClusterEvent
+from kpysched.framework.guard import plugin_raised
 from kpysched.framework.handle import ProfileHandle
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
@@ -30,6 +31,16 @@ if TYPE_CHECKING:
     from kpysched.cache.snapshot import Snapshot
 
 BoolArray = npt.NDArray[np.bool_]
+# Upstream caps every Permit wait at 15 minutes, whatever a plugin asks for.
+MAX_PERMIT_WAIT_SECONDS = 15 * 60.0
+
+
+_NO_SCORES: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+
+
+def _score_error(plugin: str, status: Status) -> Status:
+    return Status.error(
+        f'running Score plugins: plugin "{plugin}" failed with: {status.message()}', plugin)
 
 
 def _normalize_error(plugin: str, status: Status) -> Status:
@@ -164,7 +175,10 @@ class Framework:
 
     def run_pre_enqueue(self, pod: PodInfo) -> Status:
         for plugin in self.pre_enqueue_plugins:
-            status = plugin.pre_enqueue(pod)
+            try:
+                status = plugin.pre_enqueue(pod)
+            except Exception as error:
+                status = plugin_raised(plugin.NAME, "PreEnqueue", error)
             if not status.ok:
                 return status.with_plugin(plugin.NAME)
         return SUCCESS
@@ -193,7 +207,10 @@ class Framework:
         rejected: Status | None = None
         for plugin in self.pre_filter_plugins:
             started = time.perf_counter()
-            narrowed, status = plugin.pre_filter(state, pod, nodes)
+            try:
+                narrowed, status = plugin.pre_filter(state, pod, nodes)
+            except Exception as error:
+                narrowed, status = None, plugin_raised(plugin.NAME, "PreFilter", error)
             self._plugin_timed(state, plugin.NAME, "PreFilter", status, started)
             if status.code == Code.SKIP:
                 state.skip_filter_plugins.add(plugin.NAME)
@@ -223,17 +240,23 @@ class Framework:
                 return result, Status.unresolvable(message, plugin=plugin.NAME), restricting
         return result, rejected or SUCCESS, restricting
 
-    def filter_mask(self, state: CycleState, pod: PodInfo,
-                    snapshot: Snapshot) -> tuple[BoolArray | None, frozenset[str]]:
+    def filter_mask(self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+                    ) -> tuple[BoolArray | None, frozenset[str]] | Status:
         """The combined verdict of the vector-capable Filter plugins over every snapshot
         row, and the plugins it covers (the per-node pass may skip them on rows it
-        passed). (None, {}) when no plugin could vectorise for this pod."""
+        passed). (None, {}) when no plugin could vectorise for this pod; an Error status
+        when one raised."""
         mask: BoolArray | None = None
         covered: set[str] = set()
         for plugin in self.vector_filter_plugins:
             if plugin.NAME in state.skip_filter_plugins:
                 continue
-            verdict = plugin.filter_vector(state, pod, snapshot)
+            try:
+                verdict = plugin.filter_vector(state, pod, snapshot)
+            except Exception as error:
+                status = plugin_raised(plugin.NAME, "Filter", error)
+                return Status.error(
+                    f'running "{plugin.NAME}" filter plugin: {status.message()}', plugin.NAME)
             if verdict is None:
                 continue
             mask = verdict if mask is None else mask & verdict
@@ -248,12 +271,15 @@ class Framework:
         for plugin in self.filter_plugins:
             if (skip and plugin.NAME in skip) or (covered and plugin.NAME in covered):
                 continue
-            if state.record_plugin_metrics:
-                started = time.perf_counter()
-                status = plugin.filter(state, pod, node)
-                self._plugin_timed(state, plugin.NAME, "Filter", status, started)
-            else:
-                status = plugin.filter(state, pod, node)
+            try:
+                if state.record_plugin_metrics:
+                    started = time.perf_counter()
+                    status = plugin.filter(state, pod, node)
+                    self._plugin_timed(state, plugin.NAME, "Filter", status, started)
+                else:
+                    status = plugin.filter(state, pod, node)
+            except Exception as error:
+                status = plugin_raised(plugin.NAME, "Filter", error)
             if status is not SUCCESS and not status.ok:
                 if status.code == Code.ERROR:
                     return Status.error(
@@ -267,7 +293,11 @@ class Framework:
             if plugin.NAME in state.skip_filter_plugins:
                 continue
             if fw.PreFilterExtensions in type(plugin).__mro__:
-                status = cast(fw.PreFilterExtensions, plugin).add_pod(state, pod, added, node)
+                try:
+                    status = cast(fw.PreFilterExtensions, plugin).add_pod(
+                        state, pod, added, node)
+                except Exception as error:
+                    status = plugin_raised(plugin.NAME, "PreFilterExtensionAddPod", error)
                 if not status.ok:
                     return status.with_plugin(plugin.NAME)
         return SUCCESS
@@ -278,8 +308,11 @@ class Framework:
             if plugin.NAME in state.skip_filter_plugins:
                 continue
             if fw.PreFilterExtensions in type(plugin).__mro__:
-                status = cast(fw.PreFilterExtensions, plugin).remove_pod(
-                    state, pod, removed, node)
+                try:
+                    status = cast(fw.PreFilterExtensions, plugin).remove_pod(
+                        state, pod, removed, node)
+                except Exception as error:
+                    status = plugin_raised(plugin.NAME, "PreFilterExtensionRemovePod", error)
                 if not status.ok:
                     return status.with_plugin(plugin.NAME)
         return SUCCESS
@@ -327,7 +360,13 @@ class Framework:
         reasons: list[str] = []
         rejector = ""
         for plugin in self.post_filter_plugins:
-            outcome, status = plugin.post_filter(state, pod, statuses)
+            try:
+                outcome, status = plugin.post_filter(state, pod, statuses)
+            except Exception as error:
+                outcome = None
+                status = plugin_raised(plugin.NAME, "PostFilter", error)
+                status.reasons = [f'running PostFilter plugin "{plugin.NAME}": '
+                                  f"{status.message()}"]
             if status.ok:
                 return outcome, status, []
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -351,7 +390,10 @@ class Framework:
     def _run_pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         for plugin in self.pre_score_plugins:
             started = time.perf_counter()
-            status = plugin.pre_score(state, pod, nodes)
+            try:
+                status = plugin.pre_score(state, pod, nodes)
+            except Exception as error:
+                status = plugin_raised(plugin.NAME, "PreScore", error)
             self._plugin_timed(state, plugin.NAME, "PreScore", status, started)
             if status.code == Code.SKIP:
                 state.skip_score_plugins.add(plugin.NAME)
@@ -382,22 +424,15 @@ class Framework:
         for plugin in self.score_plugins:
             if plugin.NAME in state.skip_score_plugins:
                 continue
-            mro = type(plugin).__mro__
-            values = self._vector_scores(state, pod, plugin, snapshot, picked_rows)
+            try:
+                values = self._vector_scores(state, pod, plugin, snapshot, picked_rows)
+            except Exception as error:
+                return totals.tolist(), _score_error(
+                    plugin.NAME, plugin_raised(plugin.NAME, "Score", error))
             if values is None:
-                scores: list[fw.NodeScore] = []
-                for node in nodes:
-                    value, status = plugin.score(state, pod, node)
-                    if not status.ok:
-                        return totals.tolist(), Status.error(
-                            f'running Score plugins: plugin "{plugin.NAME}" failed with: '
-                            f"{status.message()}", plugin.NAME)
-                    scores.append(fw.NodeScore(node.name, value))
-                if fw.ScoreExtensions in mro:
-                    status = cast(fw.ScoreExtensions, plugin).normalize_score(state, pod, scores)
-                    if not status.ok:
-                        return totals.tolist(), _normalize_error(plugin.NAME, status)
-                values = np.fromiter((s.score for s in scores), dtype=np.int64, count=len(scores))
+                values, status = self._node_scores(state, pod, plugin, nodes)
+                if not status.ok:
+                    return totals.tolist(), status
             invalid = np.flatnonzero((values < fw.MIN_NODE_SCORE) | (values > fw.MAX_NODE_SCORE))
             if invalid.size:
                 # Upstream's wording, "should in the range" included.
@@ -408,6 +443,29 @@ class Framework:
                     "after normalizing", plugin.NAME)
             totals += values * self.weights.get(plugin.NAME, 1)
         return totals.tolist(), SUCCESS
+
+    def _node_scores(self, state: CycleState, pod: PodInfo, plugin: fw.ScorePlugin,
+                     nodes: Sequence[NodeInfo]) -> tuple[npt.NDArray[np.int64], Status]:
+        """Normalised scores of `nodes`, node by node."""
+        scores: list[fw.NodeScore] = []
+        point = "Score"
+        try:
+            for node in nodes:
+                value, status = plugin.score(state, pod, node)
+                if not status.ok:
+                    return _NO_SCORES, _score_error(plugin.NAME, status)
+                scores.append(fw.NodeScore(node.name, value))
+            if fw.ScoreExtensions in type(plugin).__mro__:
+                point = "ScoreExtensionNormalize"
+                status = cast(fw.ScoreExtensions, plugin).normalize_score(state, pod, scores)
+                if not status.ok:
+                    return _NO_SCORES, _normalize_error(plugin.NAME, status)
+        except Exception as error:
+            status = plugin_raised(plugin.NAME, point, error)
+            return _NO_SCORES, (_score_error(plugin.NAME, status) if point == "Score"
+                                else _normalize_error(plugin.NAME, status))
+        values = np.fromiter((s.score for s in scores), dtype=np.int64, count=len(scores))
+        return values, SUCCESS
 
     def _vector_scores(self, state: CycleState, pod: PodInfo, plugin: fw.ScorePlugin,
                        snapshot: Snapshot | None,
@@ -434,7 +492,10 @@ class Framework:
 
     def _run_reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for plugin in self.reserve_plugins:
-            status = plugin.reserve(state, pod, node_name)
+            try:
+                status = plugin.reserve(state, pod, node_name)
+            except Exception as error:
+                status = plugin_raised(plugin.NAME, "Reserve", error)
             if not status.ok:
                 if status.code == Code.ERROR:
                     return Status.error(
@@ -450,7 +511,11 @@ class Framework:
     def _run_unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         # Reverse order, as upstream: undo in the opposite order of reserving.
         for plugin in reversed(self.reserve_plugins):
-            plugin.unreserve(state, pod, node_name)
+            try:
+                plugin.unreserve(state, pod, node_name)
+            except Exception as error:
+                # Unreserve cannot fail upstream either: the others still undo theirs.
+                plugin_raised(plugin.NAME, "Unreserve", error)
 
     def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         started = time.perf_counter()
@@ -461,9 +526,12 @@ class Framework:
     def _run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         waiting_on: dict[str, float] = {}
         for plugin in self.permit_plugins:
-            status, timeout = plugin.permit(state, pod, node_name)
+            try:
+                status, timeout = plugin.permit(state, pod, node_name)
+            except Exception as error:
+                status, timeout = plugin_raised(plugin.NAME, "Permit", error), 0.0
             if status.code == Code.WAIT:
-                waiting_on[plugin.NAME] = timeout
+                waiting_on[plugin.NAME] = min(timeout, MAX_PERMIT_WAIT_SECONDS)
             elif not status.ok:
                 if status.code == Code.ERROR:
                     return Status.error(
@@ -492,6 +560,8 @@ class Framework:
             self.waiting_pods.pop(pod.uid, None)
         if self.metrics is not None:
             self.metrics.permit_wait(status.code.label, time.perf_counter() - started)
+        if status.code == Code.ERROR:  # e.g. preempted while waiting
+            return Status.error(f"waiting on permit for pod: {status.message()}", status.plugin)
         return status
 
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
@@ -502,7 +572,10 @@ class Framework:
 
     async def _run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for plugin in self.pre_bind_plugins:
-            status = await plugin.pre_bind(state, pod, node_name)
+            try:
+                status = await plugin.pre_bind(state, pod, node_name)
+            except Exception as error:
+                status = plugin_raised(plugin.NAME, "PreBind", error)
             if not status.ok:
                 return status.with_plugin(plugin.NAME)
         return SUCCESS
@@ -515,7 +588,10 @@ class Framework:
 
     async def _run_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         for plugin in self.bind_plugins:
-            status = await plugin.bind(state, pod, node_name)
+            try:
+                status = await plugin.bind(state, pod, node_name)
+            except Exception as error:
+                status = plugin_raised(plugin.NAME, "Bind", error)
             if status.code == Code.SKIP:
                 continue
             return status.with_plugin(plugin.NAME) if not status.ok else status
@@ -528,5 +604,9 @@ class Framework:
 
     async def _run_post_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         for plugin in self.post_bind_plugins:
-            await plugin.post_bind(state, pod, node_name)
+            try:
+                await plugin.post_bind(state, pod, node_name)
+            except Exception as error:
+                # The pod is bound whatever PostBind does: log it, run the others.
+                plugin_raised(plugin.NAME, "PostBind", error)
 

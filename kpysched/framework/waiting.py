@@ -58,6 +58,16 @@ class WaitingPod:
             self.future.set_result(Status.unschedulable(reason, plugin=plugin))
         self.cancel_timers()
 
+    def preempt(self, plugin: str, reason: str) -> bool:
+        """Preemption chose this pod as a victim: it leaves Permit with an Error (so it
+        goes to backoff) and is never deleted, as upstream's waitingPod.Preempt. False
+        when its wait had already ended."""
+        if self.future.done():
+            return False
+        self.future.set_result(Status.error(reason, plugin))
+        self.cancel_timers()
+        return True
+
     def cancel_timers(self) -> None:
         for timer in self.timers.values():
             timer.cancel()

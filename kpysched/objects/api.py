@@ -179,6 +179,7 @@ class PodCondition(_Wire):
     status: str
     reason: str = ""
     message: str = ""
+    last_transition_time: str | None = None
 
 
 class PodStatus(_Wire):
@@ -204,10 +205,16 @@ class NodeSpec(_Wire):
     taints: list[Taint] = []
 
 
+class NodeCondition(_Wire):
+    type: str
+    status: str = ""
+
+
 class NodeStatus(_Wire):
     allocatable: dict[str, str | int | float] = {}
     capacity: dict[str, str | int | float] = {}
     images: list[ContainerImage] = []
+    conditions: list[NodeCondition] = []
 
 
 class Node(_Wire):

@@ -224,11 +224,18 @@ async def test_loop_lag_monitor_observes_samples() -> None:
     assert count is not None and count >= 2
 
 
-def test_scrape_hooks_refresh_gauges_at_render() -> None:
+async def test_the_loop_publishes_gauges_that_render_reads() -> None:
     m = SchedulerMetrics()
     queue = {"active": 0, "backoff": 0, "unschedulable": 0, "gated": 0}
-    m.on_scrape(lambda: m.set_pending(queue))
+    task = asyncio.create_task(m.publish_forever(lambda: m.set_pending(queue), interval=0.01))
     queue["active"] = 4
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if 'scheduler_pending_pods{queue="active"} 4.0' in m.render().decode():
+            break
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     assert 'scheduler_pending_pods{queue="active"} 4.0' in m.render().decode()
 
 

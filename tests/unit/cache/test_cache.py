@@ -72,7 +72,7 @@ def assert_columns_match(snapshot: Snapshot) -> None:
         np.testing.assert_array_equal(getattr(columns, name), np.array(values, dtype=np.int64),
                                       err_msg=name)
     assert snapshot.index == {info.name: row for row, info in enumerate(snapshot.node_infos)}
-    assert [info.name for info in snapshot.node_infos] == sorted(snapshot.by_name)
+    assert sorted(info.name for info in snapshot.node_infos) == sorted(snapshot.by_name)
 
 
 # --- assume / forget / confirm / expire --------------------------------------------------
@@ -235,10 +235,11 @@ def test_snapshot_columns_match_node_infos() -> None:
     cache.add_or_update_pod(pod("p2", cpu="500m", node_name="c"))
     cache.assume_pod(make_pod("p3").req().info(), "c")  # requestless: non-zero defaults
     snapshot = snapshot_of(cache)
-    assert [i.name for i in snapshot.node_infos] == ["a", "b", "c"]
+    # No zone labels: one zone, listed in the order the nodes arrived (as upstream).
+    assert [i.name for i in snapshot.node_infos] == ["b", "a", "c"]
     assert_columns_match(snapshot)
-    assert snapshot.columns.allocatable_memory.tolist() == [16 * GI, 8 * GI, 8 * GI]
-    assert snapshot.columns.non_zero_cpu.tolist() == [1000, 0, 600]
+    assert snapshot.columns.allocatable_memory.tolist() == [8 * GI, 16 * GI, 8 * GI]
+    assert snapshot.columns.non_zero_cpu.tolist() == [0, 1000, 600]
 
 
 def test_update_snapshot_replaces_only_changed_nodes() -> None:
@@ -281,10 +282,10 @@ def test_added_node_rebuilds_order_and_columns() -> None:
     untouched = snapshot.get("n1")
     cache.add_or_update_node(node("n2", cpu="2"))
     cache.update_snapshot(snapshot)
-    assert [i.name for i in snapshot.node_infos] == ["n1", "n2", "n3"]
+    assert [i.name for i in snapshot.node_infos] == ["n1", "n3", "n2"]  # arrival order
     assert snapshot.get("n1") is untouched
-    assert snapshot.columns.allocatable_cpu.tolist() == [4000, 2000, 4000]
-    assert snapshot.columns.requested_cpu.tolist() == [0, 0, 1000]
+    assert snapshot.columns.allocatable_cpu.tolist() == [4000, 4000, 2000]
+    assert snapshot.columns.requested_cpu.tolist() == [0, 1000, 0]
     assert_columns_match(snapshot)
 
 
@@ -294,7 +295,7 @@ def test_added_and_changed_nodes_in_one_update() -> None:
     cache.add_or_update_node(node("n2"))
     cache.assume_pod(pod("p"), "n3")
     cache.update_snapshot(snapshot)
-    assert snapshot.columns.requested_cpu.tolist() == [0, 0, 1000]
+    assert snapshot.columns.requested_cpu.tolist() == [0, 1000, 0]
     assert_columns_match(snapshot)
 
 
