@@ -260,6 +260,7 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
     seen_incoming: dict[tuple[str, str], int] = {}
     seen_restarts: dict[str, int] = {}
     seen_relists: dict[str, int] = {}
+    seen_stalls: dict[str, int] = {}
 
     def refresh() -> None:
         queue, cache = scheduler.queue, scheduler.cache
@@ -281,6 +282,9 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
             for _ in range(reflector.relists - seen_relists.get(name, 0)):
                 metrics.relisted(name)
             seen_relists[name] = reflector.relists
+            for _ in range(reflector.stalls - seen_stalls.get(name, 0)):
+                metrics.watch_stalled(name)
+            seen_stalls[name] = reflector.stalls
 
     for framework in scheduler.frameworks.values():
         framework.metrics = metrics
@@ -307,6 +311,8 @@ async def run(
         pods = pod_reflector(api_client, pod_handler)
         nodes = node_reflector(api_client, NodeEventHandler(scheduler))
         reflectors: list[Reflector[Any]] = [nodes, pods, *listers.reflectors(api_client)]
+        for reflector in reflectors:
+            reflector.progress_deadline = settings.watch_progress_deadline_seconds
         publish_metrics = _wire_metrics(metrics, scheduler, reflectors)
 
         stop = asyncio.Event()

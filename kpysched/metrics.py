@@ -203,6 +203,11 @@ class SchedulerMetrics:
             "kpysched_informer_relists_total",
             "Full lists an informer made (the first one and each after a 410 Gone), by "
             "resource.", ["resource"], registry=r)
+        self._watch_stalls = Counter(
+            "kpysched_informer_watch_stalls_total",
+            "Watches dropped because no event or bookmark arrived within the progress "
+            "deadline (a dead connection), each followed by a relist, by resource.",
+            ["resource"], registry=r)
         self._bind_duration = Histogram(
             "kpysched_bind_duration_seconds",
             "Latency of the Bind call to the API server in seconds, by result.",
@@ -376,6 +381,9 @@ class SchedulerMetrics:
 
     def relisted(self, resource: str) -> None:
         self._relists.labels(resource).inc()
+
+    def watch_stalled(self, resource: str) -> None:
+        self._watch_stalls.labels(resource).inc()
 
     def bind_finished(self, result: Literal["success", "error"], seconds: float) -> None:
         self._bind_duration.labels(result).observe(seconds)

@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
     # /livez fails when pods wait but the scheduling loop decided nothing for this long.
     liveness_stall_seconds: float = Field(default=60.0, gt=0)
+    # A watch silent this long (no event, no bookmark) is a dead connection: relist.
+    # The API server sends bookmarks about every 60 s, so keep this above that.
+    watch_progress_deadline_seconds: float = Field(default=90.0, gt=0)
 
     @field_validator("log_level", "log_format", mode="before")
     @classmethod

@@ -8,6 +8,11 @@ msgspec as raw bytes and no OpenAPI model is ever built.
 
 Recovery, by cause:
 - the watch ends (server timeout, EOF): watch again from the last resourceVersion;
+- the watch goes silent past the progress deadline: the connection is presumed dead
+  (half-open after a load-balancer failover or NAT timeout, where no FIN or RST ever
+  arrives), so list again. Watches ask for bookmarks, which the API server sends about
+  once a minute even when nothing changes, so silence longer than that is a dead
+  connection, not a quiet resource;
 - 410 Gone / Expired (HTTP or ERROR event): list again and reconcile the store;
 - connection errors, other error statuses: exponential backoff, then retry.
 """
@@ -43,9 +48,9 @@ DEFAULT_PAGE_SIZE = 500
 MIN_WATCH_TIMEOUT_SECONDS = 300.0
 CONNECT_TIMEOUT_SECONDS = 10.0
 LIST_READ_TIMEOUT_SECONDS = 60.0
-# The server closes a watch at its timeoutSeconds; past that plus this grace, silence
-# means the connection is dead.
-WATCH_READ_GRACE_SECONDS = 30.0
+# The API server sends a bookmark to each watcher about every minute (the cacher's
+# bookmarkFrequency); no byte for half as long again means the connection is dead.
+WATCH_PROGRESS_DEADLINE_SECONDS = 90.0
 BACKOFF_INITIAL_SECONDS = 0.8
 BACKOFF_MAX_SECONDS = 30.0
 BACKOFF_JITTER = 0.2
@@ -54,6 +59,10 @@ BACKOFF_JITTER = 0.2
 RETRYABLE_ERRORS = (
     aiohttp.ClientError, OSError, TimeoutError, ApiStatusError, MalformedResponseError,
 )
+
+
+class WatchStalledError(Exception):
+    """No event or bookmark arrived within the progress deadline."""
 
 
 class Backoff:
@@ -103,6 +112,9 @@ class Reflector(Generic[T]):
         self.synced = asyncio.Event()
         self.watch_restarts = 0
         self.relists = 0
+        self.stalls = 0
+        # Settable before run(): how long a watch may stay silent before it is dropped.
+        self.progress_deadline = WATCH_PROGRESS_DEADLINE_SECONDS
         self._api_client = api_client
         self._path = path
         self._store: Store[T] = Store(handler)
@@ -154,6 +166,14 @@ class Reflector(Generic[T]):
                     # The version a list just returned is already gone: do not spin
                     # between list and watch.
                     await self._back_off("informer.watch_failed", error)
+                continue
+            except WatchStalledError as error:
+                # Whatever was sent on the dead connection is lost to us: list again
+                # on a fresh one and reconcile, rather than trust the old version.
+                self.stalls += 1
+                log.warning("informer.watch_stalled", resource=self.resource,
+                            reason=str(error), resource_version=self._resource_version)
+                self._must_list = True
                 continue
             except RETRYABLE_ERRORS as error:
                 await self._back_off("informer.watch_failed", error)
@@ -234,8 +254,9 @@ class Reflector(Generic[T]):
             ("allowWatchBookmarks", "true"),
             ("timeoutSeconds", str(timeout_seconds)),
         ]
+        # sock_read bounds the silence between two reads, which is the progress deadline.
         timeout = aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT_SECONDS,
-                                        sock_read=timeout_seconds + WATCH_READ_GRACE_SECONDS)
+                                        sock_read=self.progress_deadline)
         response = await self._get(params, timeout)
         received = False
         try:
@@ -245,6 +266,9 @@ class Reflector(Generic[T]):
                     if not received:
                         received = True
                         self._backoff.reset()  # the server is serving us again
+        except TimeoutError as error:
+            raise WatchStalledError(
+                f"no event or bookmark for {self.progress_deadline:g}s") from error
         finally:
             response.close()
         return received
