@@ -71,7 +71,8 @@ class _Recorded:
     count: int = 1
     last_observed: str = ""  # MicroTime of the latest occurrence
     last_observed_at: float = 0.0  # monotonic
-    written_count: int = 1  # the count the server last got
+    created: bool = False
+    written_count: int = 0  # the count the server last got
 
 
 def _event_key(body: dict[str, Any]) -> tuple[Any, ...]:
@@ -222,8 +223,10 @@ class EventRecorder:
         namespace = body["metadata"]["namespace"]
         collection = f"/apis/events.k8s.io/v1/namespaces/{namespace}/events"
         count = entry.count
-        if count > 1:
-            series = {"count": count, "lastObservedTime": entry.last_observed}
+        series = {"count": count, "lastObservedTime": entry.last_observed}
+        if entry.created:
+            if count == entry.written_count:
+                return 200, ""  # queued twice meanwhile: the server has this count
             response = await self._raw.request(
                 "PATCH", f"{collection}/{body['metadata']['name']}", {"series": series},
                 content_type="application/strategic-merge-patch+json")
@@ -231,12 +234,15 @@ class EventRecorder:
                 if response.ok:
                     entry.written_count = count
                 return response.status, response.message()
-            body = {**body, "series": series}
-        response = await self._raw.request("POST", collection, body)
-        if response.ok:
+        # Not written yet (or deleted since, e.g. by the events TTL): create it, with
+        # the series if it already repeated while it waited.
+        response = await self._raw.request(
+            "POST", collection, {**body, "series": series} if count > 1 else body)
+        if response.ok or response.status == 409:
+            # 409: the same Event twice, already there (upstream drops it too).
+            entry.created = True
             entry.written_count = count
-        elif response.status == 409 and count == 1:
-            return 200, ""  # the same Event twice: already there (upstream drops it too)
+            return 200, ""
         return response.status, response.message()
 
     async def _maintain_series(self) -> None:

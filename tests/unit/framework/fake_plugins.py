@@ -58,6 +58,8 @@ class Script:
     permit_timeout: float = 0.0
     pre_bind: Status = field(default_factory=Status)
     bind: Status = field(default_factory=Status)
+    # Extension points (as logged: "filter", "postBind", ...) where the plugin raises.
+    raise_at: set[str] = field(default_factory=set)
 
 
 class _Behaviour:
@@ -68,6 +70,9 @@ class _Behaviour:
 
     def _log(self, entry: str) -> None:
         self.script.log.append(f"{self.NAME}.{entry}")
+        point = entry.split(":", 1)[0]
+        if point in self.script.raise_at:
+            raise RuntimeError(f"{self.NAME} exploded at {point}")
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return ()

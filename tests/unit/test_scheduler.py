@@ -1,0 +1,317 @@
+"""The scheduler's failure paths: nothing a plugin, a bind or a lost lease does may end
+the loop, lose a pod, or let a replica write after it lost the lease.
+
+The scheduler is built as the application builds it (default profile plus a scriptable
+`Raiser` plugin on every extension point); the API is a recording stand-in whose
+answers each test sets, since what crosses the real API server is covered by the e2e
+suite (tests/e2e/test_failure_paths.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any, cast
+
+import pytest
+
+from kpysched.apiclient import ApiResponse, RawApi
+from kpysched.app import build_scheduler
+from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
+from kpysched.framework.status import Code, Status
+from kpysched.objects import api
+from kpysched.plugins import IN_TREE
+from kpysched.scheduler import Scheduler
+from tests.unit.api_double import RecordingApi
+from tests.unit.builders import make_node, make_pod
+from tests.unit.framework.fake_plugins import Script, fake
+
+RAISER = "Raiser"
+RAISER_POINTS = ("preFilter", "filter", "preScore", "score", "normalize", "reserve",
+                 "permit", "preBind", "bind", "postBind")
+
+
+@dataclass
+class Harness:
+    scheduler: Scheduler
+    api: RecordingApi
+    script: Script
+
+    async def add_and_schedule(self, *pods: api.Pod) -> None:
+        for pod in pods:
+            self.scheduler.queue.add(make_info(pod))
+        for _ in pods:
+            queued = await self.scheduler.queue.pop()
+            assert queued is not None
+            self.scheduler.schedule_one(queued)
+        await self.settle()
+
+    async def settle(self) -> None:
+        await self.scheduler.drain_writes(timeout=5)
+
+    def where(self, pod: api.Pod) -> str | None:
+        return self.scheduler.queue.where(pod.metadata.uid)
+
+
+def make_info(pod: api.Pod) -> Any:
+    from kpysched.objects.pod import PodInfo
+    return PodInfo.of(pod)
+
+
+def pod(name: str, cpu: str = "100m") -> api.Pod:
+    built = make_pod(name).req(cpu=cpu).obj()
+    built.spec.scheduler_name = "kpysched"
+    return built
+
+
+def node(name: str, cpu: str = "4") -> api.Node:
+    return make_node(name).capacity(cpu=cpu, memory="8Gi", pods=110).obj()
+
+
+def make_harness(*, raiser_binds: bool = False) -> Harness:
+    plugins: dict[str, Any] = {"multiPoint": {"enabled": [{"name": RAISER}]}}
+    if raiser_binds:  # Raiser is the only bind plugin
+        plugins["bind"] = {"disabled": [{"name": "DefaultBinder"}]}
+    config = parse_config({
+        "apiVersion": API_VERSION, "kind": KIND,
+        "profiles": [{"schedulerName": "kpysched", "plugins": plugins}],
+    })
+    registry = {**IN_TREE, RAISER: fake(RAISER, *RAISER_POINTS)}
+    recording = RecordingApi()
+    scheduler = build_scheduler(config, build_profiles(config, registry), registry,
+                                cast(RawApi, recording))
+    script = scheduler.frameworks["kpysched"].plugin(RAISER).script
+    script.normalize = lambda scores: Status()
+    scheduler.cache.add_or_update_node(node("n1"))
+    scheduler.cache.add_or_update_node(node("n2"))
+    return Harness(scheduler, recording, script)
+
+
+@pytest.fixture
+def harness() -> Harness:
+    return make_harness()
+
+
+# --- a raising plugin fails its pod, never the loop -------------------------------------
+
+@pytest.mark.parametrize(("point", "message"), [
+    ("preFilter", 'running PreFilter plugin "Raiser": RuntimeError: Raiser exploded at '
+                  "preFilter"),
+    ("filter", 'running "Raiser" filter plugin: RuntimeError: Raiser exploded at filter'),
+    ("preScore", 'running PreScore plugin "Raiser": RuntimeError: Raiser exploded at '
+                 "preScore"),
+    ("score", 'running Score plugins: plugin "Raiser" failed with: RuntimeError: Raiser '
+              "exploded at score"),
+    ("normalize", 'running Normalize on Score plugins: plugin "Raiser" failed with: '
+                  "RuntimeError: Raiser exploded at normalize"),
+    ("reserve", 'running Reserve plugin "Raiser": RuntimeError: Raiser exploded at reserve'),
+    ("permit", 'running Permit plugin "Raiser": RuntimeError: Raiser exploded at permit'),
+    ("preBind", 'running PreBind plugin "Raiser": RuntimeError: Raiser exploded at preBind'),
+], ids=lambda value: value if " " not in value else "")
+async def test_a_raising_plugin_fails_only_its_pod(harness: Harness, point: str,
+                                                   message: str) -> None:
+    harness.script.raise_at = {point}
+    victim = pod("victim")
+    await harness.add_and_schedule(victim)
+    assert harness.api.events("FailedScheduling") == [message]
+    assert harness.where(victim) == "backoff"  # an error: retried after backoff
+    assert not harness.scheduler.cache.has_pod(victim.metadata.uid)  # nothing left assumed
+    condition = harness.api.sent("PATCH", "/pods/victim/status")[0]["status"]["conditions"][0]
+    assert (condition["reason"], condition["message"]) == ("SchedulerError", message)
+    if point in ("reserve", "permit", "preBind"):
+        assert f"{RAISER}.unreserve" in harness.script.log
+
+    # The loop goes on: the next pod is placed once the plugin behaves.
+    harness.script.raise_at = set()
+    other = pod("other")
+    await harness.add_and_schedule(other)
+    assert [body["metadata"]["name"] for body in harness.api.sent("POST", "/binding")] == [
+        "other"]
+
+
+async def test_a_raising_bind_plugin_fails_the_binding() -> None:
+    harness = make_harness(raiser_binds=True)
+    harness.script.raise_at = {"bind"}
+    failed = pod("failed")
+    await harness.add_and_schedule(failed)
+    assert harness.api.events("FailedScheduling") == [
+        'running Bind plugin "Raiser": RuntimeError: Raiser exploded at bind']
+    assert harness.api.events("Scheduled") == []
+    assert not harness.scheduler.cache.has_pod(failed.metadata.uid)
+    assert f"{RAISER}.unreserve" in harness.script.log
+    assert harness.where(failed) == "backoff"
+
+
+async def test_a_raising_post_bind_leaves_the_pod_bound(harness: Harness) -> None:
+    harness.script.raise_at = {"postBind"}
+    bound = pod("bound")
+    await harness.add_and_schedule(bound)
+    assert len(harness.api.sent("POST", "/binding")) == 1
+    assert len(harness.api.events("Scheduled")) == 1
+    assert harness.api.events("FailedScheduling") == []
+    assert harness.api.sent("PATCH", "/status") == []  # no PodScheduled=False
+    assert harness.scheduler.cache.is_assumed(bound.metadata.uid)  # until the informer says
+    assert f"{RAISER}.unreserve" not in harness.script.log
+    assert harness.where(bound) is None
+
+
+async def test_a_bug_in_the_cycle_fails_the_pod_and_the_loop_goes_on(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_: Any) -> Any:
+        raise KeyError("lost row")
+
+    monkeypatch.setattr(harness.scheduler.algorithm, "schedule", broken)
+    victim = pod("victim")
+    await harness.add_and_schedule(victim)
+    assert harness.api.events("FailedScheduling") == [
+        "scheduling cycle failed: KeyError: 'lost row'"]
+    assert harness.where(victim) == "backoff"
+    monkeypatch.undo()
+    await harness.add_and_schedule(pod("next"))
+    assert len(harness.api.sent("POST", "/binding")) == 1
+
+
+async def test_run_survives_a_raising_plugin(harness: Harness) -> None:
+    harness.script.raise_at = {"filter"}
+    loop = asyncio.create_task(harness.scheduler.run())
+    harness.scheduler.queue.add(make_info(pod("a")))
+    for _ in range(200):
+        await asyncio.sleep(0.005)
+        if harness.where(pod("a")) == "backoff":
+            break
+    assert not loop.done()
+    harness.script.raise_at = set()
+    harness.scheduler.queue.add(make_info(pod("b")))
+    for _ in range(200):
+        await asyncio.sleep(0.005)
+        if harness.api.sent("POST", "/binding"):
+            break
+    harness.scheduler.stop()
+    await loop
+    assert harness.api.sent("POST", "/binding")[0]["metadata"]["name"] == "b"
+
+
+# --- rejections at Reserve, Permit and PreBind ------------------------------------------
+
+@pytest.mark.parametrize(("point", "message"), [
+    ("reserve", "no room"),
+    ("permit", "no room"),
+    ("pre_bind", "no room"),
+])
+async def test_rejection_after_the_choice_undoes_the_assumption(harness: Harness, point: str,
+                                                                 message: str) -> None:
+    setattr(harness.script, point, Status.unschedulable("no room"))
+    rejected = pod("rejected")
+    await harness.add_and_schedule(rejected)
+    assert harness.api.events("FailedScheduling") == [message]
+    assert not harness.scheduler.cache.has_pod(rejected.metadata.uid)
+    assert f"{RAISER}.unreserve" in harness.script.log
+    assert harness.api.sent("POST", "/binding") == []
+    assert harness.where(rejected) == "unschedulable"
+
+
+# --- failed binds ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("status", "server_message"), [
+    (409, 'Operation cannot be fulfilled on pods/binding "p": pod p is already assigned to '
+          'node "n2"'),
+    (404, 'pods "p" not found'),
+], ids=["conflict", "not-found"])
+async def test_a_failed_bind_reads_as_upstream_and_requeues(harness: Harness, status: int,
+                                                            server_message: str) -> None:
+    body = json.dumps({"kind": "Status", "message": server_message}).encode()
+    harness.api.answers[("POST", "/binding")] = ApiResponse(status, body)
+    failed = pod("p")
+    await harness.add_and_schedule(failed)
+    assert harness.api.events("FailedScheduling") == [
+        f'running Bind plugin "DefaultBinder": {server_message}']
+    assert not harness.scheduler.cache.has_pod(failed.metadata.uid)
+    assert harness.where(failed) == "backoff"
+
+
+async def test_a_failed_bind_moves_the_pods_it_was_blocking(harness: Harness) -> None:
+    scheduler = harness.scheduler
+    scheduler.cache.remove_node("n2")
+    scheduler.cache.add_or_update_node(node("n1", cpu="1"))
+    release = asyncio.Event()
+    harness.api.hold[("POST", "/binding")] = release
+    harness.api.answers[("POST", "/binding")] = ApiResponse(404, b'{"message":"gone"}')
+    big_a, big_b = pod("a", cpu="800m"), pod("b", cpu="800m")
+    for each in (big_a, big_b):
+        scheduler.queue.add(make_info(each))
+        queued = await scheduler.queue.pop()
+        assert queued is not None
+        scheduler.schedule_one(queued)
+    await asyncio.sleep(0)
+    assert harness.where(big_b) == "unschedulable"  # Insufficient cpu, behind assumed a
+    release.set()
+    await harness.settle()
+    # a's bind failed: the room it held is free again, so b goes back to be retried.
+    assert harness.where(big_b) in ("active", "backoff")
+    assert harness.where(big_a) == "backoff"
+
+
+# --- preemption of a pod waiting at Permit ----------------------------------------------
+
+async def test_preempting_a_waiting_pod_rejects_it_in_memory(harness: Harness) -> None:
+    harness.script.permit = Status(Code.WAIT)
+    harness.script.permit_timeout = 60
+    waiting = pod("waiting")
+    harness.scheduler.queue.add(make_info(waiting))
+    queued = await harness.scheduler.queue.pop()
+    assert queued is not None
+    harness.scheduler.schedule_one(queued)
+    await asyncio.sleep(0)
+    framework = harness.scheduler.frameworks["kpysched"]
+    assert waiting.metadata.uid in framework.waiting_pods
+
+    preemptor = make_info(pod("preemptor"))
+    victim = framework.waiting_pods[waiting.metadata.uid].pod
+    framework.handle.preempt(preemptor, "n1", [victim], "DefaultPreemption")
+    await harness.settle()
+    assert harness.api.sent("DELETE", "/pods/waiting") == []
+    assert harness.api.events("Preempted") == [
+        f"Preempted by pod {preemptor.uid} on node n1 (in kube-scheduler memory)."]
+    assert harness.api.events("FailedScheduling") == [
+        "waiting on permit for pod: preempted"]
+    assert harness.where(waiting) == "backoff"
+    assert not harness.scheduler.cache.has_pod(waiting.metadata.uid)
+
+
+async def test_permit_waits_are_capped_at_fifteen_minutes(harness: Harness) -> None:
+    harness.script.permit = Status(Code.WAIT)
+    harness.script.permit_timeout = 3600
+    waiting = pod("waiting")
+    harness.scheduler.queue.add(make_info(waiting))
+    queued = await harness.scheduler.queue.pop()
+    assert queued is not None
+    harness.scheduler.schedule_one(queued)
+    framework = harness.scheduler.frameworks["kpysched"]
+    timer = framework.waiting_pods[waiting.metadata.uid].timers[RAISER]
+    loop = asyncio.get_running_loop()
+    assert timer.when() - loop.time() == pytest.approx(900, abs=5)
+    framework.waiting_pods[waiting.metadata.uid].allow(RAISER)
+    await harness.settle()
+
+
+# --- the lease is lost while bindings are in flight -------------------------------------
+
+async def test_a_lost_lease_stops_every_binding_before_it_writes(harness: Harness) -> None:
+    held = asyncio.Event()
+    harness.api.hold[("POST", "/binding")] = held  # bindings stuck on a slow API server
+    pods = [pod(f"p{i}") for i in range(5)]
+    for each in pods:
+        harness.scheduler.queue.add(make_info(each))
+        queued = await harness.scheduler.queue.pop()
+        assert queued is not None
+        harness.scheduler.schedule_one(queued)
+    await asyncio.sleep(0.01)
+    await harness.scheduler.abort_writes()
+    held.set()  # the API server answers now: too late, nothing may go out
+    await asyncio.sleep(0.01)
+    assert harness.api.sent("POST", "/binding") == []
+    assert harness.api.events("Scheduled") == []
+    harness.scheduler.recorder.failed_scheduling(pods[0], "kpysched", "after the loss")
+    await asyncio.sleep(0.01)
+    assert harness.api.sent("POST", "/events") == []
