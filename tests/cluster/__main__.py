@@ -1,33 +1,91 @@
-"""`python -m tests.cluster build|up|down|restart-apiserver [--dir DIR]`."""
+"""`python -m tests.cluster build|up|down|restart-apiserver|nodes [--dir DIR]`."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import dataclasses
 import sys
+import time
 from pathlib import Path
 
-from tests.cluster import build, cluster
+from kubernetes_asyncio.client.rest import ApiException
+
+from tests.cluster import build, cluster, kube, nodes
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m tests.cluster", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("build", help="build the pinned upstream binaries and KWOK")
+
+    def with_dir(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        sub.add_argument("--dir", type=Path, default=cluster.DEFAULT_DIR,
+                         help="cluster state directory (default: .cluster/)")
+        return sub
+
+    up = with_dir(commands.add_parser(
+        "up", help="start etcd, kube-apiserver, kube-controller-manager and KWOK on loopback"))
+    up.add_argument("--bare", action="store_true",
+                    help="only etcd and kube-apiserver (as benchmarks run them)")
+    up.add_argument("--node-monitor-grace-period", metavar="DURATION",
+                    help="kube-controller-manager's grace before it marks a silent node "
+                         "Unknown (default: upstream's 50s)")
+    with_dir(commands.add_parser("down", help="stop the cluster and remove its directory"))
+    with_dir(commands.add_parser(
+        "restart-apiserver", help="restart kube-apiserver, keeping etcd, its data and the rest"))
+
+    node_commands = commands.add_parser("nodes", help="KWOK-simulated nodes").add_subparsers(
+        dest="nodes_command", required=True)
+    add = with_dir(node_commands.add_parser(
+        "add", help="create KWOK nodes and wait until they are Ready"))
+    add.add_argument("--count", type=int, default=1)
+    add.add_argument("--cpu", default="4")
+    add.add_argument("--memory", default="32Gi")
+    add.add_argument("--pods", type=int, default=110)
+    add.add_argument("--zones", type=int, default=3,
+                     help="spread over this many topology.kubernetes.io/zone values "
+                          "(zone-0, zone-1, ...; 0 for no zone label)")
+    add.add_argument("--labels", default="", help="k=v,k2=v2")
+    add.add_argument("--taints", default="", help="k=v:NoSchedule,k2:NoExecute")
+    add.add_argument("--name-prefix", default="kwok-node")
+    delete = with_dir(node_commands.add_parser("delete", help="delete KWOK nodes"))
+    delete.add_argument("--name-prefix", help="only the nodes this prefix named (default: all)")
+    return parser
+
+
+async def _nodes(args: argparse.Namespace) -> str:
+    state = cluster.ClusterState.load(args.dir.resolve())
+    if state.component("kwok") is None:
+        raise cluster.ClusterError(
+            f"the cluster in {args.dir} runs no KWOK (started with --bare?): nobody would "
+            "keep these nodes Ready")
+    async with kube.api_client(state) as api:
+        if args.nodes_command == "delete":
+            removed = await nodes.delete(api, name_prefix=args.name_prefix)
+            return f"deleted {len(removed)} KWOK node(s)"
+        shape = nodes.NodeShape(cpu=args.cpu, memory=args.memory, pods=args.pods,
+                                zones=args.zones, labels=nodes.parse_labels(args.labels),
+                                taints=nodes.parse_taints(args.taints))
+        started = time.monotonic()
+        names = await nodes.add(api, args.count, shape, name_prefix=args.name_prefix)
+        span = f"{names[0]} .. {names[-1]}" if names else "none"
+        return (f"{len(names)} KWOK node(s) Ready in {time.monotonic() - started:.1f}s: "
+                f"{span}")
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tests.cluster", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("build", help="build etcd, kube-apiserver, kube-scheduler and helm")
-    for name, text in (
-        ("up", "start etcd and kube-apiserver on loopback"),
-        ("down", "stop the cluster and remove its directory"),
-        ("restart-apiserver", "restart kube-apiserver, keeping etcd and its data"),
-    ):
-        sub = commands.add_parser(name, help=text)
-        sub.add_argument("--dir", type=Path, default=cluster.DEFAULT_DIR,
-                         help="cluster state directory (default: .cluster/)")
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         if args.command == "build":
             print(build.ensure_built())
         elif args.command == "up":
-            state = cluster.up(args.dir)
-            print(f"kube-apiserver {state.kubernetes_version} ready at {state.server}")
+            addons = cluster.BARE if args.bare else dataclasses.replace(
+                cluster.FULL, node_monitor_grace_period=args.node_monitor_grace_period)
+            state = cluster.up(args.dir, addons)
+            running = ", ".join(["etcd", "kube-apiserver", *(c.name for c in state.components)])
+            print(f"kube-apiserver {state.kubernetes_version} ready at {state.server} "
+                  f"({running})")
             print(f"kubeconfig: {state.kubeconfig}")
             print(f"  export KUBECONFIG={state.kubeconfig}")
         elif args.command == "down":
@@ -36,8 +94,14 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "restart-apiserver":
             state = cluster.restart_apiserver(args.dir)
             print(f"kube-apiserver restarted at {state.server}")
-    except (cluster.ClusterError, RuntimeError) as error:
+        elif args.command == "nodes":
+            print(asyncio.run(_nodes(args)))
+    except (cluster.ClusterError, RuntimeError, ValueError, AssertionError) as error:
         print(f"error: {error}", file=sys.stderr)
+        return 1
+    except ApiException as error:
+        print(f"error: the API server answered {error.status} {error.reason}: {error.body}",
+              file=sys.stderr)
         return 1
     return 0
 

@@ -1,8 +1,11 @@
-"""Build the pinned upstream binaries (etcd, kube-apiserver, kube-scheduler, helm).
+"""Build the pinned upstream binaries the test cluster runs.
 
-Versions come from tests/cluster/tools/go.mod, the single place they are pinned.
-Binaries land in a cache outside the repository, keyed by the Kubernetes
-version, and are rebuilt only when missing, so CI pays the cold build once.
+etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and helm
+come from tests/cluster/tools/go.mod; KWOK from tests/cluster/kwok_tools/go.mod, a
+module of its own so its dependencies never move the Kubernetes ones. Those two
+files are the only places versions are pinned. Binaries land in a cache outside
+the repository, keyed by the Kubernetes (or KWOK) version, and are rebuilt only
+when missing, so CI pays the cold build once.
 """
 
 from __future__ import annotations
@@ -17,27 +20,32 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TOOLS_DIR = Path(__file__).resolve().parent / "tools"
-GO_MOD = TOOLS_DIR / "go.mod"
+KWOK_TOOLS_DIR = Path(__file__).resolve().parent / "kwok_tools"
 
 
-def _required_version(module: str) -> str:
-    text = GO_MOD.read_text()
-    match = re.search(rf"^\s*{re.escape(module)}\s+(v\S+)", text, re.MULTILINE)
+def _required_version(module: str, module_dir: Path = TOOLS_DIR) -> str:
+    go_mod = module_dir / "go.mod"
+    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", go_mod.read_text(),
+                      re.MULTILINE)
     if match is None:
-        raise RuntimeError(f"{GO_MOD}: no require line for {module}")
+        raise RuntimeError(f"{go_mod}: no require line for {module}")
     return match.group(1)
 
 
 KUBERNETES_VERSION = _required_version("k8s.io/kubernetes")
 ETCD_VERSION = _required_version("go.etcd.io/etcd/server/v3")
 HELM_VERSION = _required_version("helm.sh/helm/v3")
+KWOK_VERSION = _required_version("sigs.k8s.io/kwok", KWOK_TOOLS_DIR)
+
+
+def _cache_base() -> Path:
+    override = os.environ.get("KPYSCHED_CACHE")
+    return Path(override) if override else Path.home() / ".cache" / "kpysched"
 
 
 def cache_root() -> Path:
     """Where built binaries live; KPYSCHED_CACHE overrides ~/.cache/kpysched."""
-    override = os.environ.get("KPYSCHED_CACHE")
-    base = Path(override) if override else Path.home() / ".cache" / "kpysched"
-    return base / f"k8s-{KUBERNETES_VERSION}" / "bin"
+    return _cache_base() / f"k8s-{KUBERNETES_VERSION}" / "bin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +53,13 @@ class Binary:
     name: str
     package: str
     ldflags: tuple[str, ...]
+    module_dir: Path = TOOLS_DIR
+    # The cache directory's name: a new pin of the module builds into a new directory.
+    cache_key: str = f"k8s-{KUBERNETES_VERSION}"
 
     @property
     def path(self) -> Path:
-        return cache_root() / self.name
+        return _cache_base() / self.cache_key / "bin" / self.name
 
 
 def _kubernetes_version_flags() -> tuple[str, ...]:
@@ -71,12 +82,18 @@ def _kubernetes_version_flags() -> tuple[str, ...]:
 BINARIES: tuple[Binary, ...] = (
     Binary("etcd", "go.etcd.io/etcd/server/v3", ()),
     Binary("kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", _kubernetes_version_flags()),
+    Binary("kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager",
+           _kubernetes_version_flags()),
     Binary("kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", _kubernetes_version_flags()),
+    Binary("kubectl", "k8s.io/kubernetes/cmd/kubectl", _kubernetes_version_flags()),
     Binary(
         "helm",
         "helm.sh/helm/v3/cmd/helm",
         (f"-X helm.sh/helm/v3/internal/version.version={HELM_VERSION}",),
     ),
+    # KWOK's version is a constant in its source; no flags needed.
+    Binary("kwok", "sigs.k8s.io/kwok/cmd/kwok", (), module_dir=KWOK_TOOLS_DIR,
+           cache_key=f"kwok-{KWOK_VERSION}"),
 )
 
 
@@ -102,7 +119,8 @@ def _build_one(binary: Binary) -> None:
     env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=readonly")
     started = time.monotonic()
     print(f"[build] {binary.name}: go build {binary.package} ...", flush=True)
-    result = subprocess.run(command, cwd=TOOLS_DIR, env=env, capture_output=True, text=True)
+    result = subprocess.run(command, cwd=binary.module_dir, env=env, capture_output=True,
+                            text=True)
     if result.returncode != 0:
         raise RuntimeError(
             f"building {binary.name} failed (exit {result.returncode}):\n{result.stderr[-4000:]}"
@@ -112,14 +130,14 @@ def _build_one(binary: Binary) -> None:
 
 
 def ensure_built() -> Path:
-    """Build whatever is missing and return the directory holding all binaries."""
+    """Build whatever is missing and return the directory of the Kubernetes binaries."""
     todo = missing_binaries()
     if not todo:
-        print(f"[build] all binaries cached in {cache_root()}", flush=True)
+        print(f"[build] all binaries cached in {_cache_base()}", flush=True)
         return cache_root()
     print(
-        f"[build] Kubernetes {KUBERNETES_VERSION}, etcd {ETCD_VERSION}, helm {HELM_VERSION}: "
-        f"building {', '.join(b.name for b in todo)} into {cache_root()} "
+        f"[build] Kubernetes {KUBERNETES_VERSION}, etcd {ETCD_VERSION}, helm {HELM_VERSION}, "
+        f"KWOK {KWOK_VERSION}: building {', '.join(b.name for b in todo)} into {_cache_base()} "
         "(the first build takes many minutes on 2 cores)",
         flush=True,
     )

@@ -44,3 +44,24 @@ def generate(pki: Path) -> None:
     )
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
+
+
+def client_certificate(pki: Path, name: str, user: str,
+                       groups: tuple[str, ...] = ()) -> tuple[Path, Path]:
+    """Sign a client certificate for `user` (CN) in `groups` (O) with the cluster CA.
+
+    The API server maps CN to the user name and O to groups, so a component can
+    run as its own identity (e.g. system:kube-controller-manager, which the
+    bootstrap RBAC policy already binds) instead of as the admin.
+    """
+    subject = "".join(f"/O={group}" for group in groups) + f"/CN={user}"
+    key, csr, cert, ext = (f"{name}.key", f"{name}.csr", f"{name}.crt", f"{name}.ext")
+    _openssl("genrsa", "-out", key, "2048", cwd=pki)
+    _openssl("req", "-new", "-key", key, "-subj", subject, "-out", csr, cwd=pki)
+    (pki / ext).write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage=clientAuth\n"
+    )
+    _openssl("x509", "-req", "-in", csr, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+             "-days", "3650", "-extfile", ext, "-out", cert, cwd=pki)
+    return pki / cert, pki / key

@@ -1,4 +1,10 @@
-"""Start, stop and restart a loopback etcd + kube-apiserver pair.
+"""Start, stop and restart the loopback test cluster.
+
+etcd and kube-apiserver always run; `Addons` says what runs beside them:
+kube-controller-manager (`controller_manager.py`) and KWOK (`kwok.py`, simulated
+nodes). The CLI's `up` starts everything, a cluster that behaves like a real one;
+the Python default is the bare pair, which is what benchmarks measure against (as
+upstream's scheduler_perf does) and what nothing else disturbs.
 
 State lives in one directory (default `.cluster/`): etcd data, certificates, logs,
 the admin kubeconfig and `state.json`, which records what a later `down` or
@@ -9,125 +15,47 @@ their own sessions so the cluster outlives the command that started it.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
-import signal
-import socket
 import ssl
-import subprocess
 import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
-from tests.cluster import build, certs
+from tests.cluster import build, certs, controller_manager, kubeconfig, kwok
+from tests.cluster.processes import LOG_TAIL_LINES, ClusterError, free_port, log_tail
+from tests.cluster.processes import alive as _alive
+from tests.cluster.processes import http_get as _http_get
+from tests.cluster.processes import insecure_tls as _insecure_tls
+from tests.cluster.processes import spawn as _spawn
+from tests.cluster.processes import stop as _stop
+from tests.cluster.processes import wait_until as _wait_until
+from tests.cluster.state import ClusterState, Component
+
+# Re-exported: tests and benchmarks import these from here.
+__all__ = ["LOG_TAIL_LINES", "Addons", "ClusterError", "ClusterState", "Component", "down",
+           "free_port", "log_tail", "readyz", "restart_apiserver", "up"]
 
 DEFAULT_DIR = Path(".cluster")
 READY_TIMEOUT_SECONDS = 90.0
-LOG_TAIL_LINES = 30
 
 
-class ClusterError(RuntimeError):
-    """The cluster could not be started or reached; the message says why."""
+@dataclass(frozen=True, slots=True)
+class Addons:
+    """Processes started beside etcd and kube-apiserver, in this order."""
+
+    controller_manager: bool = False
+    kwok: bool = False
+    # kube-controller-manager's --node-monitor-grace-period; None keeps upstream's 50s.
+    # Only a cluster of hand-made Nodes (no kubelet, no Lease) needs a longer one.
+    node_monitor_grace_period: str | None = None
 
 
-@dataclass(slots=True)
-class ClusterState:
-    dir: str
-    etcd_pid: int
-    etcd_client_port: int
-    etcd_peer_port: int
-    etcd_log: str
-    etcd_command: list[str]
-    apiserver_pid: int
-    apiserver_port: int
-    apiserver_log: str
-    apiserver_command: list[str]
-    token: str
-    kubeconfig: str
-    ca_file: str
-    kubernetes_version: str
-
-    @property
-    def server(self) -> str:
-        return f"https://127.0.0.1:{self.apiserver_port}"
-
-    def save(self) -> None:
-        Path(self.dir, "state.json").write_text(json.dumps(asdict(self), indent=2))
-
-    @classmethod
-    def load(cls, directory: Path) -> ClusterState:
-        path = directory / "state.json"
-        if not path.is_file():
-            raise ClusterError(
-                f"no cluster state at {path}: run `python -m tests.cluster up` first")
-        fields = json.loads(path.read_text())
-        return cls(**fields)
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def log_tail(path: str | Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        content = Path(path).read_text(errors="replace").splitlines()
-    except FileNotFoundError:
-        return f"(no log at {path})"
-    return "\n".join(content[-lines:])
-
-
-def _spawn(command: list[str], log_path: Path) -> int:
-    with log_path.open("ab") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    return process.pid
-
-
-def _alive(pid: int) -> bool:
-    try:
-        waited, _ = os.waitpid(pid, os.WNOHANG)
-        if waited == pid:
-            return False  # our own child that already exited (now reaped)
-    except ChildProcessError:
-        pass  # not our child: fall back to a signal probe
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie that is not ours still answers kill(0); /proc tells the truth.
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except FileNotFoundError:
-        return False
-    return status != "Z"
-
-
-def _stop(pid: int, timeout: float = 15.0) -> None:
-    if not _alive(pid):
-        return
-    try:
-        os.killpg(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return
-        time.sleep(0.1)
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
-    while _alive(pid):
-        time.sleep(0.05)
+BARE = Addons()
+# What `python -m tests.cluster up` starts: a cluster that works like one.
+FULL = Addons(controller_manager=True, kwok=True)
 
 
 def _ssl_context(ca_file: str) -> ssl.SSLContext:
@@ -185,22 +113,8 @@ def _wait_apiserver(state: ClusterState) -> None:
     )
 
 
-def _write_kubeconfig(path: Path, server: str, ca_file: str, token: str) -> None:
-    # JSON is valid YAML, so every kubeconfig reader accepts it.
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "kpysched-test", "cluster": {
-            "server": server, "certificate-authority": ca_file}}],
-        "users": [{"name": "admin", "user": {"token": token}}],
-        "contexts": [{"name": "kpysched-test", "context": {
-            "cluster": "kpysched-test", "user": "admin"}}],
-        "current-context": "kpysched-test",
-    }
-    path.write_text(json.dumps(config, indent=2))
-
-
-def _apiserver_command(directory: Path, etcd_port: int, port: int) -> list[str]:
+def _apiserver_command(directory: Path, etcd_port: int, port: int,
+                       *, garbage_collector: bool = False) -> list[str]:
     pki = directory / "pki"
     return [
         str(build.binary_path("kube-apiserver")),
@@ -219,14 +133,17 @@ def _apiserver_command(directory: Path, etcd_port: int, port: int) -> list[str]:
         f"--service-cluster-ip-range={certs.SERVICE_CLUSTER_IP_RANGE}",
         "--authorization-mode=Node,RBAC",
         "--allow-privileged=true",
-        # The harness runs no kube-controller-manager; nothing else needs these.
-        "--enable-garbage-collector=false",
+        # Must match the controller manager's garbage collector: with it on and no
+        # collector running, foreground deletions would wait on their finalizer forever.
+        f"--enable-garbage-collector={str(garbage_collector).lower()}",
+        # The reconciler would publish 127.0.0.1 as the `kubernetes` Service's endpoint,
+        # which Endpoints validation rejects (loopback); nothing here routes to it.
         "--endpoint-reconciler-type=none",
     ]
 
 
-def up(directory: Path = DEFAULT_DIR) -> ClusterState:
-    """Start etcd and kube-apiserver; return the state once /readyz says ok."""
+def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE) -> ClusterState:
+    """Start etcd, kube-apiserver and the addons; return once every one is ready."""
     directory = directory.resolve()
     if (directory / "state.json").exists():
         raise ClusterError(
@@ -250,7 +167,8 @@ def up(directory: Path = DEFAULT_DIR) -> ClusterState:
     ]
     etcd_log = directory / "etcd.log"
     apiserver_log = directory / "kube-apiserver.log"
-    apiserver_command = _apiserver_command(directory, etcd_client_port, apiserver_port)
+    apiserver_command = _apiserver_command(directory, etcd_client_port, apiserver_port,
+                                           garbage_collector=addons.controller_manager)
     state = ClusterState(
         dir=str(directory), etcd_pid=_spawn(etcd_command, etcd_log),
         etcd_client_port=etcd_client_port, etcd_peer_port=etcd_peer_port,
@@ -266,21 +184,43 @@ def up(directory: Path = DEFAULT_DIR) -> ClusterState:
         state.apiserver_pid = _spawn(apiserver_command, apiserver_log)
         state.save()
         _wait_apiserver(state)
+        kubeconfig.write(Path(state.kubeconfig), server=state.server, ca_file=state.ca_file,
+                         user="admin", token=token)
+        _start_addons(state, addons)
     except BaseException:
         _stop_processes(state)
         raise
-    _write_kubeconfig(Path(state.kubeconfig), state.server, state.ca_file, token)
     return state
 
 
+def _start_addons(state: ClusterState, addons: Addons) -> None:
+    # Each is recorded before waiting on it, so a failed start is still stopped.
+    if addons.controller_manager:
+        manager = controller_manager.launch(
+            state, node_monitor_grace_period=addons.node_monitor_grace_period)
+        _record(state, manager)
+        controller_manager.wait_ready(state, manager)
+    if addons.kwok:
+        simulator = kwok.launch(state)
+        _record(state, simulator)
+        kwok.wait_ready(simulator)
+
+
+def _record(state: ClusterState, component: Component) -> None:
+    state.components.append(component)
+    state.save()
+
+
 def _stop_processes(state: ClusterState) -> None:
+    for component in reversed(state.components):
+        _stop(component.pid)
     if state.apiserver_pid:
         _stop(state.apiserver_pid)
     _stop(state.etcd_pid)
 
 
 def down(directory: Path = DEFAULT_DIR) -> None:
-    """Stop both processes and remove the directory."""
+    """Stop every process of the cluster and remove its directory."""
     directory = directory.resolve()
     try:
         state = ClusterState.load(directory)
@@ -292,11 +232,29 @@ def down(directory: Path = DEFAULT_DIR) -> None:
 
 
 def restart_apiserver(directory: Path = DEFAULT_DIR) -> ClusterState:
-    """Stop kube-apiserver and start it again on the same port; etcd keeps the data."""
+    """Stop kube-apiserver and start it again on the same port; etcd keeps the data.
+
+    The addons keep running: their clients retry and re-list, as against a real
+    control plane. One that exited meanwhile is started again with its command.
+    """
     state = ClusterState.load(directory.resolve())
     _stop(state.apiserver_pid)
-    # The port is normally free again at once; wait briefly in case of TIME_WAIT races.
     state.apiserver_pid = _spawn(state.apiserver_command, Path(state.apiserver_log))
     state.save()
     _wait_apiserver(state)
+    for component in state.components:
+        if not _alive(component.pid):
+            component.pid = _spawn(component.command, Path(component.log))
+            state.save()
+        _wait_component(component)
     return state
+
+
+def _wait_component(component: Component) -> None:
+    if not component.health_url:
+        return
+    # Components serve health on certificates of their own, not signed by the cluster CA.
+    context = _insecure_tls() if component.health_url.startswith("https:") else None
+    _wait_until(component.name, component.pid, component.log,
+                lambda: _http_get(component.health_url, context=context).strip() == "ok",
+                READY_TIMEOUT_SECONDS)

@@ -1,8 +1,11 @@
 """Async helpers that act on the test cluster through its real API.
 
-They create objects the way a test needs them: namespaces that can really be
-deleted (the harness runs no namespace controller, so we finalize ourselves),
-Nodes with a status but no kubelet, pods, and waits driven by watches.
+They create objects the way a test needs them: namespaces (ready once the
+serviceaccount controller has made `default`), Nodes with a status but no kubelet
+(returned once node lifecycle has settled their taints), pods, and waits driven
+by watches. They expect the cluster's kube-controller-manager (`Addons`); Nodes
+made here never heartbeat, so that cluster runs with a long node-monitor grace
+period (see tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from kubernetes_asyncio import client, watch
@@ -19,6 +22,7 @@ from kubernetes_asyncio.client.rest import ApiException
 from tests.cluster.cluster import ClusterState
 
 Taint = Mapping[str, str]
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 
 
 def api_client(state: ClusterState) -> client.ApiClient:
@@ -33,25 +37,53 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(3)}"
 
 
+SETTLE_TIMEOUT_SECONDS = 30.0
+
+
+async def _poll(what: str, check: Callable[[], Awaitable[bool]],
+                timeout: float = SETTLE_TIMEOUT_SECONDS) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        if await check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{what} within {timeout:.0f}s; does the cluster run "
+                         "kube-controller-manager (tests.cluster.cluster.Addons)?")
+
+
 async def create_namespace(api: client.ApiClient, prefix: str = "test") -> str:
     name = unique_name(prefix)
-    core = client.CoreV1Api(api)
-    await core.create_namespace({"metadata": {"name": name}})
-    # ServiceAccount admission requires `default` to exist before any pod is created;
-    # without kube-controller-manager nobody else makes it.
-    await core.create_namespaced_service_account(name, {"metadata": {"name": "default"}})
+    await client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})
+    await wait_default_service_account(api, name)
     return name
 
 
+async def wait_default_service_account(api: client.ApiClient, namespace: str) -> None:
+    """ServiceAccount admission refuses pods until the controller has made `default`."""
+    core = client.CoreV1Api(api)
+
+    async def exists() -> bool:
+        try:
+            await core.read_namespaced_service_account("default", namespace)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            return False
+        return True
+
+    await _poll(f"no ServiceAccount default in {namespace}", exists)
+
+
 async def delete_namespace(api: client.ApiClient, name: str) -> None:
-    """Delete every pod at once, then the namespace, then finalize it ourselves."""
+    """Delete every pod at once, then the namespace; the namespace controller finishes.
+
+    Pods go first with grace 0: on a hand-made Node no kubelet would ever confirm a
+    graceful stop, and the namespace would stay Terminating.
+    """
     core = client.CoreV1Api(api)
     try:
         await core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
         await core.delete_namespace(name, grace_period_seconds=0)
-        await core.replace_namespace_finalize(
-            name, {"metadata": {"name": name}, "spec": {"finalizers": []}}
-        )
     except ApiException as error:
         if error.status != 404:
             raise
@@ -88,22 +120,43 @@ def node_body(
     }
 
 
+def settled_taints(body: Mapping[str, Any]) -> set[tuple[str, str, str]]:
+    """The taints node lifecycle leaves on a Ready Node: its own, plus the
+    `unschedulable` taint when spec.unschedulable is set."""
+    spec = body["spec"]
+    taints = {(t["key"], t.get("value") or "", t["effect"]) for t in spec.get("taints", ())}
+    if spec.get("unschedulable"):
+        taints.add((UNSCHEDULABLE_TAINT, "", "NoSchedule"))
+    return taints
+
+
+async def create_node(api: client.ApiClient, body: Mapping[str, Any]) -> None:
+    """Create a Node and return once its taints are settled.
+
+    The TaintNodesByCondition admission plugin puts `node.kubernetes.io/not-ready`
+    on every new Node; node lifecycle (kube-controller-manager) lifts it from a
+    Ready Node a moment later. Waiting for that means a scheduler never sees a
+    taint come or go while a test runs.
+    """
+    core = client.CoreV1Api(api)
+    name = body["metadata"]["name"]
+    await core.create_node(dict(body))
+    expected = settled_taints(body)
+
+    async def settled() -> bool:
+        node = await core.read_node(name)
+        return {(t.key, t.value or "", t.effect) for t in node.spec.taints or ()} == expected
+
+    await _poll(f"Node {name} did not settle to taints {sorted(expected)}", settled)
+
+
 async def create_nodes(
     api: client.ApiClient, count: int, *, prefix: str = "node", **spec: Any
 ) -> list[str]:
-    """Create `count` Nodes (status included: no kubelet needed to schedule on them).
-
-    The TaintNodesByCondition admission plugin adds `node.kubernetes.io/not-ready`
-    to every new Node, and no node lifecycle controller runs here to lift it, so
-    the taints are set again (to exactly the requested ones) right after create.
-    """
-    core = client.CoreV1Api(api)
+    """Create `count` Nodes (status included: no kubelet needed to schedule on them)."""
     names = [f"{prefix}-{next(_node_counter)}-{secrets.token_hex(2)}" for _ in range(count)]
     for name in names:
-        body = node_body(name, **spec)
-        await core.create_node(body)
-        await core.patch_node(name, [{"op": "replace", "path": "/spec/taints",
-                                      "value": body["spec"]["taints"]}])
+        await create_node(api, node_body(name, **spec))
     return names
 
 

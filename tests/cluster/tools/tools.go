@@ -1,14 +1,16 @@
 //go:build tools
 
 // Package tools pins the upstream binaries that kpysched's test harness runs:
-// etcd, kube-apiserver, kube-scheduler (the yardstick) and helm. The build tag
-// keeps this file out of every build; it exists so `go mod tidy` records the
-// exact dependency graph of these programs in go.sum.
+// etcd, kube-apiserver, kube-controller-manager, kube-scheduler (the yardstick),
+// kubectl and helm. The build tag keeps this file out of every build; it exists
+// so `go mod tidy` records the exact dependency graph of these programs in go.sum.
 package tools
 
 import (
 	_ "go.etcd.io/etcd/server/v3"
 	_ "helm.sh/helm/v3/cmd/helm"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 )

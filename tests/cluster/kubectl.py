@@ -1,0 +1,29 @@
+"""Run the pinned kubectl against a test cluster, as a person at a terminal would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+from tests.cluster import build
+from tests.cluster.state import ClusterState
+
+TIMEOUT_SECONDS = 120.0
+
+
+def run(state: ClusterState, *args: str, stdin: str | None = None,
+        check: bool = True) -> subprocess.CompletedProcess[str]:
+    """`kubectl --kubeconfig <the cluster's> ARGS`; raises with kubectl's stderr on failure."""
+    command = [str(build.binary_path("kubectl")), f"--kubeconfig={state.kubeconfig}", *args]
+    result = subprocess.run(command, input=stdin, capture_output=True, text=True,
+                            timeout=TIMEOUT_SECONDS)
+    if check and result.returncode != 0:
+        raise AssertionError(f"`kubectl {' '.join(args)}` exited {result.returncode}:\n"
+                             f"{result.stderr.strip()}")
+    return result
+
+
+def get_json(state: ClusterState, *args: str) -> Any:
+    """`kubectl get ARGS -o json`, decoded."""
+    return json.loads(run(state, "get", *args, "-o", "json").stdout)

@@ -1,0 +1,134 @@
+"""Start, probe and stop the harness's long-running processes.
+
+Every component (etcd, kube-apiserver, kube-controller-manager, KWOK) runs in its
+own session with its output in a log file, so it outlives the command that started
+it and a later `down` can stop its whole process group by pid.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+LOG_TAIL_LINES = 30
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be started or reached; the message says why."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def log_tail(path: str | Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        content = Path(path).read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return f"(no log at {path})"
+    return "\n".join(content[-lines:])
+
+
+def spawn(command: list[str], log_path: Path) -> int:
+    with log_path.open("ab") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    return process.pid
+
+
+def alive(pid: int) -> bool:
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+        if waited == pid:
+            return False  # our own child that already exited (now reaped)
+    except ChildProcessError:
+        pass  # not our child: fall back to a signal probe
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie that is not ours still answers kill(0); /proc tells the truth.
+    try:
+        status = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return False
+    return status != "Z"
+
+
+def stop(pid: int, timeout: float = 15.0) -> None:
+    """SIGTERM the process group, SIGKILL it if it is still there after `timeout`."""
+    if not alive(pid):
+        return
+    try:
+        os.killpg(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return
+        time.sleep(0.1)
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    while alive(pid):
+        time.sleep(0.05)
+
+
+def insecure_tls() -> ssl.SSLContext:
+    """For components that serve health on a self-signed certificate of their own."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def ca_tls(ca_file: str) -> ssl.SSLContext:
+    return ssl.create_default_context(cafile=ca_file)
+
+
+def http_get(url: str, *, context: ssl.SSLContext | None = None,
+             headers: dict[str, str] | None = None, timeout: float = 2.0) -> str:
+    request = urllib.request.Request(url, headers=headers or {})
+    with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
+        body: bytes = response.read()
+        return body.decode()
+
+
+def wait_until(name: str, pid: int, log: str | Path, ready: Callable[[], bool],
+               timeout: float) -> None:
+    """Poll `ready` until it is true; fail with the log tail if the process dies or stalls.
+
+    `ready` may raise URLError/OSError while the process is still starting up.
+    """
+    deadline = time.monotonic() + timeout
+    last_error = ""
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            raise ClusterError(f"{name} exited during start-up; last lines of {log}:\n"
+                               f"{log_tail(log)}")
+        try:
+            if ready():
+                return
+            last_error = "not ready yet"
+        except urllib.error.HTTPError as error:
+            last_error = f"HTTP {error.code}"
+        except (urllib.error.URLError, ConnectionError, OSError, ValueError) as error:
+            last_error = str(error)
+        time.sleep(0.25)
+    raise ClusterError(f"{name} not ready after {timeout:.0f}s ({last_error}); last lines of "
+                       f"{log}:\n{log_tail(log)}")
