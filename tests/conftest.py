@@ -6,6 +6,7 @@ the reason (the harness's message carries the log tail); nothing is skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -17,11 +18,19 @@ from tests.cluster import cluster as harness
 from tests.cluster import kube
 
 
+# The tests' Nodes are hand-made API objects: no kubelet, no Lease, never a heartbeat.
+# Node lifecycle would mark them Unknown and taint them `unreachable` 50s after it
+# first sees them (upstream's grace period), in the middle of a test; a day is
+# longer than any run. KWOK nodes and the default `up` keep upstream's 50s
+# (tests/e2e/test_cluster_kwok.py checks that their Leases keep them healthy).
+HAND_MADE_NODES = dataclasses.replace(harness.FULL, node_monitor_grace_period="24h")
+
+
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.ClusterState]:
     directory = Path(os.environ.get("KPYSCHED_TEST_CLUSTER_DIR") or
                      tmp_path_factory.mktemp("cluster") / "state")
-    state = harness.up(directory)
+    state = harness.up(directory, HAND_MADE_NODES)
     try:
         yield state
     finally:

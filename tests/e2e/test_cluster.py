@@ -80,7 +80,7 @@ async def test_restart_apiserver_keeps_the_data(
 ) -> None:
     nodes_to_clean += await kube.create_nodes(api, 1, prefix="survivor")
     await kube.create_pod(api, namespace, kube.pod_body("keeper", scheduler_name="nobody"))
-    before = json.loads(Path(cluster.dir, "state.json").read_text())["apiserver_pid"]
+    before = cluster.apiserver_pid
 
     result = subprocess.run(
         [sys.executable, "-m", "tests.cluster", "restart-apiserver", "--dir", cluster.dir],
@@ -88,14 +88,18 @@ async def test_restart_apiserver_keeps_the_data(
     )
 
     assert result.returncode == 0, result.stderr
-    after = json.loads(Path(cluster.dir, "state.json").read_text())["apiserver_pid"]
-    assert after != before
-    cluster.apiserver_pid = after  # keep the session fixture's view current for `down`
+    restarted = harness.ClusterState.load(Path(cluster.dir))
+    assert restarted.apiserver_pid != before
+    cluster.apiserver_pid = restarted.apiserver_pid  # keep the fixture's view current for `down`
+    # The controller manager and KWOK rode out the restart instead of being replaced.
+    assert [c.pid for c in restarted.components] == [c.pid for c in cluster.components]
     async with kube.api_client(cluster) as fresh:
         core = client.CoreV1Api(fresh)
         assert (await core.read_node(nodes_to_clean[0])).metadata.name == nodes_to_clean[0]
         pod = await core.read_namespaced_pod("keeper", namespace)
         assert pod.spec.scheduler_name == "nobody"
+        # ... and went on working: a namespace made now gets its ServiceAccount.
+        await kube.delete_namespace(fresh, await kube.create_namespace(fresh, "after-restart"))
 
 
 def test_cli_up_prints_kubeconfig_and_readyz_answers_ok(tmp_path: Path) -> None:
@@ -108,6 +112,8 @@ def test_cli_up_prints_kubeconfig_and_readyz_answers_ok(tmp_path: Path) -> None:
         assert result.returncode == 0, result.stderr
         kubeconfig_path = directory.resolve() / "kubeconfig"
         assert f"kubeconfig: {kubeconfig_path}" in result.stdout
+        # The default `up` is a whole cluster, not the bare pair.
+        assert "(etcd, kube-apiserver, kube-controller-manager, kwok)" in result.stdout
         config = json.loads(kubeconfig_path.read_text())
         server = config["clusters"][0]["cluster"]["server"]
         ca_file = config["clusters"][0]["cluster"]["certificate-authority"]
@@ -131,8 +137,9 @@ def test_up_fails_with_the_apiserver_log_when_it_cannot_start(
 ) -> None:
     real_command = harness._apiserver_command
 
-    def broken_command(directory: Path, etcd_port: int, port: int) -> list[str]:
-        return [*real_command(directory, etcd_port, port), "--no-such-flag=1"]
+    def broken_command(directory: Path, etcd_port: int, port: int,
+                       **options: bool) -> list[str]:
+        return [*real_command(directory, etcd_port, port, **options), "--no-such-flag=1"]
 
     monkeypatch.setattr(harness, "_apiserver_command", broken_command)
     directory = tmp_path / "broken"

@@ -206,7 +206,7 @@ async def real_namespace(api: client.ApiClient, name: str, labels: Mapping[str, 
     """A namespace with exactly this name (dry-run cannot create into a missing one)."""
     core = client.CoreV1Api(api)
     await core.create_namespace({"metadata": {"name": name, "labels": dict(labels or {})}})
-    await core.create_namespaced_service_account(name, {"metadata": {"name": "default"}})
+    await kube.wait_default_service_account(api, name)
 
 
 @pytest.fixture
@@ -373,8 +373,7 @@ async def test_deploy_manifests_pass_server_side_dry_run(
     # Created for real: nothing can be dry-run into a namespace that does not exist.
     await resources.create(namespace)
     namespaces_to_clean.append(namespace["metadata"]["name"])
-    await client.CoreV1Api(api).create_namespaced_service_account(
-        namespace["metadata"]["name"], {"metadata": {"name": "default"}})
+    await kube.wait_default_service_account(api, namespace["metadata"]["name"])
     failures = []
     for obj in objects:
         if obj["kind"] != "Namespace":

@@ -66,9 +66,9 @@ async def run_scenario(api: client.ApiClient, scenario: Scenario,
                 labels={ROLE_LABEL: node.role, **node.labels}, taints=node.taints,
                 unschedulable=node.unschedulable, images=node.images,
                 extra_allocatable=node.extra)
-            await core.create_node(body)
-            await core.patch_node(node_names[node.role], [
-                {"op": "replace", "path": "/spec/taints", "value": body["spec"]["taints"]}])
+            # Returns once node lifecycle has settled the taints: both schedulers see
+            # the same final Node before any pod arrives.
+            await kube.create_node(api, body)
         for pdb in scenario.pdbs:
             await client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(namespace, {
                 "metadata": {"name": pdb.role},
