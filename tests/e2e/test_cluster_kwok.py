@@ -146,8 +146,10 @@ def test_deployment_is_placed_by_kpysched_and_runs(kwok_cluster: KwokCluster) ->
 
     described = kubectl.run(state, "describe", "pod", "-n", "kpysched-demo",
                             pods[0]["metadata"]["name"]).stdout
-    line = next((ln for ln in described.splitlines() if "Scheduled" in ln), "")
-    assert "kpysched" in line, described
+    line = next((ln for ln in described.splitlines() if "Successfully assigned" in ln), "")
+    # Type, Reason, Age, From, Message: the Scheduled event comes from kpysched.
+    assert line.split()[:2] == ["Normal", "Scheduled"] and line.split()[3] == "kpysched", \
+        described
     assert f"Successfully assigned kpysched-demo/{pods[0]['metadata']['name']} to" in line
 
 
