@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything kpysched and its tests need on a fresh machine:
 # a virtualenv with the package and dev tools, and the Go-built upstream binaries
-# (etcd, kube-apiserver, kube-scheduler, helm) in ~/.cache/kpysched (built once).
+# (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm and
+# KWOK) in ~/.cache/kpysched (built once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"

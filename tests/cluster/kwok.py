@@ -237,9 +237,15 @@ def write_config(path: Path) -> Path:
 def command(state: ClusterState, config: Path, port: int) -> list[str]:
     return [
         str(build.binary_path(NAME)),
+        # The Stages: without them KWOK v0.8 refuses to start ("no stages found").
         f"--config={config}",
+        # The admin's: KWOK writes node and pod status, Leases and deletions, and as a
+        # system:masters member it is exempt from API priority and fairness, which
+        # thousands of Lease renewals a minute would otherwise run into.
         f"--kubeconfig={state.kubeconfig}",
+        # Only annotated Nodes: hand-made Nodes and a real kubelet's stay untouched.
         f"--manage-nodes-with-annotation-selector={MANAGED_ANNOTATION}={MANAGED_VALUE}",
+        # Off (0) by default in KWOK; node lifecycle needs Leases to see nodes alive.
         f"--node-lease-duration-seconds={LEASE_DURATION_SECONDS}",
         f"--cidr={POD_CIDR}",
         f"--node-ip={NODE_IP}",
