@@ -25,7 +25,10 @@ def containerd_toml(layout: NodeLayout) -> str:
     cri_runtime = "plugins.'io.containerd.cri.v1.runtime'"
     return f"""\
 # Written by tests/cluster/realnode/config.py for the harness's real node.
+# Version 3 is what every containerd 2.x reads (2.3+ migrates it in memory).
 version = 3
+# Not the default /etc/containerd/conf.d/*.toml: the host's drop-ins are not ours.
+imports = []
 # Root, state and socket of our own, so this containerd shares nothing with any
 # other containerd on the machine and `down` can remove all of it.
 root = {s(layout.containerd_root)}
@@ -39,6 +42,11 @@ state = {s(layout.containerd_state)}
   # host-wide /var/run/netns and /etc/cdi.
   [{cri_runtime}]
     netns_mounts_under_state_dir = true
+    # This VM withholds CAP_SYS_RESOURCE even from root, so no process may lower its
+    # oom_score_adj: runc failed every sandbox with "failed to update
+    # /proc/self/oom_score_adj: Permission denied" (the kubelet asks -998 for pause).
+    # Clamp requested scores to containerd's own instead.
+    restrict_oom_score_adj = true
     cdi_spec_dirs = [{s(layout.root / "cdi")}]
 
   [{cri_runtime}.containerd.runtimes.runc]
@@ -128,6 +136,9 @@ def kubelet_configuration(layout: NodeLayout, *, port: int, healthz_port: int) -
         "tlsCertFile": str(pki / "kubelet.crt"),
         "tlsPrivateKeyFile": str(pki / "kubelet.key"),
         "containerRuntimeEndpoint": layout.endpoint,
+        # Upstream's -999 for the kubelet itself needs CAP_SYS_RESOURCE, which this VM
+        # withholds (see restrict_oom_score_adj in containerd's config).
+        "oomScoreAdj": 0,
         # This VM has a hybrid cgroup layout (v1 controllers, an empty cgroup2 mount).
         # kubelet 1.35+ refuses cgroup v1 unless told otherwise.
         "failCgroupV1": False,

@@ -21,6 +21,11 @@ KUBELET_SYSCTLS = ("vm.overcommit_memory", "vm.panic_on_oom", "kernel.panic",
                    "kernel.panic_on_oops", "kernel.keys.root_maxkeys",
                    "kernel.keys.root_maxbytes")
 CONTAINER_LOG_LINKS = Path("/var/log/containers")  # kubelet's fixed symlink directory
+# Host directories the node's programs create at fixed paths: the kubelet's log
+# links, and containerd's shim sockets (/run/containerd/s, fixed in containerd 2.x
+# whatever its state directory). `down` removes those that `up` did not find, once
+# empty (another containerd may be using them).
+FIXED_HOST_DIRS = (CONTAINER_LOG_LINKS, Path("/run/containerd/s"), Path("/run/containerd"))
 
 
 class HostError(RuntimeError):
@@ -186,12 +191,16 @@ def restore_sysctls(saved: dict[str, str]) -> list[str]:
     return problems
 
 
-def remove_log_links(pod_logs: Path, created_dir: bool) -> None:
-    """kubelet links each container log into /var/log/containers; drop ours."""
-    if not CONTAINER_LOG_LINKS.is_dir():
-        return
-    for link in CONTAINER_LOG_LINKS.iterdir():
-        if link.is_symlink() and os.readlink(link).startswith(f"{pod_logs}/"):
-            link.unlink()
-    if created_dir and not any(CONTAINER_LOG_LINKS.iterdir()):
-        CONTAINER_LOG_LINKS.rmdir()
+def missing_host_dirs() -> list[str]:
+    return [str(d) for d in FIXED_HOST_DIRS if not d.exists()]
+
+
+def remove_host_traces(pod_logs: Path, created_dirs: list[str]) -> None:
+    """Drop our links from /var/log/containers and the fixed dirs `up` created, if empty."""
+    if CONTAINER_LOG_LINKS.is_dir():
+        for link in CONTAINER_LOG_LINKS.iterdir():
+            if link.is_symlink() and os.readlink(link).startswith(f"{pod_logs}/"):
+                link.unlink()
+    for directory in created_dirs:  # listed children before parents
+        with contextlib.suppress(FileNotFoundError, OSError):
+            Path(directory).rmdir()

@@ -31,7 +31,7 @@ class NodeState:
     kubelet_port: int
     kubelet_healthz_port: int
     saved_sysctls: dict[str, str]
-    created_log_link_dir: bool
+    created_host_dirs: list[str]
     containerd_pid: int = 0
     kubelet_pid: int = 0
     containerd_command: list[str] = field(default_factory=list)
@@ -71,7 +71,8 @@ def sandboxes(layout: NodeLayout) -> list[dict[str, Any]]:
     return listed
 
 
-def _diagnosis(layout: NodeLayout) -> str:
+def diagnosis(layout: NodeLayout) -> str:
+    """The kubelet's and containerd's last log lines, for a failure message."""
     return (f"last lines of {layout.kubelet_log}:\n{log_tail(layout.kubelet_log)}\n"
             f"last lines of {layout.containerd_log}:\n{log_tail(layout.containerd_log)}")
 
@@ -88,7 +89,7 @@ def _start_containerd(node: NodeState) -> None:
     deadline = time.monotonic() + CONTAINERD_TIMEOUT_SECONDS
     while True:
         if not processes.alive(node.containerd_pid):
-            raise ClusterError(f"containerd exited during start-up; {_diagnosis(layout)}")
+            raise ClusterError(f"containerd exited during start-up; {diagnosis(layout)}")
         if layout.containerd_socket.exists():
             try:
                 ctr(layout, "version", timeout=10)
@@ -97,7 +98,7 @@ def _start_containerd(node: NodeState) -> None:
                 pass
         if time.monotonic() > deadline:
             raise ClusterError(f"containerd did not answer on {layout.containerd_socket} within "
-                               f"{CONTAINERD_TIMEOUT_SECONDS:.0f}s; {_diagnosis(layout)}")
+                               f"{CONTAINERD_TIMEOUT_SECONDS:.0f}s; {diagnosis(layout)}")
         time.sleep(0.2)
 
 
@@ -128,7 +129,7 @@ def _start_kubelet(node: NodeState, cluster: ClusterState) -> None:
     last = "the Node object does not exist yet"
     while True:
         if not processes.alive(node.kubelet_pid):
-            raise ClusterError(f"kubelet exited during start-up; {_diagnosis(layout)}")
+            raise ClusterError(f"kubelet exited during start-up; {diagnosis(layout)}")
         try:
             body = api.get_node(cluster, node.node_name)
             if body is not None and api.is_ready(body):
@@ -140,7 +141,7 @@ def _start_kubelet(node: NodeState, cluster: ClusterState) -> None:
             last = f"API error: {error}"
         if time.monotonic() > deadline:
             raise ClusterError(f"Node {node.node_name} not Ready within "
-                               f"{NODE_READY_TIMEOUT_SECONDS:.0f}s ({last}); {_diagnosis(layout)}")
+                               f"{NODE_READY_TIMEOUT_SECONDS:.0f}s ({last}); {diagnosis(layout)}")
         time.sleep(0.5)
 
 
@@ -155,7 +156,7 @@ def start(cluster: ClusterState) -> NodeState:
     node = NodeState(
         root=str(layout.root), node_name=NODE_NAME, kubelet_port=free_port(),
         kubelet_healthz_port=free_port(), saved_sysctls=host.read_sysctls(),
-        created_log_link_dir=not host.CONTAINER_LOG_LINKS.exists(),
+        created_host_dirs=host.missing_host_dirs(),
     )
     node.save()
     try:
@@ -207,6 +208,6 @@ def stop(cluster_dir: Path) -> list[str]:
     problems += host.unmount_under(layout.root)
     problems += host.delete_bridge(layout.bridge)
     problems += host.restore_sysctls(node.saved_sysctls)
-    host.remove_log_links(layout.pod_logs, node.created_log_link_dir)
+    host.remove_host_traces(layout.pod_logs, node.created_host_dirs)
     layout.state_file.unlink()
     return problems
