@@ -8,7 +8,7 @@ error names the field as written.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import structlog
@@ -39,6 +39,7 @@ def load_config(
         profiles = build_profiles(config, registry)
     except ConfigError as err:
         raise (err.with_source(source) if source else err) from None
+    _warn_ignored(config)
     election = config.leader_election
     if election.leader_elect and (
         (election.resource_namespace, election.resource_name) == _KUBE_SCHEDULER_LEASE
@@ -49,6 +50,28 @@ def load_config(
             "set leaderElection.resourceName unless kpysched replaces kube-scheduler",
         )
     return config, profiles
+
+
+# Fields kube-scheduler acts on that kpysched accepts (so upstream files load) but
+# does not act on, and why: said once at start-up rather than silently ignored.
+_IGNORED_FIELDS: tuple[tuple[str, Callable[[SchedulerConfiguration], bool], str], ...] = (
+    ("parallelism", lambda c: c.parallelism != 16,
+     "kpysched decides on one asyncio loop; numpy columns replace the worker goroutines"),
+    ("enableProfiling", lambda c: c.enable_profiling,
+     "kpysched serves no /debug/pprof endpoints"),
+    ("enableContentionProfiling", lambda c: bool(c.enable_contention_profiling),
+     "kpysched serves no /debug/pprof endpoints"),
+    ("delayCacheUntilActive", lambda c: c.delay_cache_until_active,
+     "informers start before leader election, so a standby's cache is warm"),
+)
+
+
+def _warn_ignored(config: SchedulerConfiguration) -> None:
+    fields = type(config).model_fields
+    written = {fields[name].alias or name for name in config.model_fields_set}
+    for field, in_effect, reason in _IGNORED_FIELDS:
+        if field in written and in_effect(config):
+            structlog.get_logger().warning("config.field_ignored", field=field, reason=reason)
 
 
 def parse_config(data: object) -> SchedulerConfiguration:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from textwrap import dedent
 
@@ -110,3 +111,22 @@ def test_warns_when_sharing_the_default_schedulers_lease(
         load_config(_write(tmp_path, HEADER + election), REGISTRY)
     events = [log["event"] for log in logs if log["log_level"] == "warning"]
     assert ("config.lease_shared_with_kube_scheduler" in events) is warned
+
+
+@pytest.mark.parametrize(("fields", "ignored"), [
+    ({"parallelism": 8}, ["parallelism"]),
+    ({"parallelism": 16}, []),
+    ({"enableProfiling": True}, ["enableProfiling"]),
+    ({"enableProfiling": False}, []),
+    ({"delayCacheUntilActive": True}, ["delayCacheUntilActive"]),
+    ({}, []),
+], ids=["parallelism", "default-parallelism", "profiling", "no-profiling", "delay-cache",
+        "nothing-written"])
+def test_fields_kpysched_does_not_act_on_are_named_at_start(
+        tmp_path: Path, fields: dict[str, object], ignored: list[str]) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(json.dumps({"apiVersion": "kubescheduler.config.k8s.io/v1",
+                                "kind": "KubeSchedulerConfiguration", **fields}))
+    with capture_logs() as logs:
+        load_config(path, REGISTRY)
+    assert [e["field"] for e in logs if e["event"] == "config.field_ignored"] == ignored
