@@ -38,13 +38,16 @@ class Harness:
     api: RecordingApi
     script: Script
 
-    async def add_and_schedule(self, *pods: api.Pod) -> None:
+    async def start(self, *pods: api.Pod) -> None:
+        """Run the scheduling cycle of each pod, leaving its binding in flight."""
         for pod in pods:
             self.scheduler.queue.add(make_info(pod))
-        for _ in pods:
             queued = await self.scheduler.queue.pop()
             assert queued is not None
             self.scheduler.schedule_one(queued)
+
+    async def add_and_schedule(self, *pods: api.Pod) -> None:
+        await self.start(*pods)
         await self.settle()
 
     async def settle(self) -> None:
@@ -238,11 +241,7 @@ async def test_a_failed_bind_moves_the_pods_it_was_blocking(harness: Harness) ->
     harness.api.hold[("POST", "/binding")] = release
     harness.api.answers[("POST", "/binding")] = ApiResponse(404, b'{"message":"gone"}')
     big_a, big_b = pod("a", cpu="800m"), pod("b", cpu="800m")
-    for each in (big_a, big_b):
-        scheduler.queue.add(make_info(each))
-        queued = await scheduler.queue.pop()
-        assert queued is not None
-        scheduler.schedule_one(queued)
+    await harness.start(big_a, big_b)
     await asyncio.sleep(0)
     assert harness.where(big_b) == "unschedulable"  # Insufficient cpu, behind assumed a
     release.set()
@@ -258,10 +257,7 @@ async def test_preempting_a_waiting_pod_rejects_it_in_memory(harness: Harness) -
     harness.script.permit = Status(Code.WAIT)
     harness.script.permit_timeout = 60
     waiting = pod("waiting")
-    harness.scheduler.queue.add(make_info(waiting))
-    queued = await harness.scheduler.queue.pop()
-    assert queued is not None
-    harness.scheduler.schedule_one(queued)
+    await harness.start(waiting)
     await asyncio.sleep(0)
     framework = harness.scheduler.frameworks["kpysched"]
     assert waiting.metadata.uid in framework.waiting_pods
@@ -283,10 +279,7 @@ async def test_permit_waits_are_capped_at_fifteen_minutes(harness: Harness) -> N
     harness.script.permit = Status(Code.WAIT)
     harness.script.permit_timeout = 3600
     waiting = pod("waiting")
-    harness.scheduler.queue.add(make_info(waiting))
-    queued = await harness.scheduler.queue.pop()
-    assert queued is not None
-    harness.scheduler.schedule_one(queued)
+    await harness.start(waiting)
     framework = harness.scheduler.frameworks["kpysched"]
     timer = framework.waiting_pods[waiting.metadata.uid].timers[RAISER]
     loop = asyncio.get_running_loop()
@@ -301,11 +294,7 @@ async def test_a_lost_lease_stops_every_binding_before_it_writes(harness: Harnes
     held = asyncio.Event()
     harness.api.hold[("POST", "/binding")] = held  # bindings stuck on a slow API server
     pods = [pod(f"p{i}") for i in range(5)]
-    for each in pods:
-        harness.scheduler.queue.add(make_info(each))
-        queued = await harness.scheduler.queue.pop()
-        assert queued is not None
-        harness.scheduler.schedule_one(queued)
+    await harness.start(*pods)
     await asyncio.sleep(0.01)
     await harness.scheduler.abort_writes()
     held.set()  # the API server answers now: too late, nothing may go out
