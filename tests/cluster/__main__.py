@@ -12,6 +12,7 @@ from pathlib import Path
 from kubernetes_asyncio.client.rest import ApiException
 
 from tests.cluster import build, cluster, kube, nodes
+from tests.cluster.realnode import node as real_node
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -31,6 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--node-monitor-grace-period", metavar="DURATION",
                     help="kube-controller-manager's grace before it marks a silent node "
                          "Unknown (default: upstream's 50s)")
+    up.add_argument("--with-node", action="store_true",
+                    help="also start one real node: kubelet, containerd, runc and bridge CNI "
+                         "(needs root; see tests/cluster/realnode)")
     with_dir(commands.add_parser("down", help="stop the cluster and remove its directory"))
     with_dir(commands.add_parser(
         "restart-apiserver", help="restart kube-apiserver, keeping etcd, its data and the rest"))
@@ -86,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
             running = ", ".join(["etcd", "kube-apiserver", *(c.name for c in state.components)])
             print(f"kube-apiserver {state.kubernetes_version} ready at {state.server} "
                   f"({running})")
+            if args.with_node:
+                node = real_node.start(state)
+                print(f"real node {node.node_name} Ready (kubelet, containerd; {node.root})")
             print(f"kubeconfig: {state.kubeconfig}")
             print(f"  export KUBECONFIG={state.kubeconfig}")
         elif args.command == "down":

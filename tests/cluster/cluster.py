@@ -222,6 +222,10 @@ def _stop_processes(state: ClusterState) -> None:
 def down(directory: Path = DEFAULT_DIR) -> None:
     """Stop every process of the cluster and remove its directory."""
     directory = directory.resolve()
+    # The real node (`up --with-node`) first: its pods' mounts live under the directory.
+    # Imported here because it builds on this module.
+    from tests.cluster.realnode import node as real_node
+    node_problems = real_node.stop(directory)
     try:
         state = ClusterState.load(directory)
     except ClusterError:
@@ -229,6 +233,8 @@ def down(directory: Path = DEFAULT_DIR) -> None:
     if state is not None:
         _stop_processes(state)
     shutil.rmtree(directory, ignore_errors=True)
+    if node_problems:
+        raise ClusterError(f"the real node did not clean up: {'; '.join(node_problems)}")
 
 
 def restart_apiserver(directory: Path = DEFAULT_DIR) -> ClusterState:

@@ -164,7 +164,9 @@ def ensure_built() -> Path:
     from tests.cluster.realnode import images  # images need the programs built first
 
     todo = missing_programs()
-    if todo:
+    if not todo:
+        print(f"[build] real node: all programs cached in {cache_dir()}", flush=True)
+    else:
         print(f"[build] real node: kubelet {cluster_build.KUBERNETES_VERSION}, containerd "
               f"{CONTAINERD_VERSION}, runc {RUNC_VERSION}, CNI plugins {CNI_PLUGINS_VERSION}: "
               f"building {', '.join(p.name for p in todo)} into {cache_dir()}", flush=True)

@@ -124,9 +124,10 @@ def kubelet_configuration(layout: NodeLayout, *, port: int, healthz_port: int) -
             "x509": {"clientCAFile": str(pki / "ca.crt")},
         },
         "authorization": {"mode": "Webhook"},
-        # Loopback only, on free ports: nothing outside this machine talks to the node,
-        # and a second cluster's node must not collide with this one.
-        "address": "127.0.0.1",
+        # On the pod bridge's own address (also the Node's InternalIP, see node.py),
+        # on a free port: only this machine can reach it, the API server finds it by
+        # the Node's address, and a second cluster's node does not collide.
+        "address": layout.gateway,
         "port": port,
         "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1",

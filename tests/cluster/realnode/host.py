@@ -191,6 +191,20 @@ def restore_sysctls(saved: dict[str, str]) -> list[str]:
     return problems
 
 
+def remove_shim_sockets(containerd_state: Path) -> list[str]:
+    """Remove the sockets under /run/containerd/s of shims that died without doing so."""
+    problems = []
+    for bootstrap in containerd_state.glob("io.containerd.runtime.v2.task/*/*/bootstrap.json"):
+        try:
+            address = json.loads(bootstrap.read_text())["address"]
+        except (OSError, ValueError, KeyError) as error:
+            problems.append(f"{bootstrap}: {error}")
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            Path(address.removeprefix("unix://")).unlink()
+    return problems
+
+
 def missing_host_dirs() -> list[str]:
     return [str(d) for d in FIXED_HOST_DIRS if not d.exists()]
 

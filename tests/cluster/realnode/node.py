@@ -121,6 +121,9 @@ def _start_kubelet(node: NodeState, cluster: ClusterState) -> None:
         # Unused (the serving cert is given) but its default is under /var/lib/kubelet.
         f"--cert-dir={layout.pki}",
         f"--hostname-override={node.node_name}",
+        # kubelet refuses a loopback node IP; the bridge's address is on this machine
+        # only, unlike the VM's own (which the kubelet would pick by default).
+        f"--node-ip={layout.gateway}",
         "--v=2",
     ]
     node.kubelet_pid = processes.spawn(node.kubelet_command, layout.kubelet_log)
@@ -160,7 +163,7 @@ def start(cluster: ClusterState) -> NodeState:
     )
     node.save()
     try:
-        pki.generate(layout.pki, Path(cluster.dir) / "pki", node.node_name)
+        pki.generate(layout.pki, Path(cluster.dir) / "pki", node.node_name, layout.gateway)
         pki.write_kubeconfig(layout.kubelet_kubeconfig, cluster.server, layout.pki)
         for directory in (layout.containerd_root, layout.containerd_state, layout.kubelet_root,
                           layout.pod_logs, layout.cni_ipam_dir):
@@ -204,6 +207,10 @@ def stop(cluster_dir: Path) -> list[str]:
     if node.containerd_pid:
         processes.stop(node.containerd_pid)
     processes.kill_recorded(layout.containerd_state)
+    for shim in processes.shims_of(layout.containerd_socket):
+        # SIGTERM first: a shim removes its socket under /run/containerd/s on the way out.
+        processes.stop(shim, timeout=5, group=False)
+    problems += host.remove_shim_sockets(layout.containerd_state)
     problems += host.remove_cgroup_root(layout.cgroup_root)
     problems += host.unmount_under(layout.root)
     problems += host.delete_bridge(layout.bridge)

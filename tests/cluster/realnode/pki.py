@@ -29,7 +29,7 @@ def _signed(pki: Path, ca_dir: Path, name: str, subject: str, extensions: str) -
              "-extfile", f"{name}.ext", "-out", f"{name}.crt", cwd=pki)
 
 
-def generate(pki: Path, cluster_pki: Path, node_name: str) -> None:
+def generate(pki: Path, cluster_pki: Path, node_name: str, node_ip: str) -> None:
     """Write ca.crt, kubelet-client.{crt,key} and kubelet.{crt,key} into `pki`."""
     pki.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(cluster_pki / "ca.crt", pki / "ca.crt")
@@ -38,7 +38,7 @@ def generate(pki: Path, cluster_pki: Path, node_name: str) -> None:
             "extendedKeyUsage=clientAuth\n")
     _signed(pki, cluster_pki, "kubelet", f"/CN={node_name}",
             "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
-            f"extendedKeyUsage=serverAuth\nsubjectAltName=DNS:{node_name},IP:127.0.0.1\n")
+            f"extendedKeyUsage=serverAuth\nsubjectAltName=DNS:{node_name},IP:{node_ip}\n")
 
 
 def write_kubeconfig(path: Path, server: str, pki: Path) -> None:

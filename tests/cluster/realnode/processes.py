@@ -59,21 +59,36 @@ def stop(pid: int, timeout: float = 20.0, *, group: bool = True) -> None:
         time.sleep(0.05)
 
 
-def kill_recorded(directory: Path, names: tuple[str, ...] = ("init.pid", "shim.pid")) -> None:
-    """SIGKILL every pid recorded in `names` files below `directory`.
+def shims_of(containerd_socket: Path) -> list[int]:
+    """Pids of the runc shims that our containerd (by its socket) started.
 
-    containerd's shims daemonize into sessions of their own, so stopping containerd
-    leaves them (and their containers) running; their task directories under
-    containerd's state hold their pids.
+    Shims daemonize into sessions of their own and containerd 2.x records no pid
+    for them, so stopping containerd leaves them running. Each one's command line
+    names the containerd socket it serves, which is unique to this node.
     """
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if (Path(argv[0]).name == "containerd-shim-runc-v2" and "-address" in argv
+                and argv[argv.index("-address") + 1:][:1] == [str(containerd_socket)]):
+            found.append(int(entry.name))
+    return found
+
+
+def kill_recorded(directory: Path) -> None:
+    """SIGKILL every container init process whose pid runc recorded below `directory`."""
     if not directory.is_dir():
         return
-    for name in names:
-        for pid_file in directory.rglob(name):
-            try:
-                pid = int(pid_file.read_text().strip())
-            except (OSError, ValueError):
-                continue
-            if pid > 1 and alive(pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+    for pid_file in directory.rglob("init.pid"):
+        try:
+            pid = int(pid_file.read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if pid > 1 and alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
