@@ -15,3 +15,11 @@ if [ -d tests/plugin_package ]; then
     .venv/bin/python -m pip install --quiet -e tests/plugin_package
 fi
 .venv/bin/python -m tests.cluster build
+# The real node (`up --with-node`, tests/e2e/test_real_node.py): kubelet, containerd,
+# runc and the CNI plugins, built from Go modules into the same cache. runc links
+# libseccomp so pods' seccomp profiles work; its headers come from Debian.
+if [ ! -f /usr/include/seccomp.h ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp-dev >/dev/null
+fi
+.venv/bin/python -m tests.cluster.realnode build
