@@ -155,6 +155,10 @@ def start(cluster: ClusterState) -> NodeState:
     if layout.state_file.exists():
         raise ClusterError(f"{layout.root} already holds a node: run `down` first")
     host.preflight()
+    # A unix socket path holds at most 107 bytes, and containerd adds ".ttrpc".
+    if len(str(layout.containerd_socket)) + len(".ttrpc") > 107:
+        raise ClusterError(f"{layout.containerd_socket} is too long for a unix socket; "
+                           "use a shorter cluster --dir")
     layout.root.mkdir(parents=True, exist_ok=True)
     node = NodeState(
         root=str(layout.root), node_name=NODE_NAME, kubelet_port=free_port(),
