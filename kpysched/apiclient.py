@@ -1,7 +1,8 @@
 """A thin raw-JSON request path on top of kubernetes_asyncio's ApiClient.
 
 kubernetes_asyncio gives us authentication (kubeconfig or in-cluster), TLS and
-the connection pool; its OpenAPI models are skipped for speed (and because some
+the connection pool (`make_api_client` builds it from a kubeconfig or the pod's
+service account); its OpenAPI models are skipped for speed (and because some
 of them reject valid replies, e.g. V1Binding). Writes go through a client-side
 token bucket with upstream's clientConnection semantics (qps, burst).
 """
@@ -9,12 +10,15 @@ token bucket with upstream's clientConnection semantics (qps, burst).
 from __future__ import annotations
 
 import asyncio
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import msgspec
 from kubernetes_asyncio import client
+from kubernetes_asyncio import config as kube_config
 
 # ApiResponse.status when no HTTP answer arrived at all.
 TRANSPORT_ERROR = 0
@@ -110,3 +114,35 @@ class RawApi:
             # like any failed write (a bind is requeued), so hand back a status, not a raise.
             return ApiResponse(TRANSPORT_ERROR, f"{type(error).__name__}: {error}".encode())
         return ApiResponse(response.status, data)
+
+
+# Where a pod's service-account token and CA live; the variable moves them (for tests).
+INCLUSTER_DIR_ENV = "KPYSCHED_INCLUSTER_DIR"
+DEFAULT_INCLUSTER_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+async def make_api_client(kubeconfig: Path | None) -> client.ApiClient:
+    """kubeconfig when given (or $KUBECONFIG), in-cluster service account otherwise.
+
+    The in-cluster files (token, ca.crt) are read from $KPYSCHED_INCLUSTER_DIR when set
+    (tests lay out a pod's service-account directory there), else from where the kubelet
+    mounts them; the API server address comes from KUBERNETES_SERVICE_HOST/PORT."""
+    configuration = client.Configuration()
+    if kubeconfig is not None:
+        await kube_config.load_kube_config(config_file=str(kubeconfig),
+                                           client_configuration=configuration)
+        return client.ApiClient(configuration)
+    incluster_dir = os.environ.get(INCLUSTER_DIR_ENV)
+    directory = Path(incluster_dir or DEFAULT_INCLUSTER_DIR)
+    try:
+        kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
+            client_configuration=configuration,
+            token_filename=str(directory / "token"), cert_filename=str(directory / "ca.crt"))
+    except kube_config.ConfigException as error:
+        if incluster_dir:
+            # Asked for in-cluster credentials explicitly: never fall back to other ones.
+            raise kube_config.ConfigException(
+                f"in-cluster config from {INCLUSTER_DIR_ENV}={incluster_dir}: {error}") from None
+        # Outside a pod: fall back to $KUBECONFIG / ~/.kube/config like kubectl.
+        await kube_config.load_kube_config(client_configuration=configuration)
+    return client.ApiClient(configuration)

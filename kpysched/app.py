@@ -4,37 +4,30 @@ and run them as one supervised task group until a signal asks us to stop."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import structlog
-from kubernetes_asyncio import client
-from kubernetes_asyncio import config as kube_config
 
 from kpysched.algorithm import Algorithm
-from kpysched.apiclient import RawApi
+from kpysched.apiclient import RawApi, make_api_client
 from kpysched.binding import Binder
 from kpysched.cache.cache import Cache
-from kpysched.cache.snapshot import Snapshot
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
 from kpysched.event_handlers import NodeEventHandler, PodEventHandler
-from kpysched.events import EventRecorder
-from kpysched.framework.events import EVERYTHING, ActionType, ClusterEvent
-from kpysched.framework.events import Resource as EventResource
+from kpysched.event_recorder import EventRecorder
+from kpysched.framework.cluster_events import EVERYTHING, ActionType, ClusterEvent
+from kpysched.framework.cluster_events import Resource as EventResource
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime import Framework, ProfileSpec
 from kpysched.framework.status import Status
+from kpysched.handle import SchedulerHandle
 from kpysched.informers import Reflector, node_reflector, pod_reflector
 from kpysched.leader import LeaderElector, LeaseLostError
-from kpysched.listers import Index
+from kpysched.listers import Index, Listers
 from kpysched.metrics import SchedulerMetrics
-from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins.pod_topology_spread import default_selector
 from kpysched.pod_status import PodStatusWriter
 from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.scheduling_queue import SchedulingQueue
@@ -44,163 +37,8 @@ from kpysched.server import HealthCheck, Server, ServerConfig, ServerThread, pro
 log = structlog.get_logger(__name__)
 
 SHUTDOWN_GRACE_SECONDS = 10.0
-# Where a pod's service-account token and CA live; the variable moves them (for tests).
-INCLUSTER_DIR_ENV = "KPYSCHED_INCLUSTER_DIR"
-DEFAULT_INCLUSTER_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 NAMESPACE_CHANGE = ClusterEvent(EventResource.NAMESPACE, ActionType.ADD | ActionType.UPDATE,
                                 "NamespaceChange")
-
-
-async def make_api_client(kubeconfig: Path | None) -> client.ApiClient:
-    """kubeconfig when given (or $KUBECONFIG), in-cluster service account otherwise.
-
-    The in-cluster files (token, ca.crt) are read from $KPYSCHED_INCLUSTER_DIR when set
-    (tests lay out a pod's service-account directory there), else from where the kubelet
-    mounts them; the API server address comes from KUBERNETES_SERVICE_HOST/PORT."""
-    configuration = client.Configuration()
-    if kubeconfig is not None:
-        await kube_config.load_kube_config(config_file=str(kubeconfig),
-                                           client_configuration=configuration)
-        return client.ApiClient(configuration)
-    incluster_dir = os.environ.get(INCLUSTER_DIR_ENV)
-    directory = Path(incluster_dir or DEFAULT_INCLUSTER_DIR)
-    try:
-        kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
-            client_configuration=configuration,
-            token_filename=str(directory / "token"), cert_filename=str(directory / "ca.crt"))
-    except kube_config.ConfigException as error:
-        if incluster_dir:
-            # Asked for in-cluster credentials explicitly: never fall back to other ones.
-            raise kube_config.ConfigException(
-                f"in-cluster config from {INCLUSTER_DIR_ENV}={incluster_dir}: {error}") from None
-        # Outside a pod: fall back to $KUBECONFIG / ~/.kube/config like kubectl.
-        await kube_config.load_kube_config(client_configuration=configuration)
-    return client.ApiClient(configuration)
-
-
-class Listers:
-    """Indexes of the secondary resources, each fed by its own informer."""
-
-    def __init__(self) -> None:
-        self.namespaces: Index[api.Namespace] = Index()
-        self.pdbs: Index[api.PodDisruptionBudget] = Index()
-        self.services: Index[api.Service] = Index()
-        self.replication_controllers: Index[api.ReplicationController] = Index()
-        self.replica_sets: Index[api.ReplicaSet] = Index()
-        self.stateful_sets: Index[api.StatefulSet] = Index()
-
-    def reflectors(self, api_client: client.ApiClient) -> list[Reflector[Any]]:
-        specs: list[tuple[str, type[Any], type[Any], Index[Any], str]] = [
-            ("/api/v1/namespaces", api.Namespace, api.NamespaceList, self.namespaces,
-             "namespaces"),
-            ("/apis/policy/v1/poddisruptionbudgets", api.PodDisruptionBudget,
-             api.PodDisruptionBudgetList, self.pdbs, "poddisruptionbudgets"),
-            ("/api/v1/services", api.Service, api.ServiceList, self.services, "services"),
-            ("/api/v1/replicationcontrollers", api.ReplicationController,
-             api.ReplicationControllerList, self.replication_controllers,
-             "replicationcontrollers"),
-            ("/apis/apps/v1/replicasets", api.ReplicaSet, api.ReplicaSetList,
-             self.replica_sets, "replicasets"),
-            ("/apis/apps/v1/statefulsets", api.StatefulSet, api.StatefulSetList,
-             self.stateful_sets, "statefulsets"),
-        ]
-        return [Reflector(api_client, path, kind, list_kind, index, resource=resource)
-                for path, kind, list_kind, index, resource in specs]
-
-
-@dataclass(frozen=True, slots=True)
-class _MapOwner:
-    namespace: str
-    name: str
-    selector: Mapping[str, str] | None
-
-
-@dataclass(frozen=True, slots=True)
-class _LabelOwner:
-    namespace: str
-    name: str
-    selector: api.LabelSelector | None
-
-
-class SchedulerHandle:
-    """The shared framework Handle: snapshot, binding, waiting pods, listers,
-    nominations and preemption actuation."""
-
-    def __init__(self, binder: Binder, listers: Listers) -> None:
-        self._binder = binder
-        self._listers = listers
-        self.scheduler: Scheduler | None = None
-        self.executor: PreemptionExecutor | None = None
-
-    def _scheduler(self) -> Scheduler:
-        assert self.scheduler is not None, "handle used before the scheduler was built"
-        return self.scheduler
-
-    @property
-    def snapshot(self) -> Snapshot:
-        return self._scheduler().snapshot
-
-    async def bind(self, pod: api.Pod, node_name: str) -> Status:
-        return await self._binder.bind(pod, node_name)
-
-    def allow_waiting_pod(self, uid: str, plugin: str) -> None:
-        for framework in self._scheduler().frameworks.values():
-            if (waiting := framework.waiting_pods.get(uid)) is not None:
-                waiting.allow(plugin)
-
-    def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None:
-        for framework in self._scheduler().frameworks.values():
-            if (waiting := framework.waiting_pods.get(uid)) is not None:
-                waiting.reject(plugin, reason)
-
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        found = self._listers.namespaces.get(namespace)
-        return found.metadata.labels if found is not None else None
-
-    def default_spread_selector(self, pod: api.Pod) -> api.LabelSelector | None:
-        listers = self._listers
-        namespace = pod.metadata.namespace
-        return default_selector(
-            pod,
-            [(namespace, service.spec.selector or None)
-             for service in listers.services.in_namespace(namespace)],
-            [_MapOwner(namespace, rc.metadata.name, rc.spec.selector or None)
-             for rc in listers.replication_controllers.in_namespace(namespace)],
-            [_LabelOwner(namespace, rs.metadata.name, rs.spec.selector)
-             for rs in listers.replica_sets.in_namespace(namespace)],
-            [_LabelOwner(namespace, ss.metadata.name, ss.spec.selector)
-             for ss in listers.stateful_sets.in_namespace(namespace)],
-        )
-
-    def pdbs(self) -> Sequence[api.PodDisruptionBudget]:
-        return self._listers.pdbs.values()
-
-    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
-        return self._scheduler().queue.nominator.pods_for_node(node_name)
-
-    def has_nominated_pods(self) -> bool:
-        return self._scheduler().queue.nominator.has_any()
-
-    def is_pod_running_preemption(self, uid: str) -> bool:
-        return self.executor is not None and self.executor.is_running(uid)
-
-    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
-                plugin: str) -> None:
-        assert self.executor is not None
-        metrics = self._scheduler().metrics
-        if metrics is not None:
-            metrics.preemption_victims(len(victims))
-        # A victim still waiting at Permit holds no node yet: it leaves Permit with an
-        # error and goes to backoff, never deleted (upstream's waitingPod.Preempt).
-        in_memory: list[PodInfo] = []
-        to_delete: list[PodInfo] = []
-        for victim in victims:
-            preempted = any(
-                waiting.preempt(plugin, "preempted")
-                for framework in self._scheduler().frameworks.values()
-                if (waiting := framework.waiting_pods.get(victim.uid)) is not None)
-            (in_memory if preempted else to_delete).append(victim)
-        self.executor.preempt(preemptor, node_name, to_delete, plugin, in_memory=in_memory)
 
 
 def build_scheduler(

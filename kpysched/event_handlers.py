@@ -8,12 +8,14 @@ may move unschedulable pods back.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import structlog
 
-from kpysched.events import EventRecorder
-from kpysched.framework import events as ev
+from kpysched.event_recorder import EventRecorder
+from kpysched.framework import cluster_events as ev
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.quantity import QuantityError
@@ -33,6 +35,22 @@ def _priority_at_most(priority: int) -> Callable[[PodInfo], bool]:
 
 def _is_terminal(pod: api.Pod) -> bool:
     return pod.status.phase in ("Succeeded", "Failed")
+
+
+@contextmanager
+def _handling(scheduler: Scheduler, label: str) -> Iterator[None]:
+    """scheduler_event_handling_duration_seconds{event}: the whole handler, cache update
+    and queue moves included, under the event's upstream label."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        if scheduler.metrics is not None:
+            scheduler.metrics.event_handled(label, time.perf_counter() - started)
+
+
+def _pod_label(pod: api.Pod, action: str) -> str:
+    return f"{'AssignedPod' if _is_assigned(pod) else 'UnschedulablePod'}{action}"
 
 
 class PodEventHandler:
@@ -76,6 +94,10 @@ class PodEventHandler:
                 and self._scheduler.responsible_for(pod.spec.scheduler_name))
 
     def on_add(self, pod: api.Pod) -> None:
+        with _handling(self._scheduler, _pod_label(pod, "Add")):
+            self._add(pod)
+
+    def _add(self, pod: api.Pod) -> None:
         if _is_assigned(pod):
             if _is_terminal(pod):
                 return
@@ -89,6 +111,10 @@ class PodEventHandler:
                 self._scheduler.queue.add(info)
 
     def on_update(self, old: api.Pod, new: api.Pod) -> None:
+        with _handling(self._scheduler, _pod_label(new, "Update")):
+            self._update(old, new)
+
+    def _update(self, old: api.Pod, new: api.Pod) -> None:
         queue, cache = self._scheduler.queue, self._scheduler.cache
         if _is_assigned(new):
             if not _is_assigned(old):
@@ -130,6 +156,10 @@ class PodEventHandler:
             return None
 
     def on_delete(self, pod: api.Pod) -> None:
+        with _handling(self._scheduler, _pod_label(pod, "Delete")):
+            self._delete(pod)
+
+    def _delete(self, pod: api.Pod) -> None:
         uid = pod.metadata.uid
         self._reported_malformed.discard(uid)
         self._unreported.pop(uid, None)
@@ -176,22 +206,27 @@ class NodeEventHandler:
         self._scheduler = scheduler
 
     def on_add(self, node: api.Node) -> None:
-        try:
-            self._scheduler.cache.add_or_update_node(node)
-        except (QuantityError, ValueError) as error:
-            log.warning("node.malformed", node=node.metadata.name, reason=str(error))
-            return
-        self._scheduler.queue.move_on_event(ev.NODE_ADD)
+        with _handling(self._scheduler, ev.NODE_ADD.queue_label()):
+            try:
+                self._scheduler.cache.add_or_update_node(node)
+            except (QuantityError, ValueError) as error:
+                log.warning("node.malformed", node=node.metadata.name, reason=str(error))
+                return
+            self._scheduler.queue.move_on_event(ev.NODE_ADD)
 
     def on_update(self, old: api.Node, new: api.Node) -> None:
-        try:
-            self._scheduler.cache.add_or_update_node(new)
-        except (QuantityError, ValueError) as error:
-            log.warning("node.malformed", node=new.metadata.name, reason=str(error))
-            return
-        for event in node_update_event(old, new):
-            self._scheduler.queue.move_on_event(event)
+        events = node_update_event(old, new)
+        label = events[0].queue_label() if events else "NodeUpdate"
+        with _handling(self._scheduler, label):
+            try:
+                self._scheduler.cache.add_or_update_node(new)
+            except (QuantityError, ValueError) as error:
+                log.warning("node.malformed", node=new.metadata.name, reason=str(error))
+                return
+            for event in events:
+                self._scheduler.queue.move_on_event(event)
 
     def on_delete(self, node: api.Node) -> None:
-        self._scheduler.queue.move_on_event(ev.NODE_DELETE)
-        self._scheduler.cache.remove_node(node.metadata.name)
+        with _handling(self._scheduler, ev.NODE_DELETE.queue_label()):
+            self._scheduler.queue.move_on_event(ev.NODE_DELETE)
+            self._scheduler.cache.remove_node(node.metadata.name)

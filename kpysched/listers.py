@@ -4,7 +4,12 @@ Services, ReplicationControllers, ReplicaSets, StatefulSets), fed by informers."
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
+
+from kubernetes_asyncio import client
+
+from kpysched.informers import Reflector
+from kpysched.objects import api
 
 
 class _Meta(Protocol):
@@ -57,3 +62,33 @@ class Index(Generic[T]):
 
     def in_namespace(self, namespace: str) -> list[T]:
         return [o for o in self._objects.values() if o.metadata.namespace == namespace]
+
+
+class Listers:
+    """Indexes of the secondary resources, each fed by its own informer."""
+
+    def __init__(self) -> None:
+        self.namespaces: Index[api.Namespace] = Index()
+        self.pdbs: Index[api.PodDisruptionBudget] = Index()
+        self.services: Index[api.Service] = Index()
+        self.replication_controllers: Index[api.ReplicationController] = Index()
+        self.replica_sets: Index[api.ReplicaSet] = Index()
+        self.stateful_sets: Index[api.StatefulSet] = Index()
+
+    def reflectors(self, api_client: client.ApiClient) -> list[Reflector[Any]]:
+        specs: list[tuple[str, type[Any], type[Any], Index[Any], str]] = [
+            ("/api/v1/namespaces", api.Namespace, api.NamespaceList, self.namespaces,
+             "namespaces"),
+            ("/apis/policy/v1/poddisruptionbudgets", api.PodDisruptionBudget,
+             api.PodDisruptionBudgetList, self.pdbs, "poddisruptionbudgets"),
+            ("/api/v1/services", api.Service, api.ServiceList, self.services, "services"),
+            ("/api/v1/replicationcontrollers", api.ReplicationController,
+             api.ReplicationControllerList, self.replication_controllers,
+             "replicationcontrollers"),
+            ("/apis/apps/v1/replicasets", api.ReplicaSet, api.ReplicaSetList,
+             self.replica_sets, "replicasets"),
+            ("/apis/apps/v1/statefulsets", api.StatefulSet, api.StatefulSetList,
+             self.stateful_sets, "statefulsets"),
+        ]
+        return [Reflector(api_client, path, kind, list_kind, index, resource=resource)
+                for path, kind, list_kind, index, resource in specs]

@@ -15,7 +15,7 @@ from typing import Any
 import structlog
 
 from kpysched.apiclient import RawApi
-from kpysched.events import EventRecorder
+from kpysched.event_recorder import EventRecorder
 from kpysched.objects.pod import PodInfo
 from kpysched.pod_status import PodStatusWriter
 from kpysched.queue.nominator import Nominator

@@ -25,10 +25,10 @@ import structlog
 from kpysched.algorithm import Algorithm, ScheduleResult
 from kpysched.cache.cache import Cache
 from kpysched.cache.snapshot import Snapshot
-from kpysched.events import EventRecorder
+from kpysched.event_recorder import EventRecorder
+from kpysched.framework.cluster_events import ASSIGNED_POD_DELETE
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
-from kpysched.framework.events import ASSIGNED_POD_DELETE
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
@@ -230,7 +230,6 @@ class Scheduler:
             return
         # Bound: from here on nothing may undo the placement, whatever PostBind does.
         framework = attempt.framework
-        self.cache.finish_binding(assumed.uid)
         log.debug("pod.bound", pod=assumed.key, node=node)
         if self.metrics is not None:
             queued = attempt.queued
@@ -238,7 +237,8 @@ class Scheduler:
                                           time.perf_counter() - attempt.started)
             first = queued.initial_attempt_timestamp  # on the queue clock: time.monotonic
             self.metrics.pod_scheduled(
-                queued.attempts, None if first is None else time.monotonic() - first)
+                queued.attempts, None if first is None else time.monotonic() - first,
+                after_flush=self.queue.was_flushed(assumed.uid))
         self.recorder.scheduled(assumed.pod, framework.profile_name, node)
         self.queue.done(assumed.uid)
         await framework.run_post_bind(attempt.state, assumed, node)

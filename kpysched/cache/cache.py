@@ -9,7 +9,6 @@ bumps a global generation stamped on the touched NodeInfo, which is how
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import structlog
@@ -28,15 +27,12 @@ class _PodState:
     pod: PodInfo
     node_name: str
     assumed: bool
-    binding_finished: bool = False
-    deadline: float | None = None
 
 
 class Cache:
-    def __init__(self, assumed_pod_ttl_seconds: float = 0.0) -> None:
-        # 0 keeps assumed pods until the informer confirms or deletes them, as
-        # upstream does since v1.26; a positive TTL expires them after binding.
-        self._ttl = assumed_pod_ttl_seconds
+    def __init__(self) -> None:
+        # Assumed pods stay until the informer confirms or deletes them, as upstream's
+        # since v1.26 (no TTL).
         self._nodes: dict[str, NodeInfo] = {}
         self._pods: dict[str, _PodState] = {}  # by uid
         self._generation = 0
@@ -108,13 +104,6 @@ class Cache:
         self._place(pod, node_name)
         self._pods[pod.uid] = _PodState(pod, node_name, assumed=True)
 
-    def finish_binding(self, uid: str) -> None:
-        state = self._pods.get(uid)
-        if state is not None and state.assumed:
-            state.binding_finished = True
-            if self._ttl > 0:
-                state.deadline = time.monotonic() + self._ttl
-
     def forget_pod(self, uid: str) -> None:
         """Drop an assumed pod whose binding failed."""
         state = self._pods.get(uid)
@@ -142,15 +131,6 @@ class Cache:
 
     def has_pod(self, uid: str) -> bool:
         return uid in self._pods
-
-    def cleanup_expired(self, now: float | None = None) -> list[PodInfo]:
-        now = time.monotonic() if now is None else now
-        expired = [s for s in self._pods.values()
-                   if s.assumed and s.deadline is not None and s.deadline <= now]
-        for state in expired:
-            log.warning("cache.assumed_pod_expired", pod=state.pod.key, node=state.node_name)
-            self.remove_pod(state.pod.uid)
-        return [state.pod for state in expired]
 
     def pod_count(self) -> int:
         return len(self._pods)

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from kpysched.framework.cluster_events import ClusterEvent
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ClusterEvent
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 

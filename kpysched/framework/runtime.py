@@ -17,8 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from kpysched.framework import interfaces as fw
+from kpysched.framework.cluster_events import EVERYTHING, ClusterEvent
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import EVERYTHING, ClusterEvent
 from kpysched.framework.guard import plugin_raised
 from kpysched.framework.handle import ProfileHandle
 from kpysched.framework.registry import PluginSpec

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from kpysched.framework.cluster_events import ClusterEvent
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ClusterEvent
 from kpysched.framework.interfaces import BindPlugin, Handle
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import Status

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cluster_events import ClusterEvent
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ClusterEvent
 from kpysched.framework.interfaces import (
     FilterPlugin,
     Handle,

@@ -23,8 +23,8 @@ from typing import ClassVar
 
 from kpysched.cache.node_info import NodeInfo, normalized_image_name
 from kpysched.cache.snapshot import Snapshot
+from kpysched.framework.cluster_events import ClusterEvent
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ClusterEvent
 from kpysched.framework.interfaces import MAX_NODE_SCORE, Handle, PreScorePlugin, ScorePlugin
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status

@@ -10,8 +10,8 @@ import numpy.typing as npt
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ActionType, ClusterEvent, Resource
 from kpysched.framework.interfaces import Handle, VectorFilterPlugin
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ActionType, ClusterEvent, Resource
 from kpysched.framework.interfaces import FilterPlugin, Handle, PreFilterPlugin, PreFilterResult
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status

@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
+from kpysched.framework.cluster_events import ClusterEvent
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ClusterEvent
 from kpysched.framework.interfaces import Handle, PreScorePlugin, VectorScorePlugin
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status

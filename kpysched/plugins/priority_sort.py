@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from kpysched.framework.events import ClusterEvent
+from kpysched.framework.cluster_events import ClusterEvent
 from kpysched.framework.interfaces import Handle, QueuedPodInfo, QueueSortPlugin
 from kpysched.framework.registry import PluginSpec
 

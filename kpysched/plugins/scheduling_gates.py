@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from kpysched.framework.events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.interfaces import Handle, PreEnqueuePlugin
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
-from kpysched.framework.events import (
+from kpysched.framework.cluster_events import (
     UNSCHEDULABLE_TIMEOUT,
     UNSCHEDULED_POD_ADD,
     UNSCHEDULED_POD_UPDATE,
@@ -341,6 +341,11 @@ class SchedulingQueue:
         for info in completed:
             self._to_active(info, BACKOFF_COMPLETE, from_backoff=True)
         return len(completed)
+
+    def was_flushed(self, uid: str) -> bool:
+        """Whether the 5-minute flush ever moved this pod (upstream's
+        WasFlushedFromUnschedulable, for scheduler_pod_scheduled_after_flush_total)."""
+        return uid in self._flushed_at
 
     def flush_unschedulable_leftover(self) -> int:
         """Move pods unschedulable (or gated) for over 5 minutes, as upstream's

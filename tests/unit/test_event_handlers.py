@@ -10,8 +10,8 @@ import pytest
 
 from kpysched.cache.cache import Cache
 from kpysched.event_handlers import NodeEventHandler, PodEventHandler, node_update_event
-from kpysched.events import EventRecorder
-from kpysched.framework.events import ActionType, ClusterEvent, Resource
+from kpysched.event_recorder import EventRecorder
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.queue.scheduling_queue import PreCheck
@@ -106,6 +106,7 @@ class FakeScheduler:
         self.queue = RecordingQueue()
         self.cache = Cache()
         self.frameworks: dict[str, Any] = {}
+        self.metrics = None
 
     def responsible_for(self, scheduler_name: str) -> bool:
         return scheduler_name == "default-scheduler"

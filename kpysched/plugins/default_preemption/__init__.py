@@ -31,10 +31,10 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cluster_events import ActionType, ClusterEvent
+from kpysched.framework.cluster_events import Resource as EventResource
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
-from kpysched.framework.events import ActionType, ClusterEvent
-from kpysched.framework.events import Resource as EventResource
 from kpysched.framework.interfaces import (
     Handle,
     PostFilterPlugin,

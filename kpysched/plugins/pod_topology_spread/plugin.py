@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import ClassVar
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ActionType, ClusterEvent, Resource
 from kpysched.framework.interfaces import (
     FilterPlugin,
     Handle,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework import events as ev
+from kpysched.framework import cluster_events as ev
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import FilterPlugin, Handle
 from kpysched.framework.registry import PluginSpec

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import msgspec
 import numpy as np
 import pytest
@@ -35,8 +33,8 @@ def bound(info: PodInfo, node_name: str) -> PodInfo:
         info.pod, spec=msgspec.structs.replace(info.pod.spec, node_name=node_name)))
 
 
-def cache_with(*nodes: api.Node, ttl: float = 0.0) -> Cache:
-    cache = Cache(assumed_pod_ttl_seconds=ttl)
+def cache_with(*nodes: api.Node) -> Cache:
+    cache = Cache()
     for item in nodes:
         cache.add_or_update_node(item)
     return cache
@@ -114,15 +112,13 @@ def test_forget_leaves_a_confirmed_pod_alone() -> None:
 
 
 def test_confirmation_replaces_the_assumed_pod_without_double_counting() -> None:
-    cache = cache_with(node("n1"), ttl=30)
+    cache = cache_with(node("n1"))
     info = pod("p")
     cache.assume_pod(info, "n1")
-    cache.finish_binding(info.uid)
     cache.add_or_update_pod(bound(info, "n1"))
     assert not cache.is_assumed(info.uid)
     assert (cache.pod_count(), cache.assumed_count()) == (1, 0)
     assert cpu_on(cache, "n1") == 1000
-    assert cache.cleanup_expired(now=time.monotonic() + 3600) == []
     assert cpu_on(cache, "n1") == 1000
 
 
@@ -132,29 +128,6 @@ def test_confirmation_on_another_node_moves_the_pod() -> None:
     cache.assume_pod(info, "n1")
     cache.add_or_update_pod(bound(info, "n2"))
     assert (cpu_on(cache, "n1"), cpu_on(cache, "n2")) == (0, 1000)
-
-
-def test_assumed_pod_expires_only_after_binding_finished_and_the_ttl() -> None:
-    cache = cache_with(node("n1"), ttl=30)
-    info = pod("p")
-    cache.assume_pod(info, "n1")
-    assert cache.cleanup_expired(now=time.monotonic() + 3600) == []  # binding not finished
-    cache.finish_binding(info.uid)
-    finished = time.monotonic()
-    assert cache.cleanup_expired(now=finished + 29) == []
-    assert cpu_on(cache, "n1") == 1000
-    assert [p.uid for p in cache.cleanup_expired(now=finished + 31)] == [info.uid]
-    assert not cache.has_pod(info.uid)
-    assert cpu_on(cache, "n1") == 0
-
-
-def test_without_ttl_assumed_pods_never_expire() -> None:
-    cache = cache_with(node("n1"), ttl=0)
-    info = pod("p")
-    cache.assume_pod(info, "n1")
-    cache.finish_binding(info.uid)
-    assert cache.cleanup_expired(now=time.monotonic() + 10 ** 9) == []
-    assert cache.is_assumed(info.uid)
 
 
 def test_remove_pod_releases_its_resources() -> None:

@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework import interfaces as fw
+from kpysched.framework.cluster_events import ClusterEvent
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ClusterEvent
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime import Framework, ProfileSpec
 from kpysched.framework.status import Status

@@ -18,9 +18,9 @@ from typing import Any, ClassVar
 import pytest
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cluster_events import ClusterEvent
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
-from kpysched.framework.events import ClusterEvent
 from kpysched.framework.interfaces import (
     FilterPlugin,
     PostFilterResult,

@@ -14,8 +14,8 @@ import pytest
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ActionType, ClusterEvent, Resource
 from kpysched.framework.status import Code, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo

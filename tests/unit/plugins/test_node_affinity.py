@@ -5,8 +5,8 @@ from __future__ import annotations
 import pydantic
 import pytest
 
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ActionType, ClusterEvent, Resource
 from kpysched.framework.interfaces import PreFilterResult
 from kpysched.framework.status import Code, Status
 from kpysched.plugins import node_affinity as na

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ActionType, ClusterEvent, Resource
 from kpysched.framework.status import Code
 from kpysched.objects import api
 from kpysched.plugins import node_ports as np_

@@ -9,8 +9,8 @@ import pydantic
 import pytest
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ActionType, ClusterEvent, Resource
 from kpysched.framework.status import Code
 from kpysched.plugins import node_resources_fit as fit
 from kpysched.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs

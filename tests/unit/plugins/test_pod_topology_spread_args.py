@@ -10,7 +10,7 @@ from typing import Any
 import pydantic
 import pytest
 
-from kpysched.framework.events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.objects import api
 from kpysched.plugins import DEFAULT_WEIGHTS, IN_TREE
 from kpysched.plugins import pod_topology_spread as pts

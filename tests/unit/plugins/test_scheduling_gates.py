@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kpysched.framework.events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.status import Code
 from kpysched.plugins import scheduling_gates as sg
 from tests.unit.builders import FakeHandle, PodBuilder, make_pod

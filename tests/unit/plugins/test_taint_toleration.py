@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.events import ActionType, ClusterEvent, Resource
 from kpysched.framework.status import Code
 from kpysched.plugins import taint_toleration as tt
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod

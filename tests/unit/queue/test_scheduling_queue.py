@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 import msgspec
 import pytest
 
-from kpysched.framework.events import (
+from kpysched.framework.cluster_events import (
     ASSIGNED_POD_DELETE,
     EVERYTHING,
     NODE_ADD,

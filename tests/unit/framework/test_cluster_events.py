@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kpysched.framework.events import (
+from kpysched.framework.cluster_events import (
     ASSIGNED_POD_DELETE,
     EVERYTHING,
     NODE_ADD,

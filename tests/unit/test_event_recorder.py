@@ -9,7 +9,7 @@ from typing import cast
 import pytest
 
 from kpysched.apiclient import ApiResponse, RawApi
-from kpysched.events import EventRecorder
+from kpysched.event_recorder import EventRecorder
 from kpysched.objects import api
 from kpysched.pod_status import PodStatusWriter
 from tests.unit.api_double import RecordingApi

@@ -1,0 +1,119 @@
+"""SchedulerHandle: what every profile's plugins share through their Handle.
+
+The snapshot of the current cycle, binding, waiting pods, the secondary listers
+(namespaces, PDBs, spreading owners), nominations and preemption's actuation.
+Built once by the application and attached to the scheduler it serves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kpysched.binding import Binder
+from kpysched.framework.status import Status
+from kpysched.listers import Listers
+from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
+from kpysched.plugins.pod_topology_spread import default_selector
+from kpysched.preemption import PreemptionExecutor
+
+if TYPE_CHECKING:
+    from kpysched.cache.snapshot import Snapshot
+    from kpysched.scheduler import Scheduler
+
+
+@dataclass(frozen=True, slots=True)
+class _MapOwner:
+    namespace: str
+    name: str
+    selector: Mapping[str, str] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _LabelOwner:
+    namespace: str
+    name: str
+    selector: api.LabelSelector | None
+
+
+class SchedulerHandle:
+    """The shared framework Handle: snapshot, binding, waiting pods, listers,
+    nominations and preemption actuation."""
+
+    def __init__(self, binder: Binder, listers: Listers) -> None:
+        self._binder = binder
+        self._listers = listers
+        self.scheduler: Scheduler | None = None
+        self.executor: PreemptionExecutor | None = None
+
+    def _scheduler(self) -> Scheduler:
+        assert self.scheduler is not None, "handle used before the scheduler was built"
+        return self.scheduler
+
+    @property
+    def snapshot(self) -> Snapshot:
+        return self._scheduler().snapshot
+
+    async def bind(self, pod: api.Pod, node_name: str) -> Status:
+        return await self._binder.bind(pod, node_name)
+
+    def allow_waiting_pod(self, uid: str, plugin: str) -> None:
+        for framework in self._scheduler().frameworks.values():
+            if (waiting := framework.waiting_pods.get(uid)) is not None:
+                waiting.allow(plugin)
+
+    def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None:
+        for framework in self._scheduler().frameworks.values():
+            if (waiting := framework.waiting_pods.get(uid)) is not None:
+                waiting.reject(plugin, reason)
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        found = self._listers.namespaces.get(namespace)
+        return found.metadata.labels if found is not None else None
+
+    def default_spread_selector(self, pod: api.Pod) -> api.LabelSelector | None:
+        listers = self._listers
+        namespace = pod.metadata.namespace
+        return default_selector(
+            pod,
+            [(namespace, service.spec.selector or None)
+             for service in listers.services.in_namespace(namespace)],
+            [_MapOwner(namespace, rc.metadata.name, rc.spec.selector or None)
+             for rc in listers.replication_controllers.in_namespace(namespace)],
+            [_LabelOwner(namespace, rs.metadata.name, rs.spec.selector)
+             for rs in listers.replica_sets.in_namespace(namespace)],
+            [_LabelOwner(namespace, ss.metadata.name, ss.spec.selector)
+             for ss in listers.stateful_sets.in_namespace(namespace)],
+        )
+
+    def pdbs(self) -> Sequence[api.PodDisruptionBudget]:
+        return self._listers.pdbs.values()
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
+        return self._scheduler().queue.nominator.pods_for_node(node_name)
+
+    def has_nominated_pods(self) -> bool:
+        return self._scheduler().queue.nominator.has_any()
+
+    def is_pod_running_preemption(self, uid: str) -> bool:
+        return self.executor is not None and self.executor.is_running(uid)
+
+    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
+                plugin: str) -> None:
+        assert self.executor is not None
+        metrics = self._scheduler().metrics
+        if metrics is not None:
+            metrics.preemption_victims(len(victims))
+        # A victim still waiting at Permit holds no node yet: it leaves Permit with an
+        # error and goes to backoff, never deleted (upstream's waitingPod.Preempt).
+        in_memory: list[PodInfo] = []
+        to_delete: list[PodInfo] = []
+        for victim in victims:
+            preempted = any(
+                waiting.preempt(plugin, "preempted")
+                for framework in self._scheduler().frameworks.values()
+                if (waiting := framework.waiting_pods.get(victim.uid)) is not None)
+            (in_memory if preempted else to_delete).append(victim)
+        self.executor.preempt(preemptor, node_name, to_delete, plugin, in_memory=in_memory)
