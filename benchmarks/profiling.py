@@ -35,7 +35,8 @@ def _function(file_fragment: str, *names: str) -> Callable[[Frame], bool]:
 
 
 CATEGORIES: tuple[Rule, ...] = (
-    ("events (Scheduled / FailedScheduling, status patches)", _file("kpysched/events.py")),
+    ("events (Scheduled / FailedScheduling, status patches)",
+     _file("kpysched/event_recorder.py", "kpysched/pod_status.py")),
     ("bind (binding cycle + API call)",
      lambda f: _file("kpysched/binding.py")(f)
      or _function("kpysched/scheduler.py", "_binding_cycle", "_bind_steps")(f)),
