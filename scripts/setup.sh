@@ -9,11 +9,13 @@ PYTHON="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
-.venv/bin/python -m pip install --quiet -e '.[dev]'
+.venv/bin/python -m pip install --quiet -c constraints.txt --upgrade pip
+# Exact versions from constraints.txt (scripts/update-constraints.sh re-resolves them).
+.venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 if [ -d tests/plugin_package ]; then
-    .venv/bin/python -m pip install --quiet -e tests/plugin_package
+    .venv/bin/python -m pip install --quiet -c constraints.txt -e tests/plugin_package
 fi
+.venv/bin/python -m pip check
 .venv/bin/python -m tests.cluster build
 # The real node (`up --with-node`, tests/e2e/test_real_node.py): kubelet, containerd,
 # runc and the CNI plugins, built from Go modules into the same cache. runc links

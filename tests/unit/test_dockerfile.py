@@ -148,7 +148,7 @@ def _pip_installs(commands: list[str], python: str) -> list[list[str]]:
     installs = []
     for command in commands:
         for part in re.split(r"&&|;|\n", command):
-            words = shlex.split(part)
+            words = shlex.split(part, comments=True)
             if words[:4] == [python, "-m", "pip", "install"]:
                 installs.append(words[4:])
     return installs
@@ -199,11 +199,17 @@ def test_runs_as_a_numeric_non_root_user() -> None:
     assert uid.isdigit() and int(uid) != 0  # runAsNonRoot can only verify a numeric uid
 
 
-def test_both_stages_use_one_supported_python() -> None:
+def test_both_stages_use_one_supported_python_pinned_by_digest() -> None:
     minimum = PYPROJECT["project"]["requires-python"].removeprefix(">=")
     version = GLOBAL_ARGS["PYTHON_VERSION"]
     assert tuple(map(int, version.split("."))) >= tuple(map(int, minimum.split(".")))
-    assert {stage.image for stage in STAGES} == {"python:${PYTHON_VERSION}-slim-bookworm"}
+    assert {stage.image for stage in STAGES} == {"${BASE_IMAGE}"}
+    base = GLOBAL_ARGS["BASE_IMAGE"]
+    assert re.fullmatch(rf"python:{re.escape(version)}\.\d+-slim-bookworm@sha256:[0-9a-f]{{64}}",
+                        base), base
+    # constraints.txt was resolved for the same Python minor version as the image's.
+    header = (ROOT / "constraints.txt").read_text().splitlines()[0]
+    assert f"for Python {version};" in header
 
 
 def test_labels_name_the_source_and_the_package_version() -> None:
