@@ -19,7 +19,7 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 WORKDIR /src
 RUN python -m venv /opt/kpysched
-COPY pyproject.toml README.md constraints.txt ./
+COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY kpysched ./kpysched
 RUN /opt/kpysched/bin/python -m pip install --quiet -c constraints.txt --upgrade pip \
  && /opt/kpysched/bin/python -m pip install --quiet -c constraints.txt .

@@ -138,9 +138,10 @@ def test_build_stage_copies_everything_the_package_build_reads() -> None:
     copied = {source.rstrip("/") for args in build.all("COPY")
               for source in copy_sources(args)[0]}
     readme = PYPROJECT["project"]["readme"]
+    licenses = PYPROJECT["project"].get("license-files", [])
     packages = {pattern.rstrip("*") for pattern in
                 PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"]}
-    assert {"pyproject.toml", readme, *packages} <= copied
+    assert {"pyproject.toml", readme, *licenses, *packages} <= copied
 
 
 def _pip_installs(commands: list[str], python: str) -> list[list[str]]:
