@@ -72,9 +72,15 @@ def helm(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return result
 
 
+# The image deploy/ names and scripts/build-image.sh builds; the chart requires one.
+LOCAL_IMAGE = ("--set", "image.repository=localhost/kpysched")
+
+
 def render(release: str, namespace: str, *options: str) -> list[dict[str, Any]]:
-    """`helm template` of the chart: the objects, in helm's install order."""
-    out = helm("template", release, str(CHART), "--namespace", namespace, *options).stdout
+    """`helm template` of the chart (the local image unless `options` set another):
+    the objects, in helm's install order."""
+    out = helm("template", release, str(CHART), "--namespace", namespace, *LOCAL_IMAGE,
+               *options).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
@@ -135,6 +141,25 @@ class Resources:
         response = await self.raw.request("POST", await self.collection(obj), dict(obj),
                                           query=query, throttle=False)
         if not response.ok:
+            raise AssertionError(f"{obj['kind']} {obj['metadata']['name']}: HTTP "
+                                 f"{response.status}: {response.message()}")
+
+
+    async def apply(self, obj: Mapping[str, Any]) -> None:
+        """Server-side apply, as `kubectl apply --server-side` sends it."""
+        path = f"{await self.collection(obj)}/{obj['metadata']['name']}"
+        response = await self.raw.request(
+            "PATCH", path, dict(obj), content_type="application/apply-patch+yaml",
+            query={"fieldManager": "kpysched-tests", "fieldValidation": "Strict"},
+            throttle=False)
+        if not response.ok:
+            raise AssertionError(f"{obj['kind']} {obj['metadata']['name']}: HTTP "
+                                 f"{response.status}: {response.message()}")
+
+    async def delete(self, obj: Mapping[str, Any]) -> None:
+        path = f"{await self.collection(obj)}/{obj['metadata']['name']}"
+        response = await self.raw.request("DELETE", path, throttle=False)
+        if not response.ok and response.status != 404:
             raise AssertionError(f"{obj['kind']} {obj['metadata']['name']}: HTTP "
                                  f"{response.status}: {response.message()}")
 
@@ -227,7 +252,7 @@ async def namespaces_to_clean(api: client.ApiClient) -> Any:
 
 @pytest.mark.parametrize("values", sorted(VALUE_FILES))
 def test_helm_lint_is_clean(values: str) -> None:
-    result = helm("lint", "--strict", str(CHART), *VALUE_FILES[values])
+    result = helm("lint", "--strict", str(CHART), *LOCAL_IMAGE, *VALUE_FILES[values])
     findings = [line for line in result.stdout.splitlines()
                 if line.startswith(("[WARNING]", "[ERROR]"))]
     assert findings == []
@@ -267,9 +292,40 @@ def test_scheduler_config_loads_in_kpysched(values: str, tmp_path: Path) -> None
     ("leaderElection.leaderElect=false", "must be true when replicas > 1"),
 ], ids=["default-scheduler-lease", "no-leader-election-with-replicas"])
 def test_chart_refuses_settings_that_make_two_schedulers_race(option: str, message: str) -> None:
-    result = helm("template", "kpysched", str(CHART), "--set", option, check=False)
+    result = helm("template", "kpysched", str(CHART), *LOCAL_IMAGE, "--set", option,
+                  check=False)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+def test_chart_refuses_to_render_without_an_image() -> None:
+    result = helm("template", "kpysched", str(CHART), check=False)
+    assert result.returncode != 0
+    assert "image.repository is required" in result.stderr
+    assert "--set image.repository=REGISTRY/kpysched" in result.stderr
+
+
+async def test_two_same_named_releases_install_in_two_namespaces(
+    api: client.ApiClient, resources: Resources, namespaces_to_clean: list[str],
+) -> None:
+    """Server-side apply for real (no dry run): cluster-scoped names must not collide."""
+    suffix = secrets.token_hex(3)
+    releases = [render("kpysched", f"team-{team}-{suffix}") for team in ("a", "b")]
+    cluster_scoped = [o for objects in releases for o in objects
+                      if "namespace" not in o["metadata"]]
+    try:
+        for objects in releases:
+            for name in sorted({o["metadata"]["namespace"] for o in objects
+                                if "namespace" in o["metadata"]}):
+                await real_namespace(api, name)
+                namespaces_to_clean.append(name)
+            for obj in objects:
+                await resources.apply(obj)
+        names = sorted(o["metadata"]["name"] for o in cluster_scoped if o["kind"] == "ClusterRole")
+        assert names == [f"team-a-{suffix}:kpysched", f"team-b-{suffix}:kpysched"]
+    finally:
+        for obj in cluster_scoped:
+            await resources.delete(obj)
 
 
 def test_single_replica_may_run_without_leader_election() -> None:
@@ -387,6 +443,7 @@ async def test_deploy_manifests_pass_server_side_dry_run(
 def test_notes_tell_how_to_select_the_scheduler(cluster: ClusterState) -> None:
     """NOTES.txt as `helm install` prints it (server dry-run: nothing is installed)."""
     result = helm("install", "notes", str(CHART), "--namespace", "default", "--dry-run=server",
+                  *LOCAL_IMAGE,
                   "--kubeconfig", cluster.kubeconfig)
     notes = result.stdout.split("NOTES:", 1)[1]
     assert "schedulerName: kpysched" in notes

@@ -18,6 +18,12 @@
 {{- end -}}
 {{- end -}}
 
+{{/* ClusterRole and ClusterRoleBinding are shared by the whole cluster: their names
+     carry the release namespace, so same-named releases in two namespaces coexist. */}}
+{{- define "kpysched.clusterScopedName" -}}
+{{- printf "%s:%s" .Release.Namespace (include "kpysched.fullname" .) -}}
+{{- end -}}
+
 {{- define "kpysched.serviceAccountName" -}}
 {{- default (include "kpysched.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
@@ -66,6 +72,9 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{- define "kpysched.image" -}}
+{{- if not .Values.image.repository -}}
+{{- fail "image.repository is required: kpysched publishes no image. Build it (scripts/build-image.sh or `docker build .`), push it where the cluster pulls from, and set --set image.repository=REGISTRY/kpysched (README: Install in a cluster)" -}}
+{{- end -}}
 {{- $tag := default .Chart.AppVersion .Values.image.tag -}}
 {{- if .Values.image.digest -}}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
