@@ -173,3 +173,52 @@ def test_a_nominated_pod_leaving_frees_its_room_for_pods_of_no_higher_priority(
     assert pre_check is not None
     assert pre_check(make_pod("peer").priority(10).info())
     assert not pre_check(make_pod("higher").priority(11).info())
+
+
+class RecordingRecorder:
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+
+    def failed_scheduling(self, pod: api.Pod, controller: str, message: str) -> None:
+        self.notes.append(f"{pod.metadata.name}: {message}")
+
+
+def test_only_the_leader_reports_malformed_pods_and_it_reports_what_it_saw_standing_by(
+) -> None:
+    scheduler = FakeScheduler()
+    recorder = RecordingRecorder()
+    pods = PodEventHandler(cast(Scheduler, scheduler), cast(EventRecorder, recorder))
+    broken = make_pod("broken").req(cpu="1").obj()
+    broken.spec.scheduler_name = "default-scheduler"
+    broken.spec.containers[0].resources.requests = {"cpu": "one"}
+    pods.on_add(broken)
+    assert recorder.notes == []  # a standby writes nothing
+    pods.on_leading()
+    assert len(recorder.notes) == 1 and recorder.notes[0].startswith(
+        "broken: pod cannot be scheduled:")
+    pods.on_update(broken, broken)
+    assert len(recorder.notes) == 1  # once per pod
+    late = make_pod("late").req(cpu="1").obj()
+    late.spec.scheduler_name = "default-scheduler"
+    late.spec.containers[0].resources.requests = {"cpu": "x"}
+    pods.on_add(late)
+    assert len(recorder.notes) == 2  # the leader reports at once
+
+
+def _with_conditions(**statuses: str) -> api.Node:
+    node = base().obj()
+    node.status.conditions = [api.NodeCondition(type=kind, status=status)
+                              for kind, status in statuses.items()]
+    return node
+
+
+@pytest.mark.parametrize(("old", "new", "actions"), [
+    (_with_conditions(Ready="False"), _with_conditions(Ready="True"),
+     [A.UPDATE_NODE_CONDITION]),
+    (_with_conditions(Ready="True"), _with_conditions(Ready="True"), []),
+    (_with_conditions(Ready="True"), _with_conditions(Ready="True", DiskPressure="False"),
+     [A.UPDATE_NODE_CONDITION]),
+], ids=["status-changed", "heartbeat-only", "condition-added"])
+def test_node_condition_changes_are_events_as_upstream(old: api.Node, new: api.Node,
+                                                       actions: list[ActionType]) -> None:
+    assert [event.action for event in node_update_event(old, new)] == actions
