@@ -17,7 +17,6 @@ from kubernetes_asyncio import client
 from tests.cluster import cluster as harness
 from tests.cluster import kube
 
-
 # The tests' Nodes are hand-made API objects: no kubelet, no Lease, never a heartbeat.
 # Node lifecycle would mark them Unknown and taint them `unreachable` 50s after it
 # first sees them (upstream's grace period), in the middle of a test; a day is
