@@ -121,17 +121,25 @@ INCLUSTER_DIR_ENV = "KPYSCHED_INCLUSTER_DIR"
 DEFAULT_INCLUSTER_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
-async def make_api_client(kubeconfig: Path | None) -> client.ApiClient:
-    """kubeconfig when given (or $KUBECONFIG), in-cluster service account otherwise.
+async def make_api_client(kubeconfig: Path | None, master: str | None = None) -> client.ApiClient:
+    """kubeconfig when given (or $KUBECONFIG), in-cluster service account otherwise;
+    `master` (kube-scheduler's --master) replaces the API server address.
 
     The in-cluster files (token, ca.crt) are read from $KPYSCHED_INCLUSTER_DIR when set
     (tests lay out a pod's service-account directory there), else from where the kubelet
     mounts them; the API server address comes from KUBERNETES_SERVICE_HOST/PORT."""
+    configuration = await _configuration(kubeconfig)
+    if master:
+        configuration.host = master.rstrip("/")
+    return client.ApiClient(configuration)
+
+
+async def _configuration(kubeconfig: Path | None) -> client.Configuration:
     configuration = client.Configuration()
     if kubeconfig is not None:
         await kube_config.load_kube_config(config_file=str(kubeconfig),
                                            client_configuration=configuration)
-        return client.ApiClient(configuration)
+        return configuration
     incluster_dir = os.environ.get(INCLUSTER_DIR_ENV)
     directory = Path(incluster_dir or DEFAULT_INCLUSTER_DIR)
     try:
@@ -145,4 +153,4 @@ async def make_api_client(kubeconfig: Path | None) -> client.ApiClient:
                 f"in-cluster config from {INCLUSTER_DIR_ENV}={incluster_dir}: {error}") from None
         # Outside a pod: fall back to $KUBECONFIG / ~/.kube/config like kubectl.
         await kube_config.load_kube_config(client_configuration=configuration)
-    return client.ApiClient(configuration)
+    return configuration

@@ -30,9 +30,10 @@ from kpysched.metrics import SchedulerMetrics
 from kpysched.objects.pod import PodInfo
 from kpysched.pod_status import PodStatusWriter
 from kpysched.preemption import PreemptionExecutor
-from kpysched.queue.scheduling_queue import SchedulingQueue
+from kpysched.queue.scheduling_queue import UNSCHEDULABLE_MAX_SECONDS, SchedulingQueue
 from kpysched.scheduler import Scheduler
 from kpysched.server import HealthCheck, Server, ServerConfig, ServerThread, progress_check
+from kpysched.serving import DelegationOptions, TlsOptions
 
 log = structlog.get_logger(__name__)
 
@@ -48,6 +49,8 @@ def build_scheduler(
     raw: RawApi,
     listers: Listers | None = None,
     metrics: SchedulerMetrics | None = None,
+    *,
+    max_unschedulable_seconds: float = UNSCHEDULABLE_MAX_SECONDS,
 ) -> Scheduler:
     handle = SchedulerHandle(Binder(raw), listers or Listers())
     frameworks = {
@@ -73,6 +76,7 @@ def build_scheduler(
         first.less, pre_enqueue, registered_events,
         initial_backoff_seconds=config.pod_initial_backoff_seconds,
         max_backoff_seconds=config.pod_max_backoff_seconds,
+        max_unschedulable_seconds=max_unschedulable_seconds,
     )
     algorithm = Algorithm(config.percentage_of_nodes_to_score)
     # Events get a rate limiter of their own, as kube-scheduler's separate event client
@@ -136,13 +140,15 @@ async def run(
     registry: Mapping[str, PluginSpec],
 ) -> int:
     """Run until SIGTERM/SIGINT (exit 0) or until leadership is lost (exit 1)."""
-    api_client = await make_api_client(kubeconfig_path(settings, config))
+    api_client = await make_api_client(kubeconfig_path(settings, config), settings.master)
     async with api_client:
         connection = config.client_connection
         raw = RawApi(api_client, qps=connection.qps, burst=connection.burst)
-        metrics = SchedulerMetrics()
+        metrics = SchedulerMetrics(disabled=frozenset(settings.disabled_metrics))
         listers = Listers()
-        scheduler = build_scheduler(config, profiles, registry, raw, listers, metrics)
+        scheduler = build_scheduler(
+            config, profiles, registry, raw, listers, metrics,
+            max_unschedulable_seconds=settings.pod_max_in_unschedulable_pods_duration)
         # A namespace's labels decide namespaceSelector matches (InterPodAffinity).
         listers.namespaces = Index(lambda: scheduler.queue.move_on_event(NAMESPACE_CHANGE))
         pod_handler = PodEventHandler(scheduler, scheduler.recorder)
@@ -197,8 +203,7 @@ async def run(
             return busy if busy is not None else scheduler.last_progress
 
         server = Server(
-            ServerConfig(settings.bind_address, settings.secure_port, settings.tls_cert_file,
-                         settings.tls_private_key_file), metrics,
+            server_config(settings), metrics,
             healthz=leader_checks,
             livez=[progress_check(last_progress, waiting,
                                   stall_seconds=settings.liveness_stall_seconds)],
@@ -210,8 +215,10 @@ async def run(
         log.info("scheduler.starting", profiles=[p.scheduler_name for p in profiles],
                  leader_elect=election.leader_elect)
         exit_code = 0
-        http = ServerThread(server)
-        http.start()
+        # As kube-scheduler: --secure-port=0 serves no endpoint at all.
+        http = ServerThread(server) if settings.secure_port != 0 else None
+        if http is not None:
+            http.start()
         try:
             async with asyncio.TaskGroup() as group:
                 background = [group.create_task(r.run(), name=f"informer {r.resource}")
@@ -245,11 +252,36 @@ async def run(
             log.error("leader.lost", reason=str(lost.exceptions[0]))
             exit_code = 1
         finally:
-            http.stop()
+            if http is not None:
+                http.stop()
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
     log.info("scheduler.stopped", exit_code=exit_code)
     return exit_code
+
+
+def server_config(settings: Settings) -> ServerConfig:
+    """The secure port as configured; plain HTTP only with --insecure-serving."""
+    if settings.insecure_serving:
+        log.warning("server.insecure", reason="--insecure-serving: plain HTTP, no "
+                    "authentication or authorization; for local runs only")
+        tls, access = None, None
+    else:
+        tls = TlsOptions(settings.tls_cert_file, settings.tls_private_key_file,
+                         settings.cert_dir, settings.tls_min_version)
+        access = DelegationOptions(
+            authentication_kubeconfig=settings.authentication_kubeconfig,
+            authorization_kubeconfig=settings.authorization_kubeconfig,
+            token_cache_ttl=settings.authentication_token_webhook_cache_ttl,
+            allowed_cache_ttl=settings.authorization_webhook_cache_authorized_ttl,
+            denied_cache_ttl=settings.authorization_webhook_cache_unauthorized_ttl,
+            always_allow_paths=settings.authorization_always_allow_paths,
+            client_ca_file=settings.client_ca_file,
+            skip_lookup=settings.authentication_skip_lookup,
+            tolerate_lookup_failure=settings.authentication_tolerate_lookup_failure)
+    return ServerConfig(settings.bind_address, settings.secure_port, tls, access,
+                        reuse_address=settings.permit_address_sharing,
+                        reuse_port=settings.permit_port_sharing)
 
 
 async def _first_of(waitable: Awaitable[Any], task: asyncio.Task[None]) -> None:

@@ -1,66 +1,103 @@
-"""Command line entry point: `kpysched run|version`."""
+"""Command line entry point: `kpysched run [flags]` (also `kpysched [flags]`, so a
+kube-scheduler manifest works with only the binary name changed) and `kpysched version`.
+
+Exit codes: 0 done, 1 the scheduler failed while running, 2 the command line or the
+configuration is wrong (the message names the flag or field).
+"""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
-from pathlib import Path
+from collections.abc import Sequence
 
+import structlog
 from pydantic import ValidationError
 
 from kpysched import __version__
 
 EXIT_CONFIG_ERROR = 2
+KUBE_SCHEDULER_FLAGS_VERSION = "v1.36.4"
+
+USAGE = """\
+usage: kpysched run [flags]      run the scheduler (the word "run" may be left out)
+       kpysched version          print the version
+"""
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kpysched", description="Kubernetes scheduler in Python")
-    commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("version", help="print the kpysched version")
-    run = commands.add_parser("run", help="run the scheduler")
-    run.add_argument("--kubeconfig", type=Path,
-                     help="kubeconfig file (default: $KUBECONFIG, else in-cluster config)")
-    run.add_argument("--config", type=Path,
-                     help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) YAML")
-    run.add_argument("--log-level", choices=["debug", "info", "warning", "error"])
-    run.add_argument("--log-format", choices=["auto", "json", "console"])
-    run.add_argument("--bind-address", help="address of /healthz /livez /readyz /metrics")
-    run.add_argument("--secure-port", type=int,
-                     help="port of the health and metrics endpoint (default 10259; 0 = any)")
-    run.add_argument("--tls-cert-file", type=Path, help="serve HTTPS with this certificate")
-    run.add_argument("--tls-private-key-file", type=Path, help="key for --tls-cert-file")
-    run.add_argument("--event-loop", choices=["uvloop", "asyncio"],
-                     help="event loop implementation (default uvloop)")
-    return parser
+def _help() -> str:
+    from kpysched.flags.table import FLAGS
+
+    lines = [USAGE, "kpysched accepts kube-scheduler's flags "
+             f"({KUBE_SCHEDULER_FLAGS_VERSION}) with their meaning; one it cannot honour "
+             "stops start-up with exit code 2.",
+             "Precedence: flags > KPYSCHED_<FLAG> environment variables > --config file.",
+             "Serving is HTTPS with delegated authentication and authorization, as "
+             "kube-scheduler's; --insecure-serving (KPYSCHED_INSECURE_SERVING=true) serves "
+             "plain HTTP to anyone, for local runs only.", ""]
+    section = ""
+    for flag in FLAGS:
+        if flag.section != section:
+            section = flag.section
+            lines.append(f"\n{section} flags:\n")
+        short = f"-{flag.shorthand}, " if flag.shorthand else "    "
+        default = f" (default {flag.default})" if flag.default else ""
+        lines.append(f"  {short}--{flag.name} {flag.kind.value}\n        {flag.help}{default}")
+    return "\n".join(lines) + "\n"
 
 
-def _run(args: argparse.Namespace) -> int:
+def _version(raw: bool) -> str:
+    text = f"kpysched {__version__}"
+    if raw:
+        text += f" (kube-scheduler {KUBE_SCHEDULER_FLAGS_VERSION} flags and configuration)"
+    return text
+
+
+def _run(argv: Sequence[str]) -> int:
     # Imported here so `kpysched version` stays instant.
     from kpysched import app, logs
-    from kpysched.config import ConfigError, Settings, load_config
+    from kpysched.config import ConfigError, Settings, kubeconfig_path, load_config
+    from kpysched.config.written import write_config
+    from kpysched.flags import FlagError, interpret
     from kpysched.framework.registry import RegistryError, full_registry
     from kpysched.plugins import IN_TREE
 
-    overrides = {key: value for key, value in (
-        ("kubeconfig", args.kubeconfig), ("config", args.config),
-        ("log_level", args.log_level), ("log_format", args.log_format),
-        ("bind_address", args.bind_address), ("secure_port", args.secure_port),
-        ("tls_cert_file", args.tls_cert_file),
-        ("tls_private_key_file", args.tls_private_key_file),
-        ("event_loop", args.event_loop)) if value is not None}
     try:
-        settings = Settings(**overrides)
+        invocation = interpret(argv)
+    except FlagError as error:
+        print(f"error: {error}", file=sys.stderr)
+        print("Run 'kpysched run --help' for the flags.", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
+    if invocation.show_help:
+        print(_help(), end="")
+        return 0
+    if invocation.show_version is not None:
+        print(_version(invocation.show_version == "raw"))
+        return 0
+    try:
+        settings = Settings(**invocation.settings)
     except ValidationError as error:
         print(f"error: invalid settings: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     logs.configure(settings.log_level, settings.log_format)
+    log = structlog.get_logger("kpysched.cli")
+    for flag, reason in invocation.ignored:
+        log.warning("flag.ignored", flag=f"--{flag}", reason=reason)
     try:
         registry = full_registry(IN_TREE)
-        config, profiles = load_config(settings.config, registry)
+        config, profiles = load_config(settings.config, registry, invocation.config)
     except (ConfigError, RegistryError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    if invocation.write_config_to is not None:
+        try:
+            write_config(invocation.write_config_to, config, kubeconfig_path(settings, config))
+        except OSError as error:
+            print(f"error: --write-config-to {invocation.write_config_to}: {error.strerror}",
+                  file=sys.stderr)
+            return EXIT_CONFIG_ERROR
+        log.info("config.written", file=str(invocation.write_config_to))
+        return 0
     main_coroutine = app.run(settings, config, profiles, registry)
     try:
         if settings.event_loop == "uvloop":
@@ -72,14 +109,18 @@ def _run(args: argparse.Namespace) -> int:
         return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    if args.command == "version":
-        print(f"kpysched {__version__}")
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["version"]:
+        print(_version(raw=False))
         return 0
-    if args.command == "run":
+    if args[:1] == ["run"]:
+        return _run(args[1:])
+    if not args or args[0].startswith("-"):
+        # kube-scheduler takes flags only: `kpysched --leader-elect=true ...` runs.
         return _run(args)
-    return 0
+    print(f'error: unknown command "{args[0]}"\n{USAGE}', file=sys.stderr, end="")
+    return EXIT_CONFIG_ERROR
 
 
 if __name__ == "__main__":

@@ -68,19 +68,25 @@ class _WithoutCreated:
     """The registry as upstream exposes it: prometheus_client adds `<name>_created`
     samples to counters and histograms, which Go's client does not emit."""
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    def __init__(self, registry: CollectorRegistry, disabled: frozenset[str]) -> None:
         self._registry = registry
+        self._disabled = disabled
 
     def collect(self) -> Iterable[Metric]:
         for family in self._registry.collect():
+            if self._disabled and {family.name, f"{family.name}_total"} & self._disabled:
+                continue  # --disabled-metrics
             family.samples = [s for s in family.samples if not s.name.endswith("_created")]
             yield family
 
 
 class SchedulerMetrics:
     def __init__(self, *, sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT,
-                 rng: random.Random | None = None, process_metrics: bool = True) -> None:
+                 rng: random.Random | None = None, process_metrics: bool = True,
+                 disabled: frozenset[str] = frozenset()) -> None:
         self.registry = CollectorRegistry()
+        # Families --disabled-metrics hides (fully qualified names, as upstream).
+        self.disabled = disabled
         self._sample_percent = sample_percent
         self._rng = rng or random.Random()
         r = self.registry
@@ -259,7 +265,8 @@ class SchedulerMetrics:
         """The registry in Prometheus text format 0.0.4 (see CONTENT_TYPE), with bucket
         bounds spelled as Go spells them so `le` matchers in dashboards keep working.
         Safe from any thread: prometheus_client locks each metric."""
-        return _WHOLE_LE.sub(rb'le="\1"', generate_latest(_WithoutCreated(self.registry)))
+        exposed = _WithoutCreated(self.registry, self.disabled)
+        return _WHOLE_LE.sub(rb'le="\1"', generate_latest(exposed))
 
     # --- scheduling attempts ---------------------------------------------------------
 

@@ -1,5 +1,8 @@
 """The HTTP endpoints kube-scheduler serves: /healthz, /livez, /readyz and /metrics.
 
+Served over TLS with delegated authentication and authorization when configured
+(kpysched.serving holds how); this module is about the endpoints themselves.
+
 Health endpoints answer as k8s.io/apiserver's healthz handler does: "ok" with 200
 when every check passes; otherwise 500 with one "[+]name ok" / "[-]name failed: reason"
 line per check and "<endpoint> check failed". `?verbose` lists the checks on success
@@ -13,18 +16,17 @@ Checks run on every probe inside the event loop: they must be cheap and synchron
 from __future__ import annotations
 
 import asyncio
-import ssl
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 import structlog
 from aiohttp import web
 
 from kpysched.metrics import CONTENT_TYPE, SchedulerMetrics
+from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, server_context
 
 log = structlog.get_logger(__name__)
 
@@ -71,12 +73,10 @@ def progress_check(last_progress: Callable[[], float], waiting: Callable[[], int
 class ServerConfig:
     bind_address: str = "0.0.0.0"
     port: int = DEFAULT_PORT  # 0 picks a free port; see Server.port
-    cert_file: Path | None = None  # serve HTTPS when both are given
-    key_file: Path | None = None
-
-    def __post_init__(self) -> None:
-        if (self.cert_file is None) != (self.key_file is None):
-            raise ValueError("TLS needs both cert_file and key_file (got only one)")
+    tls: TlsOptions | None = None  # None: plain HTTP (--insecure-serving, tests)
+    access: DelegationOptions | None = None  # None: no authentication or authorization
+    reuse_address: bool = False  # --permit-address-sharing (SO_REUSEADDR)
+    reuse_port: bool = False  # --permit-port-sharing (SO_REUSEPORT)
 
 
 class Server:
@@ -95,7 +95,8 @@ class Server:
         self._metrics = metrics
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
-        app = web.Application()
+        self._access: AccessControl | None = None
+        app = web.Application(middlewares=[self._guard])
         for endpoint, checks in zip(ENDPOINTS, (healthz, livez, readyz), strict=True):
             _install(app, endpoint, (PING, *checks))
         app.router.add_get("/metrics", self._serve_metrics)
@@ -110,7 +111,7 @@ class Server:
 
     @property
     def url(self) -> str:
-        scheme = "https" if self._config.cert_file is not None else "http"
+        scheme = "https" if self._config.tls is not None else "http"
         host = self._config.bind_address
         if host in ("0.0.0.0", "::", ""):
             host = "127.0.0.1"
@@ -122,29 +123,45 @@ class Server:
         if self._runner is not None:
             raise RuntimeError("server already started")
         config = self._config
-        ssl_context = None
-        if config.cert_file is not None and config.key_file is not None:
-            ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            ssl_context.load_cert_chain(config.cert_file, config.key_file)
+        # Built on the serving loop: its API clients belong to that loop.
+        access = None if config.access is None else await AccessControl.open(config.access)
         runner = web.AppRunner(self._app, access_log=None)
-        await runner.setup()
         try:
+            ssl_context = None if config.tls is None else server_context(
+                config.tls, config.bind_address, access.client_ca if access else None)
+            await runner.setup()
             site = web.TCPSite(runner, config.bind_address, config.port,
-                               ssl_context=ssl_context)
+                               ssl_context=ssl_context, reuse_address=config.reuse_address,
+                               reuse_port=config.reuse_port)
             await site.start()
         except BaseException:
             await runner.cleanup()
+            if access is not None:
+                await access.close()
             raise
+        self._access = access
         self._runner = runner
         self._port = int(runner.addresses[0][1])
         log.info("server.listening", address=config.bind_address, port=self._port,
-                 tls=ssl_context is not None)
+                 tls=ssl_context is not None, authentication=access is not None,
+                 client_certificates=bool(access and access.client_ca))
 
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
             self._port = None
+        if self._access is not None:
+            await self._access.close()
+            self._access = None
+
+    @web.middleware
+    async def _guard(self, request: web.Request,
+                     handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+                     ) -> web.StreamResponse:
+        if self._access is None:
+            return await handler(request)
+        return await self._access.middleware(request, handler)
 
     async def __aenter__(self) -> Server:
         await self.start()

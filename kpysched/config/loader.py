@@ -29,13 +29,22 @@ _KUBE_SCHEDULER_LEASE = ("kube-system", "kube-scheduler")
 
 
 def load_config(
-    path: str | os.PathLike[str] | None, registry: Mapping[str, PluginSpec]
+    path: str | os.PathLike[str] | None, registry: Mapping[str, PluginSpec],
+    overrides: Mapping[str, Any] | None = None,
 ) -> tuple[SchedulerConfiguration, list[EffectiveProfile]]:
     """The configuration in `path` (upstream defaults if None) and its profiles,
-    resolved against `registry`. Raises ConfigError naming the file and every problem."""
+    resolved against `registry`. `overrides` (fields as written in the file, e.g. from
+    command-line flags) replace the file's. Raises ConfigError naming the file and
+    every problem."""
     source = None if path is None else os.fspath(path)
     try:
-        config = SchedulerConfiguration() if source is None else parse_config(read_yaml(source))
+        if source is None:
+            document: object = {"apiVersion": API_VERSION, "kind": KIND}
+        else:
+            document = read_yaml(source)
+        if overrides and isinstance(document, Mapping):
+            document = _merged(document, overrides)
+        config = parse_config(document)
         profiles = build_profiles(config, registry)
     except ConfigError as err:
         raise (err.with_source(source) if source else err) from None
@@ -72,6 +81,16 @@ def _warn_ignored(config: SchedulerConfiguration) -> None:
     for field, in_effect, reason in _IGNORED_FIELDS:
         if field in written and in_effect(config):
             structlog.get_logger().warning("config.field_ignored", field=field, reason=reason)
+
+
+def _merged(document: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(document)
+    for key, value in overrides.items():
+        current = merged.get(key)
+        merged[key] = (_merged(current, value)
+                       if isinstance(current, Mapping) and isinstance(value, Mapping)
+                       else value)
+    return merged
 
 
 def parse_config(data: object) -> SchedulerConfiguration:

@@ -67,6 +67,30 @@ def parse_go_duration(text: str) -> float:
     return sign * seconds
 
 
+def go_duration_string(seconds: float) -> str:
+    """Seconds as Go's time.Duration prints them: "15s", "1m30s", "1h0m0s", "500ms"."""
+    nanos = round(seconds * 1e9)
+    if nanos == 0:
+        return "0s"
+    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
+    if nanos < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if nanos >= size:
+                return f"{sign}{_trim(nanos / size)}{unit}"
+    hours, rest = divmod(nanos, 3_600_000_000_000)
+    minutes, rest = divmod(rest, 60_000_000_000)
+    text = f"{_trim(rest / 1e9)}s"
+    if hours or minutes:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _trim(number: float) -> str:
+    return f"{number:.9f}".rstrip("0").rstrip(".")
+
+
 def format_duration(seconds: float) -> str:
     return f"{seconds:g}s"
 

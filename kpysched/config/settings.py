@@ -1,16 +1,31 @@
-"""Process settings: where the kubeconfig and the scheduler configuration live, and
-how to log. Environment variables `KPYSCHED_<FIELD>`; the CLI passes its flags as
-keyword arguments, which take precedence over the environment."""
+"""Process settings: where the kubeconfig and the scheduler configuration live, how
+to serve and how to log. Environment variables `KPYSCHED_<FIELD>`; the CLI passes its
+flags as keyword arguments, which take precedence over the environment. Durations
+may be written as Go durations ("10s") or seconds; lists as comma-separated text."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BeforeValidator, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from kpysched.config.scheduler_config import SchedulerConfiguration
+from kpysched.config.scheduler_config import SchedulerConfiguration, parse_go_duration
+
+
+def _seconds(value: object) -> object:
+    return parse_go_duration(value) if isinstance(value, str) else value
+
+
+def _comma_list(value: object) -> object:
+    if isinstance(value, str):
+        return tuple(item.strip() for item in value.split(",") if item.strip())
+    return value
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0)]
+CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_comma_list)]
 
 
 class Settings(BaseSettings):
@@ -20,12 +35,33 @@ class Settings(BaseSettings):
     config: Path | None = None  # a KubeSchedulerConfiguration file; None = upstream defaults
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     log_format: Literal["auto", "json", "console"] = "auto"  # auto: console on a terminal
-    # Health and metrics endpoint (kube-scheduler's --bind-address / --secure-port; plain
-    # HTTP unless a certificate and key are given).
+    master: str | None = None  # overrides the kubeconfig's server, as --master does
+    # Health and metrics endpoint, as kube-scheduler's secure port: HTTPS (a self-signed
+    # certificate unless one is given) with delegated authentication and authorization.
+    # secure_port 0 serves nothing at all, as upstream.
     bind_address: str = "0.0.0.0"
     secure_port: int = Field(default=10259, ge=0, le=65535)
     tls_cert_file: Path | None = None
     tls_private_key_file: Path | None = None
+    cert_dir: Path | None = None
+    tls_min_version: Literal["VersionTLS12", "VersionTLS13"] | None = None
+    permit_address_sharing: bool = False
+    permit_port_sharing: bool = False
+    # Plain HTTP, no authentication: for local runs only.
+    insecure_serving: bool = False
+    authentication_kubeconfig: Path | None = None
+    authorization_kubeconfig: Path | None = None
+    authentication_token_webhook_cache_ttl: Seconds = 10.0
+    authorization_webhook_cache_authorized_ttl: Seconds = 10.0
+    authorization_webhook_cache_unauthorized_ttl: Seconds = 10.0
+    authorization_always_allow_paths: CommaList = ("/healthz", "/readyz", "/livez")
+    client_ca_file: Path | None = None
+    authentication_skip_lookup: bool = False
+    authentication_tolerate_lookup_failure: bool = True
+    # Metric families left out of /metrics (names as exposed, e.g. "..._total").
+    disabled_metrics: CommaList = ()
+    # Pods unschedulable this long are retried anyway (upstream's deprecated flag).
+    pod_max_in_unschedulable_pods_duration: Seconds = 300.0
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
     # /livez fails when pods wait but the scheduling loop decided nothing for this long.
     liveness_stall_seconds: float = Field(default=60.0, gt=0)

@@ -78,9 +78,11 @@ class SchedulingQueue:
         *,
         initial_backoff_seconds: float = 1.0,
         max_backoff_seconds: float = 10.0,
+        max_unschedulable_seconds: float = UNSCHEDULABLE_MAX_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._less = less
+        self._max_unschedulable_seconds = max_unschedulable_seconds
         self._pre_enqueue = pre_enqueue
         self._registered_events = registered_events
         self._clock = clock
@@ -348,14 +350,15 @@ class SchedulingQueue:
         return uid in self._flushed_at
 
     def flush_unschedulable_leftover(self) -> int:
-        """Move pods unschedulable (or gated) for over 5 minutes, as upstream's
+        """Move pods unschedulable (or gated) for over podMaxInUnschedulablePodsDuration
+        (5 minutes unless the flag says otherwise), as upstream's
         flushUnschedulablePodsLeftover."""
         now = self._clock()
         stale: list[QueuedPodInfo] = []
         for info in (*self._unschedulable.values(), *self._gated.values()):
             uid = info.pod_info.uid
             since = max(info.timestamp, self._flushed_at.get(uid, info.timestamp))
-            if now - since > UNSCHEDULABLE_MAX_SECONDS:
+            if now - since > self._max_unschedulable_seconds:
                 self._flushed_at[uid] = now
                 stale.append(info)
         return self._move(stale, UNSCHEDULABLE_TIMEOUT) if stale else 0

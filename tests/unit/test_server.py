@@ -11,6 +11,7 @@ import pytest
 
 from kpysched.metrics import SchedulerMetrics
 from kpysched.server import HealthCheck, Server, ServerConfig, progress_check
+from kpysched.serving import TlsOptions
 from tests.cluster.certs import generate
 
 
@@ -108,8 +109,8 @@ async def test_stop_frees_the_port() -> None:
 
 
 def test_tls_needs_both_files() -> None:
-    with pytest.raises(ValueError, match="both cert_file and key_file"):
-        ServerConfig(cert_file=Path("/tmp/cert.pem"))
+    with pytest.raises(ValueError, match="--tls-cert-file and --tls-private-key-file"):
+        TlsOptions(cert_file=Path("/tmp/cert.pem"))
 
 
 @pytest.mark.parametrize(
@@ -128,8 +129,8 @@ def test_progress_check(waiting: int, idle: float, healthy: bool) -> None:
 
 async def test_serves_https_with_the_given_certificate(tmp_path: Path) -> None:
     generate(tmp_path)  # a CA and a serving certificate for 127.0.0.1 (openssl CLI)
-    config = ServerConfig(bind_address="127.0.0.1", port=0,
-                          cert_file=tmp_path / "apiserver.crt", key_file=tmp_path / "apiserver.key")
+    config = ServerConfig(bind_address="127.0.0.1", port=0, tls=TlsOptions(
+        cert_file=tmp_path / "apiserver.crt", key_file=tmp_path / "apiserver.key"))
     trust = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
     async with Server(config, SchedulerMetrics()) as server, aiohttp.ClientSession() as session:
         assert server.url.startswith("https://")

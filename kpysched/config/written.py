@@ -1,0 +1,38 @@
+"""--write-config-to: the effective KubeSchedulerConfiguration as YAML, as upstream
+writes it (every field, durations as Go strings such as "15s"), loadable again with
+--config to the same profiles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kpysched.config.scheduler_config import SchedulerConfiguration, go_duration_string
+
+_DURATIONS = ("leaseDuration", "renewDeadline", "retryPeriod")
+
+
+def effective_document(config: SchedulerConfiguration,
+                       kubeconfig: Path | None) -> dict[str, Any]:
+    """`config` as a v1 document; `kubeconfig` is the one in use (a flag or
+    KPYSCHED_KUBECONFIG may differ from the file's)."""
+    document: dict[str, Any] = config.model_dump(mode="json", by_alias=True,
+                                                 exclude_none=True)
+    election = document["leaderElection"]
+    for name in _DURATIONS:
+        election[name] = go_duration_string(getattr(config.leader_election,
+                                                    _snake(name)))
+    if kubeconfig is not None:
+        document["clientConnection"]["kubeconfig"] = str(kubeconfig)
+    return document
+
+
+def write_config(path: Path, config: SchedulerConfiguration, kubeconfig: Path | None) -> None:
+    text = yaml.safe_dump(effective_document(config, kubeconfig), sort_keys=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name)

@@ -1,0 +1,8 @@
+"""kube-scheduler's command-line flags for `kpysched run`: the pflag syntax (parser),
+the flag table (table), the gates (feature_gates) and what a command line means
+(invocation)."""
+
+from kpysched.flags.invocation import Invocation, interpret
+from kpysched.flags.parser import FlagError
+
+__all__ = ["FlagError", "Invocation", "interpret"]

@@ -1,0 +1,215 @@
+"""What a `kpysched run` command line asks for: Settings overrides, a patch onto the
+KubeSchedulerConfiguration, flags ignored (with the reason, logged at start) and the
+one-shot actions (--help, --version, --write-config-to).
+
+Precedence: flags > KPYSCHED_* environment variables > the config file. As
+kube-scheduler: with --config, the deprecated flags that mirror config fields
+(--kubeconfig, --kube-api-*, --profiling, --contention-profiling) are ignored, while
+--leader-elect* still override the file. A flag kpysched cannot honour raises
+FlagError; nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from kpysched.config.scheduler_config import go_duration_string
+from kpysched.flags.feature_gates import check_gates
+from kpysched.flags.parser import FlagError, Parsed, Value, parse
+from kpysched.flags.table import FLAGS
+from kpysched.serving.certs import TLS_VERSIONS
+
+KUBE_VERSION: Final = "1.36"
+# klog verbosity at and above which kpysched logs debug events.
+DEBUG_VERBOSITY: Final = 4
+_LOGGING_FORMATS: Final = {"text": "console", "json": "json"}
+_CONTENT_TYPES: Final = ("application/json", "application/vnd.kubernetes.protobuf")
+
+# Flags whose value is a Settings field of the same name (dashes to underscores).
+_SETTINGS: Final = (
+    "config", "master", "bind-address", "secure-port", "cert-dir", "tls-cert-file",
+    "tls-private-key-file", "tls-min-version", "permit-address-sharing",
+    "permit-port-sharing", "authentication-kubeconfig", "authorization-kubeconfig",
+    "authentication-token-webhook-cache-ttl", "authorization-webhook-cache-authorized-ttl",
+    "authorization-webhook-cache-unauthorized-ttl", "authorization-always-allow-paths",
+    "client-ca-file", "authentication-skip-lookup", "authentication-tolerate-lookup-failure",
+    "disabled-metrics", "pod-max-in-unschedulable-pods-duration", "log-level", "log-format",
+    "event-loop", "insecure-serving",
+)
+# Deprecated flags mirroring a config field (ignored with --config).
+_DEPRECATED: Final = {
+    "kubeconfig": ("clientConnection", "kubeconfig"),
+    "kube-api-qps": ("clientConnection", "qps"),
+    "kube-api-burst": ("clientConnection", "burst"),
+    "kube-api-content-type": ("clientConnection", "contentType"),
+    "profiling": ("enableProfiling",),
+    "contention-profiling": ("enableContentionProfiling",),
+}
+_ELECTION: Final = {
+    "leader-elect": "leaderElect",
+    "leader-elect-lease-duration": "leaseDuration",
+    "leader-elect-renew-deadline": "renewDeadline",
+    "leader-elect-retry-period": "retryPeriod",
+    "leader-elect-resource-lock": "resourceLock",
+    "leader-elect-resource-name": "resourceName",
+    "leader-elect-resource-namespace": "resourceNamespace",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """`flag` with a value for which `refused(value, parsed)` holds stops start-up."""
+
+    flag: str
+    refused: Callable[[Value, Parsed], bool]
+    reason: str
+
+
+def _set(value: Value, _: Parsed) -> bool:
+    return bool(value)
+
+
+def _versions(allowed: Sequence[str]) -> Callable[[Value, Parsed], bool]:
+    def refused(value: Value, _: Parsed) -> bool:
+        assert isinstance(value, tuple)
+        return any(item.removeprefix("kube=") not in allowed for item in value)
+    return refused
+
+
+def _not_ip(value: Value, _: Parsed) -> bool:
+    try:
+        ipaddress.ip_address(str(value))
+    except ValueError:
+        return True
+    return False
+
+
+REFUSALS: Final[tuple[Refusal, ...]] = (
+    Refusal("bind-address", _not_ip, "must be an IP address"),
+    Refusal("profiling", lambda v, p: v is True and "config" not in p.values,
+            "kpysched serves no /debug/pprof endpoints; pass --profiling=false"),
+    Refusal("contention-profiling",
+            lambda v, p: v is True and "config" not in p.values
+            and p.values.get("profiling") is not False,
+            "kpysched serves no /debug/pprof endpoints; pass --profiling=false"),
+    Refusal("kube-api-content-type", lambda v, _: v not in _CONTENT_TYPES,
+            f"must be one of {', '.join(_CONTENT_TYPES)}"),
+    Refusal("leader-elect-resource-lock", lambda v, _: v != "leases",
+            'only "leases" exists in kube-scheduler v1.36'),
+    Refusal("tls-min-version", lambda v, _: v not in TLS_VERSIONS,
+            f"kpysched supports {' and '.join(TLS_VERSIONS)} (Python's ssl refuses older)"),
+    Refusal("tls-cipher-suites", _set, "not implemented: Python's ssl default suites apply"),
+    Refusal("tls-curve-preferences", _set, "not implemented: Python's ssl defaults apply"),
+    Refusal("tls-sni-cert-key", _set, "not implemented: one serving certificate only"),
+    Refusal("http2-max-streams-per-connection", lambda v, _: v != 0,
+            "kpysched serves HTTP/1.1 only"),
+    *(Refusal(f"requestheader-{name}", lambda v, _: True,
+              "not implemented: kpysched does no front-proxy (request header) "
+              "authentication; use tokens or --client-ca-file")
+      for name in ("allowed-names", "client-ca-file", "extra-headers-prefix",
+                   "group-headers", "uid-headers", "username-headers")),
+    Refusal("emulated-version", _versions((KUBE_VERSION,)),
+            f"kpysched implements kube-scheduler {KUBE_VERSION} only"),
+    Refusal("min-compatibility-version", _versions(("1.35", KUBE_VERSION)),
+            f"kpysched implements kube-scheduler {KUBE_VERSION} (compatible with 1.35)"),
+    Refusal("allow-metric-labels", _set, "not implemented"),
+    Refusal("allow-metric-labels-manifest", _set, "not implemented"),
+    Refusal("show-hidden-metrics-for-version", _set, "kpysched hides no metrics"),
+    Refusal("log-json-info-buffer-size", lambda v, _: v not in ("", "0"),
+            "not implemented (alpha upstream)"),
+    Refusal("log-text-info-buffer-size", lambda v, _: v not in ("", "0"),
+            "not implemented (alpha upstream)"),
+    Refusal("log-json-split-stream", _set, "not implemented (alpha upstream)"),
+    Refusal("log-text-split-stream", _set, "not implemented (alpha upstream)"),
+    Refusal("logging-format", lambda v, _: v not in _LOGGING_FORMATS, "must be text or json"),
+    Refusal("vmodule", _set, "not implemented: per-file verbosity is klog's"),
+    Refusal("v", lambda v, _: not isinstance(v, int) or v < 0, "must be 0 or more"),
+    Refusal("version", lambda v, _: v not in ("true", "false", "raw"),
+            "kpysched reports its own version only (true, false or raw)"),
+)
+
+
+@dataclass(slots=True)
+class Invocation:
+    settings: dict[str, Any] = field(default_factory=dict)  # Settings keyword overrides
+    config: dict[str, Any] = field(default_factory=dict)  # patch onto the config document
+    ignored: list[tuple[str, str]] = field(default_factory=list)  # (flag, why)
+    write_config_to: Path | None = None
+    show_help: bool = False
+    show_version: str | None = None  # "true" or "raw"
+
+
+def interpret(argv: Sequence[str]) -> Invocation:
+    """The Invocation `argv` (flags only, no command word) asks for; FlagError if any
+    flag is unknown, malformed or one kpysched cannot honour."""
+    parsed = parse(argv, FLAGS)
+    values = parsed.values
+    problems = [f"--{r.flag}={_show(values[r.flag])}: {r.reason}"
+                for r in REFUSALS if r.flag in values and r.refused(values[r.flag], parsed)]
+    gates = values.get("feature-gates")
+    if isinstance(gates, dict):
+        problems += [f"--feature-gates: {problem}" for problem in check_gates(gates)]
+    for flag, other in (("v", "log-level"), ("logging-format", "log-format")):
+        if flag in values and other in values:
+            problems.append(f"--{flag} and --{other} both set the log "
+                            f"{'level' if flag == 'v' else 'format'}: give one")
+    if problems:
+        raise FlagError("; ".join(problems))
+
+    invocation = Invocation(show_help=values.get("help") is True)
+    version = values.get("version")
+    if version in ("true", "raw"):
+        invocation.show_version = str(version)
+    for flag in _SETTINGS:
+        if flag in values:
+            invocation.settings[flag.replace("-", "_")] = _setting(values[flag])
+    if "v" in values:
+        verbosity = values["v"]
+        assert isinstance(verbosity, int)
+        invocation.settings["log_level"] = "debug" if verbosity >= DEBUG_VERBOSITY else "info"
+    if "logging-format" in values:
+        invocation.settings["log_format"] = _LOGGING_FORMATS[str(values["logging-format"])]
+    if "write-config-to" in values:
+        invocation.write_config_to = Path(str(values["write-config-to"]))
+    with_config = "config" in values
+    for flag, path in _DEPRECATED.items():
+        if flag not in values:
+            continue
+        if with_config:
+            invocation.ignored.append((flag, "ignored because --config is given (as "
+                                       f"kube-scheduler does): set {'.'.join(path)} in "
+                                       "the file instead"))
+            continue
+        _put(invocation.config, path, values[flag])
+        if flag == "kubeconfig":  # a flag outranks KPYSCHED_KUBECONFIG
+            invocation.settings["kubeconfig"] = Path(str(values[flag]))
+    for flag, name in _ELECTION.items():
+        if flag in values:
+            value = values[flag]
+            _put(invocation.config, ("leaderElection", name),
+                 go_duration_string(value) if isinstance(value, float) else value)
+    return invocation
+
+
+def _setting(value: Value) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _put(document: dict[str, Any], path: Sequence[str], value: Any) -> None:
+    for key in path[:-1]:
+        document = document.setdefault(key, {})
+    document[path[-1]] = value
+
+
+def _show(value: Value) -> str:
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)

@@ -1,0 +1,142 @@
+"""TLS for the secure port: the certificate kube-scheduler would serve, and the
+server-side SSL context.
+
+Without --tls-cert-file/--tls-private-key-file a self-signed pair is generated at
+start. With --cert-dir it is written there (and reused on the next start, as
+upstream reuses an existing pair); without, it lives only in a private 0700
+directory for the instant the SSL context reads it, so the key never outlives the
+process on disk.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import shutil
+import ssl
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+# Generated pairs in --cert-dir are named after the program, as upstream's PairName.
+PAIR_NAME: Final = "kpysched"
+CERT_VALIDITY: Final = datetime.timedelta(days=365)
+# --tls-min-version values kpysched honours; Python's ssl refuses the older ones.
+TLS_VERSIONS: Final = {
+    "VersionTLS12": ssl.TLSVersion.TLSv1_2,
+    "VersionTLS13": ssl.TLSVersion.TLSv1_3,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TlsOptions:
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    cert_dir: Path | None = None
+    min_version: str | None = None  # a key of TLS_VERSIONS; None = Python's default
+
+    def __post_init__(self) -> None:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("--tls-cert-file and --tls-private-key-file go together "
+                             "(got only one)")
+        if self.min_version is not None and self.min_version not in TLS_VERSIONS:
+            raise ValueError(f'--tls-min-version "{self.min_version}" is not supported; '
+                             f"use one of {', '.join(TLS_VERSIONS)}")
+
+
+def self_signed_pair(host: str, alternate_ips: tuple[str, ...] = (),
+                     alternate_dns: tuple[str, ...] = ()) -> tuple[bytes, bytes]:
+    """A PEM certificate and key for `host` (plus the alternates), signed by itself."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    now = datetime.datetime.now(datetime.UTC)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
+                                         f"{host}@{int(now.timestamp())}")])
+    sans: list[x509.GeneralName] = [x509.DNSName(dns) for dns in (host, *alternate_dns)
+                                    if not _is_ip(dns)]
+    sans += [x509.IPAddress(ipaddress.ip_address(ip))
+             for ip in (*alternate_ips, *((host,) if _is_ip(host) else ()))]
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name).issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + CERT_VALIDITY)
+        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(x509.KeyUsage(
+            digital_signature=True, key_encipherment=True, key_cert_sign=True,
+            content_commitment=False, data_encipherment=False, key_agreement=False,
+            crl_sign=False, encipher_only=False, decipher_only=False), critical=True)
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
+                       critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(serialization.Encoding.PEM,
+                                serialization.PrivateFormat.TraditionalOpenSSL,
+                                serialization.NoEncryption())
+    return certificate.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def server_context(options: TlsOptions, bind_address: str,
+                   client_ca: bytes | None = None) -> ssl.SSLContext:
+    """The SSL context of the secure port. With `client_ca` (PEM), a client may present a
+    certificate signed by it; presenting none stays allowed (tokens, anonymous)."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    if options.min_version is not None:
+        context.minimum_version = TLS_VERSIONS[options.min_version]
+    if options.cert_file is not None and options.key_file is not None:
+        context.load_cert_chain(options.cert_file, options.key_file)
+    elif options.cert_dir is not None:
+        cert_file, key_file = _pair_in(options.cert_dir, bind_address)
+        context.load_cert_chain(cert_file, key_file)
+    else:
+        _load_private_pair(context, bind_address)
+    if client_ca is not None:
+        context.verify_mode = ssl.CERT_OPTIONAL
+        context.load_verify_locations(cadata=client_ca.decode())
+    return context
+
+
+def _generate(bind_address: str) -> tuple[bytes, bytes]:
+    # As upstream: for "localhost" and 127.0.0.1, plus the bind address when specific.
+    extra_ips = (bind_address,) if bind_address not in ("", "0.0.0.0", "::") else ()
+    return self_signed_pair("localhost", ("127.0.0.1", *extra_ips))
+
+
+def _pair_in(directory: Path, bind_address: str) -> tuple[Path, Path]:
+    cert_file, key_file = directory / f"{PAIR_NAME}.crt", directory / f"{PAIR_NAME}.key"
+    if cert_file.exists() and key_file.exists():
+        return cert_file, key_file
+    certificate, key = _generate(bind_address)
+    directory.mkdir(parents=True, exist_ok=True)
+    cert_file.write_bytes(certificate)
+    key_file.touch(mode=0o600)
+    key_file.write_bytes(key)
+    return cert_file, key_file
+
+
+def _load_private_pair(context: ssl.SSLContext, bind_address: str) -> None:
+    # ssl only loads a chain from files: write it where nobody else can read, load, delete.
+    certificate, key = _generate(bind_address)
+    directory = Path(tempfile.mkdtemp(prefix="kpysched-tls-"))  # mode 0700
+    try:
+        (directory / "tls.crt").write_bytes(certificate)
+        (directory / "tls.key").write_bytes(key)
+        context.load_cert_chain(directory / "tls.crt", directory / "tls.key")
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
