@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -36,24 +37,30 @@ class KpyschedProcess:
     def __init__(self, state: ClusterState, config: Mapping[str, Any] | None = None,
                  *, log_level: str = "debug", wait_for: str = "scheduler.started",
                  extra_args: tuple[str, ...] = (), env: Mapping[str, str] | None = None,
-                 kubeconfig: str | None = None) -> None:
+                 kubeconfig: str | None = None, secure: bool = False) -> None:
+        """`secure` serves HTTPS with delegated authentication, as in a cluster; by
+        default the endpoints are plain HTTP (--insecure-serving) for the tests' probes."""
         self.state = state
         self.workdir = Path(tempfile.mkdtemp(prefix="kpysched-", dir=state.dir))
         self.log_path = self.workdir / "kpysched.log"
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if secure else 'http'}://127.0.0.1:{self.port}"
         # "scheduler.started" means leading and scheduling; "scheduler.informers_synced"
         # is enough for a standby replica.
         self.wait_for = wait_for
         self.command = [sys.executable, "-m", "kpysched.cli", "run",
-                        "--kubeconfig", kubeconfig or state.kubeconfig, "--log-format", "json",
+                        "--log-format", "json",
                         "--log-level", log_level, "--bind-address", "127.0.0.1",
-                        "--secure-port", str(self.port), *extra_args]
+                        "--secure-port", str(self.port),
+                        *(() if secure else ("--insecure-serving",)), *extra_args]
         if config is not None:
             config_path = self.workdir / "config.yaml"
             config_path.write_text(json.dumps(config, indent=2))
             self.command += ["--config", str(config_path)]
-        self.env = {**os.environ, **(env or {})}
+        # The environment, not --kubeconfig: with --config that flag is ignored, as
+        # kube-scheduler ignores it.
+        self.env = {**os.environ, "KPYSCHED_KUBECONFIG": kubeconfig or state.kubeconfig,
+                    **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
         self.returncode: int | None = None
 
@@ -74,10 +81,17 @@ class KpyschedProcess:
                            f"{START_TIMEOUT_SECONDS:.0f}s; last "
                            f"lines of {self.log_path}:\n{log_tail(self.log_path)}")
 
-    def get(self, path: str) -> tuple[int, str]:
-        """GET an endpoint of the health/metrics server: (status, body)."""
+    def get(self, path: str, token: str | None = None) -> tuple[int, str]:
+        """GET an endpoint of the health/metrics server: (status, body). Over HTTPS the
+        self-signed certificate is not verified; `token` is sent as a bearer token."""
+        request = urllib.request.Request(f"{self.url}{path}", headers=(
+            {"Authorization": f"Bearer {token}"} if token else {}))
+        context = None
+        if self.url.startswith("https"):
+            context = ssl.create_default_context()
+            context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
         try:
-            with urllib.request.urlopen(f"{self.url}{path}", timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5, context=context) as response:
                 return response.status, response.read().decode()
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode()
