@@ -201,6 +201,10 @@ MINIMAL_CRDS = [
             "endpoints": {"type": "array", "items": {"type": "object", "properties": {
                 "port": _STRING, "path": _STRING,
                 "scheme": {"type": "string", "enum": ["http", "https", "HTTP", "HTTPS"]},
+                "bearerTokenFile": _STRING,
+                "tlsConfig": {"type": "object", "properties": {
+                    "insecureSkipVerify": {"type": "boolean"}, "serverName": _STRING,
+                    "caFile": _STRING}},
                 "interval": _DURATION, "scrapeTimeout": _DURATION,
                 "honorLabels": {"type": "boolean"}}}}}}),
     _crd("PrometheusRule", "prometheusrules", {

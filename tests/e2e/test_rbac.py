@@ -8,7 +8,9 @@ kubeconfig. The API server runs with RBAC on.
 
 With every rule of the chart's ClusterRole and Role, the smoke test passes (Lease
 taken and renewed, pods bound, FailedScheduling event and PodScheduled condition for
-a pod that fits nowhere, a preemption that deletes its victim). Then, for each rule
+a pod that fits nowhere, a preemption that deletes its victim), and then a scraper's
+ServiceAccount token, bound to the ClusterRole the chart documents for scrapers, gets
+/metrics over HTTPS (kpysched's TokenReview and SubjectAccessReview succeed). Then, for each rule
 alone, the same setup without that rule: the smoke must fail at the step that rule
 serves, and kpysched's log must show the API server refusing exactly that request to
 the ServiceAccount. RULES below is the table; a test checks it names every rule the
@@ -36,7 +38,14 @@ from kpysched.apiclient import RawApi
 from tests.cluster import kube
 from tests.cluster.cluster import ClusterState, log_tail
 from tests.cluster.kpysched_process import KpyschedProcess
-from tests.e2e.test_deploy import SmokeWorld, find, render, scheduler_config
+from tests.e2e.test_deploy import (
+    STEP_TIMEOUT_SECONDS,
+    SmokeOutcome,
+    SmokeWorld,
+    find,
+    render,
+    scheduler_config,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -47,6 +56,8 @@ FAST_ELECTION = ("--set", "leaderElection.leaseDuration=4s",
 # The step a missing rule breaks is given this long (success takes about a second).
 BROKEN_STEP_SECONDS = 6.0
 LEASE = "<lease>"  # stands for the Lease name in RULES
+# After the smoke steps: GET /metrics with a scraper's token answers 200.
+SCRAPE_STEP = "metrics-scraped"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +102,14 @@ RULES = [
     Rule("events-create", "ClusterRole",
          {"apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create"]},
          "failed-scheduling-event", ("create", "events")),
+    Rule("tokenreviews-create", "ClusterRole",
+         {"apiGroups": ["authentication.k8s.io"], "resources": ["tokenreviews"],
+          "verbs": ["create"]},
+         SCRAPE_STEP, ("create", "tokenreviews")),
+    Rule("subjectaccessreviews-create", "ClusterRole",
+         {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"],
+          "verbs": ["create"]},
+         SCRAPE_STEP, ("create", "subjectaccessreviews")),
     Rule("lease-create", "Role",
          {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
          "lease-acquired", ("create", "leases")),
@@ -119,17 +138,16 @@ def test_the_table_names_every_rule_the_chart_grants() -> None:
 
 
 class InClusterKpysched(KpyschedProcess):
-    """`kpysched run` with no kubeconfig: credentials only from the in-cluster files."""
+    """`kpysched run` with no kubeconfig: credentials only from the in-cluster files,
+    serving HTTPS with the chart's authentication and authorization flags."""
 
-    def __init__(self, state: ClusterState, config: Mapping[str, Any],
-                 incluster_dir: Path) -> None:
-        super().__init__(state, config, wait_for="server.listening", env={
-            "KPYSCHED_INCLUSTER_DIR": str(incluster_dir),
-            "KUBERNETES_SERVICE_HOST": "127.0.0.1",
-            "KUBERNETES_SERVICE_PORT": str(state.apiserver_port),
-        })
-        flag = self.command.index("--kubeconfig")
-        del self.command[flag:flag + 2]
+    def __init__(self, state: ClusterState, release: Release) -> None:
+        super().__init__(state, release.config, wait_for="server.listening", secure=True,
+                         extra_args=release.serving_args, env={
+                             "KPYSCHED_INCLUSTER_DIR": str(release.incluster_dir),
+                             "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+                             "KUBERNETES_SERVICE_PORT": str(state.apiserver_port),
+                         })
         for variable in ("KUBECONFIG", "KPYSCHED_KUBECONFIG"):
             self.env.pop(variable, None)
 
@@ -142,6 +160,8 @@ class Release:
     config: dict[str, Any]
     account: str
     incluster_dir: Path
+    serving_args: tuple[str, ...]  # the Deployment's --authentication-*/--authorization-*
+    scraper_token: str  # a ServiceAccount bound to the scraper ClusterRole
 
     @property
     def user(self) -> str:
@@ -162,6 +182,31 @@ _PATHS = {
     "Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
     "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
 }
+SCRAPER = "scraper"
+
+
+def _scraper_objects(namespace: str) -> list[dict[str, Any]]:
+    """A ServiceAccount bound to the ClusterRole values.yaml documents for scrapers."""
+    name = f"{namespace}-{SCRAPER}"
+    rbac = "rbac.authorization.k8s.io/v1"
+    return [
+        {"apiVersion": "v1", "kind": "ServiceAccount",
+         "metadata": {"name": SCRAPER, "namespace": namespace}},
+        {"apiVersion": rbac, "kind": "ClusterRole", "metadata": {"name": name},
+         "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]},
+        {"apiVersion": rbac, "kind": "ClusterRoleBinding", "metadata": {"name": name},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                     "name": name},
+         "subjects": [{"kind": "ServiceAccount", "name": SCRAPER, "namespace": namespace}]},
+    ]
+
+
+async def _token(raw: RawApi, namespace: str, account: str) -> str:
+    review = await _post(raw, f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
+                         {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                          "spec": {"expirationSeconds": 3600}})
+    token: str = review["status"]["token"]
+    return token
 
 
 Install = Callable[[str | None], Awaitable[Release]]
@@ -221,15 +266,21 @@ async def install(cluster: ClusterState, api: client.ApiClient,
         name = account["metadata"]["name"]
         for role in roles:
             await _wait_until_authorized(raw, namespace, name, role)
-        token = await _post(raw, f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
-                            {"apiVersion": "authentication.k8s.io/v1",
-                             "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}})
+        for obj in _scraper_objects(namespace):
+            await _post(raw, _PATHS[obj["kind"]].format(ns=namespace), obj)
+            if obj["kind"] != "ServiceAccount":
+                made.append((_PATHS[obj["kind"]], obj["metadata"]["name"]))
         directory = tmp_path / namespace
         directory.mkdir()
-        (directory / "token").write_text(token["status"]["token"])
+        (directory / "token").write_text(await _token(raw, namespace, name))
         shutil.copy(cluster.ca_file, directory / "ca.crt")
         (directory / "namespace").write_text(namespace)
-        return Release(namespace, config, name, directory)
+        (deployment,) = find(objects, "Deployment")
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        serving = tuple(a for a in args if a.startswith(("--authentication-",
+                                                         "--authorization-")))
+        return Release(namespace, config, name, directory, serving,
+                       await _token(raw, namespace, SCRAPER))
 
     yield apply
     for path, name in made:
@@ -237,6 +288,22 @@ async def install(cluster: ClusterState, api: client.ApiClient,
         assert response.ok or response.status == 404, response.message()
     for namespace in namespaces:
         await kube.delete_namespace(api, namespace)
+
+
+async def _scrape(kp: KpyschedProcess, release: Release, outcome: SmokeOutcome,
+                  timeout: float) -> None:
+    """The step after the smoke: GET /metrics with the scraper's token answers 200."""
+    if outcome.failed is not None:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while (answer := await asyncio.to_thread(kp.get, "/metrics", release.scraper_token))[0] \
+            != 200:
+        if loop.time() > deadline:
+            outcome.failed, outcome.reason = SCRAPE_STEP, f"HTTP {answer[0]}: {answer[1][:300]}"
+            return
+        await asyncio.sleep(0.5)
+    outcome.passed.append(SCRAPE_STEP)
 
 
 def _refusals(kp: KpyschedProcess, release: Release, verb: str,
@@ -254,8 +321,9 @@ async def test_smoke_passes_with_the_chart_s_rbac_through_the_in_cluster_path(
     release = await install(None)
     world = await SmokeWorld.create(api, namespace, release.config, nodes_to_clean)
     try:
-        with InClusterKpysched(cluster, release.config, release.incluster_dir) as kp:
+        with InClusterKpysched(cluster, release) as kp:
             outcome = await world.run(api, kp)
+            await _scrape(kp, release, outcome, STEP_TIMEOUT_SECONDS)
             log = kp.log_path.read_text(errors="replace")
     finally:
         await world.delete(api)
@@ -271,9 +339,10 @@ async def test_without_the_rule_the_smoke_fails_where_that_rule_is_used(
     release = await install(rule.id)
     world = await SmokeWorld.create(api, namespace, release.config, nodes_to_clean)
     try:
-        with InClusterKpysched(cluster, release.config, release.incluster_dir) as kp:
+        with InClusterKpysched(cluster, release) as kp:
             outcome = await world.run(api, kp, short_step=rule.breaks,
                                       short_timeout=BROKEN_STEP_SECONDS)
+            await _scrape(kp, release, outcome, BROKEN_STEP_SECONDS)
             refusals = _refusals(kp, release, *rule.refused)
             tail = log_tail(kp.log_path)
     finally:
