@@ -244,3 +244,13 @@ def test_each_instance_owns_its_registry() -> None:
     a.preemption_attempt()
     assert sample_value(a, "scheduler_preemption_attempts_total") == 1
     assert sample_value(b, "scheduler_preemption_attempts_total") == 0
+
+
+def test_disabled_metrics_are_left_out_of_the_exposition() -> None:
+    metrics = SchedulerMetrics(process_metrics=False, disabled=frozenset(
+        {"scheduler_schedule_attempts_total", "scheduler_pending_pods"}))
+    metrics.schedule_attempt("scheduled", "kpysched", 0.01)
+    body = metrics.render().decode()
+    assert "scheduler_schedule_attempts_total" not in body
+    assert "scheduler_pending_pods" not in body
+    assert "scheduler_scheduling_attempt_duration_seconds" in body

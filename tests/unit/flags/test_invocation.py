@@ -1,0 +1,121 @@
+"""What a kube-scheduler command line means to kpysched: settings, config overrides,
+flags ignored with --config, and flags refused with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kpysched.flags import FlagError, interpret
+
+KUBEADM = ["--bind-address=127.0.0.1", "--leader-elect=true",
+           "--kubeconfig=/etc/kubernetes/scheduler.conf",
+           "--authentication-kubeconfig=/etc/kubernetes/scheduler.conf",
+           "--authorization-kubeconfig=/etc/kubernetes/scheduler.conf"]
+
+
+def test_kubeadm_s_flags() -> None:
+    invocation = interpret(KUBEADM)
+    conf = Path("/etc/kubernetes/scheduler.conf")
+    assert invocation.settings == {
+        "bind_address": "127.0.0.1", "kubeconfig": conf,
+        "authentication_kubeconfig": "/etc/kubernetes/scheduler.conf",
+        "authorization_kubeconfig": "/etc/kubernetes/scheduler.conf"}
+    assert invocation.config == {
+        "leaderElection": {"leaderElect": True},
+        "clientConnection": {"kubeconfig": "/etc/kubernetes/scheduler.conf"}}
+    assert invocation.ignored == []
+
+
+@pytest.mark.parametrize(("argv", "settings", "config"), [
+    pytest.param(["-v=4"], {"log_level": "debug"}, {}, id="v4-debug"),
+    pytest.param(["-v", "2"], {"log_level": "info"}, {}, id="v2-info"),
+    pytest.param(["--logging-format=json"], {"log_format": "json"}, {}, id="logging-json"),
+    pytest.param(["--logging-format=text"], {"log_format": "console"}, {}, id="logging-text"),
+    pytest.param(["--leader-elect-lease-duration=30s", "--leader-elect-resource-name=x"],
+                 {}, {"leaderElection": {"leaseDuration": "30s", "resourceName": "x"}},
+                 id="leader-election"),
+    pytest.param(["--kube-api-qps=20", "--kube-api-burst=40", "--profiling=false"], {},
+                 {"clientConnection": {"qps": 20.0, "burst": 40}, "enableProfiling": False},
+                 id="deprecated-without-config"),
+    pytest.param(["--profiling=false", "--contention-profiling=true"], {},
+                 {"enableProfiling": False, "enableContentionProfiling": True},
+                 id="contention-without-profiling"),
+    pytest.param(["--pod-max-in-unschedulable-pods-duration=1m", "--disabled-metrics=a,b"],
+                 {"pod_max_in_unschedulable_pods_duration": 60.0,
+                  "disabled_metrics": ["a", "b"]}, {}, id="settings"),
+    pytest.param(["--feature-gates=SchedulerAsyncPreemption=true,kube:AllAlpha=false",
+                  "--emulated-version=kube=1.36", "--min-compatibility-version=1.35",
+                  "--log-flush-frequency=5s", "--disable-http2-serving"], {}, {},
+                 id="defaults-accepted"),
+    pytest.param(["--permit-port-sharing", "--tls-min-version=VersionTLS13"],
+                 {"permit_port_sharing": True, "tls_min_version": "VersionTLS13"}, {},
+                 id="serving"),
+])
+def test_flags(argv: list[str], settings: dict[str, Any], config: dict[str, Any]) -> None:
+    invocation = interpret(argv)
+    assert invocation.settings == settings
+    assert invocation.config == config
+
+
+def test_with_config_deprecated_flags_are_ignored_by_name_but_leader_election_applies() -> None:
+    invocation = interpret(["--config=/c.yaml", "--kubeconfig=/k", "--kube-api-qps=5",
+                            "--profiling=true", "--leader-elect=false"])
+    assert [flag for flag, _ in invocation.ignored] == ["kubeconfig", "kube-api-qps",
+                                                        "profiling"]
+    assert all("--config" in reason for _, reason in invocation.ignored)
+    assert invocation.config == {"leaderElection": {"leaderElect": False}}
+    assert "kubeconfig" not in invocation.settings
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    pytest.param(["--profiling"], "--profiling=true: kpysched serves no /debug/pprof",
+                 id="profiling"),
+    pytest.param(["--contention-profiling"], "--contention-profiling=true", id="contention"),
+    pytest.param(["--tls-cipher-suites=A,B"], "--tls-cipher-suites=A,B: not implemented",
+                 id="cipher-suites"),
+    pytest.param(["--tls-sni-cert-key=a.crt,a.key"], "--tls-sni-cert-key", id="sni"),
+    pytest.param(["--tls-min-version=VersionTLS10"], "--tls-min-version=VersionTLS10",
+                 id="tls10"),
+    pytest.param(["--requestheader-username-headers=X-Remote-User"],
+                 "--requestheader-username-headers", id="requestheader"),
+    pytest.param(["--vmodule=foo=4"], "--vmodule", id="vmodule"),
+    pytest.param(["--leader-elect-resource-lock=endpoints"], "--leader-elect-resource-lock",
+                 id="resource-lock"),
+    pytest.param(["--feature-gates=SchedulerAsyncAPICalls=true"],
+                 "SchedulerAsyncAPICalls=true: kpysched implements the v1.36 default",
+                 id="gate-changed"),
+    pytest.param(["--feature-gates=Bogus=true"], 'unknown feature gate "Bogus"',
+                 id="gate-unknown"),
+    pytest.param(["--feature-gates=wardle:A=true"], 'unknown component "wardle"',
+                 id="gate-component"),
+    pytest.param(["--emulated-version=1.35"], "--emulated-version=1.35", id="emulated"),
+    pytest.param(["--min-compatibility-version=1.33"], "--min-compatibility-version",
+                 id="min-compat"),
+    pytest.param(["--show-hidden-metrics-for-version=1.35"],
+                 "--show-hidden-metrics-for-version", id="hidden-metrics"),
+    pytest.param(["--allow-metric-labels=m,l=v"], "--allow-metric-labels", id="metric-labels"),
+    pytest.param(["--http2-max-streams-per-connection=100"],
+                 "--http2-max-streams-per-connection", id="http2-streams"),
+    pytest.param(["--log-json-split-stream"], "--log-json-split-stream", id="split-stream"),
+    pytest.param(["--logging-format=xml"], "--logging-format=xml", id="logging-format"),
+    pytest.param(["--bind-address=localhost"], "--bind-address=localhost: must be an IP",
+                 id="bind-address"),
+    pytest.param(["-v=2", "--log-level=debug"], "--v and --log-level", id="v-and-log-level"),
+    pytest.param(["--version=v1.2.3"], "--version=v1.2.3", id="version-set"),
+    pytest.param(["--kube-api-content-type=text/yaml"], "--kube-api-content-type",
+                 id="content-type"),
+])
+def test_refused(argv: list[str], message: str) -> None:
+    with pytest.raises(FlagError) as raised:
+        interpret(argv)
+    assert message in str(raised.value)
+
+
+def test_one_shot_actions() -> None:
+    assert interpret(["--help"]).show_help
+    assert interpret(["--version"]).show_version == "true"
+    assert interpret(["--version=false"]).show_version is None
+    assert interpret(["--write-config-to=/tmp/x"]).write_config_to == Path("/tmp/x")
