@@ -1,15 +1,16 @@
 """KWOK (sigs.k8s.io/kwok) simulating nodes for the test cluster.
 
-KWOK is the node simulator upstream's scheduler_perf successors, kueue and other
-scheduler projects use: one process plays the kubelet of every Node it manages.
-Here it manages the Nodes annotated `kwok.x-k8s.io/node=fake` (`nodes.py` makes
-them): it marks them Ready, renews their Leases in kube-node-lease every 10s (so
-node lifecycle keeps them healthy, as it would a kubelet), and moves the pods
-bound to them to Running. Nodes without the annotation are left alone.
+KWOK is the Kubernetes SIG's node simulator: one process plays the kubelet of
+every Node it manages. Here it manages the Nodes annotated `kwok.x-k8s.io/node=fake`
+(`nodes.py` makes them): it marks them Ready, renews their Leases in
+kube-node-lease every 10s (so node lifecycle keeps them healthy, as it would a
+kubelet's), and moves the pods bound to them to Running. Nodes without the
+annotation are left alone.
 
-Since KWOK v0.4 the behaviour lives in Stage objects that must be given with
-`--config`; `stages()` writes ours (the shape of KWOK's "fast" node and pod stages,
-plus a slow status heartbeat like a kubelet's 5-minute status report).
+KWOK v0.8 takes its behaviour from Stage objects given with `--config` and refuses
+to start without any ("no stages found"); `stages()` writes ours, shaped like
+KWOK's "fast" node and pod stages plus a slow status heartbeat like a kubelet's
+5-minute status report.
 """
 
 from __future__ import annotations
