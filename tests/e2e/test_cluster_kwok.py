@@ -153,6 +153,40 @@ def test_deployment_is_placed_by_kpysched_and_runs(kwok_cluster: KwokCluster) ->
     assert f"Successfully assigned kpysched-demo/{pods[0]['metadata']['name']} to" in line
 
 
+JOB = """\
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: batch
+  namespace: kpysched-jobs
+spec:
+  completions: 3
+  parallelism: 2
+  template:
+    spec:
+      schedulerName: kpysched
+      restartPolicy: Never
+      containers:
+        - name: work
+          image: registry.k8s.io/pause:3.10
+"""
+
+
+def test_job_pods_placed_by_kpysched_complete_and_the_job_succeeds(
+    kwok_cluster: KwokCluster,
+) -> None:
+    """The job controller runs, and KWOK finishes Job pods (its pod stages for Jobs)."""
+    state = kwok_cluster.state
+    kubectl.run(state, "create", "namespace", "kpysched-jobs")
+    with KpyschedProcess(state, log_level="info"):
+        kubectl.run(state, "apply", "-f", "-", stdin=JOB)
+        kubectl.run(state, "wait", "--for=condition=complete", "job/batch", "-n",
+                    "kpysched-jobs", "--timeout=120s")
+    pods = kubectl.get_json(state, "pods", "-n", "kpysched-jobs")["items"]
+    assert sorted(p["status"]["phase"] for p in pods) == ["Succeeded"] * 3
+    assert all(p["spec"]["nodeName"] in kwok_cluster.nodes for p in pods)
+
+
 def test_kwok_renews_node_leases_and_no_node_is_ever_tainted(
     kwok_cluster: KwokCluster,
 ) -> None:
