@@ -61,6 +61,7 @@ def _run(argv: Sequence[str]) -> int:
     from kpysched.flags import FlagError, interpret
     from kpysched.framework.registry import RegistryError, full_registry
     from kpysched.plugins import IN_TREE
+    from kpysched.serving import ServingError
 
     try:
         invocation = interpret(argv)
@@ -105,6 +106,9 @@ def _run(argv: Sequence[str]) -> int:
 
             return uvloop.run(main_coroutine)
         return asyncio.run(main_coroutine)
+    except ServingError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_CONFIG_ERROR
     except KeyboardInterrupt:
         return 0
 

@@ -6,9 +6,9 @@ may be written as Go durations ("10s") or seconds; lists as comma-separated text
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import BeforeValidator, Field, field_validator
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from kpysched.config.scheduler_config import SchedulerConfiguration, parse_go_duration
@@ -68,6 +68,13 @@ class Settings(BaseSettings):
     # A watch silent this long (no event, no bookmark) is a dead connection: relist.
     # The API server sends bookmarks about every 60 s, so keep this above that.
     watch_progress_deadline_seconds: float = Field(default=90.0, gt=0)
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> Self:
+        if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
+            raise ValueError("tls_cert_file and tls_private_key_file go together "
+                             "(--tls-cert-file, --tls-private-key-file): got only one")
+        return self
 
     @field_validator("log_level", "log_format", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from kubernetes_asyncio import client
 from kpysched.serving.authn import AuthenticationError, Authenticator, UserInfo
 from kpysched.serving.authz import DEFAULT_ALWAYS_ALLOW_PATHS, AuthorizationError, Authorizer
 from kpysched.serving.delegation import Reviewer, ReviewError, delegation_client
+from kpysched.serving.errors import ServingError
 
 log = structlog.get_logger(__name__)
 
@@ -26,10 +27,6 @@ AUTHENTICATION_CONFIGMAP: Final = "/api/v1/namespaces/kube-system/configmaps/" \
 CLIENT_CA_KEY: Final = "client-ca-file"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-class DelegationError(Exception):
-    """Start-up cannot set up delegated authentication as configured."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +124,7 @@ async def _client_ca(options: DelegationOptions, reviewer: Reviewer | None) -> b
         try:
             return options.client_ca_file.read_bytes()
         except OSError as error:
-            raise DelegationError(f"--client-ca-file {options.client_ca_file}: "
+            raise ServingError(f"--client-ca-file {options.client_ca_file}: "
                                   f"{error.strerror}") from None
     if options.skip_lookup:
         return None
@@ -140,7 +137,7 @@ async def _client_ca(options: DelegationOptions, reviewer: Reviewer | None) -> b
         configmap = await reviewer.get(AUTHENTICATION_CONFIGMAP)
     except ReviewError as error:
         if not options.tolerate_lookup_failure:
-            raise DelegationError(
+            raise ServingError(
                 f"looking up the client CA in configmap kube-system/"
                 f"extension-apiserver-authentication: {error} "
                 "(--authentication-tolerate-lookup-failure=false)") from None

@@ -24,6 +24,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from kpysched.serving.errors import ServingError
+
 # Generated pairs in --cert-dir are named after the program, as upstream's PairName.
 PAIR_NAME: Final = "kpysched"
 CERT_VALIDITY: Final = datetime.timedelta(days=365)
@@ -99,16 +101,25 @@ def server_context(options: TlsOptions, bind_address: str,
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     if options.min_version is not None:
         context.minimum_version = TLS_VERSIONS[options.min_version]
-    if options.cert_file is not None and options.key_file is not None:
-        context.load_cert_chain(options.cert_file, options.key_file)
-    elif options.cert_dir is not None:
-        cert_file, key_file = _pair_in(options.cert_dir, bind_address)
-        context.load_cert_chain(cert_file, key_file)
-    else:
-        _load_private_pair(context, bind_address)
+    try:
+        if options.cert_file is not None and options.key_file is not None:
+            context.load_cert_chain(options.cert_file, options.key_file)
+        elif options.cert_dir is not None:
+            cert_file, key_file = _pair_in(options.cert_dir, bind_address)
+            context.load_cert_chain(cert_file, key_file)
+        else:
+            _load_private_pair(context, bind_address)
+    except (OSError, ssl.SSLError) as error:
+        which = ("--tls-cert-file/--tls-private-key-file" if options.cert_file
+                 else "--cert-dir")
+        raise ServingError(f"{which}: cannot load the serving certificate: {error}") from None
     if client_ca is not None:
         context.verify_mode = ssl.CERT_OPTIONAL
-        context.load_verify_locations(cadata=client_ca.decode())
+        try:
+            context.load_verify_locations(cadata=client_ca.decode())
+        except (ssl.SSLError, ValueError) as error:
+            raise ServingError(f"client CA (--client-ca-file or the cluster's): {error}"
+                               ) from None
     return context
 
 
