@@ -141,11 +141,8 @@ async def _configuration(kubeconfig: Path | None) -> client.Configuration:
                                            client_configuration=configuration)
         return configuration
     incluster_dir = os.environ.get(INCLUSTER_DIR_ENV)
-    directory = Path(incluster_dir or DEFAULT_INCLUSTER_DIR)
     try:
-        kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
-            client_configuration=configuration,
-            token_filename=str(directory / "token"), cert_filename=str(directory / "ca.crt"))
+        load_incluster(configuration)
     except kube_config.ConfigException as error:
         if incluster_dir:
             # Asked for in-cluster credentials explicitly: never fall back to other ones.
@@ -154,3 +151,12 @@ async def _configuration(kubeconfig: Path | None) -> client.Configuration:
         # Outside a pod: fall back to $KUBECONFIG / ~/.kube/config like kubectl.
         await kube_config.load_kube_config(client_configuration=configuration)
     return configuration
+
+
+def load_incluster(configuration: client.Configuration) -> None:
+    """The pod's service account (from $KPYSCHED_INCLUSTER_DIR when set) into
+    `configuration`; kube_config.ConfigException outside a pod."""
+    directory = Path(os.environ.get(INCLUSTER_DIR_ENV) or DEFAULT_INCLUSTER_DIR)
+    kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
+        client_configuration=configuration,
+        token_filename=str(directory / "token"), cert_filename=str(directory / "ca.crt"))

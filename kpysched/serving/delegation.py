@@ -10,7 +10,6 @@ grant more than the operator configured.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ import structlog
 from kubernetes_asyncio import client
 from kubernetes_asyncio import config as kube_config
 
-from kpysched.apiclient import DEFAULT_INCLUSTER_DIR, INCLUSTER_DIR_ENV, RawApi
+from kpysched.apiclient import RawApi, load_incluster
 
 log = structlog.get_logger(__name__)
 
@@ -40,11 +39,8 @@ async def delegation_client(kubeconfig: Path | None, purpose: str) -> client.Api
         await kube_config.load_kube_config(config_file=str(kubeconfig),
                                            client_configuration=configuration)
         return client.ApiClient(configuration)
-    directory = Path(os.environ.get(INCLUSTER_DIR_ENV) or DEFAULT_INCLUSTER_DIR)
     try:
-        kube_config.load_incluster_config(  # type: ignore[no-untyped-call]
-            client_configuration=configuration,
-            token_filename=str(directory / "token"), cert_filename=str(directory / "ca.crt"))
+        load_incluster(configuration)
     except kube_config.ConfigException as error:
         log.warning("serving.no_delegation_client", purpose=purpose, reason=str(error),
                     hint=f"pass --{purpose}-kubeconfig")
