@@ -186,3 +186,16 @@ def test_a_flag_it_cannot_honour_exits_2_naming_it(flag: str, named: str,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2, result.stderr
     assert named in result.stderr
+
+
+@pytest.mark.parametrize(("argv", "expected"), [
+    (["--version"], "kpysched "),
+    (["run", "--version=raw"], "kube-scheduler v1.36.4 flags"),
+    (["version"], "kpysched "),
+    (["--help"], "--authorization-always-allow-paths"),
+    (["-h"], "--insecure-serving"),
+], ids=["version", "version-raw", "version-command", "help", "help-shorthand"])
+def test_version_and_help_exit_0(argv: list[str], expected: str) -> None:
+    result = subprocess.run([KPYSCHED, *argv], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert expected in result.stdout

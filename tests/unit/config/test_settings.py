@@ -60,3 +60,21 @@ def test_invalid_settings(flags: dict[str, Any]) -> None:
 def test_kubeconfig_path(flag: Path | None, written: str, expected: Path | None) -> None:
     config = parse_config(document(clientConnection={"kubeconfig": written}))
     assert kubeconfig_path(Settings(kubeconfig=flag), config) == expected
+
+
+def test_serving_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KPYSCHED_INSECURE_SERVING", "true")
+    monkeypatch.setenv("KPYSCHED_AUTHORIZATION_ALWAYS_ALLOW_PATHS", "/healthz, /debug/*")
+    monkeypatch.setenv("KPYSCHED_AUTHENTICATION_TOKEN_WEBHOOK_CACHE_TTL", "1m30s")
+    monkeypatch.setenv("KPYSCHED_DISABLED_METRICS", "a_total,b")
+    settings = Settings(authorization_webhook_cache_unauthorized_ttl=2.5)
+    assert settings.insecure_serving
+    assert settings.authorization_always_allow_paths == ("/healthz", "/debug/*")
+    assert settings.authentication_token_webhook_cache_ttl == 90.0
+    assert settings.authorization_webhook_cache_unauthorized_ttl == 2.5
+    assert settings.disabled_metrics == ("a_total", "b")
+
+
+def test_a_tls_certificate_needs_its_key() -> None:
+    with pytest.raises(ValidationError, match="--tls-private-key-file"):
+        Settings(tls_cert_file=Path("/tls.crt"))

@@ -550,6 +550,20 @@ async def test_flush_unschedulable_leftover(elapsed: float, moved: bool) -> None
     assert queue.where(info.uid) == ("active" if moved else "unschedulable")
 
 
+async def test_flush_unschedulable_leftover_after_a_configured_duration() -> None:
+    """--pod-max-in-unschedulable-pods-duration replaces the 5 minutes."""
+    clock = FakeClock()
+    queue = SchedulingQueue(priority_sort.PrioritySort().less,
+                            scheduling_gates.SchedulingGates().pre_enqueue, registered_events,
+                            max_unschedulable_seconds=60.0, clock=clock)
+    info = pod("p")
+    await rejected_pod(queue, clock, info, TAINT)
+    clock.advance(59)
+    assert queue.flush_unschedulable_leftover() == 0
+    clock.advance(2)
+    assert queue.flush_unschedulable_leftover() == 1
+
+
 async def test_flush_unschedulable_leftover_respects_a_longer_backoff() -> None:
     clock = FakeClock()
     queue = make_queue(clock, initial=400.0, maximum=600.0)
