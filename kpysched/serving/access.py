@@ -57,13 +57,15 @@ class AccessControl:
         try:
             authn_client = await delegation_client(options.authentication_kubeconfig,
                                                    "authentication")
+            if authn_client is not None:
+                clients.append(authn_client)
             if options.authorization_kubeconfig == options.authentication_kubeconfig:
                 authz_client = authn_client
             else:
                 authz_client = await delegation_client(options.authorization_kubeconfig,
                                                        "authorization")
-            clients = [c for c in {id(c): c for c in (authn_client, authz_client)
-                                   if c is not None}.values()]
+                if authz_client is not None:
+                    clients.append(authz_client)
             authn = Reviewer(authn_client) if authn_client is not None else None
             authz = Reviewer(authz_client) if authz_client is not None else None
             client_ca = await _client_ca(options, authn)

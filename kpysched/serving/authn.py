@@ -11,7 +11,6 @@ upstream's optional delegation does.
 from __future__ import annotations
 
 import hashlib
-import ssl
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -125,8 +124,4 @@ def _with_authenticated(user: UserInfo) -> UserInfo:
     if AUTHENTICATED_GROUP in user.groups:
         return user
     return UserInfo(user.name, (*user.groups, AUTHENTICATED_GROUP), user.uid, user.extra)
-
-
-def peer_certificate_of(ssl_object: ssl.SSLObject | None) -> Any:
-    return None if ssl_object is None else ssl_object.getpeercert()
 
