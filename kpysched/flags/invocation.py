@@ -137,7 +137,8 @@ REFUSALS: Final[tuple[Refusal, ...]] = (
 class Invocation:
     settings: dict[str, Any] = field(default_factory=dict)  # Settings keyword overrides
     config: dict[str, Any] = field(default_factory=dict)  # patch onto the config document
-    ignored: list[tuple[str, str]] = field(default_factory=list)  # (flag, why)
+    # Flags given but without effect: (flag, why), each logged as flag.ignored at start.
+    ignored: list[tuple[str, str]] = field(default_factory=list)
     write_config_to: Path | None = None
     show_help: bool = False
     show_version: str | None = None  # "true" or "raw"
@@ -185,6 +186,10 @@ def interpret(argv: Sequence[str]) -> Invocation:
                                        "the file instead"))
             continue
         _put(invocation.config, path, values[flag])
+        if flag == "kube-api-content-type":
+            invocation.ignored.append((flag, "recorded in clientConnection.contentType, but "
+                                       "kpysched speaks JSON to the API server whatever "
+                                       "the content type"))
         if flag == "kubeconfig":  # a flag outranks KPYSCHED_KUBECONFIG
             invocation.settings["kubeconfig"] = Path(str(values[flag]))
     for flag, name in _ELECTION.items():

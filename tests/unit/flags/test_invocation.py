@@ -119,3 +119,9 @@ def test_one_shot_actions() -> None:
     assert interpret(["--version"]).show_version == "true"
     assert interpret(["--version=false"]).show_version is None
     assert interpret(["--write-config-to=/tmp/x"]).write_config_to == Path("/tmp/x")
+
+
+def test_the_content_type_flag_says_it_changes_nothing_on_the_wire() -> None:
+    invocation = interpret(["--kube-api-content-type=application/json"])
+    assert invocation.config == {"clientConnection": {"contentType": "application/json"}}
+    assert [flag for flag, _ in invocation.ignored] == ["kube-api-content-type"]
