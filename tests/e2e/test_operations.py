@@ -145,7 +145,13 @@ async def test_metrics_carry_upstream_names_and_move_with_the_workload(
         await kube.create_pod(api, namespace, kube.pod_body(
             "huge", scheduler_name=SCHEDULER, cpu="8"))
         await kube.wait_bound(api, namespace, ["high"], timeout=60)
-        status, body = kp.get("/metrics")
+        # Gauges are published by the scheduling loop every second (a scrape never reads
+        # the live queue), so "huge" shows up as pending within a publish or two.
+        for _ in range(50):
+            status, body = kp.get("/metrics")
+            if 'scheduler_pending_pods{queue="unschedulable"} 1.0' in body:
+                break
+            await asyncio.sleep(0.2)
     assert status == 200
     families = {f.name: f for f in text_string_to_metric_families(body)}
 
