@@ -30,4 +30,11 @@ if [ -z "$(scripts/kubectl get nodes -l type=kwok -o name)" ]; then
 fi
 echo "In another terminal, apply README's example pod:  scripts/kubectl apply -f scripts/hello-pod.yaml"
 echo "and watch kpysched place it and KWOK run it:      scripts/kubectl get pod hello -o wide --watch"
-exec .venv/bin/kpysched run --kubeconfig .cluster/kubeconfig "$@"
+# Served as in a cluster: HTTPS on 127.0.0.1:10259 with a self-signed certificate, and
+# /metrics for callers the API server authenticates and authorizes (the admin token in
+# .cluster/state.json is in system:masters). The kubeconfig goes by environment so a
+# --config among "$@" does not make kube-scheduler's rule ignore a --kubeconfig flag.
+export KPYSCHED_KUBECONFIG=.cluster/kubeconfig
+exec .venv/bin/kpysched run --bind-address 127.0.0.1 \
+    --authentication-kubeconfig .cluster/kubeconfig \
+    --authorization-kubeconfig .cluster/kubeconfig "$@"
