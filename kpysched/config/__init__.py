@@ -25,9 +25,9 @@ from kpysched.config.scheduler_config import (
     PluginSet,
     Profile,
     SchedulerConfiguration,
-    parse_go_duration,
 )
 from kpysched.config.settings import Settings, kubeconfig_path
+from kpysched.objects.durations import parse_go_duration
 
 __all__ = [
     "API_VERSION",

@@ -11,7 +11,8 @@ from typing import Annotated, Literal, Self
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from kpysched.config.scheduler_config import SchedulerConfiguration, parse_go_duration
+from kpysched.config.scheduler_config import SchedulerConfiguration
+from kpysched.objects.durations import parse_go_duration
 
 
 def _seconds(value: object) -> object:

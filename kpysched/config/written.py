@@ -9,7 +9,8 @@ from typing import Any
 
 import yaml
 
-from kpysched.config.scheduler_config import SchedulerConfiguration, go_duration_string
+from kpysched.config.scheduler_config import SchedulerConfiguration
+from kpysched.objects.durations import go_duration
 
 _DURATIONS = ("leaseDuration", "renewDeadline", "retryPeriod")
 
@@ -22,7 +23,7 @@ def effective_document(config: SchedulerConfiguration,
                                                  exclude_none=True)
     election = document["leaderElection"]
     for name in _DURATIONS:
-        election[name] = go_duration_string(getattr(config.leader_election,
+        election[name] = go_duration(getattr(config.leader_election,
                                                     _snake(name)))
     if kubeconfig is not None:
         document["clientConnection"]["kubeconfig"] = str(kubeconfig)

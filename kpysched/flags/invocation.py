@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from kpysched.config.scheduler_config import go_duration_string
 from kpysched.flags.feature_gates import check_gates
 from kpysched.flags.parser import FlagError, Parsed, Value, parse
 from kpysched.flags.table import FLAGS
+from kpysched.objects.durations import go_duration
 from kpysched.serving.certs import TLS_VERSIONS
 
 KUBE_VERSION: Final = "1.36"
@@ -196,7 +196,7 @@ def interpret(argv: Sequence[str]) -> Invocation:
         if flag in values:
             value = values[flag]
             _put(invocation.config, ("leaderElection", name),
-                 go_duration_string(value) if isinstance(value, float) else value)
+                 go_duration(value) if isinstance(value, float) else value)
     return invocation
 
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from kpysched.config.scheduler_config import parse_go_duration
+from kpysched.objects.durations import parse_go_duration
 
 _INT32: Final = (-(2**31), 2**31 - 1)
 

@@ -13,7 +13,8 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.guard import plugin_raised
 from kpysched.framework.instrumented import Instrumented
 from kpysched.framework.status import SUCCESS, Code, Status
-from kpysched.framework.waiting import WaitingPod, go_duration
+from kpysched.framework.waiting import WaitingPod
+from kpysched.objects.durations import go_duration
 from kpysched.objects.pod import PodInfo
 
 # Upstream caps every Permit wait at 15 minutes, whatever a plugin asks for.

@@ -1,4 +1,4 @@
-"""Pods waiting at Permit, and Go-style duration text for their timeout messages."""
+"""Pods waiting at Permit."""
 
 from __future__ import annotations
 
@@ -7,33 +7,6 @@ from dataclasses import dataclass, field
 
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
-
-
-def go_duration(seconds: float) -> str:
-    """A duration as Go's time.Duration prints it (20ms, 1.5s, 2m0s), for messages."""
-    nanos = round(seconds * 1e9)
-    if nanos == 0:
-        return "0s"
-    sign, nanos = ("-", -nanos) if nanos < 0 else ("", nanos)
-    if nanos < 1_000:
-        return f"{sign}{nanos}ns"
-    if nanos < 1_000_000:
-        return f"{sign}{_trim(nanos / 1e3)}\u00b5s"
-    if nanos < 1_000_000_000:
-        return f"{sign}{_trim(nanos / 1e6)}ms"
-    total_seconds = nanos / 1e9
-    hours, rest = divmod(total_seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    text = f"{_trim(secs)}s"
-    if hours or minutes:
-        text = f"{int(minutes)}m{text}"
-    if hours:
-        text = f"{int(hours)}h{text}"
-    return sign + text
-
-
-def _trim(value: float) -> str:
-    return f"{value:.9f}".rstrip("0").rstrip(".")
 
 
 @dataclass(slots=True)

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from kpysched.config import load_config
-from kpysched.config.scheduler_config import go_duration_string, parse_go_duration
 from kpysched.config.written import write_config
 from kpysched.framework.registry import full_registry
+from kpysched.objects.durations import go_duration, parse_go_duration
 from kpysched.plugins import IN_TREE
 
 SOURCE = """\
@@ -66,6 +66,6 @@ def test_written_configuration_loads_back_to_the_same_profiles(
     (15, "15s"), (90, "1m30s"), (3600, "1h0m0s"), (0.5, "500ms"), (1.5, "1.5s"), (0, "0s"),
     (300, "5m0s"), (-2, "-2s"),
 ], ids=str)
-def test_go_duration_string(seconds: float, text: str) -> None:
-    assert go_duration_string(seconds) == text
+def test_go_duration(seconds: float, text: str) -> None:
+    assert go_duration(seconds) == text
     assert parse_go_duration(text) == seconds
