@@ -1,9 +1,10 @@
 """Build the pinned upstream binaries the test cluster runs.
 
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and helm
-come from tests/cluster/tools/go.mod; KWOK from tests/cluster/kwok_tools/go.mod, a
-module of its own so its dependencies never move the Kubernetes ones. Those two
-files are the only places versions are pinned. Binaries land in a cache outside
+come from tests/cluster/tools/go.mod; KWOK from tests/cluster/kwok_tools/go.mod and
+Prometheus with promtool from tests/cluster/prometheus_tools/go.mod, modules of their
+own so their dependencies never move the Kubernetes ones. Those files are the only
+places versions are pinned. Binaries land in a cache outside
 the repository, keyed by the Kubernetes (or KWOK) version, and are rebuilt only
 when missing, so CI pays the cold build once.
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 
 TOOLS_DIR = Path(__file__).resolve().parent / "tools"
 KWOK_TOOLS_DIR = Path(__file__).resolve().parent / "kwok_tools"
+PROMETHEUS_TOOLS_DIR = Path(__file__).resolve().parent / "prometheus_tools"
 
 
 def _required_version(module: str, module_dir: Path = TOOLS_DIR) -> str:
@@ -36,6 +38,11 @@ KUBERNETES_VERSION = _required_version("k8s.io/kubernetes")
 ETCD_VERSION = _required_version("go.etcd.io/etcd/server/v3")
 HELM_VERSION = _required_version("helm.sh/helm/v3")
 KWOK_VERSION = _required_version("sigs.k8s.io/kwok", KWOK_TOOLS_DIR)
+# Prometheus 3.x.y is published to the module proxy as v0.3xx.y (v0.316.0 = 3.16.0).
+PROMETHEUS_MODULE_VERSION = _required_version("github.com/prometheus/prometheus",
+                                              PROMETHEUS_TOOLS_DIR)
+_minor, _patch = PROMETHEUS_MODULE_VERSION.lstrip("v").split(".")[1:3]
+PROMETHEUS_VERSION = f"{int(_minor) // 100}.{int(_minor) % 100}.{_patch}"
 
 
 def _cache_base() -> Path:
@@ -56,6 +63,7 @@ class Binary:
     module_dir: Path = TOOLS_DIR
     # The cache directory's name: a new pin of the module builds into a new directory.
     cache_key: str = f"k8s-{KUBERNETES_VERSION}"
+    tags: tuple[str, ...] = ()
 
     @property
     def path(self) -> Path:
@@ -79,6 +87,16 @@ def _kubernetes_version_flags() -> tuple[str, ...]:
     return tuple(flags)
 
 
+_PROMETHEUS_FLAGS = tuple(
+    f"-X github.com/prometheus/common/version.{key}={value}"
+    for key, value in (("Version", PROMETHEUS_VERSION), ("Branch", "HEAD"),
+                       ("Revision", PROMETHEUS_MODULE_VERSION), ("BuildUser", "kpysched"),
+                       ("BuildDate", "19700101-00:00:00")))
+# Only Kubernetes service discovery: the other SD plugins pull in modules the proxy
+# does not serve (hashicorp/nomad/api's pinned pseudo-version answers 403), and the
+# harness scrapes nothing else. Prometheus's own build tags for a trimmed binary.
+_PROMETHEUS_TAGS = ("remove_all_sd", "enable_kubernetes_sd")
+
 BINARIES: tuple[Binary, ...] = (
     Binary("etcd", "go.etcd.io/etcd/server/v3", ()),
     Binary("kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", _kubernetes_version_flags()),
@@ -94,6 +112,10 @@ BINARIES: tuple[Binary, ...] = (
     # KWOK's version is a constant in its source; no flags needed.
     Binary("kwok", "sigs.k8s.io/kwok/cmd/kwok", (), module_dir=KWOK_TOOLS_DIR,
            cache_key=f"kwok-{KWOK_VERSION}"),
+    *(Binary(name, f"github.com/prometheus/prometheus/cmd/{name}", _PROMETHEUS_FLAGS,
+             module_dir=PROMETHEUS_TOOLS_DIR, cache_key=f"prometheus-v{PROMETHEUS_VERSION}",
+             tags=_PROMETHEUS_TAGS)
+      for name in ("prometheus", "promtool")),
 )
 
 
@@ -115,7 +137,10 @@ def _build_one(binary: Binary) -> None:
     binary.path.parent.mkdir(parents=True, exist_ok=True)
     partial = binary.path.with_suffix(".partial")
     ldflags = " ".join(("-s", "-w", *binary.ldflags))
-    command = [go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(partial), binary.package]
+    command = [go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(partial)]
+    if binary.tags:
+        command += ["-tags", ",".join(binary.tags)]
+    command.append(binary.package)
     env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=readonly")
     started = time.monotonic()
     print(f"[build] {binary.name}: go build {binary.package} ...", flush=True)
@@ -137,7 +162,8 @@ def ensure_built() -> Path:
         return cache_root()
     print(
         f"[build] Kubernetes {KUBERNETES_VERSION}, etcd {ETCD_VERSION}, helm {HELM_VERSION}, "
-        f"KWOK {KWOK_VERSION}: building {', '.join(b.name for b in todo)} into {_cache_base()} "
+        f"KWOK {KWOK_VERSION}, Prometheus {PROMETHEUS_VERSION}: building "
+        f"{', '.join(b.name for b in todo)} into {_cache_base()} "
         "(the first build takes many minutes on 2 cores)",
         flush=True,
     )
