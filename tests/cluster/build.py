@@ -1,12 +1,12 @@
 """Build the pinned upstream binaries the test cluster runs.
 
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and helm
-come from tests/cluster/tools/go.mod; KWOK from tests/cluster/kwok_tools/go.mod and
-Prometheus with promtool from tests/cluster/prometheus_tools/go.mod, modules of their
-own so their dependencies never move the Kubernetes ones. Those files are the only
-places versions are pinned. Binaries land in a cache outside
-the repository, keyed by the Kubernetes (or KWOK) version, and are rebuilt only
-when missing, so CI pays the cold build once.
+come from tests/cluster/tools/go.mod. KWOK (kwok_tools/), Prometheus with promtool
+(prometheus_tools/) and Grafana's dashboard linter (dashboard_lint_tools/) each have
+a go.mod of their own, so their dependencies never move the Kubernetes ones. Those
+files are the only places versions are pinned. Binaries land in a cache outside the
+repository, keyed by the pinned version, and are rebuilt only when missing, so CI
+pays the cold build once.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 TOOLS_DIR = Path(__file__).resolve().parent / "tools"
 KWOK_TOOLS_DIR = Path(__file__).resolve().parent / "kwok_tools"
 PROMETHEUS_TOOLS_DIR = Path(__file__).resolve().parent / "prometheus_tools"
+DASHBOARD_LINT_TOOLS_DIR = Path(__file__).resolve().parent / "dashboard_lint_tools"
 
 
 def _required_version(module: str, module_dir: Path = TOOLS_DIR) -> str:
@@ -43,6 +44,8 @@ PROMETHEUS_MODULE_VERSION = _required_version("github.com/prometheus/prometheus"
                                               PROMETHEUS_TOOLS_DIR)
 _minor, _patch = PROMETHEUS_MODULE_VERSION.lstrip("v").split(".")[1:3]
 PROMETHEUS_VERSION = f"{int(_minor) // 100}.{int(_minor) % 100}.{_patch}"
+DASHBOARD_LINTER_VERSION = _required_version("github.com/grafana/dashboard-linter",
+                                             DASHBOARD_LINT_TOOLS_DIR)
 
 
 def _cache_base() -> Path:
@@ -116,6 +119,10 @@ BINARIES: tuple[Binary, ...] = (
              module_dir=PROMETHEUS_TOOLS_DIR, cache_key=f"prometheus-v{PROMETHEUS_VERSION}",
              tags=_PROMETHEUS_TAGS)
       for name in ("prometheus", "promtool")),
+    # Grafana's dashboard linter: untagged upstream, so keyed by its pseudo-version.
+    Binary("dashboard-linter", "github.com/grafana/dashboard-linter", (),
+           module_dir=DASHBOARD_LINT_TOOLS_DIR,
+           cache_key=f"dashboard-linter-{DASHBOARD_LINTER_VERSION.rsplit('-', 1)[-1]}"),
 )
 
 
