@@ -51,6 +51,20 @@ async def _poll(what: str, check: Callable[[], Awaitable[bool]],
                          "kube-controller-manager (tests.cluster.cluster.Addons)?")
 
 
+async def wait_for(predicate: Callable[[], Awaitable[Any]], timeout: float, what: str,
+                   interval: float = 0.25) -> Any:
+    """Poll `predicate` until it returns something truthy (returned), or fail naming
+    `what` after `timeout` seconds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        result = await predicate()
+        if result:
+            return result
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
 async def create_namespace(api: client.ApiClient, prefix: str = "test") -> str:
     name = unique_name(prefix)
     await client.CoreV1Api(api).create_namespace({"metadata": {"name": name}})

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections import Counter
 from typing import Any
@@ -25,16 +24,6 @@ async def _events(api: client.ApiClient, namespace: str, pod: str) -> list[Any]:
     return list(listed.items)
 
 
-async def _wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        if result := await predicate():
-            return result
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        await asyncio.sleep(0.25)
-
-
 async def test_required_anti_affinity_places_one_replica_per_node(
     cluster: ClusterState, api: client.ApiClient, namespace: str, nodes_to_clean: list[str],
 ) -> None:
@@ -52,14 +41,14 @@ async def test_required_anti_affinity_places_one_replica_per_node(
             bound = {p.metadata.name: p.spec.node_name for p in pods if p.spec.node_name}
             return bound if len(bound) == 6 else None
 
-        bound = await _wait_for(six_bound, 60, "six replicas to bind")
+        bound = await kube.wait_for(six_bound, 60, "six replicas to bind")
 
         async def failed() -> Any:
             pending = next(n for n in names if n not in bound)
             events = await _events(api, namespace, pending)
             return next((e for e in events if e.reason == "FailedScheduling"), None)
 
-        event = await _wait_for(failed, 30, "the seventh replica's FailedScheduling event")
+        event = await kube.wait_for(failed, 30, "the seventh replica's FailedScheduling event")
     assert sorted(bound.values()) == sorted(nodes_to_clean)  # one per node
     assert event.note == (
         "0/6 nodes are available: 6 node(s) didn't match pod anti-affinity rules. "

@@ -12,7 +12,6 @@ import datetime as dt
 import json
 import threading
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +26,6 @@ from tests.cluster.stall_proxy import StallProxy
 
 SCHEDULER = "kpysched"
 LEASE = {"leaseDuration": "4s", "renewDeadline": "3s", "retryPeriod": "1s"}
-
-
-async def _wait_for(check: Callable[[], Awaitable[bool]], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if await check():
-            return
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
 
 
 async def _events(api: client.ApiClient, namespace: str, pod: str,
@@ -98,7 +88,7 @@ async def test_a_raising_plugin_fails_its_pod_and_no_replica_dies(
             return any("ExplodingFilter" in (e.note or "")
                        for e in await _events(api, namespace, "bomb", "FailedScheduling"))
 
-        await _wait_for(failed_with_plugin_named, 30, "a FailedScheduling event naming it")
+        await kube.wait_for(failed_with_plugin_named, 30, "a FailedScheduling event naming it")
         note = (await _events(api, namespace, "bomb", "FailedScheduling"))[0].note
         assert note.startswith('running "ExplodingFilter" filter plugin: ZeroDivisionError')
         pod = await client.CoreV1Api(api).read_namespaced_pod("bomb", namespace)
@@ -140,7 +130,7 @@ async def test_repeated_failures_are_one_event_series(
         async def twenty_attempts() -> bool:
             return len(_logged(kp, "pod.unschedulable", pod=f"{namespace}/hopeless")) >= 20
 
-        await _wait_for(twenty_attempts, 30, "20 rejected attempts")
+        await kube.wait_for(twenty_attempts, 30, "20 rejected attempts")
         await asyncio.sleep(2)  # let the writers catch up
         events = await _events(api, namespace, "hopeless", "FailedScheduling")
     counts = [e.series.count if e.series else 1 for e in events]
@@ -201,20 +191,20 @@ async def test_a_failed_bind_requeues_the_pod_it_was_blocking(
         async def assumed() -> bool:
             return bool(_logged(kp, "pod.assumed", pod=f"{namespace}/holder"))
 
-        await _wait_for(assumed, 30, "the holder to be assumed")
+        await kube.wait_for(assumed, 30, "the holder to be assumed")
         await kube.create_pod(api, namespace,
                               kube.pod_body("blocked", scheduler_name=SCHEDULER, cpu="800m"))
 
         async def rejected() -> bool:
             return bool(await _events(api, namespace, "blocked", "FailedScheduling"))
 
-        await _wait_for(rejected, 30, "the blocked pod's Insufficient cpu")
+        await kube.wait_for(rejected, 30, "the blocked pod's Insufficient cpu")
         await core.delete_namespaced_pod("holder", namespace, grace_period_seconds=0)
 
         async def bind_failed() -> bool:
             return bool(_logged(kp, "bind.failed", pod=f"{namespace}/holder"))
 
-        await _wait_for(bind_failed, 30, "the holder's bind to fail")
+        await kube.wait_for(bind_failed, 30, "the holder's bind to fail")
         failed_at = time.monotonic()
         # Within its backoff (1 s, then 2 s), not at the 5-minute flush.
         bound = await kube.wait_bound(api, namespace, ["blocked"], timeout=15)
@@ -281,7 +271,7 @@ async def test_a_replica_that_loses_its_lease_binds_nothing_more(
         async def all_assumed() -> bool:
             return len(_logged(kp, "pod.assumed")) == len(names)
 
-        await _wait_for(all_assumed, 30, "every pod to be assumed")
+        await kube.wait_for(all_assumed, 30, "every pod to be assumed")
         # Another replica takes the Lease, as after a partition: renewals now fail.
         now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         await client.CoordinationV1Api(api).patch_namespaced_lease("kpysched", namespace, {
@@ -328,7 +318,7 @@ async def test_metrics_scraped_by_four_threads_while_two_thousand_pods_schedule(
             async def all_bound() -> bool:
                 return await _count_bound(api, namespace) == 2000
 
-            await _wait_for(all_bound, 180, "2000 pods to be bound")
+            await kube.wait_for(all_bound, 180, "2000 pods to be bound")
         finally:
             stop.set()
             for thread in threads:

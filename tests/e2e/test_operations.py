@@ -97,17 +97,9 @@ async def test_sigterm_releases_the_lease_and_the_standby_leads(
             return any(e.get("event") == "scheduler.started" for e in standby.log_events())
 
         # About one retryPeriod (1s) rather than a whole leaseDuration.
-        await _wait_for(standby_leads, timeout=1 + 3, what="the standby to lead")
+        await kube.wait_for(standby_leads, timeout=1 + 3, what="the standby to lead")
         await kube.create_pod(api, namespace, kube.pod_body("after", scheduler_name=SCHEDULER))
         await kube.wait_bound(api, namespace, ["after"], timeout=30)
-
-
-async def _wait_for(predicate: Any, timeout: float, what: str) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await predicate():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 # Every metric the issue names, with upstream's label names (None: no labels).
@@ -206,7 +198,7 @@ async def test_livez_fails_while_a_plugin_blocks_the_loop(
         async def unhealthy() -> bool:
             return (await asyncio.to_thread(kp.get, "/livez"))[0] == 500
 
-        await _wait_for(unhealthy, timeout=20, what="/livez to fail")
+        await kube.wait_for(unhealthy, timeout=20, what="/livez to fail")
         status, body = await asyncio.to_thread(kp.get, "/livez?verbose")
     assert status == 500
     assert "[-]sched-progress failed" in body
@@ -266,4 +258,4 @@ async def test_readyz_is_unready_until_the_informers_sync(
             async def ready() -> bool:
                 return (await asyncio.to_thread(kp.get, "/readyz"))[0] == 200
 
-            await _wait_for(ready, timeout=60, what="/readyz after the API server appeared")
+            await kube.wait_for(ready, timeout=60, what="/readyz after the API server appeared")

@@ -55,17 +55,6 @@ async def node_api(real_node: RealNodeCluster) -> AsyncIterator[client.ApiClient
         yield api_client
 
 
-async def _wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        result = await predicate()
-        if result:
-            return result
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        await asyncio.sleep(0.5)
-
-
 def _http_get(url: str) -> str | None:
     try:
         with urllib.request.urlopen(url, timeout=2) as response:
@@ -142,7 +131,7 @@ async def test_pod_placed_by_kpysched_runs_answers_http_and_its_sandbox_goes_on_
             return pod if pod.status.phase == "Running" and ready and pod.status.pod_ip else None
 
         try:
-            pod = await _wait_for(running_and_ready, 120, "pod hello Running and Ready")
+            pod = await kube.wait_for(running_and_ready, 120, "pod hello Running and Ready")
         except AssertionError as error:
             status = (await core.read_namespaced_pod("hello", namespace)).status
             raise AssertionError(f"{error}\npod status: {status}\n"
@@ -167,7 +156,7 @@ async def test_pod_placed_by_kpysched_runs_answers_http_and_its_sandbox_goes_on_
             return False
 
         # The kubelet confirms the deletion only after stopping the containers.
-        await _wait_for(pod_gone, 60, "the kubelet to finish deleting pod hello")
+        await kube.wait_for(pod_gone, 60, "the kubelet to finish deleting pod hello")
         assert await asyncio.to_thread(_http_get, url) is None, f"{url} still answers"
 
         async def sandbox_removed() -> bool:
@@ -175,7 +164,7 @@ async def test_pod_placed_by_kpysched_runs_answers_http_and_its_sandbox_goes_on_
             return not any(s["id"] == sandbox_id for s in listed)
 
         # Stopped at once; removed by the kubelet's container GC, which runs each minute.
-        await _wait_for(sandbox_removed, 150, f"sandbox {sandbox_id} to be removed")
+        await kube.wait_for(sandbox_removed, 150, f"sandbox {sandbox_id} to be removed")
         tasks = await asyncio.to_thread(node.ctr, layout, "tasks", "list", "--quiet")
         assert sandbox_id not in tasks.split(), tasks
     finally:

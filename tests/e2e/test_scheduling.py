@@ -33,17 +33,6 @@ async def _events(api: client.ApiClient, namespace: str, pod: str) -> list[Any]:
     return list(listed.items)
 
 
-async def _wait_for(predicate: Any, timeout: float, what: str) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        result = await predicate()
-        if result:
-            return result
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        await asyncio.sleep(0.25)
-
-
 def _as_wire(obj: Any, api: client.ApiClient, kind: type[Any]) -> Any:
     """A kubernetes_asyncio model -> our wire struct, to reuse the matching helpers."""
     return msgspec.convert(api.sanitize_for_serialization(obj), kind)
@@ -152,7 +141,7 @@ async def test_unfit_pod_gets_upstream_message_then_binds_when_a_node_fits(
             events = await _events(api, namespace, "big")
             return next((e for e in events if e.reason == "FailedScheduling"), None)
 
-        event = await _wait_for(failed_event, 30, "a FailedScheduling event")
+        event = await kube.wait_for(failed_event, 30, "a FailedScheduling event")
         total_nodes = len((await client.CoreV1Api(api).list_node()).items)
         assert event.type == "Warning"
         assert event.reporting_controller == SCHEDULER
@@ -168,7 +157,7 @@ async def test_unfit_pod_gets_upstream_message_then_binds_when_a_node_fits(
             return next((c for c in pod.status.conditions or [] if c.type == "PodScheduled"),
                         None)
 
-        scheduled = await _wait_for(condition, 30, "the PodScheduled condition")
+        scheduled = await kube.wait_for(condition, 30, "the PodScheduled condition")
         assert (scheduled.status, scheduled.reason) == ("False", "Unschedulable")
         assert scheduled.message == event.note
 
@@ -206,13 +195,13 @@ async def test_pod_deleted_during_bind_leaves_no_phantom_usage(
             return any(e.get("event") == "pod.assumed" and e.get("pod") == f"{namespace}/doomed"
                        for e in kp.log_events())
 
-        await _wait_for(assumed, 30, "kpysched to assume the pod")
+        await kube.wait_for(assumed, 30, "kpysched to assume the pod")
         await core.delete_namespaced_pod("doomed", namespace, grace_period_seconds=0)
 
         async def bind_failed() -> bool:
             return any(e.get("event") == "bind.failed" for e in kp.log_events())
 
-        await _wait_for(bind_failed, 30, "the in-flight bind to fail")
+        await kube.wait_for(bind_failed, 30, "the in-flight bind to fail")
         # If the deleted pod's 2 CPUs were still counted, this pod could never fit.
         await kube.create_pod(api, namespace,
                               kube.pod_body("next", scheduler_name=SCHEDULER, cpu="2"))
@@ -234,7 +223,7 @@ async def test_pod_bound_by_someone_else_during_bind_is_counted_once(
         async def assumed() -> bool:
             return any(e.get("event") == "pod.assumed" for e in kp.log_events())
 
-        await _wait_for(assumed, 30, "kpysched to assume the pod")
+        await kube.wait_for(assumed, 30, "kpysched to assume the pod")
         binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "contested"},
                    "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
         response = await core.create_namespaced_pod_binding("contested", namespace, binding,
@@ -244,7 +233,7 @@ async def test_pod_bound_by_someone_else_during_bind_is_counted_once(
         async def conflict_seen() -> bool:
             return any(e.get("event") == "bind.failed" for e in kp.log_events())
 
-        await _wait_for(conflict_seen, 30, "kpysched's own bind to be refused")
+        await kube.wait_for(conflict_seen, 30, "kpysched's own bind to be refused")
         await kube.create_pod(api, namespace,
                               kube.pod_body("fits", scheduler_name=SCHEDULER, cpu="1"))
         await kube.create_pod(api, namespace,
@@ -262,7 +251,7 @@ async def _first_bound(api: client.ApiClient, namespace: str, names: list[str]) 
         pods = await _pods(api, namespace)
         return {n: pods[n].spec.node_name for n in names if pods[n].spec.node_name}
 
-    await _wait_for(any_bound, 30, f"one of {names} to be bound")
+    await kube.wait_for(any_bound, 30, f"one of {names} to be bound")
     await asyncio.sleep(5)  # a wrongly double-freed CPU would let the second bind by now
     return await any_bound()
 
