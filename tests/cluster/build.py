@@ -106,6 +106,9 @@ BINARIES: tuple[Binary, ...] = (
     Binary("kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager",
            _kubernetes_version_flags()),
     Binary("kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", _kubernetes_version_flags()),
+    # Only for in-cluster runs on the real node: it makes Service IPs (the
+    # `kubernetes` Service above all) reach their endpoints from pods.
+    Binary("kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", _kubernetes_version_flags()),
     Binary("kubectl", "k8s.io/kubernetes/cmd/kubectl", _kubernetes_version_flags()),
     Binary(
         "helm",

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tests.cluster.certs import SERVICE_CLUSTER_IP_RANGE
 from tests.cluster.realnode import build, images
 from tests.cluster.realnode.layout import NodeLayout
 
@@ -101,8 +102,11 @@ def cni_conflist(layout: NodeLayout) -> dict[str, Any]:
             "ipam": {
                 "type": "host-local",
                 "ranges": [[{"subnet": layout.pod_subnet, "gateway": layout.gateway}]],
-                # No routes, not even a default one: pod traffic stays on the bridge.
-                "routes": [],
+                # No default route: pod traffic stays on the bridge and the host. Only
+                # Service IPs go to the host (the gateway), where kube-proxy, when the
+                # test runs it (tests/cluster/pod_network.py), DNATs them; this is how
+                # in-cluster clients reach the `kubernetes` Service.
+                "routes": [{"dst": SERVICE_CLUSTER_IP_RANGE, "gw": layout.gateway}],
                 # Default /var/lib/cni/networks: keep the leases under our directory.
                 "dataDir": str(layout.cni_ipam_dir),
             },
