@@ -1,0 +1,334 @@
+"""kpysched installed and run in-cluster as an operator does (issue 12, acceptance).
+
+From an empty cluster with one real node (kubelet + containerd) and, later, KWOK nodes:
+
+1. the image built from the Dockerfile (scripts/build-image.sh) and imported into the
+   node's containerd;
+2. `helm install` of charts/kpysched with the harness's helm, default values except
+   image.repository (pullPolicy stays IfNotPresent: the image is already there);
+3. both replicas Ready, non-root with a read-only root filesystem, one holding the Lease;
+4. a 10-replica Deployment with schedulerName kpysched Running on KWOK nodes, with
+   kpysched's Scheduled events; plus a pod no node fits and one whose binding an
+   admission policy refuses, so the unschedulable and bind-failure panels have data;
+5. the leader pod deleted and the other replica leading within leaseDuration +
+   retryPeriod;
+6. Prometheus (built from the module proxy, run on the host) scraping the pods through
+   Kubernetes service discovery over HTTPS with a ServiceAccount token, and every
+   dashboard panel query returning data over the run (every alert expression
+   evaluating, and quiet);
+7. GET /metrics without a token refused, with Prometheus's token answered;
+8. `helm uninstall` leaving no kpysched object behind.
+
+Run alone: `.venv/bin/python -m pytest -m in_cluster` (needs root: buildah,
+containerd, kube-proxy's iptables rules). Around the real node it also runs what a
+real cluster has and the harness does not: kube-scheduler (it places kpysched's own
+pods) and kube-proxy with the `kubernetes` Service reachable from pods
+(tests/cluster/pod_network.py). `KPYSCHED_DASHBOARD_SNAPSHOT=<file.json>` saves the
+panels' range query results (docs/dashboard.png is drawn from them by
+scripts/render-dashboard.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cluster import build, kpysched_image, kube, kubectl, nodes, pod_network, prometheus
+from tests.cluster import cluster as harness
+from tests.cluster.processes import free_port, log_tail, spawn
+from tests.cluster.processes import stop as stop_process
+from tests.cluster.realnode import node
+from tests.cluster.state import ClusterState
+from tests.e2e.test_deploy import CHART, DASHBOARD, dashboard_queries, render
+
+pytestmark = [pytest.mark.e2e, pytest.mark.in_cluster]
+
+RELEASE = NAMESPACE = "kpysched"
+LEASE = "kpysched"
+LEASE_DURATION, RETRY_PERIOD = 15.0, 2.0  # the chart's defaults (values.yaml)
+REAL_NODE = "kpysched-node"
+PANEL_VARIABLES = {"$__rate_interval": "1m", "$job": "kpysched-metrics",
+                   "$namespace": NAMESPACE, "$instance": ".+"}
+
+
+@dataclass(slots=True)
+class InCluster:
+    state: ClusterState
+    directory: Path
+
+
+def _kube_scheduler(state: ClusterState) -> int:
+    """The default scheduler, for kpysched's own pods (which do not name a scheduler)."""
+    log = Path(state.dir) / "kube-scheduler.log"
+    return spawn([str(build.binary_path("kube-scheduler")), f"--kubeconfig={state.kubeconfig}",
+                  f"--authentication-kubeconfig={state.kubeconfig}",
+                  f"--authorization-kubeconfig={state.kubeconfig}", "--leader-elect=false",
+                  "--bind-address=127.0.0.1", f"--secure-port={free_port()}"], log)
+
+
+async def _with_api(state: ClusterState, work: Any) -> Any:
+    async with kube.api_client(state) as api:
+        return await work(api)
+
+
+@pytest.fixture(scope="module")
+def in_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InCluster]:
+    # A short path: containerd's socket under it must fit a unix socket name.
+    directory = Path(os.environ.get("KPYSCHED_IN_CLUSTER_DIR") or
+                     tmp_path_factory.mktemp("incl")) / "c"
+    state = harness.up(directory, harness.FULL)
+    network = None
+    scheduler_pid = 0
+    try:
+        node.start(state)
+        network = asyncio.run(_with_api(state, lambda api: pod_network.start(state, api)))
+        scheduler_pid = _kube_scheduler(state)
+        yield InCluster(state, directory)
+    finally:
+        problems: list[str] = []
+        if scheduler_pid:
+            stop_process(scheduler_pid)
+        if network is not None:
+            problems += asyncio.run(_with_api(state, lambda api: pod_network.stop(network, api)))
+        problems += node.stop(directory)
+        harness.down(directory)
+        assert not problems, f"clean-up failed: {problems}"
+
+
+def _wait(what: str, timeout: float, check: Any, interval: float = 1.0) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last})")
+
+
+def _helm(state: ClusterState, *args: str) -> str:
+    from tests.e2e.test_deploy import helm
+    return helm(*args, "--kubeconfig", state.kubeconfig).stdout
+
+
+def _scheduler_pods(state: ClusterState) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = kubectl.get_json(
+        state, "pods", "-n", NAMESPACE, "-l", f"app.kubernetes.io/instance={RELEASE}")["items"]
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True"
+               for c in pod.get("status", {}).get("conditions", []))
+
+
+def _holder(state: ClusterState) -> str:
+    lease = kubectl.get_json(state, "lease", LEASE, "-n", NAMESPACE)
+    holder: str = lease["spec"].get("holderIdentity") or ""
+    return holder
+
+
+def _metrics_status(url: str, token: str | None) -> int:
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # self-signed
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}
+                                     if token else {})
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
+            status: int = response.status
+            return status
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+# A ValidatingAdmissionPolicy refusing the binding of pods named bind-refused-*: the API
+# server answers kpysched's POST pods/binding with 403/422, a real bind failure.
+REFUSE_BINDING = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: kpysched-e2e-refuse-binding}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - {apiGroups: [""], apiVersions: ["v1"], operations: ["CREATE"],
+         resources: ["pods/binding"]}
+  validations:
+    - expression: "!object.metadata.name.startsWith('bind-refused')"
+      message: "this e2e test refuses the binding"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: kpysched-e2e-refuse-binding}
+spec:
+  policyName: kpysched-e2e-refuse-binding
+  validationActions: [Deny]
+"""
+
+
+def _workload(namespace: str) -> str:
+    pod = {"schedulerName": "kpysched", "nodeSelector": {"type": "kwok"},
+           "containers": [{"name": "app", "image": "kpysched.local/hello:test"}]}
+    deployment = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": namespace},
+        "spec": {"replicas": 10, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}}, "spec": pod}},
+    }
+    nowhere = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "fits-nowhere", "namespace": namespace},
+               "spec": {**pod, "nodeSelector": {"no-such-label": "x"}}}
+    refused = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "bind-refused", "namespace": namespace}, "spec": pod}
+    return "\n---\n".join(json.dumps(o) for o in (deployment, nowhere, refused))
+
+
+def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InCluster) -> None:
+    state = in_cluster.state
+    started = time.time()
+
+    # 1. The image, built without a registry and imported into the node's containerd.
+    kpysched_image.build()
+    kpysched_image.import_into_node(in_cluster.directory)
+
+    # 2. helm install, default values except the image.
+    _helm(state, "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace",
+          "--set", f"image.repository={kpysched_image.REPOSITORY}", "--wait", "--timeout", "5m")
+
+    # 3. Both replicas Ready on the real node, non-root, read-only root; one leads.
+    pods = _wait("two Ready kpysched pods", 120,
+                 lambda: [p for p in _scheduler_pods(state) if _ready(p)]
+                 if len([p for p in _scheduler_pods(state) if _ready(p)]) == 2 else None)
+    for pod in pods:
+        assert pod["spec"]["nodeName"] == REAL_NODE
+        (container,) = pod["spec"]["containers"]
+        assert container["image"] == kpysched_image.IMAGE
+        security = {**pod["spec"].get("securityContext", {}),
+                    **container.get("securityContext", {})}
+        assert security["runAsNonRoot"] is True and security["readOnlyRootFilesystem"] is True
+    names = {p["metadata"]["name"] for p in pods}
+    leader = _wait("a Lease holder", 60,
+                   lambda: next((n for n in names if _holder(state).startswith(n)), None))
+
+    # 4. Workloads placed by the in-cluster kpysched.
+    asyncio.run(_with_api(state, lambda api: nodes.add(api, 3, nodes.NodeShape(
+        cpu="4", memory="32Gi", pods=110, zones=3, labels={}, taints=[]))))
+    kubectl.run(state, "apply", "-f", "-", stdin=REFUSE_BINDING)
+    kubectl.run(state, "create", "namespace", "work")
+    kubectl.run(state, "apply", "-f", "-", stdin=_workload("work"))
+    _wait("10 Running web pods", 120, lambda: len([
+        p for p in kubectl.get_json(state, "pods", "-n", "work", "-l", "app=web")["items"]
+        if p["status"].get("phase") == "Running" and p["spec"].get("nodeName", "")
+        .startswith("kwok-node")]) == 10)
+    events = kubectl.get_json(state, "events.events.k8s.io", "-n", "work")["items"]
+    assert {e["reportingController"] for e in events if e["reason"] == "Scheduled"} == \
+        {"kpysched"}
+    _wait("FailedScheduling for fits-nowhere", 60, lambda: any(
+        e["reason"] == "FailedScheduling" and e["regarding"]["name"] == "fits-nowhere"
+        for e in kubectl.get_json(state, "events.events.k8s.io", "-n", "work")["items"]))
+
+    # 5. Fail-over: delete the leader pod; the other replica leads within
+    #    leaseDuration + retryPeriod.
+    (standby,) = names - {leader}
+    deleted = time.monotonic()
+    kubectl.run(state, "delete", "pod", leader, "-n", NAMESPACE, "--wait=false")
+    _wait("the standby to lead", LEASE_DURATION + RETRY_PERIOD,
+          lambda: _holder(state).startswith(standby), interval=0.2)
+    print(f"fail-over took {time.monotonic() - deleted:.1f}s")
+    _wait("two Ready kpysched pods again", 120,
+          lambda: len([p for p in _scheduler_pods(state) if _ready(p)]) == 2)
+
+    # 6 and 7. Prometheus with a ServiceAccount token allowed to get /metrics.
+    kubectl.run(state, "create", "serviceaccount", "prometheus", "-n", NAMESPACE)
+    kubectl.run(state, "create", "clusterrole", "kpysched-e2e-metrics-reader",
+                "--non-resource-url=/metrics", "--verb=get")
+    kubectl.run(state, "create", "clusterrolebinding", "kpysched-e2e-metrics-reader",
+                "--clusterrole=kpysched-e2e-metrics-reader",
+                f"--serviceaccount={NAMESPACE}:prometheus")
+    token = kubectl.run(state, "create", "token", "prometheus", "-n", NAMESPACE).stdout.strip()
+    pod_ip = _scheduler_pods(state)[0]["status"]["podIP"]
+    metrics_url = f"https://{pod_ip}:10259/metrics"
+    assert _metrics_status(metrics_url, None) in (401, 403)
+    assert _metrics_status(metrics_url, "not-a-token") == 401
+    assert _metrics_status(metrics_url, token) == 200
+
+    server = prometheus.start(state, in_cluster.directory / "prometheus", NAMESPACE, RELEASE,
+                              token)
+    try:
+        _wait("both kpysched pods scraped", 60, lambda: len(
+            [t for t in server.targets() if t["health"] == "up"]) == 2)
+        # Watches end when kube-apiserver restarts: the informer panels get data.
+        harness.restart_apiserver(in_cluster.directory)
+        time.sleep(20)  # a few scrapes after it
+        _check_panels(server, started)
+        # The deliberately failing pods go; then no alert that watches for a stuck or
+        # leaderless scheduler may fire.
+        kubectl.run(state, "delete", "pod", "fits-nowhere", "bind-refused", "-n", "work")
+        time.sleep(15)
+        _check_alerts(server)
+    except BaseException:
+        print(log_tail(server.log))
+        raise
+    finally:
+        server.stop()
+
+    # 8. helm uninstall leaves no kpysched object.
+    kubectl.run(state, "delete", "namespace", "work", "--wait=true", "--timeout=120s")
+    _helm(state, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait")
+    _wait("kpysched's pods gone", 60, lambda: not _scheduler_pods(state))
+    leftovers = kubectl.run(state, "get", "all,configmaps,serviceaccounts,roles,rolebindings,"
+                            "clusterroles,clusterrolebindings,poddisruptionbudgets",
+                            "-A", "-l", f"app.kubernetes.io/instance={RELEASE}",
+                            "-o", "name").stdout.split()
+    assert leftovers == []
+
+
+def _panel_exprs() -> list[str]:
+    exprs = dashboard_queries(json.loads(DASHBOARD.read_text()))
+    for variable, value in PANEL_VARIABLES.items():
+        exprs = [expr.replace(variable, value) for expr in exprs]
+    return exprs
+
+
+def _check_panels(server: prometheus.Prometheus, since: float) -> None:
+    """Every panel's query returns at least one series over the run, as Grafana asks."""
+    now = time.time()
+    results = {expr: server.query_range(expr, since, now) for expr in _panel_exprs()}
+    snapshot = os.environ.get("KPYSCHED_DASHBOARD_SNAPSHOT")
+    if snapshot:
+        Path(snapshot).write_text(json.dumps(
+            {"dashboard": json.loads(DASHBOARD.read_text()), "variables": PANEL_VARIABLES,
+             "start": since, "end": now, "results": results}, indent=1))
+    empty = [expr for expr, series in results.items() if not series]
+    assert empty == [], f"panel queries without data: {empty}"
+
+
+# Quiet on a healthy scheduler. The error-ratio and bind-failure alerts watch rates
+# this run raises on purpose (the refused binding), so they are only evaluated.
+MUST_BE_QUIET = {"KpyschedNoLeader", "KpyschedPodsPendingTooLong",
+                 "KpyschedPodsNotLeavingActiveQueue"}
+
+
+def _check_alerts(server: prometheus.Prometheus) -> None:
+    """Each alert expression of the rendered PrometheusRule (for this release) parses
+    and evaluates against the live series; those in MUST_BE_QUIET return nothing."""
+    objects = render(RELEASE, NAMESPACE, "--set", "prometheusRule.enabled=true")
+    (rule,) = [o for o in objects if o["kind"] == "PrometheusRule"]
+    alerts = [alert for group in rule["spec"]["groups"] for alert in group["rules"]]
+    assert {alert["alert"] for alert in alerts} >= MUST_BE_QUIET
+    for alert in alerts:
+        result = server.query(str(alert["expr"]))  # raises unless Prometheus accepts it
+        print(f"{alert['alert']}: {result}")
+        if alert["alert"] in MUST_BE_QUIET:
+            assert result == [], f"{alert['alert']} would fire: {result}"
