@@ -49,11 +49,13 @@ class Relay:
         self._thread = threading.Thread(target=self._run, name="apiserver relay", daemon=True)
         self._started = threading.Event()
         self._error: OSError | None = None
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         try:
-            self._loop.run_until_complete(
+            self._server = self._loop.run_until_complete(
                 asyncio.start_server(self._accept, self.listen_host, self.port))
         except OSError as error:
             self._error = error
@@ -68,6 +70,7 @@ class Relay:
         except OSError:
             writer.close()
             return
+        self._writers |= {writer, up_writer}
         await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer),
                              return_exceptions=True)
 
@@ -89,10 +92,15 @@ class Relay:
 
     def stop(self) -> None:
         async def shutdown() -> None:
+            # Closing both ends lets every pipe see EOF and finish: cancelling the
+            # connection tasks instead would make asyncio log each as an error.
+            if self._server is not None:
+                self._server.close()
+            for writer in self._writers:
+                writer.close()
             others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in others:
-                task.cancel()
-            await asyncio.gather(*others, return_exceptions=True)
+            if others:
+                await asyncio.wait(others, timeout=5)
 
         if self._loop.is_running():
             asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(10)

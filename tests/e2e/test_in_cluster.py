@@ -58,6 +58,9 @@ RELEASE = NAMESPACE = "kpysched"
 LEASE = "kpysched"
 LEASE_DURATION, RETRY_PERIOD = 15.0, 2.0  # the chart's defaults (values.yaml)
 REAL_NODE = "kpysched-node"
+# KWOK nodes run nothing: the usual taint keeps every pod but the test's workload off
+# them (kpysched's own replacement pods above all, which must really run).
+KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 PANEL_VARIABLES = {"$__rate_interval": "1m", "$job": "kpysched-metrics",
                    "$namespace": NAMESPACE, "$instance": ".+"}
 
@@ -144,8 +147,11 @@ def _metrics_status(url: str, token: str | None) -> int:
     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # self-signed
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}
                                      if token else {})
+    # No proxy from the environment: the pod network is on this machine.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}),
+                                         urllib.request.HTTPSHandler(context=context))
     try:
-        with urllib.request.urlopen(request, timeout=5, context=context) as response:
+        with opener.open(request, timeout=5) as response:
             status: int = response.status
             return status
     except urllib.error.HTTPError as error:
@@ -179,6 +185,7 @@ spec:
 
 def _workload(namespace: str) -> str:
     pod = {"schedulerName": "kpysched", "nodeSelector": {"type": "kwok"},
+           "tolerations": [{**KWOK_TAINT, "operator": "Equal"}],
            "containers": [{"name": "app", "image": "kpysched.local/hello:test"}]}
     deployment = {
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -223,7 +230,7 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
 
     # 4. Workloads placed by the in-cluster kpysched.
     asyncio.run(_with_api(state, lambda api: nodes.add(api, 3, nodes.NodeShape(
-        cpu="4", memory="32Gi", pods=110, zones=3, labels={}, taints=[]))))
+        cpu="4", memory="32Gi", pods=110, zones=3, labels={}, taints=[KWOK_TAINT]))))
     kubectl.run(state, "apply", "-f", "-", stdin=REFUSE_BINDING)
     kubectl.run(state, "create", "namespace", "work")
     kubectl.run(state, "apply", "-f", "-", stdin=_workload("work"))
@@ -248,6 +255,7 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
     print(f"fail-over took {time.monotonic() - deleted:.1f}s")
     _wait("two Ready kpysched pods again", 120,
           lambda: len([p for p in _scheduler_pods(state) if _ready(p)]) == 2)
+    assert {p["spec"]["nodeName"] for p in _scheduler_pods(state)} == {REAL_NODE}
 
     # 6 and 7. Prometheus with a ServiceAccount token allowed to get /metrics.
     kubectl.run(state, "create", "serviceaccount", "prometheus", "-n", NAMESPACE)
