@@ -228,36 +228,8 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
     leader = _wait("a Lease holder", 60,
                    lambda: next((n for n in names if _holder(state).startswith(n)), None))
 
-    # 4. Workloads placed by the in-cluster kpysched.
-    asyncio.run(_with_api(state, lambda api: nodes.add(api, 3, nodes.NodeShape(
-        cpu="4", memory="32Gi", pods=110, zones=3, labels={}, taints=[KWOK_TAINT]))))
-    kubectl.run(state, "apply", "-f", "-", stdin=REFUSE_BINDING)
-    kubectl.run(state, "create", "namespace", "work")
-    kubectl.run(state, "apply", "-f", "-", stdin=_workload("work"))
-    _wait("10 Running web pods", 120, lambda: len([
-        p for p in kubectl.get_json(state, "pods", "-n", "work", "-l", "app=web")["items"]
-        if p["status"].get("phase") == "Running" and p["spec"].get("nodeName", "")
-        .startswith("kwok-node")]) == 10)
-    events = kubectl.get_json(state, "events.events.k8s.io", "-n", "work")["items"]
-    assert {e["reportingController"] for e in events if e["reason"] == "Scheduled"} == \
-        {"kpysched"}
-    _wait("FailedScheduling for fits-nowhere", 60, lambda: any(
-        e["reason"] == "FailedScheduling" and e["regarding"]["name"] == "fits-nowhere"
-        for e in kubectl.get_json(state, "events.events.k8s.io", "-n", "work")["items"]))
-
-    # 5. Fail-over: delete the leader pod; the other replica leads within
-    #    leaseDuration + retryPeriod.
-    (standby,) = names - {leader}
-    deleted = time.monotonic()
-    kubectl.run(state, "delete", "pod", leader, "-n", NAMESPACE, "--wait=false")
-    _wait("the standby to lead", LEASE_DURATION + RETRY_PERIOD,
-          lambda: _holder(state).startswith(standby), interval=0.2)
-    print(f"fail-over took {time.monotonic() - deleted:.1f}s")
-    _wait("two Ready kpysched pods again", 120,
-          lambda: len([p for p in _scheduler_pods(state) if _ready(p)]) == 2)
-    assert {p["spec"]["nodeName"] for p in _scheduler_pods(state)} == {REAL_NODE}
-
-    # 6 and 7. Prometheus with a ServiceAccount token allowed to get /metrics.
+    # 6 and 7. Prometheus, with a ServiceAccount token allowed to get /metrics, from
+    #    before the workload so the leader's scheduling is scraped.
     kubectl.run(state, "create", "serviceaccount", "prometheus", "-n", NAMESPACE)
     kubectl.run(state, "create", "clusterrole", "kpysched-e2e-metrics-reader",
                 "--non-resource-url=/metrics", "--verb=get")
@@ -265,18 +237,21 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
                 "--clusterrole=kpysched-e2e-metrics-reader",
                 f"--serviceaccount={NAMESPACE}:prometheus")
     token = kubectl.run(state, "create", "token", "prometheus", "-n", NAMESPACE).stdout.strip()
-    pod_ip = _scheduler_pods(state)[0]["status"]["podIP"]
-    metrics_url = f"https://{pod_ip}:10259/metrics"
+    metrics_url = f"https://{pods[0]['status']['podIP']}:10259/metrics"
     assert _metrics_status(metrics_url, None) in (401, 403)
     assert _metrics_status(metrics_url, "not-a-token") == 401
     assert _metrics_status(metrics_url, token) == 200
-
     server = prometheus.start(state, in_cluster.directory / "prometheus", NAMESPACE, RELEASE,
                               token)
     try:
         _wait("both kpysched pods scraped", 60, lambda: len(
             [t for t in server.targets() if t["health"] == "up"]) == 2)
-        # Watches end when kube-apiserver restarts: the informer panels get data.
+        _place_workload(state)
+        _fail_over(state, names, leader)
+        # The new leader places pods too, and watches end when kube-apiserver
+        # restarts, so the informer panels get data.
+        kubectl.run(state, "scale", "deployment", "web", "-n", "work", "--replicas=12")
+        _wait("12 Running web pods", 120, lambda: _running_web(state) == 12)
         harness.restart_apiserver(in_cluster.directory)
         time.sleep(20)  # a few scrapes after it
         _check_panels(server, started)
@@ -300,6 +275,42 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
                             "-A", "-l", f"app.kubernetes.io/instance={RELEASE}",
                             "-o", "name").stdout.split()
     assert leftovers == []
+
+
+def _running_web(state: ClusterState) -> int:
+    return len([p for p in kubectl.get_json(state, "pods", "-n", "work", "-l", "app=web")["items"]
+                if p["status"].get("phase") == "Running"
+                and p["spec"].get("nodeName", "").startswith("kwok-node")])
+
+
+def _place_workload(state: ClusterState) -> None:
+    """Step 4: workloads placed by the in-cluster kpysched."""
+    asyncio.run(_with_api(state, lambda api: nodes.add(api, 3, nodes.NodeShape(
+        cpu="4", memory="32Gi", pods=110, zones=3, labels={}, taints=[KWOK_TAINT]))))
+    kubectl.run(state, "apply", "-f", "-", stdin=REFUSE_BINDING)
+    kubectl.run(state, "create", "namespace", "work")
+    kubectl.run(state, "apply", "-f", "-", stdin=_workload("work"))
+    _wait("10 Running web pods", 120, lambda: _running_web(state) == 10)
+    events = kubectl.get_json(state, "events.events.k8s.io", "-n", "work")["items"]
+    assert {e["reportingController"] for e in events if e["reason"] == "Scheduled"} == \
+        {"kpysched"}
+    _wait("FailedScheduling for fits-nowhere", 60, lambda: any(
+        e["reason"] == "FailedScheduling" and e["regarding"]["name"] == "fits-nowhere"
+        for e in kubectl.get_json(state, "events.events.k8s.io", "-n", "work")["items"]))
+
+
+def _fail_over(state: ClusterState, names: set[str], leader: str) -> None:
+    """Step 5: delete the leader pod; the other replica leads within leaseDuration +
+    retryPeriod, and the replacement pod comes up Ready on the real node."""
+    (standby,) = names - {leader}
+    deleted = time.monotonic()
+    kubectl.run(state, "delete", "pod", leader, "-n", NAMESPACE, "--wait=false")
+    _wait("the standby to lead", LEASE_DURATION + RETRY_PERIOD,
+          lambda: _holder(state).startswith(standby), interval=0.2)
+    print(f"fail-over took {time.monotonic() - deleted:.1f}s")
+    _wait("two Ready kpysched pods again", 120,
+          lambda: len([p for p in _scheduler_pods(state) if _ready(p)]) == 2)
+    assert {p["spec"]["nodeName"] for p in _scheduler_pods(state)} == {REAL_NODE}
 
 
 def _panel_exprs() -> list[str]:
