@@ -1,5 +1,10 @@
-"""Pods on the real node reach kube-apiserver the way in-cluster clients do anywhere:
-through the `kubernetes` Service's ClusterIP, read from KUBERNETES_SERVICE_HOST/PORT.
+"""What a real cluster runs around its nodes and the harness does not, for workloads
+installed in-cluster on the real node (`python -m tests.cluster.pod_network --dir DIR`
+runs it in the foreground; tests/e2e/test_in_cluster.py as a fixture).
+
+kube-scheduler places the pods that name no scheduler (kpysched's own, from the chart).
+Pods reach kube-apiserver the way in-cluster clients do anywhere: through the
+`kubernetes` Service's ClusterIP, read from KUBERNETES_SERVICE_HOST/PORT.
 
 The harness's kube-apiserver listens on loopback only, its endpoint reconciler is off
 (it would publish 127.0.0.1, which Endpoints validation rejects), and nothing routes
@@ -19,8 +24,11 @@ Service IPs. Three real pieces close the gap, all undone by `stop()`:
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import signal
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -30,7 +38,7 @@ from pathlib import Path
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
 
-from tests.cluster import build
+from tests.cluster import build, kube
 from tests.cluster.processes import ClusterError, alive, free_port, http_get, log_tail, spawn
 from tests.cluster.processes import stop as stop_process
 from tests.cluster.realnode.layout import NODE_NAME, NodeLayout
@@ -150,6 +158,7 @@ class PodNetwork:
     relay: Relay
     kube_proxy_pid: int
     kube_proxy_log: Path
+    kube_scheduler_pid: int
 
 
 def _kube_proxy_command(state: ClusterState, layout: NodeLayout, healthz_port: int,
@@ -174,6 +183,15 @@ def _kube_proxy_command(state: ClusterState, layout: NodeLayout, healthz_port: i
     ]
 
 
+def _start_kube_scheduler(state: ClusterState) -> int:
+    """The default scheduler, without leader election (the only one), on loopback."""
+    log = Path(state.dir) / "kube-scheduler.log"
+    return spawn([str(build.binary_path("kube-scheduler")), f"--kubeconfig={state.kubeconfig}",
+                  f"--authentication-kubeconfig={state.kubeconfig}",
+                  f"--authorization-kubeconfig={state.kubeconfig}", "--leader-elect=false",
+                  "--bind-address=127.0.0.1", f"--secure-port={free_port()}"], log)
+
+
 async def start(state: ClusterState, api: client.ApiClient) -> PodNetwork:
     """Make the `kubernetes` Service reachable from the real node's pods."""
     layout = NodeLayout.for_cluster(Path(state.dir))
@@ -184,7 +202,7 @@ async def start(state: ClusterState, api: client.ApiClient) -> PodNetwork:
         await publish_endpoint(api, layout.gateway, state.apiserver_port)
         healthz_port = free_port()
         pid = spawn(_kube_proxy_command(state, layout, healthz_port, free_port()), log)
-        network = PodNetwork(relay, pid, log)
+        network = PodNetwork(relay, pid, log, _start_kube_scheduler(state))
         deadline = time.monotonic() + KUBE_PROXY_READY_SECONDS
         url = f"http://127.0.0.1:{healthz_port}/healthz"
         while True:
@@ -197,6 +215,7 @@ async def start(state: ClusterState, api: client.ApiClient) -> PodNetwork:
                 pass
             if time.monotonic() > deadline:
                 stop_process(pid)
+                stop_process(network.kube_scheduler_pid)
                 raise ClusterError(f"kube-proxy not healthy on {url} within "
                                    f"{KUBE_PROXY_READY_SECONDS:.0f}s:\n{log_tail(log)}")
             await asyncio.sleep(0.5)
@@ -209,6 +228,7 @@ async def start(state: ClusterState, api: client.ApiClient) -> PodNetwork:
 async def stop(network: PodNetwork, api: client.ApiClient) -> list[str]:
     """Undo `start`; return what could not be undone."""
     problems: list[str] = []
+    stop_process(network.kube_scheduler_pid)
     stop_process(network.kube_proxy_pid)
     cleanup = subprocess.run([str(build.binary_path("kube-proxy")), "--cleanup"],
                              capture_output=True, text=True, timeout=60)
@@ -218,3 +238,32 @@ async def stop(network: PodNetwork, api: client.ApiClient) -> list[str]:
     network.relay.stop()
     await withdraw_endpoint(api)
     return problems
+
+
+async def _serve(directory: Path) -> list[str]:
+    state = ClusterState.load(directory.resolve())
+    async with kube.api_client(state) as api:
+        network = await start(state, api)
+        print(f"kube-scheduler, kube-proxy and the `kubernetes` Service endpoint "
+              f"{network.relay.listen_host}:{network.relay.port} are up; Ctrl-C stops them",
+              flush=True)
+        stopped = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stopped.set)
+        await stopped.wait()
+        return await stop(network, api)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.cluster.pod_network",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--dir", type=Path, default=Path(".cluster"))
+    problems = asyncio.run(_serve(parser.parse_args(argv).dir))
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

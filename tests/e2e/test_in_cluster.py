@@ -44,10 +44,9 @@ from typing import Any
 
 import pytest
 
-from tests.cluster import build, kpysched_image, kube, kubectl, nodes, pod_network, prometheus
 from tests.cluster import cluster as harness
-from tests.cluster.processes import free_port, log_tail, spawn
-from tests.cluster.processes import stop as stop_process
+from tests.cluster import kpysched_image, kube, kubectl, nodes, pod_network, prometheus
+from tests.cluster.processes import log_tail
 from tests.cluster.realnode import node
 from tests.cluster.state import ClusterState
 from tests.e2e.test_deploy import CHART, DASHBOARD, dashboard_queries, render
@@ -71,15 +70,6 @@ class InCluster:
     directory: Path
 
 
-def _kube_scheduler(state: ClusterState) -> int:
-    """The default scheduler, for kpysched's own pods (which do not name a scheduler)."""
-    log = Path(state.dir) / "kube-scheduler.log"
-    return spawn([str(build.binary_path("kube-scheduler")), f"--kubeconfig={state.kubeconfig}",
-                  f"--authentication-kubeconfig={state.kubeconfig}",
-                  f"--authorization-kubeconfig={state.kubeconfig}", "--leader-elect=false",
-                  "--bind-address=127.0.0.1", f"--secure-port={free_port()}"], log)
-
-
 async def _with_api(state: ClusterState, work: Any) -> Any:
     async with kube.api_client(state) as api:
         return await work(api)
@@ -92,16 +82,12 @@ def in_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InCluster]:
                      tmp_path_factory.mktemp("incl")) / "c"
     state = harness.up(directory, harness.FULL)
     network = None
-    scheduler_pid = 0
     try:
         node.start(state)
         network = asyncio.run(_with_api(state, lambda api: pod_network.start(state, api)))
-        scheduler_pid = _kube_scheduler(state)
         yield InCluster(state, directory)
     finally:
         problems: list[str] = []
-        if scheduler_pid:
-            stop_process(scheduler_pid)
         if network is not None:
             problems += asyncio.run(_with_api(state, lambda api: pod_network.stop(network, api)))
         problems += node.stop(directory)
@@ -247,6 +233,9 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
         _wait("both kpysched pods scraped", 60, lambda: len(
             [t for t in server.targets() if t["health"] == "up"]) == 2)
         _place_workload(state)
+        # Two scrapes of the leader's work before it goes, so its rates exist.
+        _wait("the leader's scheduled attempts scraped twice", 60, lambda: server.query(
+            'count_over_time(scheduler_schedule_attempts_total{result="scheduled"}[1m]) >= 2'))
         _fail_over(state, names, leader)
         # The new leader places pods too, and watches end when kube-apiserver
         # restarts, so the informer panels get data.
@@ -330,7 +319,9 @@ def _check_panels(server: prometheus.Prometheus, since: float) -> None:
             {"dashboard": json.loads(DASHBOARD.read_text()), "variables": PANEL_VARIABLES,
              "start": since, "end": now, "results": results}, indent=1))
     empty = [expr for expr, series in results.items() if not series]
-    assert empty == [], f"panel queries without data: {empty}"
+    raw = server.query_range("scheduler_schedule_attempts_total", since, now)
+    assert empty == [], (f"panel queries without data: {empty}\n"
+                         f"attempt counters over the run: {raw}")
 
 
 # Quiet on a healthy scheduler. The error-ratio and bind-failure alerts watch rates
