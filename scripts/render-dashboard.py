@@ -82,11 +82,14 @@ def render(snapshot: dict[str, Any]) -> str:
     panels = dashboard["panels"]
     width = 24 * COLUMN
     height = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels) * ROW
+    # The time axis starts at the first sample: the run's first minutes (image build,
+    # helm install) have none.
+    start = min((float(t) for result in results.values() for series in result
+                 for t, _ in series["values"]), default=snapshot["start"])
     body: list[str] = []
     for panel in panels:
         exprs = [substitute(t["expr"], variables) for t in panel.get("targets", [])]
-        body += panel_svg(panel, [results.get(e, []) for e in exprs], snapshot["start"],
-                          snapshot["end"])
+        body += panel_svg(panel, [results.get(e, []) for e in exprs], start, snapshot["end"])
     style = ("text{font-family:sans-serif;fill:#ccccdc}.title{font-size:13px;font-weight:bold}"
              ".row{font-size:15px;font-weight:bold}.axis{font-size:10px;fill:#8e8e8e}"
              ".stat{font-size:30px;text-anchor:middle;fill:#73bf69}")

@@ -258,7 +258,10 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
     # 8. helm uninstall leaves no kpysched object.
     kubectl.run(state, "delete", "namespace", "work", "--wait=true", "--timeout=120s")
     _helm(state, "uninstall", RELEASE, "--namespace", NAMESPACE, "--wait")
-    _wait("kpysched's pods gone", 60, lambda: not _scheduler_pods(state))
+    # Terminating pods included: uninstall --wait does not wait for them.
+    _wait("kpysched's pods gone", 120, lambda: not kubectl.run(
+        state, "get", "pods", "-n", NAMESPACE, "-l", f"app.kubernetes.io/instance={RELEASE}",
+        "-o", "name").stdout.strip())
     leftovers = kubectl.run(state, "get", "all,configmaps,serviceaccounts,roles,rolebindings,"
                             "clusterroles,clusterrolebindings,poddisruptionbudgets",
                             "-A", "-l", f"app.kubernetes.io/instance={RELEASE}",
