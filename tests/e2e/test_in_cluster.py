@@ -7,11 +7,14 @@ From an empty cluster with one real node (kubelet + containerd) and, later, KWOK
 2. `helm install` of charts/kpysched with the harness's helm, default values except
    image.repository (pullPolicy stays IfNotPresent: the image is already there);
 3. both replicas Ready, non-root with a read-only root filesystem, one holding the Lease;
-4. a 10-replica Deployment with schedulerName kpysched Running on KWOK nodes, with
-   kpysched's Scheduled events; plus a pod no node fits and one whose binding an
-   admission policy refuses, so the unschedulable and bind-failure panels have data;
+4. a 10-replica Deployment with schedulerName kpysched Running on KWOK nodes and a
+   bare pod really running on the real node, with kpysched's Scheduled events (also in
+   `kubectl describe`); plus a pod no node fits and one whose binding an admission
+   policy refuses, so the unschedulable and bind-failure panels have data;
 5. the leader pod deleted and the other replica leading within leaseDuration +
-   retryPeriod;
+   retryPeriod; then `helm upgrade` with a changed profile rolling both replicas with
+   never two leading at once (each replica's /metrics polled), and no pod scheduled
+   twice through all of it;
 6. Prometheus (built from the module proxy, run on the host) scraping the pods through
    Kubernetes service discovery over HTTPS with a ServiceAccount token, and every
    dashboard panel query returning data over the run (every alert expression
@@ -33,7 +36,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import ssl
+import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -44,10 +49,11 @@ from typing import Any
 
 import pytest
 
+from tests.cluster import build, kpysched_image, kube, kubectl, nodes, pod_network, prometheus
 from tests.cluster import cluster as harness
-from tests.cluster import kpysched_image, kube, kubectl, nodes, pod_network, prometheus
 from tests.cluster.processes import log_tail
 from tests.cluster.realnode import node
+from tests.cluster.realnode.images import HELLO_IMAGE
 from tests.cluster.state import ClusterState
 from tests.e2e.test_deploy import CHART, DASHBOARD, dashboard_queries, render
 
@@ -129,6 +135,10 @@ def _holder(state: ClusterState) -> str:
 
 
 def _metrics_status(url: str, token: str | None) -> int:
+    return _fetch_metrics(url, token)[0]
+
+
+def _fetch_metrics(url: str, token: str | None) -> tuple[int, str]:
     context = ssl.create_default_context()
     context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # self-signed
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}
@@ -139,9 +149,9 @@ def _metrics_status(url: str, token: str | None) -> int:
     try:
         with opener.open(request, timeout=5) as response:
             status: int = response.status
-            return status
+            return status, response.read().decode()
     except urllib.error.HTTPError as error:
-        return error.code
+        return error.code, ""
 
 
 # A ValidatingAdmissionPolicy refusing the binding of pods named bind-refused-*: the API
@@ -184,7 +194,14 @@ def _workload(namespace: str) -> str:
                "spec": {**pod, "nodeSelector": {"no-such-label": "x"}}}
     refused = {"apiVersion": "v1", "kind": "Pod",
                "metadata": {"name": "bind-refused", "namespace": namespace}, "spec": pod}
-    return "\n---\n".join(json.dumps(o) for o in (deployment, nowhere, refused))
+    on_real_node = {"apiVersion": "v1", "kind": "Pod",
+                    "metadata": {"name": "hello-real", "namespace": namespace},
+                    "spec": {"schedulerName": "kpysched",
+                             "nodeSelector": {"kubernetes.io/hostname": REAL_NODE},
+                             "containers": [{"name": "hello", "image": HELLO_IMAGE,
+                                             "imagePullPolicy": "Never"}]}}
+    return "\n---\n".join(json.dumps(o) for o in (deployment, nowhere, refused,
+                                                  on_real_node))
 
 
 def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InCluster) -> None:
@@ -241,6 +258,8 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
         # restarts, so the informer panels get data.
         kubectl.run(state, "scale", "deployment", "web", "-n", "work", "--replicas=12")
         _wait("12 Running web pods", 120, lambda: _running_web(state) == 12)
+        _upgrade_without_two_leaders(state, token)
+        _assert_bound_once(state)
         harness.restart_apiserver(in_cluster.directory)
         time.sleep(20)  # a few scrapes after it
         _check_panels(server, started)
@@ -281,14 +300,91 @@ def _place_workload(state: ClusterState) -> None:
         cpu="4", memory="32Gi", pods=110, zones=3, labels={}, taints=[KWOK_TAINT]))))
     kubectl.run(state, "apply", "-f", "-", stdin=REFUSE_BINDING)
     kubectl.run(state, "create", "namespace", "work")
+    _wait_policy_effective(state, "work")
     kubectl.run(state, "apply", "-f", "-", stdin=_workload("work"))
     _wait("10 Running web pods", 120, lambda: _running_web(state) == 10)
+    _wait("hello-real Running on the real node", 120, lambda: kubectl.get_json(
+        state, "pod", "hello-real", "-n", "work")["status"].get("phase") == "Running")
     events = kubectl.get_json(state, "events.events.k8s.io", "-n", "work")["items"]
     assert {e["reportingController"] for e in events if e["reason"] == "Scheduled"} == \
         {"kpysched"}
+    described = kubectl.run(state, "describe", "pod", "hello-real", "-n", "work").stdout
+    assert "Scheduled" in described and "kpysched" in described, described
     _wait("FailedScheduling for fits-nowhere", 60, lambda: any(
         e["reason"] == "FailedScheduling" and e["regarding"]["name"] == "fits-nowhere"
         for e in kubectl.get_json(state, "events.events.k8s.io", "-n", "work")["items"]))
+
+
+def _wait_policy_effective(state: ClusterState, namespace: str) -> None:
+    """kube-apiserver loads admission policies asynchronously: until it refuses a
+    dry-run binding of a probe pod (one no scheduler handles), kpysched's real binding
+    could still go through."""
+    probe = {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": "bind-refused-probe", "namespace": namespace},
+             "spec": {"schedulerName": "nobody", "containers": [
+                 {"name": "c", "image": HELLO_IMAGE}]}}
+    kubectl.run(state, "apply", "-f", "-", stdin=json.dumps(probe))
+    binding = json.dumps({"apiVersion": "v1", "kind": "Binding",
+                          "metadata": {"name": "bind-refused-probe"},
+                          "target": {"kind": "Node", "name": REAL_NODE}})
+    path = f"/api/v1/namespaces/{namespace}/pods/bind-refused-probe/binding?dryRun=All"
+    _wait("the binding policy in force", 30, lambda: "refuses the binding" in kubectl.run(
+        state, "create", "--raw", path, "-f", "-", stdin=binding, check=False).stderr)
+    kubectl.run(state, "delete", "pod", "bind-refused-probe", "-n", namespace)
+
+def _leaders_now(state: ClusterState, token: str) -> int:
+    """Replicas whose /metrics says they lead now (terminating ones included)."""
+    pods = kubectl.get_json(state, "pods", "-n", NAMESPACE, "-l",
+                            f"app.kubernetes.io/instance={RELEASE}")["items"]
+    leading = 0
+    for pod in pods:
+        ip = pod.get("status", {}).get("podIP")
+        if not ip:
+            continue
+        try:
+            status, body = _fetch_metrics(f"https://{ip}:10259/metrics", token)
+        except OSError:
+            continue  # not listening (yet, or any more): not leading
+        if status == 200 and re.search(
+                r"^leader_election_master_status\{[^}]*\} 1(\.0)?$", body, re.MULTILINE):
+            leading += 1
+    return leading
+
+
+def _upgrade_without_two_leaders(state: ClusterState, token: str) -> None:
+    """`helm upgrade` with a changed profile rolls both replicas (the config checksum
+    changes the pod template) and no two replicas ever lead at once."""
+    profiles = json.dumps([{"schedulerName": "kpysched", "plugins": {
+        "score": {"disabled": [{"name": "ImageLocality"}]}}}])
+    before = {p["metadata"]["name"] for p in _scheduler_pods(state)}
+    upgrade = subprocess.Popen(
+        [str(build.binary_path("helm")), "upgrade", RELEASE, str(CHART), "--namespace", NAMESPACE,
+         "--kubeconfig", state.kubeconfig, "--reuse-values", "--set-json",
+         f"profiles={profiles}", "--wait", "--timeout", "5m"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    most = 0
+    while upgrade.poll() is None:
+        most = max(most, _leaders_now(state, token))
+        time.sleep(0.3)
+    output = upgrade.stdout.read() if upgrade.stdout else ""
+    assert upgrade.returncode == 0, output
+    assert most <= 1, f"{most} replicas led at once during the upgrade"
+    _wait("two new Ready replicas", 120, lambda: (
+        len([p for p in _scheduler_pods(state) if _ready(p)]) == 2
+        and not before & {p["metadata"]["name"] for p in _scheduler_pods(state)}))
+    _wait("a new replica leading", 60, lambda: any(
+        _holder(state).startswith(p["metadata"]["name"]) for p in _scheduler_pods(state)))
+
+
+def _assert_bound_once(state: ClusterState) -> None:
+    """Through fail-over and upgrade, no pod was scheduled twice."""
+    events = kubectl.get_json(state, "events.events.k8s.io", "-n", "work")["items"]
+    counts: dict[str, int] = {}
+    for event in events:
+        if event["reason"] == "Scheduled":
+            name = event["regarding"]["name"]
+            counts[name] = counts.get(name, 0) + int(event.get("deprecatedCount") or 1)
+    assert counts and all(n == 1 for n in counts.values()), counts
 
 
 def _fail_over(state: ClusterState, names: set[str], leader: str) -> None:
