@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 .venv/bin/ruff check .
 .venv/bin/mypy
-.venv/bin/python -m pytest "$@"
+# Two workers, whole files each: e2e tests mostly wait on real components, and each
+# worker gets its own session cluster, so files never see each other's objects.
+.venv/bin/python -m pytest -n 2 --dist loadfile "$@"
