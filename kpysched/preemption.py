@@ -33,7 +33,6 @@ class PreemptionExecutor:
         self._on_finished = on_finished
         self._tasks: set[asyncio.Task[None]] = set()
         self._running: set[str] = set()  # preemptor uids with victims still being removed
-        self.victims_deleted = 0
 
     def is_running(self, uid: str) -> bool:
         return uid in self._running
@@ -97,7 +96,6 @@ class PreemptionExecutor:
             log.warning("preemption.delete_failed", victim=victim.key, preemptor=preemptor.key,
                         status=deleted.status, message=deleted.message())
             return
-        self.victims_deleted += 1
         log.info("preemption.victim_deleted", victim=victim.key, preemptor=preemptor.key,
                  node=node_name)
         self._recorder.event(

@@ -130,8 +130,11 @@ class Scheduler:
         await self.status_writer.abort()
 
     async def drain_writes(self, timeout: float) -> None:
-        """Graceful stop: bindings first (they write events), then what is queued."""
+        """Graceful stop: bindings and victim deletions first (they write events), then
+        what is queued."""
         await self.drain_bindings(timeout)
+        if self.preemption is not None:
+            await self.preemption.drain(timeout)
         await self.recorder.drain(timeout)
         await self.status_writer.drain(timeout)
 
