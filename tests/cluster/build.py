@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -140,28 +141,36 @@ def missing_binaries() -> list[Binary]:
     return [b for b in BINARIES if not b.path.is_file()]
 
 
-def _build_one(binary: Binary) -> None:
+def go_build(name: str, package: str, output: Path, module_dir: Path, *,
+             ldflags: tuple[str, ...] = (), tags: tuple[str, ...] = (), cgo: bool = False,
+             failure_hint: Callable[[str], str] = lambda stderr: "") -> None:
+    """`go build` one program into `output` (stripped, -trimpath, the module's own go.sum);
+    written to a .partial file first and moved, so a half-written binary is never
+    "present". Shared by the harness binaries and the real node's programs."""
     go = shutil.which("go")
     if go is None:
         raise RuntimeError("`go` is not on PATH; the test cluster is built from Go modules")
-    binary.path.parent.mkdir(parents=True, exist_ok=True)
-    partial = binary.path.with_suffix(".partial")
-    ldflags = " ".join(("-s", "-w", *binary.ldflags))
-    command = [go, "build", "-trimpath", "-ldflags", ldflags, "-o", str(partial)]
-    if binary.tags:
-        command += ["-tags", ",".join(binary.tags)]
-    command.append(binary.package)
-    env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=readonly")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    partial = output.with_suffix(".partial")
+    command = [go, "build", "-trimpath", "-ldflags", " ".join(("-s", "-w", *ldflags)),
+               "-o", str(partial)]
+    if tags:
+        command += ["-tags", ",".join(tags)]
+    command.append(package)
+    env = dict(os.environ, CGO_ENABLED="1" if cgo else "0", GOFLAGS="-mod=readonly")
     started = time.monotonic()
-    print(f"[build] {binary.name}: go build {binary.package} ...", flush=True)
-    result = subprocess.run(command, cwd=binary.module_dir, env=env, capture_output=True,
-                            text=True)
+    print(f"[build] {name}: go build {package} ...", flush=True)
+    result = subprocess.run(command, cwd=module_dir, env=env, capture_output=True, text=True)
     if result.returncode != 0:
-        raise RuntimeError(
-            f"building {binary.name} failed (exit {result.returncode}):\n{result.stderr[-4000:]}"
-        )
-    partial.replace(binary.path)  # atomic: a half-written binary is never "present"
-    print(f"[build] {binary.name}: done in {time.monotonic() - started:.0f}s", flush=True)
+        raise RuntimeError(f"building {name} failed (exit {result.returncode}):\n"
+                           f"{result.stderr[-4000:]}{failure_hint(result.stderr)}")
+    partial.replace(output)
+    print(f"[build] {name}: done in {time.monotonic() - started:.0f}s", flush=True)
+
+
+def _build_one(binary: Binary) -> None:
+    go_build(binary.name, binary.package, binary.path, binary.module_dir,
+             ldflags=binary.ldflags, tags=binary.tags)
 
 
 def ensure_built() -> Path:

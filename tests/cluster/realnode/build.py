@@ -13,11 +13,7 @@ changing a pinned version builds afresh and warm runs rebuild nothing.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
-import shutil
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,29 +130,14 @@ def missing_programs() -> list[Program]:
 
 
 def _build_one(program: Program) -> None:
-    go = shutil.which("go")
-    if go is None:
-        raise RuntimeError("`go` is not on PATH; the real node is built from Go modules")
-    program.path.parent.mkdir(parents=True, exist_ok=True)
-    partial = program.path.with_suffix(".partial")
-    command = [go, "build", "-trimpath", "-ldflags", " ".join(("-s", "-w", *program.ldflags)),
-               "-o", str(partial)]
-    if program.tags:
-        command += ["-tags", ",".join(program.tags)]
-    command.append(program.package)
-    env = dict(os.environ, CGO_ENABLED="1" if program.cgo else "0", GOFLAGS="-mod=readonly")
-    started = time.monotonic()
-    print(f"[build] {program.name}: go build {program.package} ...", flush=True)
-    result = subprocess.run(command, cwd=TOOLS_DIR / program.module_dir, env=env,
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        hint = ""
-        if program.cgo and "seccomp" in result.stderr:
-            hint = "\n(runc needs libseccomp-dev: `apt-get install libseccomp-dev`)"
-        raise RuntimeError(f"building {program.name} failed (exit {result.returncode}):\n"
-                           f"{result.stderr[-4000:]}{hint}")
-    partial.replace(program.path)  # atomic: a half-written binary is never "present"
-    print(f"[build] {program.name}: done in {time.monotonic() - started:.0f}s", flush=True)
+    def hint(stderr: str) -> str:
+        if program.cgo and "seccomp" in stderr:
+            return "\n(runc needs libseccomp-dev: `apt-get install libseccomp-dev`)"
+        return ""
+
+    cluster_build.go_build(program.name, program.package, program.path,
+                           TOOLS_DIR / program.module_dir, ldflags=program.ldflags,
+                           tags=program.tags, cgo=program.cgo, failure_hint=hint)
 
 
 def ensure_built() -> Path:
