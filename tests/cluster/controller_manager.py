@@ -47,6 +47,10 @@ The flags, and why each is set:
 
 from __future__ import annotations
 
+import json
+import secrets
+import time
+import urllib.error
 from pathlib import Path
 
 from tests.cluster import build, certs, kubeconfig, processes
@@ -110,3 +114,34 @@ def wait_ready(state: ClusterState, component: Component) -> None:
 
     processes.wait_until(NAME, component.pid, component.log, healthy_and_working,
                          READY_TIMEOUT_SECONDS)
+
+
+def serves_new_namespaces(state: ClusterState, timeout: float) -> bool:
+    """Whether a namespace created now gets its `default` ServiceAccount within `timeout`.
+
+    After an API server outage, client-go's reflectors reconnect with a backoff that
+    doubles per failure up to 30s (plus jitter) and resets only after two quiet
+    minutes, so a controller manager that saw several restarts in a row can take a
+    minute to notice a new namespace. The probe namespace is deleted again.
+    """
+    context = processes.ca_tls(state.ca_file)
+    headers = {"Authorization": f"Bearer {state.token}", "Content-Type": "application/json"}
+    name = f"harness-probe-{secrets.token_hex(3)}"
+    namespaces = f"{state.server}/api/v1/namespaces"
+    processes.http_get(namespaces, context=context, headers=headers, method="POST",
+                       body=json.dumps({"metadata": {"name": name}}).encode())
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                processes.http_get(f"{namespaces}/{name}/serviceaccounts/default",
+                                   context=context, headers=headers)
+                return True
+            except urllib.error.HTTPError as error:
+                if error.code != 404:
+                    raise
+            time.sleep(0.1)
+        return False
+    finally:
+        processes.http_get(f"{namespaces}/{name}", context=context, headers=headers,
+                           method="DELETE")
