@@ -129,7 +129,7 @@ def serves_new_namespaces(state: ClusterState, timeout: float) -> bool:
     name = f"harness-probe-{secrets.token_hex(3)}"
     namespaces = f"{state.server}/api/v1/namespaces"
     processes.http_get(namespaces, context=context, headers=headers, method="POST",
-                       body=json.dumps({"metadata": {"name": name}}).encode())
+                       data=json.dumps({"metadata": {"name": name}}).encode())
     try:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -103,8 +103,8 @@ def ca_tls(ca_file: str) -> ssl.SSLContext:
 
 def http_get(url: str, *, context: ssl.SSLContext | None = None,
              headers: dict[str, str] | None = None, timeout: float = 2.0,
-             method: str = "GET", body: bytes | None = None) -> str:
-    request = urllib.request.Request(url, headers=headers or {}, method=method, data=body)
+             method: str = "GET", data: bytes | None = None) -> str:
+    request = urllib.request.Request(url, headers=headers or {}, method=method, data=data)
     with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
         body: bytes = response.read()
         return body.decode()
