@@ -52,7 +52,7 @@ def build_scheduler(
     *,
     max_unschedulable_seconds: float = UNSCHEDULABLE_MAX_SECONDS,
 ) -> Scheduler:
-    handle = SchedulerHandle(Binder(raw), listers or Listers())
+    handle = SchedulerHandle(Binder(raw), listers or Listers(), raw)
     frameworks = {
         profile.scheduler_name: Framework(
             ProfileSpec(profile.scheduler_name, profile.plugins, profile.score_weights,
@@ -150,7 +150,8 @@ async def run(
             config, profiles, registry, raw, listers, metrics,
             max_unschedulable_seconds=settings.pod_max_in_unschedulable_pods_duration)
         # A namespace's labels decide namespaceSelector matches (InterPodAffinity).
-        listers.namespaces = Index(lambda: scheduler.queue.move_on_event(NAMESPACE_CHANGE))
+        listers.namespaces = Index(lambda _: scheduler.queue.move_on_event(NAMESPACE_CHANGE))
+        listers.storage.requeue_with(scheduler.queue.move_on_event)
         pod_handler = PodEventHandler(scheduler, scheduler.recorder)
         pods = pod_reflector(api_client, pod_handler)
         nodes = node_reflector(api_client, NodeEventHandler(scheduler))

@@ -11,9 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from kpysched.apiclient import RawApi
 from kpysched.binding import Binder
 from kpysched.framework.status import Status
-from kpysched.listers import Listers
+from kpysched.listers import Listers, StorageListers
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.pod_topology_spread import default_selector
@@ -42,9 +43,10 @@ class SchedulerHandle:
     """The shared framework Handle: snapshot, binding, waiting pods, listers,
     nominations and preemption actuation."""
 
-    def __init__(self, binder: Binder, listers: Listers) -> None:
+    def __init__(self, binder: Binder, listers: Listers, raw: RawApi) -> None:
         self._binder = binder
         self._listers = listers
+        self._raw = raw
         self.scheduler: Scheduler | None = None
         self.executor: PreemptionExecutor | None = None
 
@@ -58,6 +60,14 @@ class SchedulerHandle:
 
     async def bind(self, pod: api.Pod, node_name: str) -> Status:
         return await self._binder.bind(pod, node_name)
+
+    @property
+    def client(self) -> RawApi:
+        return self._raw
+
+    @property
+    def storage(self) -> StorageListers:
+        return self._listers.storage
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
         for framework in self._scheduler().frameworks.values():

@@ -1,5 +1,6 @@
 """Read-only indexes of the secondary resources plugins consult (Namespaces, PDBs,
-Services, ReplicationControllers, ReplicaSets, StatefulSets), fed by informers."""
+Services, ReplicationControllers, ReplicaSets, StatefulSets, and the storage objects
+of the volume plugins), fed by informers."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from kubernetes_asyncio import client
 
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.informers import Reflector
-from kpysched.objects import api
+from kpysched.objects import api, storage
 
 
 class _Meta(Protocol):
@@ -28,11 +30,11 @@ T = TypeVar("T", bound=_HasMeta)
 
 class Index(Generic[T]):
     """An informer handler that keeps objects by namespace/name and calls `on_change`
-    after every add, update or delete (e.g. to move unschedulable pods)."""
+    with the action after every add, update or delete (e.g. to move unschedulable pods)."""
 
-    def __init__(self, on_change: Callable[[], object] | None = None) -> None:
+    def __init__(self, on_change: Callable[[ActionType], object] | None = None) -> None:
         self._objects: dict[str, T] = {}
-        self._on_change = on_change
+        self.on_change = on_change
 
     @staticmethod
     def key(obj: _HasMeta) -> str:
@@ -41,18 +43,18 @@ class Index(Generic[T]):
 
     def on_add(self, obj: T) -> None:
         self._objects[self.key(obj)] = obj
-        if self._on_change is not None:
-            self._on_change()
+        if self.on_change is not None:
+            self.on_change(ActionType.ADD)
 
     def on_update(self, old: T, new: T) -> None:
         self._objects[self.key(new)] = new
-        if self._on_change is not None:
-            self._on_change()
+        if self.on_change is not None:
+            self.on_change(ActionType.UPDATE)
 
     def on_delete(self, obj: T) -> None:
         self._objects.pop(self.key(obj), None)
-        if self._on_change is not None:
-            self._on_change()
+        if self.on_change is not None:
+            self.on_change(ActionType.DELETE)
 
     def get(self, key: str) -> T | None:
         return self._objects.get(key)
@@ -74,6 +76,7 @@ class Listers:
         self.replication_controllers: Index[api.ReplicationController] = Index()
         self.replica_sets: Index[api.ReplicaSet] = Index()
         self.stateful_sets: Index[api.StatefulSet] = Index()
+        self.storage = StorageListers()
 
     def reflectors(self, api_client: client.ApiClient) -> list[Reflector[Any]]:
         specs: list[tuple[str, type[Any], type[Any], Index[Any], str]] = [
@@ -89,6 +92,63 @@ class Listers:
              self.replica_sets, "replicasets"),
             ("/apis/apps/v1/statefulsets", api.StatefulSet, api.StatefulSetList,
              self.stateful_sets, "statefulsets"),
+            *self.storage.specs(),
         ]
         return [Reflector(api_client, path, kind, list_kind, index, resource=resource)
                 for path, kind, list_kind, index, resource in specs]
+
+
+class StorageListers:
+    """The storage objects the volume plugins read (upstream's PV, PVC, StorageClass,
+    CSINode, CSIDriver, CSIStorageCapacity and VolumeAttachment listers).
+
+    kube-scheduler starts these informers with its default profile; so does kpysched,
+    whatever the profile, so the RBAC it needs does not depend on the configuration.
+    """
+
+    def __init__(self) -> None:
+        self.persistent_volumes: Index[storage.PersistentVolume] = Index()
+        self.persistent_volume_claims: Index[storage.PersistentVolumeClaim] = Index()
+        self.storage_classes: Index[storage.StorageClass] = Index()
+        self.csi_nodes: Index[storage.CSINode] = Index()
+        self.csi_drivers: Index[storage.CSIDriver] = Index()
+        self.csi_storage_capacities: Index[storage.CSIStorageCapacity] = Index()
+        self.volume_attachments: Index[storage.VolumeAttachment] = Index()
+
+    def _by_resource(self) -> list[tuple[Resource, Index[Any]]]:
+        return [
+            (Resource.PERSISTENT_VOLUME, self.persistent_volumes),
+            (Resource.PERSISTENT_VOLUME_CLAIM, self.persistent_volume_claims),
+            (Resource.STORAGE_CLASS, self.storage_classes),
+            (Resource.CSI_NODE, self.csi_nodes),
+            (Resource.CSI_DRIVER, self.csi_drivers),
+            (Resource.CSI_STORAGE_CAPACITY, self.csi_storage_capacities),
+            (Resource.VOLUME_ATTACHMENT, self.volume_attachments),
+        ]
+
+    def requeue_with(self, move: Callable[[ClusterEvent], object]) -> None:
+        """Every change becomes the cluster event the volume plugins register for
+        (e.g. a PV added, a claim bound), so the pods they rejected are retried."""
+        for resource, index in self._by_resource():
+            index.on_change = (lambda action, resource=resource:
+                               move(ClusterEvent(resource, action)))
+
+    def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:
+        return [
+            ("/api/v1/persistentvolumes", storage.PersistentVolume,
+             storage.PersistentVolumeList, self.persistent_volumes, "persistentvolumes"),
+            ("/api/v1/persistentvolumeclaims", storage.PersistentVolumeClaim,
+             storage.PersistentVolumeClaimList, self.persistent_volume_claims,
+             "persistentvolumeclaims"),
+            ("/apis/storage.k8s.io/v1/storageclasses", storage.StorageClass,
+             storage.StorageClassList, self.storage_classes, "storageclasses"),
+            ("/apis/storage.k8s.io/v1/csinodes", storage.CSINode, storage.CSINodeList,
+             self.csi_nodes, "csinodes"),
+            ("/apis/storage.k8s.io/v1/csidrivers", storage.CSIDriver, storage.CSIDriverList,
+             self.csi_drivers, "csidrivers"),
+            ("/apis/storage.k8s.io/v1/csistoragecapacities", storage.CSIStorageCapacity,
+             storage.CSIStorageCapacityList, self.csi_storage_capacities,
+             "csistoragecapacities"),
+            ("/apis/storage.k8s.io/v1/volumeattachments", storage.VolumeAttachment,
+             storage.VolumeAttachmentList, self.volume_attachments, "volumeattachments"),
+        ]

@@ -19,6 +19,13 @@ class Resource(Enum):
     NAMESPACE = "Namespace"
     PDB = "PodDisruptionBudget"
     SERVICE = "Service"
+    PERSISTENT_VOLUME = "PersistentVolume"
+    PERSISTENT_VOLUME_CLAIM = "PersistentVolumeClaim"
+    STORAGE_CLASS = "StorageClass"
+    CSI_NODE = "CSINode"
+    CSI_DRIVER = "CSIDriver"
+    CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
+    VOLUME_ATTACHMENT = "VolumeAttachment"
     WILDCARD = "*"
 
 

@@ -11,6 +11,7 @@ from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 
 if TYPE_CHECKING:
+    from kpysched.apiclient import RawApi
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.snapshot import Snapshot
     from kpysched.framework.runtime import Framework
@@ -34,6 +35,14 @@ class ProfileHandle:
 
     async def bind(self, pod: api.Pod, node_name: str) -> Status:
         return await self._shared.bind(pod, node_name)
+
+    @property
+    def client(self) -> RawApi:
+        return self._shared.client
+
+    @property
+    def storage(self) -> fw.StorageListers:
+        return self._shared.storage
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
         self._shared.allow_waiting_pod(uid, plugin)

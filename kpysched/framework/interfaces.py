@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -20,9 +20,10 @@ from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 
 if TYPE_CHECKING:
+    from kpysched.apiclient import RawApi
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.snapshot import Snapshot
-    from kpysched.objects import api
+    from kpysched.objects import api, storage
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -58,6 +59,46 @@ class QueuedPodInfo:
     gating_plugin: str = ""
 
 
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Lister(Protocol[T_co]):
+    """Read access to one informer's objects (upstream's generated listers)."""
+
+    def get(self, key: str) -> T_co | None:
+        """By "namespace/name", or "name" for cluster-scoped objects."""
+        ...
+
+    def values(self) -> Sequence[T_co]: ...
+
+    def in_namespace(self, namespace: str) -> Sequence[T_co]: ...
+
+
+class StorageListers(Protocol):
+    """The storage objects the volume plugins consult."""
+
+    @property
+    def persistent_volumes(self) -> Lister[storage.PersistentVolume]: ...
+
+    @property
+    def persistent_volume_claims(self) -> Lister[storage.PersistentVolumeClaim]: ...
+
+    @property
+    def storage_classes(self) -> Lister[storage.StorageClass]: ...
+
+    @property
+    def csi_nodes(self) -> Lister[storage.CSINode]: ...
+
+    @property
+    def csi_drivers(self) -> Lister[storage.CSIDriver]: ...
+
+    @property
+    def csi_storage_capacities(self) -> Lister[storage.CSIStorageCapacity]: ...
+
+    @property
+    def volume_attachments(self) -> Lister[storage.VolumeAttachment]: ...
+
+
 class SharedHandle(Protocol):
     """What the scheduler offers every profile's framework."""
 
@@ -66,6 +107,17 @@ class SharedHandle(Protocol):
 
     async def bind(self, pod: api.Pod, node_name: str) -> Status:
         """POST the Binding subresource (used by DefaultBinder)."""
+        ...
+
+    @property
+    def client(self) -> RawApi:
+        """The API client for the writes a plugin makes itself (PreBind's volume
+        bindings); rate-limited with the scheduler's own requests."""
+        ...
+
+    @property
+    def storage(self) -> StorageListers:
+        """PersistentVolumes, claims, StorageClasses and the CSI objects."""
         ...
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None: ...

@@ -155,6 +155,40 @@ class PodResourceClaim(_Wire):
     name: str = ""
 
 
+# A pod's volumes. Sources that only identify a disk (GCE PD, AWS EBS, RBD, iSCSI and
+# the other in-tree drivers CSI migration translates) stay plain dicts: the volume
+# plugins read one or two keys of each.
+class PersistentVolumeClaimVolumeSource(_Wire):
+    claim_name: str = ""
+    read_only: bool = False
+
+
+class EphemeralVolumeSource(_Wire):
+    # Present means the pod owns a generic ephemeral claim named <pod>-<volume>.
+    volume_claim_template: dict[str, Any] | None = None
+
+
+class CSIVolumeSource(_Wire):
+    driver: str = ""
+    volume_attributes: dict[str, str] = {}
+
+
+class Volume(_Wire):
+    name: str = ""
+    persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
+    ephemeral: EphemeralVolumeSource | None = None
+    csi: CSIVolumeSource | None = None
+    gce_persistent_disk: dict[str, Any] | None = None
+    aws_elastic_block_store: dict[str, Any] | None = None
+    rbd: dict[str, Any] | None = None
+    iscsi: dict[str, Any] | None = None
+    azure_disk: dict[str, Any] | None = None
+    azure_file: dict[str, Any] | None = None
+    cinder: dict[str, Any] | None = None
+    vsphere_volume: dict[str, Any] | None = None
+    portworx_volume: dict[str, Any] | None = None
+
+
 class PodSpec(_Wire):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -172,6 +206,7 @@ class PodSpec(_Wire):
     resource_claims: list[PodResourceClaim] = []
     topology_spread_constraints: list[TopologySpreadConstraint] = []
     termination_grace_period_seconds: int | None = None
+    volumes: list[Volume] = []
 
 
 class PodCondition(_Wire):

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.status import Status
+from kpysched.listers import StorageListers
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 
@@ -263,10 +265,22 @@ class FakeHandle:
     nominated: dict[str, list[PodInfo]] = field(default_factory=dict)  # node -> pods
     # (preemptor key, node, victim keys, plugin) for every preempt() call, in order.
     preemptions: list[tuple[str, str, list[str], str]] = field(default_factory=list)
+    # Fill its indexes with on_add(...) to give volume plugins their PVs, claims, ...
+    storage_listers: StorageListers = field(default_factory=StorageListers)
+    # Plugins that write (PreBind) get this as their client, e.g. api_double.RecordingApi.
+    api_client: Any = None
 
     @property
     def snapshot(self) -> Snapshot:
         return self.snapshot_value
+
+    @property
+    def client(self) -> Any:
+        return self.api_client
+
+    @property
+    def storage(self) -> StorageListers:
+        return self.storage_listers
 
     async def bind(self, pod: api.Pod, node_name: str) -> Status:
         self.bound.append((f"{pod.metadata.namespace}/{pod.metadata.name}", node_name))
