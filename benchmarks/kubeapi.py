@@ -83,11 +83,13 @@ class BenchApi:
     async def create_all(
         self, items: Iterable[tuple[str, bytes]],
         on_created: Callable[[int, float], None] | None = None,
+        *, method: str = "POST", content_type: str = "application/json",
     ) -> int:
         """POST every (path, encoded body) with `concurrency` requests in flight.
 
         on_created(index, monotonic time the reply arrived) runs for each success;
         409 Already Exists counts as created (a retried request). Returns how many.
+        With method="PATCH" (and a patch content type) it patches instead.
         """
         iterator = iter(enumerate(items))
         created = 0
@@ -97,10 +99,11 @@ class BenchApi:
             for index, (path, body) in iterator:
                 for attempt in range(5):
                     try:
-                        status, reply = await self.request("POST", path, body)
+                        status, reply = await self.request(method, path, body,
+                                                           content_type=content_type)
                     except (aiohttp.ClientError, TimeoutError) as error:
                         if attempt == 4:
-                            raise ApiError(f"POST {path} failed: {error!r}") from error
+                            raise ApiError(f"{method} {path} failed: {error!r}") from error
                         await asyncio.sleep(0.2 * (attempt + 1))
                         continue
                     if 200 <= status < 300 or status == 409:
@@ -108,9 +111,9 @@ class BenchApi:
                     if status == 429 or status >= 500:  # server overloaded: back off
                         await asyncio.sleep(0.2 * (attempt + 1))
                         continue
-                    raise ApiError(f"POST {path} answered {status}: {reply[:400]!r}")
+                    raise ApiError(f"{method} {path} answered {status}: {reply[:400]!r}")
                 else:
-                    raise ApiError(f"POST {path} still failing after 5 attempts")
+                    raise ApiError(f"{method} {path} still failing after 5 attempts")
                 created += 1
                 if on_created is not None:
                     on_created(index, time.monotonic())

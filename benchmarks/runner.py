@@ -80,11 +80,34 @@ async def _populate(api: BenchApi, spec: RunSpec, scheduler_name: str) -> None:
         await api.must("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
     await api.create_all(("/api/v1/nodes", encode(workload.node(i)))
                          for i in range(sizes.nodes))
+    await _create_claims(api, workloads.INIT_NAMESPACE, workload.init_pod,
+                         [f"init-{i}" for i in range(sizes.init_pods)])
+    await _create_claims(api, workloads.MEASURED_NAMESPACE, workload.measured_pod,
+                         [f"{workload.measured_pod.prefix}-{i}" for i in range(sizes.pods)])
     init_path = f"/api/v1/namespaces/{workloads.INIT_NAMESPACE}/pods"
     await api.create_all(
         (init_path, encode(workload.init_pod.body(
             f"init-{i}", scheduler_name, f"node-{workload.place_init(i, sizes.nodes)}")))
         for i in range(sizes.init_pods))
+
+
+async def _create_claims(api: BenchApi, namespace: str, shape: workloads.PodShape,
+                         pod_names: list[str]) -> None:
+    """Each pod's bound claim and volume, before any pod exists (also the measured
+    ones: creating them is setup, not scheduling). Status is a subresource, so the
+    Bound phases are written after the objects, as scheduler_perf does."""
+    if not shape.claim:
+        return
+    pairs = [workloads.volume_bodies(namespace, name) for name in pod_names]
+    claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
+    await api.create_all((claims_path, encode(claim)) for claim, _ in pairs)
+    await api.create_all(("/api/v1/persistentvolumes", encode(volume)) for _, volume in pairs)
+    bound = encode({"status": {"phase": "Bound"}})
+    merge = "application/merge-patch+json"
+    await api.create_all(((f"{claims_path}/{claim['metadata']['name']}/status", bound)
+                          for claim, _ in pairs), method="PATCH", content_type=merge)
+    await api.create_all(((f"/api/v1/persistentvolumes/{volume['metadata']['name']}/status",
+                           bound) for _, volume in pairs), method="PATCH", content_type=merge)
 
 
 def _measured_bodies(spec: RunSpec, scheduler_name: str) -> list[tuple[str, bytes]]:

@@ -36,6 +36,8 @@ class PodShape:
     grace_period_zero: bool = False
     affinity: dict[str, Any] | None = None
     spread: list[dict[str, Any]] | None = None
+    # Mounts the PersistentVolumeClaim named like the pod (see volume_bodies).
+    claim: bool = False
 
     def body(self, name: str, scheduler_name: str, node_name: str | None = None
              ) -> dict[str, Any]:
@@ -58,6 +60,8 @@ class PodShape:
             spec["topologySpreadConstraints"] = self.spread
         if node_name is not None:
             spec["nodeName"] = node_name
+        if self.claim:
+            spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]
         metadata: dict[str, Any] = {"name": name}
         if self.labels:
             metadata["labels"] = dict(self.labels)
@@ -65,6 +69,7 @@ class PodShape:
 
 
 DEFAULT_POD = PodShape("pod")
+PV_POD = PodShape("pod-pv", claim=True)
 NODE_AFFINITY_POD = PodShape("node-affinity", affinity={"nodeAffinity": {
     "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
         "matchExpressions": [{"key": ZONE_KEY, "operator": "In",
@@ -80,6 +85,31 @@ SPREADING_POD = PodShape("spreading-pod", labels={"color": "blue"}, spread=[{
 LOW_PRIORITY_POD = PodShape("low", cpu="900m", grace_period_zero=True)
 HIGH_PRIORITY_POD = PodShape("high", cpu="3000m", priority=10)
 LARGE_CPU_POD = PodShape("large", cpu="9", limits=False, priority=10)
+
+
+def volume_bodies(namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The claim and volume of one pod of SchedulingInTreePVs (scheduler_perf's
+    templates/pvc.yaml and pv-aws.yaml): 1Gi ReadOnlyMany, an in-tree AWS EBS volume,
+    bound to each other from the start (the claim says bind-completed, the volume's
+    claimRef names the claim), as upstream's CreatePodWithPersistentVolume makes them.
+    The PV's name carries the namespace: PVs are cluster-wide."""
+    pv_name = f"{namespace}-pv-{name}"
+    claim = {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace,
+                     "annotations": {"pv.kubernetes.io/bind-completed": "true"}},
+        "spec": {"accessModes": ["ReadOnlyMany"],
+                 "resources": {"requests": {"storage": "1Gi"}}, "volumeName": pv_name},
+    }
+    volume = {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
+        "spec": {"accessModes": ["ReadOnlyMany"], "capacity": {"storage": "1Gi"},
+                 "awsElasticBlockStore": {"volumeID": pv_name},
+                 "persistentVolumeReclaimPolicy": "Retain",
+                 "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
+                              "namespace": namespace, "name": name}},
+    }
+    return claim, volume
 
 
 def _round_robin(index: int, nodes: int) -> int:
@@ -143,6 +173,12 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
         default_init_pods=lambda nodes: 4 * nodes, default_pods=lambda nodes: nodes,
         place_init=lambda index, nodes: (index // 4) % nodes,
         capacity=lambda nodes, init: nodes),
+    Workload(
+        "in-tree-pvs", "SchedulingInTreePVs",
+        "every pod mounts its own bound claim of an in-tree AWS EBS volume",
+        zones=("zone1", "zone2", "zone3"), init_pod=PV_POD, measured_pod=PV_POD,
+        default_init_pods=lambda nodes: min(nodes, 1000),
+        default_pods=lambda nodes: max(2 * nodes, 2000)),
     Workload(
         "unschedulable", "Unschedulable",
         "default pods flow while 9-CPU high-priority pods that never fit arrive at 5/s",
