@@ -1,0 +1,234 @@
+"""NodeVolumeLimits (upstream's CSILimits): a node takes no more volumes of a CSI driver
+than its CSINode's allocatable count for that driver.
+
+A volume counts once per node under "<driver>/<volume handle>": a claim's bound PV
+gives both (an in-tree PV through CSI migration), a claim not bound yet counts under
+its StorageClass's provisioner with a handle of its own, a generic ephemeral volume is
+the claim "<pod>-<volume>" the pod must own, and a migratable inline volume is
+translated like a PV. The node's load is the unique volumes of its pods plus those
+its VolumeAttachments hold for PVs no pod there uses. The driver-presence check of the
+VolumeLimitScaling gate (alpha, off in v1.36) is not carried over.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.interfaces import (
+    FilterPlugin,
+    Handle,
+    PreFilterPlugin,
+    PreFilterResult,
+    StorageListers,
+)
+from kpysched.framework.status import SUCCESS, Status
+from kpysched.objects import api, storage
+from kpysched.objects.pod import PodInfo
+from kpysched.plugins._volume_helpers import PVC_RESOURCE, claim_class, namespaced, not_found
+from kpysched.plugins.node_volume_limits import translation
+
+NAME = "NodeVolumeLimits"
+
+REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
+
+_PRE_FILTER_KEY = "PreFilter" + NAME
+
+# Upstream registers no Node event: a node's limits live in its CSINode.
+_EVENTS = (
+    ClusterEvent(Resource.CSI_NODE, ActionType.ADD | ActionType.UPDATE),
+    ClusterEvent(Resource.POD, ActionType.DELETE),
+    ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
+    ClusterEvent(Resource.VOLUME_ATTACHMENT, ActionType.DELETE),
+)
+
+# Unique volume name ("<driver>/<handle>") -> driver.
+Volumes = dict[str, str]
+
+
+def _counts_here(volume: api.Volume) -> bool:
+    return (volume.persistent_volume_claim is not None or volume.ephemeral is not None
+            or translation.inline_plugin(volume) is not None)
+
+
+def _limits(csi_node: storage.CSINode | None) -> dict[str, int]:
+    """Driver -> allocatable count; a driver without one has no limit."""
+    if csi_node is None:
+        return {}
+    return {driver.name: driver.allocatable.count for driver in csi_node.spec.drivers
+            if driver.allocatable is not None and driver.allocatable.count is not None}
+
+
+def _owned_by(claim: storage.PersistentVolumeClaim, pod: api.Pod) -> bool:
+    """component-helpers' VolumeIsForPod: same namespace, and the pod is the controller."""
+    controller = next((ref for ref in claim.metadata.owner_references if ref.controller),
+                      None)
+    return (claim.metadata.namespace == pod.metadata.namespace and controller is not None
+            and controller.uid == pod.metadata.uid)
+
+
+class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, handle: Handle) -> None:
+        self._storage: StorageListers = handle.storage
+        # Unbound claims count under "<prefix>-<ns>/<claim>": the random prefix keeps
+        # them apart from real volume handles, and one claim shared by two pods the same.
+        alphabet = string.ascii_lowercase + string.digits
+        self._unbound_prefix = "".join(secrets.choice(alphabet) for _ in range(32))
+
+    def events_to_register(self) -> Sequence[ClusterEvent]:
+        return _EVENTS
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        if not any(_counts_here(volume) for volume in pod.pod.spec.volumes):
+            return None, Status.skip()
+        # Every Filter call may need its node's VolumeAttachments; index them once.
+        state.write(_PRE_FILTER_KEY, self._attachments_by_node())
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if not pod.pod.spec.volumes:
+            return SUCCESS
+        csi_node = self._storage.csi_nodes.get(node.name)
+        new_volumes: Volumes = {}
+        rejected = self._collect(pod.pod, csi_node, new_volumes, new_pod=True)
+        if rejected is not None:
+            return rejected
+        if not new_volumes:
+            return SUCCESS
+        limits = _limits(csi_node)
+        if not limits:
+            return SUCCESS
+        attached: Volumes = {}
+        for other in node.pods.values():
+            rejected = self._collect(other.pod, csi_node, attached, new_pod=False)
+            if rejected is not None:
+                return rejected
+        in_use: Counter[str] = Counter()
+        for unique, driver in attached.items():
+            new_volumes.pop(unique, None)  # a volume shared with a pod there is no new one
+            in_use[driver] += 1
+        attachments: Mapping[str, Volumes] | None = state.get(_PRE_FILTER_KEY)
+        if attachments is None:
+            attachments = self._attachments_by_node()
+        for unique, driver in attachments.get(node.name, {}).items():
+            if unique not in attached:
+                in_use[driver] += 1
+        wanted = Counter(new_volumes.values())
+        for driver, count in wanted.items():
+            limit = limits.get(driver)
+            if limit is not None and in_use[driver] + count > limit:
+                return Status.unschedulable(REASON_MAX_VOLUME_COUNT_EXCEEDED, plugin=NAME)
+        return SUCCESS
+
+    def _collect(self, pod: api.Pod, csi_node: storage.CSINode | None, into: Volumes, *,
+                 new_pod: bool) -> Status | None:
+        """Add the pod's countable volumes to `into` (upstream's filterAttachableVolumes);
+        the Filter's answer when they cannot be counted. A claim the pod to place lacks
+        stops it; a claim of a pod already there that has gone is simply not counted."""
+        namespace = pod.metadata.namespace
+        for volume in pod.spec.volumes:
+            if volume.persistent_volume_claim is not None:
+                claim_name = volume.persistent_volume_claim.claim_name
+            elif volume.ephemeral is not None:
+                claim_name = f"{pod.metadata.name}-{volume.name}"
+            else:
+                rejected = self._collect_inline(volume, csi_node, into)
+                if rejected is not None:
+                    return rejected
+                continue
+            if not claim_name:
+                return Status.error("PersistentVolumeClaim had no name", NAME)
+            claim = namespaced(self._storage.persistent_volume_claims, namespace, claim_name)
+            if claim is None:
+                if not new_pod:
+                    continue
+                # The pod cannot run until the claim exists.
+                return Status.unresolvable(
+                    f"looking up PVC {namespace}/{claim_name}: "
+                    f"{not_found(PVC_RESOURCE, claim_name)}", plugin=NAME)
+            if volume.ephemeral is not None and not _owned_by(claim, pod):
+                return Status.error(
+                    f"PVC {claim.metadata.namespace}/{claim.metadata.name} was not created for "
+                    f"pod {namespace}/{pod.metadata.name} (pod is not owner)", NAME)
+            driver, handle = self._csi_identity(csi_node, claim)
+            if driver and handle:
+                into[f"{driver}/{handle}"] = driver
+        return None
+
+    @staticmethod
+    def _collect_inline(volume: api.Volume, csi_node: storage.CSINode | None,
+                        into: Volumes) -> Status | None:
+        plugin = translation.inline_plugin(volume)
+        if plugin is None or not translation.migration_on(csi_node, plugin):
+            return None
+        handle, problem = translation.inline_handle(plugin, volume)
+        if problem:
+            return Status.error(
+                f"converting volume({volume.name}) from inline to csi: {problem}", NAME)
+        into[f"{plugin.csi_driver}/{handle}"] = plugin.csi_driver
+        return None
+
+    def _csi_identity(self, csi_node: storage.CSINode | None,
+                      claim: storage.PersistentVolumeClaim) -> tuple[str, str]:
+        """(CSI driver, volume handle) of a claim; empty when it does not count."""
+        pv_name = claim.spec.volume_name
+        pv = self._storage.persistent_volumes.get(pv_name) if pv_name else None
+        if pv is None:
+            # Not bound yet, or bound to a PV that is gone or not created yet.
+            return self._identity_from_class(csi_node, claim)
+        if pv.spec.csi is not None:
+            return pv.spec.csi.driver, pv.spec.csi.volume_handle
+        plugin = translation.pv_plugin(pv)
+        if plugin is None or not translation.migration_on(csi_node, plugin):
+            return "", ""
+        handle, problem = translation.pv_handle(plugin, pv)
+        if problem:
+            return "", ""
+        return plugin.csi_driver, handle
+
+    def _identity_from_class(self, csi_node: storage.CSINode | None,
+                             claim: storage.PersistentVolumeClaim) -> tuple[str, str]:
+        # Without a (known) class the claim binds immediately, so it is bound before
+        # any pod using it is scheduled: nothing to count yet.
+        class_name = claim_class(claim)
+        storage_class = self._storage.storage_classes.get(class_name) if class_name else None
+        if storage_class is None:
+            return "", ""
+        handle = f"{self._unbound_prefix}-{claim.metadata.namespace}/{claim.metadata.name}"
+        plugin = translation.plugin_named(storage_class.provisioner)
+        if plugin is None:
+            return storage_class.provisioner, handle
+        if not translation.migration_on(csi_node, plugin):
+            return "", ""
+        return plugin.csi_driver, handle
+
+    def _attachments_by_node(self) -> dict[str, Volumes]:
+        """Node -> the CSI volumes its VolumeAttachments hold, by unique name; an
+        attachment without attacher, without a PV, or of a non-CSI PV is skipped."""
+        by_node: dict[str, Volumes] = {}
+        pvs = self._storage.persistent_volumes
+        for attachment in self._storage.volume_attachments.values():
+            spec = attachment.spec
+            pv_name = spec.source.persistent_volume_name
+            if not spec.attacher or pv_name is None:
+                continue
+            pv = pvs.get(pv_name)
+            if pv is None or pv.spec.csi is None:
+                continue
+            volumes = by_node.setdefault(spec.node_name, {})
+            volumes[f"{spec.attacher}/{pv.spec.csi.volume_handle}"] = spec.attacher
+        return by_node
+
+
+def new(args: None, handle: Handle) -> NodeVolumeLimits:
+    return NodeVolumeLimits(handle)
