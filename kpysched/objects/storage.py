@@ -53,6 +53,9 @@ class PersistentVolumeClaimSpec(_Wire):
     volume_name: str = ""
     storage_class_name: str | None = None
     volume_mode: str | None = None
+    # VolumeAttributesClass is GA (locked on) in v1.36: claims only match volumes of the
+    # same class.
+    volume_attributes_class_name: str | None = None
 
 
 class PersistentVolumeClaimStatus(_Wire):
@@ -101,6 +104,7 @@ class PersistentVolumeSpec(_Wire):
     storage_class_name: str = ""
     node_affinity: VolumeNodeAffinity | None = None
     volume_mode: str | None = None
+    volume_attributes_class_name: str | None = None
     persistent_volume_reclaim_policy: str = ""
     csi: CSIPersistentVolumeSource | None = None
     gce_persistent_disk: dict[str, Any] | None = None
