@@ -207,8 +207,24 @@ class FakeStorageApi:
     patches: list[tuple[str, Any]] = field(default_factory=list)
 
     def put(self, *objects: Any) -> None:
+        """Objects as the API server holds them (the informers are not told)."""
         for obj in objects:
             self.objects[self._key(obj)] = obj
+
+    def update(self, obj: Any) -> Any:
+        """An Update by someone else (the PV controller, a user): the object replaces the
+        stored one with the next resourceVersion, and the informers hear of it."""
+        key = self._key(obj)
+        stored = self.objects.get(key)
+        version = int(stored.metadata.resource_version) + 1 if stored is not None else 1
+        updated = with_version(obj, str(version))
+        self.objects[key] = updated
+        _index(self.listers, updated).on_add(updated)
+        return updated
+
+    def delete(self, obj: Any) -> None:
+        self.objects.pop(self._key(obj), None)
+        _index(self.listers, obj).on_delete(obj)
 
     @staticmethod
     def _key(obj: Any) -> tuple[str, str]:

@@ -1,0 +1,48 @@
+"""VolumeBinding: place pods whose PersistentVolumeClaims are, or can be, bound on the node.
+
+PreFilter rejects pods whose claims are missing, lost, being deleted, not their own
+(generic ephemeral volumes) or still waiting for the PV controller (Immediate
+binding). Filter keeps a node when every bound claim's PV admits it (node
+affinity) and every WaitForFirstConsumer claim finds a static PV there (smallest
+fit) or can be provisioned there (class provisioner, allowedTopologies, and
+CSIStorageCapacity for drivers that track capacity). Reserve assumes the choices
+in the plugin's PV and claim caches; PreBind writes them (PV claimRef, claim
+selected-node annotation) and waits, up to bindTimeoutSeconds, until the PV
+controller reports the claims bound. Scoring needs the StorageCapacityScoring gate,
+off in v1.36, so this plugin does not score by default.
+
+Not carried over: CSI migration's translation of in-tree PVs (their node affinity
+is checked as written), queueing hints (the registered events alone requeue),
+and PreBind's check that the pod still exists (no pod lister on the Handle; a
+deleted pod's binding fails at Bind instead).
+"""
+
+from kpysched.framework.registry import PluginSpec
+from kpysched.plugins.volume_binding.args import (
+    DEFAULT_BIND_TIMEOUT_SECONDS,
+    STORAGE_CAPACITY_SCORING,
+    UtilizationShapePoint,
+    VolumeBindingArgs,
+)
+from kpysched.plugins.volume_binding.binder import (
+    REASON_BIND_CONFLICT,
+    REASON_NODE_CONFLICT,
+    REASON_NOT_ENOUGH_SPACE,
+    REASON_PV_NOT_EXIST,
+)
+from kpysched.plugins.volume_binding.plugin import (
+    NAME,
+    REASON_UNBOUND_IMMEDIATE,
+    STATE_KEY,
+    VolumeBinding,
+    new,
+)
+
+SPEC = PluginSpec(NAME, VolumeBinding, new, VolumeBindingArgs)
+
+__all__ = [
+    "DEFAULT_BIND_TIMEOUT_SECONDS", "NAME", "REASON_BIND_CONFLICT", "REASON_NODE_CONFLICT",
+    "REASON_NOT_ENOUGH_SPACE", "REASON_PV_NOT_EXIST", "REASON_UNBOUND_IMMEDIATE", "SPEC",
+    "STATE_KEY", "STORAGE_CAPACITY_SCORING", "UtilizationShapePoint", "VolumeBinding",
+    "VolumeBindingArgs", "new",
+]

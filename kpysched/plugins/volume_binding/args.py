@@ -1,0 +1,93 @@
+"""VolumeBindingArgs (v1 pluginConfig) with upstream's defaults and validation.
+
+`shape` belongs to storage capacity scoring, behind the StorageCapacityScoring gate,
+which is alpha and off in v1.36 (kpysched accepts only the default gates). With the
+gate off upstream rejects any shape, so a configuration written for a later release
+does not silently change behaviour; the validation for the gate turned on is kept
+beside it, as upstream keeps it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kpysched.plugins._args import invalid
+from kpysched.plugins._resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION
+
+# The StorageCapacityScoring feature gate at its v1.36 default.
+STORAGE_CAPACITY_SCORING = False
+DEFAULT_BIND_TIMEOUT_SECONDS = 600
+
+
+class UtilizationShapePoint(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    utilization: int = 0
+    score: int = 0
+
+
+# Upstream's default when the gate is on: prefer nodes whose volumes are least used.
+DEFAULT_SHAPE = (UtilizationShapePoint(utilization=0, score=MAX_CUSTOM_PRIORITY_SCORE),
+                 UtilizationShapePoint(utilization=MAX_UTILIZATION, score=0))
+
+
+def shape_errors(shape: list[UtilizationShapePoint] | None, *,
+                 storage_capacity_scoring: bool) -> list[str]:
+    """Upstream's ValidateVolumeBindingArgsWithOptions for the shape."""
+    if not storage_capacity_scoring:
+        if shape is None:
+            return []
+        # Go renders the internal (untagged) points as JSON.
+        shown = json.dumps([{"Utilization": p.utilization, "Score": p.score} for p in shape],
+                           separators=(",", ":"))
+        return [f"shape: Invalid value: {shown}: unexpected field `shape`, remove it or "
+                "turn on the feature gate StorageCapacityScoring"]
+    if not shape:
+        return ["shape: Required value: at least one point must be specified"]
+    errors: list[str] = []
+    for index in range(1, len(shape)):
+        if shape[index - 1].utilization >= shape[index].utilization:
+            errors.append(f"shape[{index}].utilization: Invalid value: "
+                          f"{shape[index].utilization}: values must be sorted in increasing order")
+            break
+    for index, point in enumerate(shape):
+        if not 0 <= point.utilization <= MAX_UTILIZATION:
+            errors.append(f"shape[{index}].utilization: Invalid value: {point.utilization}: "
+                          f"not in valid range [0, {MAX_UTILIZATION}]")
+        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+            errors.append(f"shape[{index}].score: Invalid value: {point.score}: "
+                          f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+    return errors
+
+
+class VolumeBindingArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    # How long PreBind waits for the PV controller; 0 gives up at once.
+    bind_timeout_seconds: int = Field(default=DEFAULT_BIND_TIMEOUT_SECONDS,
+                                      alias="bindTimeoutSeconds")
+    shape: list[UtilizationShapePoint] | None = None
+
+    @field_validator("bind_timeout_seconds", mode="before")
+    @classmethod
+    def _default_timeout(cls, value: Any) -> Any:
+        # An explicit null is an unset pointer upstream, which defaulting fills in.
+        return DEFAULT_BIND_TIMEOUT_SECONDS if value is None else value
+
+    @model_validator(mode="after")
+    def _validate(self) -> Self:
+        errors: list[str] = []
+        if self.bind_timeout_seconds < 0:
+            errors.append(f"bindTimeoutSeconds: Invalid value: {self.bind_timeout_seconds}: "
+                          "invalid BindTimeoutSeconds, should not be a negative value")
+        errors += shape_errors(self.shape, storage_capacity_scoring=STORAGE_CAPACITY_SCORING)
+        if errors:
+            raise invalid(errors)
+        return self
+
+    def scoring_shape(self) -> tuple[UtilizationShapePoint, ...]:
+        """The shape storage capacity scoring uses: the configured one or the default."""
+        return tuple(self.shape) if self.shape else DEFAULT_SHAPE
