@@ -259,3 +259,102 @@ async def wait_bound(
             f"{missing[:10]}"
         ) from None
     return {name: bound[name] for name in wanted}
+
+
+# ---- storage: the objects volume tests create -----------------------------------
+
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+
+
+def storage_class_body(name: str, *, provisioner: str = NO_PROVISIONER,
+                       binding_mode: str = "WaitForFirstConsumer",
+                       allowed_topologies: Mapping[str, Sequence[str]] | None = None,
+                       ) -> dict[str, Any]:
+    """A StorageClass; `allowed_topologies` is one term, {label key: values}."""
+    body: dict[str, Any] = {"metadata": {"name": name}, "provisioner": provisioner,
+                            "volumeBindingMode": binding_mode}
+    if allowed_topologies:
+        body["allowedTopologies"] = [{"matchLabelExpressions": [
+            {"key": key, "values": list(values)} for key, values in allowed_topologies.items()]}]
+    return body
+
+
+def pv_body(name: str, *, storage_class: str = "", capacity: str = "10Gi",
+            access_modes: Sequence[str] = ("ReadWriteOnce",),
+            node_affinity: Mapping[str, Sequence[str]] | None = None,
+            labels: Mapping[str, str] | None = None,
+            claim: tuple[str, str] | None = None,
+            source: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A statically made PersistentVolume (policy Retain, as an administrator makes one);
+    `node_affinity` is one required term, {label key: values}; `claim` is the
+    (namespace, name) it is pre-bound to; the source defaults to a hostPath."""
+    spec: dict[str, Any] = {
+        "capacity": {"storage": capacity}, "accessModes": list(access_modes),
+        "storageClassName": storage_class, "persistentVolumeReclaimPolicy": "Retain",
+        **(dict(source) if source else {"hostPath": {"path": f"/tmp/kpysched-test/{name}"}}),
+    }
+    if node_affinity:
+        spec["nodeAffinity"] = {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": key, "operator": "In", "values": list(values)}
+            for key, values in node_affinity.items()]}]}}
+    if claim is not None:
+        spec["claimRef"] = {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
+                            "namespace": claim[0], "name": claim[1]}
+    return {"metadata": {"name": name, "labels": dict(labels or {})}, "spec": spec}
+
+
+def pvc_body(name: str, *, storage_class: str = "", request: str = "1Gi",
+             access_modes: Sequence[str] = ("ReadWriteOnce",), volume_name: str | None = None,
+             selector: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A PersistentVolumeClaim; storageClassName is always set ("" for none), so no
+    default class is ever filled in."""
+    spec: dict[str, Any] = {"accessModes": list(access_modes),
+                            "storageClassName": storage_class,
+                            "resources": {"requests": {"storage": request}}}
+    if volume_name:
+        spec["volumeName"] = volume_name
+    if selector:
+        spec["selector"] = {"matchLabels": dict(selector)}
+    return {"metadata": {"name": name}, "spec": spec}
+
+
+async def wait_claims_bound(api: client.ApiClient, namespace: str, names: Iterable[str],
+                            timeout: float = SETTLE_TIMEOUT_SECONDS) -> dict[str, str]:
+    """Wait until the PV controller has bound every named claim; return name -> PV."""
+    core = client.CoreV1Api(api)
+    wanted = set(names)
+
+    async def bound() -> dict[str, str] | None:
+        claims = (await core.list_namespaced_persistent_volume_claim(namespace)).items
+        done = {c.metadata.name: c.spec.volume_name for c in claims
+                if c.metadata.name in wanted and c.status.phase == "Bound"}
+        return done if done.keys() == wanted else None
+
+    result: dict[str, str] = await wait_for(bound, timeout,
+                                            f"claims {sorted(wanted)} in {namespace} Bound")
+    return result
+
+
+async def delete_persistent_volumes(api: client.ApiClient, names: Iterable[str],
+                                    timeout: float = SETTLE_TIMEOUT_SECONDS) -> list[str]:
+    """Delete the PVs and wait for them to go; return those still there after `timeout`.
+
+    pv-protection holds a PV while it is Bound; once its claim is gone the PV
+    controller marks it Released and the deletion completes.
+    """
+    core = client.CoreV1Api(api)
+    remaining = set(names)
+    for name in remaining:
+        try:
+            await core.delete_persistent_volume(name)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+    deadline = asyncio.get_running_loop().time() + timeout
+    while remaining and asyncio.get_running_loop().time() < deadline:
+        present = {pv.metadata.name for pv in (await core.list_persistent_volume()).items}
+        remaining &= present
+        if remaining:
+            await asyncio.sleep(0.2)
+    return sorted(remaining)

@@ -1,8 +1,16 @@
-"""Scenario model for differential tests: nodes, existing pods, one incoming pod.
+"""Scenario model for differential tests: nodes, existing pods, one incoming pod,
+and the storage objects around them.
 
-Node and pod names are roles ("n0", "victim"); each run gives them unique real
-names, so the same scenario can run once per scheduler and the outcomes compare
-by role.
+Node and pod names are roles ("n0", "victim"); each run gives cluster-scoped
+objects (Nodes, PersistentVolumes, StorageClasses, CSINodes, CSIDrivers) unique
+real names, so the same scenario can run once per scheduler and the outcomes
+compare by role. Namespaced objects (pods, claims, CSIStorageCapacities) keep
+their roles as names, each run having a namespace of its own.
+
+A CSI driver or provisioner named by a bare word ("disk") is a role too: it
+becomes `disk-<suffix>.provisioner.kpysched.test`, served by the test provisioner
+(tests/cluster/provisioner.py). A name with a dot or a slash ("pd.csi.storage.gke.io",
+"kubernetes.io/no-provisioner") is used as it is.
 """
 
 from __future__ import annotations
@@ -43,6 +51,72 @@ class PdbSpec:
     max_unavailable: int = 0
 
 
+NO_PROVISIONER = "kubernetes.io/no-provisioner"
+WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
+IMMEDIATE = "Immediate"
+
+
+@dataclass(frozen=True)
+class StorageClassSpec:
+    role: str
+    provisioner: str = NO_PROVISIONER  # a driver role is served by the test provisioner
+    binding_mode: str = WAIT_FOR_FIRST_CONSUMER
+    # One topology term: {label key: allowed values}.
+    allowed_topologies: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PvSpec:
+    role: str
+    storage_class: str = ""  # role of a StorageClassSpec; "" for none
+    capacity: str = "10Gi"
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",)
+    node: str | None = None  # required node affinity: this node role's hostname
+    # Further required node affinity, {label key: values} (e.g. a zone).
+    affinity: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # e.g. the zone VolumeZone reads
+    claim: str | None = None  # pre-bound: claimRef to this claim role
+    # The volume source; None is a hostPath. {"csi": {"driver": role, ...}} maps the role.
+    source: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class PvcSpec:
+    role: str
+    storage_class: str = ""  # role of a StorageClassSpec; "" for none
+    request: str = "1Gi"
+    access_modes: tuple[str, ...] = ("ReadWriteOnce",)
+    volume: str | None = None  # pre-bound: spec.volumeName, this PV role
+    selector: dict[str, str] = field(default_factory=dict)  # matchLabels on PV labels
+    # Wait for the PV controller to bind it before the incoming pod comes (implied
+    # when the claim or its volume is pre-bound and the volume exists).
+    bound: bool = False
+
+
+@dataclass(frozen=True)
+class CSINodeSpec:
+    node: str  # role of the node; the CSINode's name is that node's name
+    drivers: dict[str, int | None]  # driver (role or literal name) -> allocatable.count
+
+
+@dataclass(frozen=True)
+class CSIDriverSpec:
+    role: str  # a driver role (or literal name)
+    storage_capacity: bool = False
+
+
+@dataclass(frozen=True)
+class CapacitySpec:
+    """A CSIStorageCapacity: what `storage_class` can still provision where the node
+    labels match (a hostname value is a node role)."""
+
+    role: str
+    storage_class: str
+    node_labels: dict[str, str]
+    capacity: str | None = None
+    maximum_volume_size: str | None = None
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -52,13 +126,50 @@ class Scenario:
     pdbs: tuple[PdbSpec, ...] = ()
     # "bound": lands on a node; "pending": FailedScheduling; "preempted": victims go.
     expect: str = "bound"
+    storage_classes: tuple[StorageClassSpec, ...] = ()
+    pvs: tuple[PvSpec, ...] = ()
+    pvcs: tuple[PvcSpec, ...] = ()
+    csi_nodes: tuple[CSINodeSpec, ...] = ()
+    csi_drivers: tuple[CSIDriverSpec, ...] = ()
+    capacities: tuple[CapacitySpec, ...] = ()
+    # What upstream must do for the scenario to mean what it says (checked on
+    # upstream's outcome only; kpysched must then equal upstream).
+    expect_node: str | None = None
+    expect_reason: str = ""  # a substring of the FailedScheduling note
+    expect_claims: dict[str, str] = field(default_factory=dict)  # claim role -> volume
+
+
+@dataclass(frozen=True)
+class ClaimState:
+    role: str
+    phase: str
+    # PV role, "provisioned@<node role>" for a PV the test provisioner made, or None.
+    volume: str | None
+    selected_node: str | None  # role named by volume.kubernetes.io/selected-node
+
+
+@dataclass(frozen=True)
+class VolumeState:
+    role: str
+    phase: str
+    claim: str | None  # role of the claim in claimRef
 
 
 @dataclass(frozen=True)
 class Outcome:
     node: str | None  # role of the node the incoming pod ended on
-    message: str | None  # FailedScheduling note (first one), node names replaced by roles
+    # FailedScheduling note (first one), with unique names and the namespace replaced
+    # by roles.
+    message: str | None
     victims: frozenset[str] = frozenset()  # roles of existing pods that were deleted
+    claims: tuple[ClaimState, ...] = ()  # every claim of the namespace, by role
+    volumes: tuple[VolumeState, ...] = ()  # the scenario's PersistentVolumes, by role
 
     def describe(self) -> str:
-        return f"node={self.node} victims={sorted(self.victims)} message={self.message!r}"
+        text = f"node={self.node} victims={sorted(self.victims)} message={self.message!r}"
+        for claim in self.claims:
+            text += (f"\n   claim {claim.role}: {claim.phase} volume={claim.volume} "
+                     f"selected-node={claim.selected_node}")
+        for volume in self.volumes:
+            text += f"\n   pv {volume.role}: {volume.phase} claim={volume.claim}"
+        return text

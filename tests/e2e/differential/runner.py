@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import asyncio
+import copy
+import re
 import secrets
+from dataclasses import dataclass
 from typing import Any
 
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
 
-from tests.cluster import kube
-from tests.e2e.differential.model import Outcome, PodSpec, Scenario
+from tests.cluster import kube, provisioner
+from tests.e2e.differential.model import (
+    CapacitySpec,
+    ClaimState,
+    CSIDriverSpec,
+    CSINodeSpec,
+    Outcome,
+    PodSpec,
+    PvcSpec,
+    PvSpec,
+    Scenario,
+    StorageClassSpec,
+    VolumeState,
+)
 
 ROLE_LABEL = "kpysched.test/role"
+HOSTNAME = "kubernetes.io/hostname"
 PRIORITY_CLASSES = {"low": (100, "PreemptLowerPriority"), "mid": (500, "PreemptLowerPriority"),
                     "high": (1000, "PreemptLowerPriority"), "high-nonpreempting": (1000, "Never")}
 # Informers of both schedulers must have seen the scenario's nodes and pods before the
@@ -20,6 +36,13 @@ PRIORITY_CLASSES = {"low": (100, "PreemptLowerPriority"), "mid": (500, "PreemptL
 # machine can delay an informer by a second or more.
 SETTLE_SECONDS = 2.5
 OUTCOME_TIMEOUT_SECONDS = 30.0
+# The PV controller finishes a binding in a few writes after the scheduler's PreBind
+# returns (the claim's phase comes last); a half-done binding that stays is an outcome.
+STORAGE_SETTLE_SECONDS = 10.0
+# The incoming pod waits behind this gate until its generic ephemeral claims exist:
+# else whether a scheduler first sees the pod or the ephemeral volume controller's
+# claim is a race, and so is a first "waiting for ephemeral volume controller" event.
+CLAIMS_GATE = "kpysched.test/ephemeral-claims"
 
 
 async def ensure_priority_classes(api: client.ApiClient) -> None:
@@ -33,15 +56,223 @@ async def ensure_priority_classes(api: client.ApiClient) -> None:
                 raise
 
 
-def _pod_body(spec: PodSpec, scheduler_name: str, node_names: dict[str, str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Names:
+    """Roles to this run's real names and back."""
+
+    suffix: str
+    namespace: str
+
+    def of(self, role: str) -> str:
+        """A cluster-scoped object's name (Node, PV, StorageClass, CSINode)."""
+        return f"{role}-{self.suffix}"
+
+    def driver(self, name: str) -> str:
+        if "." in name or "/" in name:
+            return name
+        return f"{name}-{self.suffix}.{provisioner.DOMAIN}"
+
+    def role(self, name: str) -> str:
+        return name.removesuffix(f"-{self.suffix}")
+
+    def text(self, message: str) -> str:
+        return re.sub(rf"-{self.suffix}\b", "", message).replace(self.namespace, "<namespace>")
+
+    def hostnames(self, labels: dict[str, Any]) -> dict[str, Any]:
+        """Label values under the hostname key name node roles."""
+        def mapped(value: Any) -> Any:
+            if isinstance(value, str):
+                return self.of(value)
+            return [self.of(v) for v in value]
+        return {k: mapped(v) if k == HOSTNAME else v for k, v in labels.items()}
+
+
+def _volumes(volumes: list[dict[str, Any]], names: _Names) -> list[dict[str, Any]]:
+    """A pod's volumes with class and driver roles replaced by this run's names."""
+    mapped = copy.deepcopy(volumes)
+    for volume in mapped:
+        if "ephemeral" in volume:
+            spec = volume["ephemeral"]["volumeClaimTemplate"]["spec"]
+            spec["storageClassName"] = (names.of(spec["storageClassName"])
+                                        if spec.get("storageClassName") else "")
+        if "csi" in volume:
+            volume["csi"]["driver"] = names.driver(volume["csi"]["driver"])
+    return mapped
+
+
+def _ephemeral_claims(spec: PodSpec) -> list[str]:
+    return [f"{spec.role}-{v['name']}" for v in spec.spec.get("volumes", ()) if "ephemeral" in v]
+
+
+def _pod_body(spec: PodSpec, scheduler_name: str, names: _Names) -> dict[str, Any]:
     body = kube.pod_body(spec.role, scheduler_name=scheduler_name, cpu=spec.cpu,
                          memory=spec.memory, labels=spec.labels,
                          priority_class=spec.priority_class)
     body["spec"].update(spec.spec)
+    if "volumes" in spec.spec:
+        body["spec"]["volumes"] = _volumes(spec.spec["volumes"], names)
     body["spec"]["containers"][0].update(spec.container)
     if spec.node is not None:
-        body["spec"]["nodeName"] = node_names[spec.node]
+        body["spec"]["nodeName"] = names.of(spec.node)
     return body
+
+
+def _storage_class_body(spec: StorageClassSpec, names: _Names) -> dict[str, Any]:
+    return kube.storage_class_body(
+        names.of(spec.role), provisioner=names.driver(spec.provisioner),
+        binding_mode=spec.binding_mode,
+        allowed_topologies=names.hostnames(dict(spec.allowed_topologies)))
+
+
+def _pv_body(spec: PvSpec, names: _Names) -> dict[str, Any]:
+    affinity = dict(spec.affinity)
+    if spec.node is not None:
+        affinity[HOSTNAME] = (names.of(spec.node),)
+    source = copy.deepcopy(spec.source)
+    if source and "csi" in source:
+        source["csi"]["driver"] = names.driver(source["csi"]["driver"])
+    return kube.pv_body(
+        names.of(spec.role), storage_class=names.of(spec.storage_class) if spec.storage_class
+        else "", capacity=spec.capacity, access_modes=spec.access_modes,
+        node_affinity=affinity, labels=spec.labels,
+        claim=(names.namespace, spec.claim) if spec.claim else None, source=source)
+
+
+def _pvc_body(spec: PvcSpec, names: _Names) -> dict[str, Any]:
+    return kube.pvc_body(
+        spec.role, storage_class=names.of(spec.storage_class) if spec.storage_class else "",
+        request=spec.request, access_modes=spec.access_modes,
+        volume_name=names.of(spec.volume) if spec.volume else None, selector=spec.selector)
+
+
+def _csi_node_body(spec: CSINodeSpec, names: _Names) -> dict[str, Any]:
+    node = names.of(spec.node)
+    drivers = []
+    for driver, count in spec.drivers.items():
+        entry: dict[str, Any] = {"name": names.driver(driver), "nodeID": node}
+        if count is not None:
+            entry["allocatable"] = {"count": count}
+        drivers.append(entry)
+    return {"metadata": {"name": node}, "spec": {"drivers": drivers}}
+
+
+def _csi_driver_body(spec: CSIDriverSpec, names: _Names) -> dict[str, Any]:
+    return {"metadata": {"name": names.driver(spec.role)},
+            "spec": {"attachRequired": True, "storageCapacity": spec.storage_capacity}}
+
+
+def _capacity_body(spec: CapacitySpec, names: _Names) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "metadata": {"name": spec.role}, "storageClassName": names.of(spec.storage_class),
+        "nodeTopology": {"matchLabels": names.hostnames(dict(spec.node_labels))}}
+    if spec.capacity is not None:
+        body["capacity"] = spec.capacity
+    if spec.maximum_volume_size is not None:
+        body["maximumVolumeSize"] = spec.maximum_volume_size
+    return body
+
+
+async def _create_storage(api: client.ApiClient, scenario: Scenario, names: _Names) -> None:
+    core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
+    for driver in scenario.csi_drivers:
+        await storage.create_csi_driver(_csi_driver_body(driver, names))
+    for csi_node in scenario.csi_nodes:
+        await storage.create_csi_node(_csi_node_body(csi_node, names))
+    for storage_class in scenario.storage_classes:
+        await storage.create_storage_class(_storage_class_body(storage_class, names))
+    for capacity in scenario.capacities:
+        await storage.create_namespaced_csi_storage_capacity(
+            names.namespace, _capacity_body(capacity, names))
+    for pv in scenario.pvs:
+        await core.create_persistent_volume(_pv_body(pv, names))
+    for pvc in scenario.pvcs:
+        await core.create_namespaced_persistent_volume_claim(names.namespace,
+                                                             _pvc_body(pvc, names))
+
+
+async def _wait_storage_ready(api: client.ApiClient, scenario: Scenario, names: _Names) -> None:
+    """Every PV has a phase (FindMatchingVolume skips a PV not yet Available), claims
+    meant to be bound are, and the existing pods' ephemeral claims exist."""
+    core = client.CoreV1Api(api)
+    pv_roles = {pv.role for pv in scenario.pvs}
+    to_bind = ({c.role for c in scenario.pvcs if c.bound or c.volume in pv_roles}
+               | {pv.claim for pv in scenario.pvs if pv.claim})
+    to_bind &= {c.role for c in scenario.pvcs}
+    ephemeral = {claim for pod in scenario.existing for claim in _ephemeral_claims(pod)}
+    wanted_pvs = {names.of(role) for role in pv_roles}
+
+    async def ready() -> bool:
+        pvs = {pv.metadata.name: pv.status.phase
+               for pv in (await core.list_persistent_volume()).items}
+        if any(pvs.get(name) not in ("Available", "Bound") for name in wanted_pvs):
+            return False
+        claims = {c.metadata.name: c.status.phase for c in
+                  (await core.list_namespaced_persistent_volume_claim(names.namespace)).items}
+        return (all(claims.get(role) == "Bound" for role in to_bind)
+                and ephemeral <= claims.keys())
+
+    await kube.wait_for(ready, kube.SETTLE_TIMEOUT_SECONDS,
+                        f"storage of {scenario.name} ready (PVs with a phase, claims "
+                        f"{sorted(to_bind)} Bound, ephemeral claims {sorted(ephemeral)})")
+
+
+async def _create_incoming(api: client.ApiClient, scenario: Scenario, scheduler_name: str,
+                           names: _Names) -> None:
+    core = client.CoreV1Api(api)
+    body = _pod_body(scenario.incoming, scheduler_name, names)
+    claims = set(_ephemeral_claims(scenario.incoming))
+    if not claims:
+        await core.create_namespaced_pod(names.namespace, body)
+        return
+    body["spec"]["schedulingGates"] = [{"name": CLAIMS_GATE}]
+    await core.create_namespaced_pod(names.namespace, body)
+
+    async def created() -> bool:
+        listed = await core.list_namespaced_persistent_volume_claim(names.namespace)
+        return claims <= {c.metadata.name for c in listed.items}
+
+    await kube.wait_for(created, kube.SETTLE_TIMEOUT_SECONDS,
+                        f"ephemeral claims {sorted(claims)} created")
+    await asyncio.sleep(SETTLE_SECONDS)  # the schedulers' informers have the claims
+    await core.patch_namespaced_pod(scenario.incoming.role, names.namespace,
+                                    [{"op": "remove", "path": "/spec/schedulingGates"}])
+
+
+async def run_scenario(api: client.ApiClient, scenario: Scenario,
+                       scheduler_name: str) -> Outcome:
+    core = client.CoreV1Api(api)
+    namespace = await kube.create_namespace(api, "diff")
+    names = _Names(secrets.token_hex(3), namespace)
+    try:
+        for node in scenario.nodes:
+            body = kube.node_body(
+                names.of(node.role), cpu=node.cpu, memory=node.memory, pods=node.pods,
+                labels={ROLE_LABEL: node.role, **node.labels}, taints=node.taints,
+                unschedulable=node.unschedulable, images=node.images,
+                extra_allocatable=node.extra)
+            # Returns once node lifecycle has settled the taints: both schedulers see
+            # the same final Node before any pod arrives.
+            await kube.create_node(api, body)
+        await _create_storage(api, scenario, names)
+        for pdb in scenario.pdbs:
+            await client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(namespace, {
+                "metadata": {"name": pdb.role},
+                "spec": {"maxUnavailable": pdb.max_unavailable,
+                         "selector": {"matchLabels": pdb.selector}}})
+        for existing in scenario.existing:
+            await core.create_namespaced_pod(namespace,
+                                             _pod_body(existing, scheduler_name, names))
+        await _wait_storage_ready(api, scenario, names)
+        await asyncio.sleep(SETTLE_SECONDS)
+        await _create_incoming(api, scenario, scheduler_name, names)
+        outcome = await _observe(api, scenario, names)
+    except BaseException:
+        await _clean_up(api, scenario, names)
+        raise
+    left = await _clean_up(api, scenario, names)
+    if left:
+        raise AssertionError(f"{scenario.name}: PersistentVolumes left behind: {left}")
+    return outcome
 
 
 async def _failed_scheduling_note(api: client.ApiClient, namespace: str) -> str | None:
@@ -52,62 +283,102 @@ async def _failed_scheduling_note(api: client.ApiClient, namespace: str) -> str 
     return notes[0].note if notes else None
 
 
-async def run_scenario(api: client.ApiClient, scenario: Scenario,
-                       scheduler_name: str) -> Outcome:
+async def _observe(api: client.ApiClient, scenario: Scenario, names: _Names) -> Outcome:
     core = client.CoreV1Api(api)
-    namespace = await kube.create_namespace(api, "diff")
-    suffix = secrets.token_hex(2)
-    node_names = {n.role: f"{n.role}-{suffix}" for n in scenario.nodes}
-    roles_by_node = {name: role for role, name in node_names.items()}
-    try:
-        for node in scenario.nodes:
-            body = kube.node_body(
-                node_names[node.role], cpu=node.cpu, memory=node.memory, pods=node.pods,
-                labels={ROLE_LABEL: node.role, **node.labels}, taints=node.taints,
-                unschedulable=node.unschedulable, images=node.images,
-                extra_allocatable=node.extra)
-            # Returns once node lifecycle has settled the taints: both schedulers see
-            # the same final Node before any pod arrives.
-            await kube.create_node(api, body)
-        for pdb in scenario.pdbs:
-            await client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(namespace, {
-                "metadata": {"name": pdb.role},
-                "spec": {"maxUnavailable": pdb.max_unavailable,
-                         "selector": {"matchLabels": pdb.selector}}})
-        for existing in scenario.existing:
-            await core.create_namespaced_pod(namespace,
-                                             _pod_body(existing, scheduler_name, node_names))
-        await asyncio.sleep(SETTLE_SECONDS)
-        await core.create_namespaced_pod(namespace,
-                                         _pod_body(scenario.incoming, scheduler_name, node_names))
-        return await _observe(api, namespace, scenario, roles_by_node)
-    finally:
-        await kube.delete_namespace(api, namespace)
-        await kube.delete_nodes(api, node_names.values())
-        await _wait_nodes_gone(api, node_names.values())
-
-
-async def _observe(api: client.ApiClient, namespace: str, scenario: Scenario,
-                   roles_by_node: dict[str, str]) -> Outcome:
-    core = client.CoreV1Api(api)
+    namespace = names.namespace
     existing = {p.role for p in scenario.existing}
     deadline = asyncio.get_running_loop().time() + OUTCOME_TIMEOUT_SECONDS
     message: str | None = None
+    node: str | None = None
     while asyncio.get_running_loop().time() < deadline:
         pods = {p.metadata.name: p for p in (await core.list_namespaced_pod(namespace)).items}
         incoming = pods["incoming"]
         if message is None:
             message = await _failed_scheduling_note(api, namespace)
         if incoming.spec.node_name:
-            return Outcome(roles_by_node.get(incoming.spec.node_name, incoming.spec.node_name),
-                           message, frozenset(existing - set(pods)))
+            node = names.role(incoming.spec.node_name)
+            break
         if message is not None and scenario.expect != "preempted":
             await asyncio.sleep(SETTLE_SECONDS)  # a second attempt must not change anything
-            pods = {p.metadata.name for p in (await core.list_namespaced_pod(namespace)).items}
-            return Outcome(None, message, frozenset(existing - pods))
+            break
         await asyncio.sleep(0.2)
-    pods = {p.metadata.name for p in (await core.list_namespaced_pod(namespace)).items}
-    return Outcome(None, message, frozenset(existing - pods))
+    remaining = {p.metadata.name for p in (await core.list_namespaced_pod(namespace)).items}
+    claims, volumes = await _settled_storage(api, scenario, names)
+    return Outcome(node, names.text(message) if message is not None else None,
+                   frozenset(existing - remaining), claims, volumes)
+
+
+async def _storage_state(api: client.ApiClient, scenario: Scenario, names: _Names,
+                         ) -> tuple[tuple[ClaimState, ...], tuple[VolumeState, ...], bool]:
+    """Claims and the scenario's PVs by role, and whether every binding is finished."""
+    core = client.CoreV1Api(api)
+    pvs = {pv.metadata.name: pv for pv in (await core.list_persistent_volume()).items}
+    listed = await core.list_namespaced_persistent_volume_claim(names.namespace)
+    finished = True
+    claims = []
+    for claim in sorted(listed.items, key=lambda c: c.metadata.name):
+        volume_name = claim.spec.volume_name
+        volume: str | None = names.role(volume_name) if volume_name else None
+        pv = pvs.get(volume_name or "")
+        if pv is not None and provisioner.ANN_PROVISIONED_BY in (pv.metadata.annotations or {}):
+            terms = pv.spec.node_affinity.required.node_selector_terms
+            volume = f"provisioned@{names.role(terms[0].match_expressions[0].values[0])}"
+        selected = (claim.metadata.annotations or {}).get(provisioner.ANN_SELECTED_NODE)
+        phase = claim.status.phase or ""
+        finished &= not volume_name or phase == "Bound"
+        claims.append(ClaimState(claim.metadata.name, phase, volume,
+                                 names.role(selected) if selected else None))
+    volumes = []
+    for spec in scenario.pvs:
+        pv = pvs.get(names.of(spec.role))
+        if pv is None:
+            volumes.append(VolumeState(spec.role, "<deleted>", None))
+            continue
+        ref = pv.spec.claim_ref
+        claim_role = None
+        if ref is not None:
+            claim_role = ref.name if ref.namespace == names.namespace else \
+                f"{ref.namespace}/{ref.name}"
+        phase = pv.status.phase or ""
+        finished &= not (ref is not None and ref.uid) or phase == "Bound"
+        volumes.append(VolumeState(spec.role, phase, claim_role))
+    return tuple(claims), tuple(volumes), finished
+
+
+async def _settled_storage(api: client.ApiClient, scenario: Scenario, names: _Names,
+                           ) -> tuple[tuple[ClaimState, ...], tuple[VolumeState, ...]]:
+    deadline = asyncio.get_running_loop().time() + STORAGE_SETTLE_SECONDS
+    while True:
+        claims, volumes, finished = await _storage_state(api, scenario, names)
+        if finished or asyncio.get_running_loop().time() > deadline:
+            return claims, volumes
+        await asyncio.sleep(0.2)
+
+
+async def _clean_up(api: client.ApiClient, scenario: Scenario, names: _Names) -> list[str]:
+    """Delete everything the run made; return the PVs that would not go."""
+    core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
+    await kube.delete_namespace(api, names.namespace)
+    # The scenario's PVs, and any a provisioner made for the run's claims.
+    volumes = {names.of(pv.role) for pv in scenario.pvs} | {
+        pv.metadata.name for pv in (await core.list_persistent_volume()).items
+        if pv.spec.claim_ref is not None and pv.spec.claim_ref.namespace == names.namespace}
+    left = await kube.delete_persistent_volumes(api, volumes)
+    deletions = ([(storage.delete_storage_class, names.of(c.role))
+                  for c in scenario.storage_classes]
+                 + [(storage.delete_csi_driver, names.driver(d.role))
+                    for d in scenario.csi_drivers]
+                 + [(storage.delete_csi_node, names.of(n.node)) for n in scenario.csi_nodes])
+    for delete, name in deletions:
+        try:
+            await delete(name)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+    node_names = [names.of(n.role) for n in scenario.nodes]
+    await kube.delete_nodes(api, node_names)
+    await _wait_nodes_gone(api, node_names)
+    return left
 
 
 async def _wait_nodes_gone(api: client.ApiClient, names: Any) -> None:

@@ -2,8 +2,11 @@
 
 Both schedulers run for the whole module against the real cluster; each handles
 only pods naming it. A scenario runs twice on fresh nodes and namespaces, once
-per scheduler, and the outcomes (node, FailedScheduling text, preempted victims)
-must be identical. Upstream is the specification.
+per scheduler, and the outcomes (node, FailedScheduling text, preempted victims,
+and each claim's binding: to which PV, on which selected node) must be identical.
+Upstream is the specification. kube-controller-manager's PV controller binds the
+claims, and the test provisioner (tests/cluster/provisioner.py) provisions for
+the scenarios' provisioning classes, as an external CSI provisioner would.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from kubernetes_asyncio import client
 
 from tests.cluster.cluster import ClusterState
 from tests.cluster.kpysched_process import KpyschedProcess
+from tests.cluster.provisioner import ProvisionerProcess
 from tests.cluster.upstream import UpstreamScheduler
 from tests.e2e.differential.model import Outcome, Scenario
 from tests.e2e.differential.runner import ensure_priority_classes, run_scenario
 from tests.e2e.differential.scenarios import ALL
+from tests.e2e.differential.volume_scenarios import VOLUME
 
 UPSTREAM = "default-scheduler"
 KPYSCHED = "kpysched"
@@ -26,7 +31,8 @@ KPYSCHED = "kpysched"
 
 @pytest.fixture(scope="module")
 def schedulers(cluster: ClusterState) -> Iterator[None]:
-    with UpstreamScheduler(cluster), KpyschedProcess(cluster, log_level="info"):
+    with (ProvisionerProcess(cluster), UpstreamScheduler(cluster),
+          KpyschedProcess(cluster, log_level="info")):
         yield
 
 
@@ -38,9 +44,15 @@ def _check_kind(scenario: Scenario, outcome: Outcome) -> None:
         assert outcome.node is None and outcome.message, outcome.describe()
     else:
         assert outcome.node is not None and outcome.victims, outcome.describe()
+    if scenario.expect_node is not None:
+        assert outcome.node == scenario.expect_node, outcome.describe()
+    assert scenario.expect_reason in (outcome.message or ""), outcome.describe()
+    volumes = {claim.role: claim.volume for claim in outcome.claims}
+    for claim, volume in scenario.expect_claims.items():
+        assert volumes.get(claim) == volume, outcome.describe()
 
 
-@pytest.mark.parametrize("scenario", ALL, ids=[s.name for s in ALL])
+@pytest.mark.parametrize("scenario", ALL + VOLUME, ids=[s.name for s in ALL + VOLUME])
 async def test_same_decision_as_kube_scheduler(
     schedulers: None, api: client.ApiClient, scenario: Scenario
 ) -> None:
