@@ -193,6 +193,9 @@ def node_update_event(old: api.Node, new: api.Node) -> list[ev.ClusterEvent]:
         actions.append(ev.ActionType.UPDATE_NODE_CONDITION)
     if old.metadata.annotations != new.metadata.annotations:
         actions.append(ev.ActionType.UPDATE_NODE_ANNOTATION)
+    # The API server keeps declaredFeatures sorted, so list equality is set equality.
+    if old.status.declared_features != new.status.declared_features:
+        actions.append(ev.ActionType.UPDATE_NODE_DECLARED_FEATURE)
     return [ev.ClusterEvent(ev.Resource.NODE, action) for action in actions]
 
 

@@ -53,12 +53,18 @@ class ResourceRequirements(_Wire):
     limits: dict[str, str | int | float] = {}
 
 
+class ContainerRestartRule(_Wire):
+    # Only the action matters to scheduling (NodeDeclaredFeatures), not the exit codes.
+    action: str = ""
+
+
 class Container(_Wire):
     name: str = ""
     image: str = ""
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     ports: list[ContainerPort] = []
     restart_policy: str | None = None
+    restart_policy_rules: list[ContainerRestartRule] = []
 
 
 class Toleration(_Wire):
@@ -207,6 +213,8 @@ class PodSpec(_Wire):
     topology_spread_constraints: list[TopologySpreadConstraint] = []
     termination_grace_period_seconds: int | None = None
     volumes: list[Volume] = []
+    host_network: bool = False
+    host_users: bool | None = None
 
 
 class PodCondition(_Wire):
@@ -250,6 +258,8 @@ class NodeStatus(_Wire):
     capacity: dict[str, str | int | float] = {}
     images: list[ContainerImage] = []
     conditions: list[NodeCondition] = []
+    # Sorted and unique: the API server's validation insists on it.
+    declared_features: list[str] = []
 
 
 class Node(_Wire):
