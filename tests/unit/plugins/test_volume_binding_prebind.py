@@ -332,6 +332,82 @@ def test_check_bindings(case: CheckCase) -> None:
     assert writer.check_bindings("node1", case.bindings, case.provisioned) is case.bound
 
 
+def _migration_pv(claim: Claim, *, migrated: bool) -> Volume:
+    """upstream's makeTestPVForCSIMigration: zone labels, no node affinity (the CSI
+    translation writes it), a GCE PD (migrated) or RBD (not migrated) source."""
+    volume = make_test_pv("pv-migration-bound", "node1", "1G", "1", claim, WAIT_CLASS)
+    volume.spec.node_affinity = None
+    volume.metadata.labels = {"failure-domain.beta.kubernetes.io/zone": "us-east-1",
+                              "failure-domain.beta.kubernetes.io/region": "us-east-1a"}
+    if migrated:
+        volume.spec.gce_persistent_disk = {"pdName": "test-disk", "fsType": "ext4"}
+    else:
+        volume.spec.rbd = {"image": "test-disk"}
+    return volume
+
+
+prov_migration_pvc_bound = make_test_pvc("pvc-migration-provisioned", "1Gi", "", PVC_BOUND,
+                                         "pv-migration-bound", "1", WAIT_CLASS_WITH_PROVISIONER)
+migration_pv_bound_to_unbound = _migration_pv(unbound_pvc, migrated=True)
+ZONE1, ZONE2 = {"topology.gke.io/zone": "us-east-1"}, {"topology.gke.io/zone": "us-east-2"}
+MIGRATED, NOT_MIGRATED = "kubernetes.io/gce-pd", ""
+
+CHECK_BINDINGS_WITH_CSI_MIGRATION = {
+    "provisioning-pvc-bound": (
+        CheckCase(provisioned=[provision_ann(prov_migration_pvc_bound)],
+                  init_pvs=[_migration_pv(make_test_pvc("pvc-migration-bound", "1G", "",
+                                                        PVC_BOUND, "pv-migration-bound", "1",
+                                                        WAIT_CLASS), migrated=True)],
+                  init_pvcs=[prov_migration_pvc_bound],
+                  api_pvcs=[provision_ann(prov_migration_pvc_bound)], bound=True),
+        ZONE1, MIGRATED),
+    "binding-node-pv-same-zone": (
+        CheckCase(bindings=[BindingInfo(unbound_pvc, migration_pv_bound_to_unbound)],
+                  init_pvs=[migration_pv_bound_to_unbound], init_pvcs=[unbound_pvc]),
+        ZONE1, MIGRATED),
+    "binding-without-csinode": (
+        CheckCase(bindings=[BindingInfo(unbound_pvc, migration_pv_bound_to_unbound)],
+                  init_pvs=[migration_pv_bound_to_unbound], init_pvcs=[unbound_pvc]),
+        ZONE1, None),
+    "binding-non-migrated-plugin": (
+        CheckCase(bindings=[BindingInfo(unbound_pvc, migration_pv_bound_to_unbound)],
+                  init_pvs=[migration_pv_bound_to_unbound], init_pvcs=[unbound_pvc]),
+        ZONE1, NOT_MIGRATED),
+    "binding-node-pv-in-different-zones": pytest.param(
+        CheckCase(bindings=[BindingInfo(unbound_pvc, migration_pv_bound_to_unbound)],
+                  init_pvs=[migration_pv_bound_to_unbound], init_pvcs=[unbound_pvc],
+                  error="pv \"pv-migration-bound\" node affinity doesn't match node"),
+        ZONE2, MIGRATED, marks=pytest.mark.xfail(strict=True, reason=(
+            "CSI migration's translation of in-tree PVs is not implemented: the GCE PD's "
+            "zone labels never become node affinity"))),
+    "binding-node-pv-different-zones-migration-off": (
+        CheckCase(bindings=[BindingInfo(unbound_pvc, _migration_pv(unbound_pvc,
+                                                                   migrated=False))],
+                  init_pvs=[_migration_pv(unbound_pvc, migrated=False)],
+                  init_pvcs=[unbound_pvc]),
+        ZONE2, MIGRATED),
+}
+
+
+@pytest.mark.parametrize(("case", "zone", "migrated"), CHECK_BINDINGS_WITH_CSI_MIGRATION.values(),
+                         ids=CHECK_BINDINGS_WITH_CSI_MIGRATION.keys())
+def test_check_bindings_with_csi_migration(case: CheckCase, zone: dict[str, str],
+                                           migrated: str | None) -> None:
+    csi_nodes = [] if migrated is None else [storage.CSINode(metadata=api.ObjectMeta(
+        name="node1", annotations={"storage.alpha.kubernetes.io/migrated-plugins": migrated}))]
+    env = make_env([*case.init_pvs, *case.init_pvcs, *csi_nodes])
+    env.nodes["node1"] = api.Node(metadata=api.ObjectMeta(name="node1", labels=zone))
+    assume(env, case.bindings, case.provisioned)
+    for obj in case.api_pvcs:
+        env.api.update(obj)
+    writer = env.writer()
+    if case.error is not None:
+        with pytest.raises(BinderError, match=case.error):
+            writer.check_bindings("node1", case.bindings, case.provisioned)
+        return
+    assert writer.check_bindings("node1", case.bindings, case.provisioned) is case.bound
+
+
 def test_check_bindings_unknown_node() -> None:
     env = make_env([])
     with pytest.raises(BinderError, match='failed to get node "gone": node "gone" not found'):
