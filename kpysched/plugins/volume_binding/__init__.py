@@ -11,10 +11,11 @@ selected-node annotation) and waits, up to bindTimeoutSeconds, until the PV
 controller reports the claims bound. Scoring needs the StorageCapacityScoring gate,
 off in v1.36, so this plugin does not score by default.
 
-Not carried over: CSI migration's translation of in-tree PVs (their node affinity
-is checked as written), queueing hints (the registered events alone requeue),
-and PreBind's check that the pod still exists (no pod lister on the Handle; a
-deleted pod's binding fails at Bind instead).
+Bound in-tree PVs (GCE PD, EBS, Cinder, ...) on nodes whose CSINode says their
+plugin migrated to CSI are checked as translated (csi_migration.py). Not carried
+over: queueing hints (the registered events alone requeue), and PreBind's check
+that the pod still exists (no pod lister on the Handle: a deleted pod's binding
+ends at the timeout, or fails at Bind once its claims are bound).
 """
 
 from kpysched.framework.registry import PluginSpec

@@ -24,6 +24,7 @@ from kpysched.plugins.volume_binding.assume_cache import (
     NotFoundError,
     OutOfSyncError,
 )
+from kpysched.plugins.volume_binding.csi_migration import TranslationError, as_seen_on_node
 from kpysched.plugins.volume_binding.pv_matching import (
     NOT_SUPPORTED_PROVISIONER,
     MatchError,
@@ -196,7 +197,7 @@ class VolumeBinder:
         found = PodVolumes()
         bound_ok = pv_exists = unbound_ok = storage_ok = True
         if claims.bound:
-            bound_ok, pv_exists = self._check_bound_claims(claims.bound, node_labels)
+            bound_ok, pv_exists = self._check_bound_claims(claims.bound, node_name, node_labels)
         if claims.unbound_delay_binding:
             unbound_ok, storage_ok = self._check_unbound_claims(
                 claims, node_name, node_labels, found)
@@ -212,13 +213,19 @@ class VolumeBinder:
         return found, reasons
 
     def _check_bound_claims(self, claims: Sequence[storage.PersistentVolumeClaim],
-                            node_labels: Mapping[str, str]) -> tuple[bool, bool]:
+                            node_name: str, node_labels: Mapping[str, str]
+                            ) -> tuple[bool, bool]:
         """(node affinity satisfied, every PV exists); stops at the first failure."""
+        csi_node = self.listers.csi_nodes.get(node_name)
         for claim in claims:
             try:
                 volume = self.pv_cache.get(claim.spec.volume_name)
             except NotFoundError:
                 return True, False
+            try:
+                volume = as_seen_on_node(volume, csi_node)
+            except TranslationError as error:
+                raise BinderError(str(error)) from None
             if node_affinity_error(volume, node_labels) is not None:
                 return False, True
         return True, True

@@ -26,6 +26,7 @@ from kpysched.plugins.volume_binding.binder import (
     VolumeBinder,
     is_claim_fully_bound,
 )
+from kpysched.plugins.volume_binding.csi_migration import TranslationError, as_seen_on_node
 from kpysched.plugins.volume_binding.pv_matching import claim_key, node_affinity_error
 
 if TYPE_CHECKING:
@@ -152,6 +153,7 @@ class VolumeWriter:
         if node is None:
             raise BinderError(f'failed to get node "{node_name}": node "{node_name}" not found')
         labels = node.metadata.labels
+        csi_node = self._binder.listers.csi_nodes.get(node_name)
         pv_cache, pvc_cache = self._binder.pv_cache, self._binder.pvc_cache
         for binding in bindings:
             try:
@@ -161,6 +163,10 @@ class VolumeWriter:
                 raise BinderError(f"failed to check binding: {error}") from None
             if _older_in_informer(binding.pv, volume):
                 return False
+            try:
+                volume = as_seen_on_node(volume, csi_node)
+            except TranslationError as error:
+                raise BinderError(f"failed to translate pv to csi: {error}") from None
             _check_affinity(volume, node_name, labels)
             # The PV controller drops the claimRef when it undoes a binding.
             if volume.spec.claim_ref is None or not volume.spec.claim_ref.uid:
@@ -185,6 +191,10 @@ class VolumeWriter:
                     volume = pv_cache.get_api_obj(claim.spec.volume_name)
                 except NotFoundError:
                     return False  # not seen yet; a deleted PV unbinds the claim later
+                try:
+                    volume = as_seen_on_node(volume, csi_node)
+                except TranslationError as error:
+                    raise BinderError(str(error)) from None
                 _check_affinity(volume, node_name, labels)
             if not is_claim_fully_bound(claim):
                 return False

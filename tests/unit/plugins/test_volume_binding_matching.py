@@ -253,11 +253,8 @@ CSI_MIGRATION = {
     "pvc-bound": (ZONE1, make_csi_node("node1", "kubernetes.io/gce-pd"), []),
     "pvc-bound,csinode-not-migrated": (ZONE1, make_csi_node("node1", ""), []),
     "pvc-bound,missing-csinode": (ZONE1, None, []),
-    "pvc-bound,node-different-zone": pytest.param(
-        ZONE2, make_csi_node("node1", "kubernetes.io/gce-pd"), [REASON_NODE_CONFLICT],
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "CSI migration's translation of in-tree PVs is not implemented: the GCE PD's "
-            "zone labels never become node affinity"))),
+    "pvc-bound,node-different-zone": (
+        ZONE2, make_csi_node("node1", "kubernetes.io/gce-pd"), [REASON_NODE_CONFLICT]),
 }
 
 
@@ -341,3 +338,12 @@ def test_selected_node_elsewhere_is_a_bind_conflict() -> None:
     found, reasons = find_pod_volumes(binder, make_pod(claims=[bound_pvc, other]))
     assert reasons == [REASON_BIND_CONFLICT, REASON_PV_NOT_EXIST]
     assert found == PodVolumes()
+
+
+def test_untranslatable_bound_pv_is_an_error() -> None:
+    """A bound in-tree PV the node migrated but csi-translation-lib cannot translate."""
+    volume = make_test_pv("pv-bound", "node1", "1G", "1", bound_pvc, WAIT_CLASS)
+    volume.spec.azure_disk = {"diskURI": "uri", "kind": "Shared"}
+    binder = _binder(bound_pvc, volume, make_csi_node("node1", "kubernetes.io/azure-disk"))
+    with pytest.raises(BinderError, match=r"^could not translate pv: kind\(Shared\) is not "):
+        find_pod_volumes(binder, make_pod(claims=[bound_pvc]))
