@@ -11,7 +11,7 @@ nothing else uses.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -163,15 +163,31 @@ class VolumeNodeResources(_Wire):
     count: int | None = None
 
 
+# CSINodeSpec.drivers and CSINodeDriver.topologyKeys have no omitempty upstream, and an
+# empty list comes back from the API server (through etcd's protobuf) as null: a
+# kubelet's CSINode without drivers reads {"drivers": null}. Null decodes here as the
+# empty list; type checkers see the plain list (the runtime annotation admits None).
 class CSINodeDriver(_Wire):
     name: str = ""
     node_id: str = msgspec.field(default="", name="nodeID")
-    topology_keys: list[str] = []
+    if TYPE_CHECKING:
+        topology_keys: list[str] = []
+    else:
+        topology_keys: list[str] | None = []
     allocatable: VolumeNodeResources | None = None
+
+    def __post_init__(self) -> None:
+        self.topology_keys = self.topology_keys or []
 
 
 class CSINodeSpec(_Wire):
-    drivers: list[CSINodeDriver] = []
+    if TYPE_CHECKING:
+        drivers: list[CSINodeDriver] = []
+    else:
+        drivers: list[CSINodeDriver] | None = []
+
+    def __post_init__(self) -> None:
+        self.drivers = self.drivers or []
 
 
 class CSINode(_Wire):
