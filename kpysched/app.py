@@ -17,7 +17,7 @@ from kpysched.cache.cache import Cache
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
 from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.event_recorder import EventRecorder
-from kpysched.framework.cluster_events import EVERYTHING, ActionType, ClusterEvent
+from kpysched.framework.cluster_events import ActionType, ClusterEvent
 from kpysched.framework.cluster_events import Resource as EventResource
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime import Framework, ProfileSpec
@@ -30,6 +30,7 @@ from kpysched.metrics import SchedulerMetrics
 from kpysched.objects.pod import PodInfo
 from kpysched.pod_status import PodStatusWriter
 from kpysched.preemption import PreemptionExecutor
+from kpysched.queue.hints import QueueingHints
 from kpysched.queue.scheduling_queue import UNSCHEDULABLE_MAX_SECONDS, SchedulingQueue
 from kpysched.scheduler import Scheduler
 from kpysched.server import HealthCheck, Server, ServerConfig, ServerThread, progress_check
@@ -65,15 +66,12 @@ def build_scheduler(
     def pre_enqueue(pod: PodInfo) -> Status:
         return frameworks[pod.pod.spec.scheduler_name].run_pre_enqueue(pod)
 
-    def registered_events(plugin: str) -> tuple[ClusterEvent, ...]:
-        found: tuple[ClusterEvent, ...] = ()
-        for framework in frameworks.values():
-            found += framework.events_for(plugin)
-        return found or (EVERYTHING,)
-
+    hints = QueueingHints(
+        {name: framework.registrations for name, framework in frameworks.items()},
+        observe=metrics.queueing_hint if metrics is not None else None)
     # All profiles share one queue, so they must share one QueueSort (checked in config).
     queue = SchedulingQueue(
-        first.less, pre_enqueue, registered_events,
+        first.less, pre_enqueue, hints,
         initial_backoff_seconds=config.pod_initial_backoff_seconds,
         max_backoff_seconds=config.pod_max_backoff_seconds,
         max_unschedulable_seconds=max_unschedulable_seconds,
@@ -150,7 +148,8 @@ async def run(
             config, profiles, registry, raw, listers, metrics,
             max_unschedulable_seconds=settings.pod_max_in_unschedulable_pods_duration)
         # A namespace's labels decide namespaceSelector matches (InterPodAffinity).
-        listers.namespaces = Index(lambda _: scheduler.queue.move_on_event(NAMESPACE_CHANGE))
+        listers.namespaces = Index(
+            lambda _, old, new: scheduler.queue.move_on_event(NAMESPACE_CHANGE, old, new))
         listers.storage.requeue_with(scheduler.queue.move_on_event)
         pod_handler = PodEventHandler(scheduler, scheduler.recorder)
         pods = pod_reflector(api_client, pod_handler)

@@ -104,7 +104,7 @@ class PodEventHandler:
             info = self._info(pod)
             if info is not None:
                 self._scheduler.cache.add_or_update_pod(info)
-                self._scheduler.queue.move_on_event(ev.ASSIGNED_POD_ADD)
+                self._scheduler.queue.move_on_event(ev.ASSIGNED_POD_ADD, None, info)
         elif self._pending_and_ours(pod):
             info = self._info(pod)
             if info is not None:
@@ -120,19 +120,22 @@ class PodEventHandler:
             if not _is_assigned(old):
                 queue.delete(new.metadata.uid)  # bound (by us or anyone): no longer pending
             if _is_terminal(new):
+                # Gone for scheduling, as upstream's informer (which lists no finished
+                # pods) reports it: deleted, in its final state.
                 cache.remove_pod(new.metadata.uid)
-                queue.move_on_event(ev.ASSIGNED_POD_DELETE)
+                queue.move_on_event(ev.ASSIGNED_POD_DELETE, self._quiet_info(new), None)
                 return
             info = self._info(new)
             if info is None:
                 return
             cache.add_or_update_pod(info)
             if not _is_assigned(old):
-                queue.move_on_event(ev.ASSIGNED_POD_ADD)
+                queue.move_on_event(ev.ASSIGNED_POD_ADD, None, info)
                 return
             # One event per changed scheduling property, as upstream's updateAssignedPodInCache.
-            for event in ev.pod_update_events(self._quiet_info(old) or info, info):
-                queue.move_on_event(event)
+            before = self._quiet_info(old) or info
+            for event in ev.pod_update_events(before, info):
+                queue.move_on_event(event, before, info)
             return
         if self._pending_and_ours(new):
             info = self._info(new)
@@ -144,7 +147,7 @@ class PodEventHandler:
         if (nominated and nominated != new.status.nominated_node_name
                 and self._scheduler.responsible_for(old.spec.scheduler_name)):
             # The room held on the nominated node is free for pods of no higher priority.
-            queue.move_on_event(ev.ASSIGNED_POD_DELETE,
+            queue.move_on_event(ev.ASSIGNED_POD_DELETE, self._quiet_info(old), None,
                                 pre_check=_priority_at_most(old.spec.priority or 0))
 
     @staticmethod
@@ -165,12 +168,14 @@ class PodEventHandler:
         self._unreported.pop(uid, None)
         if _is_assigned(pod) and self._scheduler.cache.has_pod(uid):
             self._scheduler.cache.remove_pod(uid)
-            self._scheduler.queue.move_on_event(ev.ASSIGNED_POD_DELETE)
+            self._scheduler.queue.move_on_event(ev.ASSIGNED_POD_DELETE, self._quiet_info(pod),
+                                                None)
         self._scheduler.queue.delete(uid)
         if (not _is_assigned(pod) and pod.status.nominated_node_name
                 and self._scheduler.responsible_for(pod.spec.scheduler_name)):
             self._scheduler.queue.move_on_event(
-                ev.ASSIGNED_POD_DELETE, pre_check=_priority_at_most(pod.spec.priority or 0))
+                ev.ASSIGNED_POD_DELETE, self._quiet_info(pod), None,
+                pre_check=_priority_at_most(pod.spec.priority or 0))
         for framework in self._scheduler.frameworks.values():
             waiting = framework.waiting_pods.get(uid)
             if waiting is not None:
@@ -215,7 +220,7 @@ class NodeEventHandler:
             except (QuantityError, ValueError) as error:
                 log.warning("node.malformed", node=node.metadata.name, reason=str(error))
                 return
-            self._scheduler.queue.move_on_event(ev.NODE_ADD)
+            self._scheduler.queue.move_on_event(ev.NODE_ADD, None, node)
 
     def on_update(self, old: api.Node, new: api.Node) -> None:
         events = node_update_event(old, new)
@@ -227,9 +232,9 @@ class NodeEventHandler:
                 log.warning("node.malformed", node=new.metadata.name, reason=str(error))
                 return
             for event in events:
-                self._scheduler.queue.move_on_event(event)
+                self._scheduler.queue.move_on_event(event, old, new)
 
     def on_delete(self, node: api.Node) -> None:
         with _handling(self._scheduler, ev.NODE_DELETE.queue_label()):
-            self._scheduler.queue.move_on_event(ev.NODE_DELETE)
+            self._scheduler.queue.move_on_event(ev.NODE_DELETE, node, None)
             self._scheduler.cache.remove_node(node.metadata.name)

@@ -27,12 +27,18 @@ class _HasMeta(Protocol):
 
 T = TypeVar("T", bound=_HasMeta)
 
+# on_change(action, old, new): ADD with (None, added), UPDATE with (old, new), DELETE
+# with (deleted, None); the objects are what queueing hints receive.
+OnChange = Callable[[ActionType, Any, Any], object]
+# What a change is passed on to: the queue's move_on_event(event, old, new).
+Move = Callable[[ClusterEvent, Any, Any], object]
+
 
 class Index(Generic[T]):
     """An informer handler that keeps objects by namespace/name and calls `on_change`
-    with the action after every add, update or delete (e.g. to move unschedulable pods)."""
+    after every add, update or delete (e.g. to move unschedulable pods)."""
 
-    def __init__(self, on_change: Callable[[ActionType], object] | None = None) -> None:
+    def __init__(self, on_change: OnChange | None = None) -> None:
         self._objects: dict[str, T] = {}
         self.on_change = on_change
 
@@ -44,17 +50,17 @@ class Index(Generic[T]):
     def on_add(self, obj: T) -> None:
         self._objects[self.key(obj)] = obj
         if self.on_change is not None:
-            self.on_change(ActionType.ADD)
+            self.on_change(ActionType.ADD, None, obj)
 
     def on_update(self, old: T, new: T) -> None:
         self._objects[self.key(new)] = new
         if self.on_change is not None:
-            self.on_change(ActionType.UPDATE)
+            self.on_change(ActionType.UPDATE, old, new)
 
     def on_delete(self, obj: T) -> None:
         self._objects.pop(self.key(obj), None)
         if self.on_change is not None:
-            self.on_change(ActionType.DELETE)
+            self.on_change(ActionType.DELETE, obj, None)
 
     def get(self, key: str) -> T | None:
         return self._objects.get(key)
@@ -126,12 +132,13 @@ class StorageListers:
             (Resource.VOLUME_ATTACHMENT, self.volume_attachments),
         ]
 
-    def requeue_with(self, move: Callable[[ClusterEvent], object]) -> None:
+    def requeue_with(self, move: Move) -> None:
         """Every change becomes the cluster event the volume plugins register for
-        (e.g. a PV added, a claim bound), so the pods they rejected are retried."""
+        (e.g. a PV added, a claim bound), with the old and new object for their queueing
+        hints, so the pods they rejected are retried when the change may help."""
         for resource, index in self._by_resource():
-            index.on_change = (lambda action, resource=resource:
-                               move(ClusterEvent(resource, action)))
+            index.on_change = (lambda action, old, new, resource=resource:
+                               move(ClusterEvent(resource, action), old, new))
 
     def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:
         return [

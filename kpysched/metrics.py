@@ -182,6 +182,12 @@ class SchedulerMetrics:
             "[ALPHA] Duration for running a plugin at a specific extension point.",
             ["plugin", "extension_point", "status"],
             buckets=exponential_buckets(0.00001, 1.5, 20), registry=r)
+        # Every hint call is observed (upstream records each, asynchronously).
+        self._queueing_hint_duration = Histogram(
+            "scheduler_queueing_hint_execution_duration_seconds",
+            "[ALPHA] Duration for running a queueing hint function of a plugin.",
+            ["plugin", "event", "hint"],
+            buckets=exponential_buckets(0.00001, 1.5, 20), registry=r)
         self._cache_size = Gauge(
             "scheduler_cache_size",
             "[ALPHA] Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
@@ -312,6 +318,11 @@ class SchedulerMetrics:
         """A pod entered `queue` (active, backoff, unschedulable, gated) because of `event`
         (upstream's event label, e.g. PodAdd, ScheduleAttemptFailure, NodeAdd)."""
         self._incoming.labels(queue, event).inc()
+
+    def queueing_hint(self, plugin: str, event: str, hint: str, seconds: float) -> None:
+        """A plugin's queueing hint ran for one pod on one event (`event` is the event's
+        upstream label, `hint` Queue, QueueSkip or Error)."""
+        self._queueing_hint_duration.labels(plugin, event, hint).observe(seconds)
 
     def set_unschedulable(self, counts: Mapping[tuple[str, str], int]) -> None:
         """Pods waiting in the unschedulable queue per (rejecting plugin, profile);

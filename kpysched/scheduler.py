@@ -50,7 +50,6 @@ class Attempt:
 
     framework: Framework
     queued: QueuedPodInfo
-    pod_cycle: int
     state: CycleState
     started: float  # perf_counter at the start of the scheduling cycle
 
@@ -146,8 +145,7 @@ class Scheduler:
             self.queue.done(pod.uid)
             return
         sampled = self.metrics.should_sample() if self.metrics is not None else False
-        attempt = Attempt(framework, queued, self.queue.scheduling_cycle,
-                          CycleState(sampled), time.perf_counter())
+        attempt = Attempt(framework, queued, CycleState(sampled), time.perf_counter())
         try:
             self._schedule(attempt)
         except Exception as error:
@@ -252,6 +250,9 @@ class Scheduler:
         stage = "Permit"
         status = await framework.wait_on_permit(assumed)
         if status.ok:
+            # No plugin can reject the pod from here on: the queue may drop the events it
+            # kept for judging a rejection.
+            self.queue.release_events(assumed.uid)
             stage = "PreBind"
             status = await framework.run_pre_bind(state, assumed, node)
         if status.ok:
@@ -283,7 +284,8 @@ class Scheduler:
         self.cache.forget_pod(assumed.uid)
         self._fail(attempt, None, status)
         uid = assumed.uid
-        self.queue.move_on_event(ASSIGNED_POD_DELETE, pre_check=lambda pod: pod.uid != uid)
+        self.queue.move_on_event(ASSIGNED_POD_DELETE, assumed, None,
+                                 pre_check=lambda pod: pod.uid != uid)
 
     def _fail(self, attempt: Attempt, diagnosis: Diagnosis | None, error: Status | None,
               nominated_node: str | None = None) -> None:
@@ -308,7 +310,7 @@ class Scheduler:
         still_pending = self.queue.where(pod.uid) == "in_flight"
         if still_pending and nominated_node is not None:
             self.queue.nominator.add(pod, nominated_node)
-        self.queue.add_unschedulable(queued, attempt.pod_cycle, error=is_error)
+        self.queue.add_unschedulable(queued, error=is_error)
         if not still_pending:
             return
         log.info("pod.unschedulable" if not is_error else "pod.schedule_error",

@@ -1,10 +1,13 @@
 """Cluster events that can make a rejected pod schedulable (upstream's ClusterEvent),
-and how a pod update reads as such events (upstream's PodSchedulingPropertiesChange)."""
+how a pod update reads as such events (upstream's PodSchedulingPropertiesChange), and
+the queueing hints plugins attach to the events they register (ClusterEventWithHint)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum, Flag, auto
+from typing import TypeVar, cast
 
 from kpysched.objects.pod import PodInfo
 
@@ -137,3 +140,51 @@ def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
     if len(old.pod.spec.tolerations) != len(new.pod.spec.tolerations):
         actions.append(ActionType.UPDATE_POD_TOLERATIONS)
     return [ClusterEvent(resource, action) for action in actions or [ActionType.UPDATE]]
+
+
+class QueueingHint(Enum):
+    """A plugin's answer to "may this event make the pod I rejected schedulable?"
+    (upstream's QueueingHint); the value is the `hint` label of
+    scheduler_queueing_hint_execution_duration_seconds."""
+
+    QUEUE_SKIP = "QueueSkip"
+    QUEUE = "Queue"
+
+
+# hint(pod, old, new): `pod` is the rejected pod; `old` and `new` are the object before
+# and after the event (None for an add's old and a delete's new). Which objects come with
+# which resource is listed on Plugin.events_to_register (framework/interfaces.py). An
+# exception counts as Queue, as upstream treats a hint's error: better a needless retry
+# than a pod stuck until the 5-minute flush.
+QueueingHintFn = Callable[[PodInfo, object, object], QueueingHint]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterEventWithHint:
+    """A registered event and the hint that decides, pod by pod, whether it helps; no
+    hint means always Queue (upstream's defaultQueueingHintFn)."""
+
+    event: ClusterEvent
+    hint: QueueingHintFn | None = None
+
+
+Registration = ClusterEvent | ClusterEventWithHint
+
+
+def with_hints(registered: Iterable[Registration]) -> tuple[ClusterEventWithHint, ...]:
+    """Plugins may register bare ClusterEvents (the form before queueing hints): those
+    always answer Queue."""
+    return tuple(r if isinstance(r, ClusterEventWithHint) else ClusterEventWithHint(r)
+                 for r in registered)
+
+
+_T = TypeVar("_T")
+
+
+def objects_as(kind: type[_T], old: object, new: object) -> tuple[_T | None, _T | None]:
+    """The event's objects as `kind` (upstream's util.As); a hint handed anything else
+    raises, which the queue counts as Queue."""
+    for obj in (old, new):
+        if obj is not None and not isinstance(obj, kind):
+            raise TypeError(f"expected {kind.__name__}, got {type(obj).__name__}")
+    return cast(_T | None, old), cast(_T | None, new)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from kpysched.framework.cluster_events import ClusterEvent
+from kpysched.framework.cluster_events import Registration
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
@@ -180,8 +180,29 @@ class Handle(SharedHandle, Protocol):
 class Plugin(Protocol):
     NAME: ClassVar[str]
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        """Cluster events that may make a pod this plugin rejected schedulable."""
+    def events_to_register(self) -> Sequence[Registration]:
+        """Cluster events that may make a pod this plugin rejected schedulable.
+
+        Each is a bare ClusterEvent (always Queue) or a ClusterEventWithHint whose hint
+        answers, for one rejected pod, whether this very event may help it (QUEUE) or not
+        (QUEUE_SKIP): upstream's EventsToRegister with QueueingHintFns. Only plugins at
+        PreEnqueue, PreFilter, Filter, Reserve or Permit can reject, so only theirs count.
+        A hint must be cheap and pure: it runs for every rejected pod on every matching
+        event, on the scheduling loop. What `hint(pod, old, new)` receives:
+
+        - Pod (AssignedPod, UnschedulablePod): PodInfo. Add: (None, new); Delete:
+          (old, None), where a pod that turned Succeeded/Failed arrives as deleted;
+          updates: (old, new), the rejected pod's own updates included.
+        - Node: api.Node, (None, new) / (old, new) / (old, None).
+        - Namespace: api.Namespace.
+        - Storage resources (PersistentVolume, PersistentVolumeClaim, StorageClass,
+          CSINode, CSIDriver, CSIStorageCapacity, VolumeAttachment): their structs from
+          objects/storage.py, as the informer delivered them.
+        - Wildcard events (UnschedulableTimeout, ForceActivate) call no hint.
+
+        Use cluster_events.objects_as to narrow the objects; raising (a wrong type, a
+        parse error) counts as QUEUE, as upstream counts a hint's error.
+        """
         ...
 
 

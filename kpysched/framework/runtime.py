@@ -15,7 +15,14 @@ from typing import Any, cast
 
 from kpysched.framework import interfaces as fw
 from kpysched.framework.binding_points import BindingPoints
-from kpysched.framework.cluster_events import EVERYTHING, ClusterEvent
+from kpysched.framework.cluster_events import (
+    EVERYTHING,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Resource,
+    with_hints,
+)
 from kpysched.framework.guard import plugin_raised
 from kpysched.framework.handle import ProfileHandle
 from kpysched.framework.instrumented import MetricsSink
@@ -24,6 +31,26 @@ from kpysched.framework.scheduling_points import SchedulingPoints
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.framework.waiting import WaitingPod
 from kpysched.objects.pod import PodInfo
+
+# Only plugins at these points can reject a pod, so only their registrations count
+# (upstream's shouldHaveEnqueueExtensions).
+_REJECTING_POINTS = ("preEnqueue", "preFilter", "filter", "reserve", "permit")
+_ANYTHING = (ClusterEventWithHint(EVERYTHING),)
+_NODE_TAINT_UPDATE = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_TAINT)
+
+
+def _registrations(plugin: fw.Plugin) -> tuple[ClusterEventWithHint, ...]:
+    """The plugin's events with hints, plus upstream's stopgap for kubernetes#109437: a
+    plugin that hears Node/Add but not Node/UpdateNodeTaint also hears the latter,
+    without a hint (buildQueueingHintMap still adds it in v1.36)."""
+    registered = with_hints(plugin.events_to_register())
+    node_actions = ActionType(0)
+    for registration in registered:
+        if registration.event.resource is Resource.NODE:
+            node_actions |= registration.event.action
+    if ActionType.ADD & node_actions and not ActionType.UPDATE_NODE_TAINT & node_actions:
+        registered += (ClusterEventWithHint(_NODE_TAINT_UPDATE),)
+    return registered
 
 
 class FrameworkError(ValueError):
@@ -99,16 +126,23 @@ class Framework(SchedulingPoints, BindingPoints):
         if not self.bind_plugins:
             raise FrameworkError(
                 f"profile {profile.scheduler_name!r}: at least one bind plugin is needed")
-        self._events: dict[str, tuple[ClusterEvent, ...]] = {
-            name: tuple(plugin.events_to_register()) for name, plugin in self._instances.items()
-        }
+        rejecting = {name for point in _REJECTING_POINTS
+                     for name in profile.plugins.get(point, ())}
+        self._registrations: dict[str, tuple[ClusterEventWithHint, ...]] = {
+            name: _registrations(self._instances[name]) for name in sorted(rejecting)}
 
     def plugin(self, name: str) -> Any:
         return self._instances[name]
 
-    def events_for(self, plugin: str) -> tuple[ClusterEvent, ...]:
+    @property
+    def registrations(self) -> dict[str, tuple[ClusterEventWithHint, ...]]:
+        """Plugin name -> the events (and hints) that may undo its rejections (upstream's
+        queueingHintMap of this profile, by plugin)."""
+        return dict(self._registrations)
+
+    def hints_for(self, plugin: str) -> tuple[ClusterEventWithHint, ...]:
         # A plugin we do not know (e.g. from a removed profile) wakes on anything.
-        return self._events.get(plugin, (EVERYTHING,))
+        return self._registrations.get(plugin, _ANYTHING)
 
     # --- queue-time points -------------------------------------------------------
 

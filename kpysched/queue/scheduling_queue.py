@@ -3,14 +3,14 @@
 - activeQ: a heap ordered by the profile's QueueSort `less`; pop() waits on it, and
   takes a plugin-rejected pod from backoffQ when it is empty (SchedulerPopFromBackoffQ).
 - backoffQ: pods that failed and wait out their backoff (see backoff.py).
-- unschedulable: pods rejected by plugins; they move back when a cluster event that
-  one of those plugins registered for happens, or after 5 minutes anyway.
+- unschedulable: pods rejected by plugins; they move back when a cluster event comes
+  that a rejecting plugin's queueing hint says may help (hints.py), or after 5 minutes.
 - gated: pods a PreEnqueue plugin (e.g. SchedulingGates) keeps out (upstream keeps
   them among the unschedulable pods).
 
-A pod is in at most one of these, or "in flight" between pop() and done().
-Queueing hints are not modelled: a rejecting plugin that registered a matching event
-always answers Queue.
+A pod is in at most one of these, or "in flight" between pop() and done(). Events that
+arrive while pods are in flight are logged (in_flight.py): a pod that comes back
+rejected is judged by the hints against what happened during its attempt.
 """
 
 from __future__ import annotations
@@ -18,9 +18,8 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
-from enum import IntEnum
 
 from kpysched.framework.cluster_events import (
     UNSCHEDULABLE_TIMEOUT,
@@ -33,6 +32,8 @@ from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 from kpysched.queue.backoff import BackoffQueue, FailureCounts, Less
+from kpysched.queue.hints import QueueingHints, Strategy
+from kpysched.queue.in_flight import InFlightEvents
 from kpysched.queue.nominator import Nominator
 
 UNSCHEDULABLE_MAX_SECONDS = 300.0  # upstream's podMaxInUnschedulablePodsDuration
@@ -45,18 +46,8 @@ BACKOFF_COMPLETE = "BackoffComplete"
 POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 
 PreEnqueue = Callable[[PodInfo], Status]
-# plugin name -> events it registered; decides which unschedulable pods an event moves.
-EventRegistry = Callable[[str], Iterable[ClusterEvent]]
 # Which unschedulable pods an event may move at all (upstream's PreEnqueueCheck).
 PreCheck = Callable[[PodInfo], bool]
-
-
-class _Strategy(IntEnum):
-    """Upstream's queueingStrategy, weakest first."""
-
-    SKIP = 0
-    AFTER_BACKOFF = 1
-    IMMEDIATELY = 2
 
 
 @dataclass(slots=True)
@@ -74,7 +65,7 @@ class SchedulingQueue:
         self,
         less: Less,
         pre_enqueue: PreEnqueue,
-        registered_events: EventRegistry,
+        hints: QueueingHints,
         *,
         initial_backoff_seconds: float = 1.0,
         max_backoff_seconds: float = 10.0,
@@ -84,7 +75,7 @@ class SchedulingQueue:
         self._less = less
         self._max_unschedulable_seconds = max_unschedulable_seconds
         self._pre_enqueue = pre_enqueue
-        self._registered_events = registered_events
+        self.hints = hints
         self._clock = clock
         self._active: list[_HeapEntry] = []
         self._active_by_uid: dict[str, _HeapEntry] = {}
@@ -92,15 +83,12 @@ class SchedulingQueue:
         self._unschedulable: dict[str, QueuedPodInfo] = {}
         self._gated: dict[str, QueuedPodInfo] = {}
         self._in_flight: dict[str, QueuedPodInfo] = {}
-        # The in-flight pod's own updates, weighed when it comes back rejected.
-        self._in_flight_updates: dict[str, list[ClusterEvent]] = {}
+        self._in_flight_events = InFlightEvents()
         self._failures: dict[str, FailureCounts] = {}
         self._flushed_at: dict[str, float] = {}  # upstream's FlushTimestamp
         self._wakeup = asyncio.Event()
         self.nominator = Nominator()
-        self._interest: dict[tuple[str, ClusterEvent], bool] = {}
         self.scheduling_cycle = 0
-        self._move_request_cycle = -1
         self._closed = False
         # (queue, event) -> count, for scheduler_queue_incoming_pods_total.
         self.incoming: dict[tuple[str, str], int] = {}
@@ -160,48 +148,16 @@ class SchedulingQueue:
             self._wakeup.set()  # pop() may take it if the active queue is empty
         return True
 
-    def _requeue(self, info: QueuedPodInfo, strategy: _Strategy, event: str) -> bool:
+    def _requeue(self, info: QueuedPodInfo, strategy: Strategy, event: str) -> bool:
         """Upstream's requeuePodWithQueueingStrategy; whether the pod left the
         unschedulable and gated pods."""
-        if strategy is _Strategy.SKIP:
+        if strategy is Strategy.SKIP:
             self._park(info, event, gated=info.gated)
             return False
-        if (strategy is _Strategy.AFTER_BACKOFF
+        if (strategy is Strategy.AFTER_BACKOFF
                 and self._backoff.is_backing_off(self._backoff_expiry(info), self._clock())):
             return self._to_backoff(info, event)
         return self._to_active(info, event)
-
-    def _strategy(self, info: QueuedPodInfo, event: ClusterEvent) -> _Strategy:
-        """Upstream's isPodWorthRequeuing: a pending plugin interested in the event skips
-        backoff, an unschedulable one waits it out; nobody interested, the pod stays.
-        A gated pod is looked at only for its gating plugin's events (or a wildcard)."""
-        if info.gated:
-            if not (event.is_wildcard or self._interested(info.gating_plugin, event)):
-                return _Strategy.SKIP
-            rejectors = {info.gating_plugin}
-        else:
-            rejectors = set()
-        rejectors |= info.unschedulable_plugins | info.pending_plugins
-        if not rejectors or event.is_wildcard:
-            return _Strategy.AFTER_BACKOFF
-        strategy = _Strategy.SKIP
-        for plugin in rejectors:
-            if self._interested(plugin, event):
-                if plugin in info.pending_plugins:
-                    return _Strategy.IMMEDIATELY
-                strategy = _Strategy.AFTER_BACKOFF
-        return strategy
-
-    def _interested(self, plugin: str, event: ClusterEvent) -> bool:
-        # Registrations are fixed at start-up, so each (plugin, event) answer is too; every
-        # assigned-pod and node event asks it for every unschedulable pod.
-        key = (plugin, event)
-        answer = self._interest.get(key)
-        if answer is None:
-            answer = any(registered.matches(event)
-                         for registered in self._registered_events(plugin))
-            self._interest[key] = answer
-        return answer
 
     # --- informer-facing API -----------------------------------------------------
 
@@ -217,8 +173,9 @@ class SchedulingQueue:
         uid = pod.uid
         self.nominator.add_from_status(pod)
         if (info := self._in_flight.get(uid)) is not None:
-            self._in_flight_updates.setdefault(uid, []).extend(
-                pod_update_events(info.pod_info, pod))
+            # Kept for when it comes back: the update may be what would have let it fit.
+            self._in_flight_events.record_for(uid, pod_update_events(info.pod_info, pod),
+                                              info.pod_info, pod)
             info.pod_info = pod
             return
         if (entry := self._active_by_uid.get(uid)) is not None:
@@ -228,13 +185,13 @@ class SchedulingQueue:
             info.pod_info = pod
             return
         if (info := self._gated.get(uid) or self._unschedulable.get(uid)) is not None:
-            # The update may be what a rejecting (or gating) plugin waits for.
-            events = pod_update_events(info.pod_info, pod)
+            # The update may be what a rejecting (or gating) plugin waits for; its hints
+            # judge every change the update carries (no gating pre-filter, as upstream).
+            old = info.pod_info
             info.pod_info = pod
-            for event in events:
-                strategy = self._strategy(info, event)
-                if strategy is not _Strategy.SKIP:
-                    self._requeue(info, strategy, event.queue_label())
+            for event in pod_update_events(old, pod):
+                strategy = self.hints.strategy(info, event, old, pod)
+                if self._requeue(info, strategy, event.queue_label()):
                     return
             return
         self._to_active(QueuedPodInfo(pod, timestamp=self._clock()),
@@ -251,7 +208,7 @@ class SchedulingQueue:
 
     def _forget(self, uid: str) -> None:
         self._in_flight.pop(uid, None)
-        self._in_flight_updates.pop(uid, None)
+        self._in_flight_events.done(uid)
         self._failures.pop(uid, None)
         self._flushed_at.pop(uid, None)
 
@@ -282,24 +239,28 @@ class SchedulingQueue:
         info.attempts += 1
         self.scheduling_cycle += 1
         self._in_flight[info.pod_info.uid] = info
-        self._in_flight_updates[info.pod_info.uid] = []
+        self._in_flight_events.start(info.pod_info.uid)
         return info
 
     def done(self, uid: str) -> None:
         """The scheduling attempt for `uid` finished (bound or requeued)."""
         self._in_flight.pop(uid, None)
-        self._in_flight_updates.pop(uid, None)
+        self._in_flight_events.done(uid)
         if not self.contains(uid):
             self._forget(uid)
 
-    def add_unschedulable(self, info: QueuedPodInfo, pod_cycle: int, *,
-                          error: bool = False) -> None:
+    def release_events(self, uid: str) -> None:
+        """Permit let the pod through: no plugin can reject it any more, so stop keeping
+        events for it (upstream calls Done here to free them early). Should its binding
+        still fail, it goes back after backoff."""
+        self._in_flight_events.done(uid)
+
+    def add_unschedulable(self, info: QueuedPodInfo, *, error: bool = False) -> None:
         """Requeue a pod whose attempt failed; `error` means it was not a plugin rejection."""
         uid = info.pod_info.uid
         if uid not in self._in_flight:
             return  # deleted while in flight: nothing to requeue
         del self._in_flight[uid]
-        own_updates = self._in_flight_updates.pop(uid, [])
         if error:
             info.unschedulable_plugins = set()
             info.pending_plugins = set()
@@ -307,36 +268,60 @@ class SchedulingQueue:
         self._failures.setdefault(uid, FailureCounts()).record(error=not rejected)
         info.timestamp = self._clock()
         self._flushed_at.pop(uid, None)
-        if not rejected or self._move_request_cycle >= pod_cycle:
-            # It failed for a non-plugin reason, or something changed during the
-            # attempt: try again after backoff rather than waiting for another event.
-            strategy = _Strategy.AFTER_BACKOFF
-        else:
-            strategy = max((self._strategy(info, event) for event in own_updates),
-                           default=_Strategy.SKIP)
+        # A failure no plugin owns retries after backoff, or it would wait for the flush.
+        strategy = self._in_flight_strategy(info) if rejected else Strategy.AFTER_BACKOFF
+        self._in_flight_events.done(uid)
         self._requeue(info, strategy, SCHEDULE_ATTEMPT_FAILURE)
 
-    def move_on_event(self, event: ClusterEvent, *, pre_check: PreCheck | None = None) -> int:
-        """Move unschedulable pods that a rejecting plugin said this event may help
-        (only those passing `pre_check`, if given); returns how many left."""
+    def _in_flight_strategy(self, info: QueuedPodInfo) -> Strategy:
+        """Upstream's determineSchedulingHintForInFlightPod: the strongest answer the
+        rejecting plugins give for the events logged during the attempt."""
+        logged = self._in_flight_events.since_start(info.pod_info.uid)
+        if logged is None:
+            return Strategy.AFTER_BACKOFF  # not tracked any more: retry rather than strand
+        result = Strategy.SKIP
+        for entry in logged:
+            strategy = self.hints.strategy(info, entry.event, entry.old, entry.new)
+            if strategy is Strategy.IMMEDIATELY:
+                return strategy
+            if strategy is Strategy.AFTER_BACKOFF:
+                if not info.pending_plugins:
+                    return strategy
+                result = strategy
+        return result
+
+    def move_on_event(self, event: ClusterEvent, old: object = None, new: object = None, *,
+                      pre_check: PreCheck | None = None) -> int:
+        """Move the unschedulable (and gated) pods this event may help, as the rejecting
+        plugins' hints judge it from the event's `old` and `new` objects (see
+        Plugin.events_to_register for which objects each resource brings); only pods
+        passing `pre_check`, if given. Returns how many left."""
+        if not self.hints.interested(event):
+            return 0  # no plugin listens: not even in-flight pods need it
         candidates = [info for info in (*self._unschedulable.values(), *self._gated.values())
                       if pre_check is None or pre_check(info.pod_info)]
-        return self._move(candidates, event)
+        return self._move(candidates, event, old, new)
 
-    def _move(self, candidates: list[QueuedPodInfo], event: ClusterEvent) -> int:
+    def _move(self, candidates: list[QueuedPodInfo], event: ClusterEvent, old: object,
+              new: object) -> int:
         """Upstream's movePodsToActiveOrBackoffQueue."""
         moved = 0
         for info in candidates:
-            strategy = self._strategy(info, event)
-            if strategy is not _Strategy.SKIP:
+            # A gated pod can only be released by its gating plugin's events (or a
+            # wildcard, so that wrong hints cannot keep it forever).
+            if (info.gated and not event.is_wildcard and not self.hints.hears(
+                    info.pod_info.pod.spec.scheduler_name, info.gating_plugin, event)):
+                continue
+            strategy = self.hints.strategy(info, event, old, new)
+            if strategy is not Strategy.SKIP:
                 moved += self._requeue(info, strategy, event.queue_label())
-        self._move_request_cycle = self.scheduling_cycle
+        self._in_flight_events.record(event, old, new)
         return moved
 
     def activate_gated(self) -> None:
         """Re-run PreEnqueue for gated pods (e.g. after their gates were removed)."""
         for info in list(self._gated.values()):
-            self._requeue(info, _Strategy.AFTER_BACKOFF, UNSCHEDULED_POD_UPDATE.queue_label())
+            self._requeue(info, Strategy.AFTER_BACKOFF, UNSCHEDULED_POD_UPDATE.queue_label())
 
     def flush_backoff_completed(self) -> int:
         completed = self._backoff.pop_completed(self._clock())
@@ -361,7 +346,7 @@ class SchedulingQueue:
             if now - since > self._max_unschedulable_seconds:
                 self._flushed_at[uid] = now
                 stale.append(info)
-        return self._move(stale, UNSCHEDULABLE_TIMEOUT) if stale else 0
+        return self._move(stale, UNSCHEDULABLE_TIMEOUT, None, None) if stale else 0
 
     async def run_flushers(self) -> None:
         """Periodic moves from backoffQ and (after 5 minutes) from unschedulable."""

@@ -88,10 +88,13 @@ def test_a_node_update_changing_several_properties_reaches_each_registration() -
 class RecordingQueue:
     def __init__(self) -> None:
         self.events: list[tuple[str, PreCheck | None]] = []
+        self.objects: list[tuple[object, object]] = []  # (old, new) for the queueing hints
         self.deleted: list[str] = []
 
-    def move_on_event(self, event: ClusterEvent, *, pre_check: PreCheck | None = None) -> int:
+    def move_on_event(self, event: ClusterEvent, old: object = None, new: object = None, *,
+                      pre_check: PreCheck | None = None) -> int:
         self.events.append((event.queue_label(), pre_check))
+        self.objects.append((old, new))
         return 0
 
     def delete(self, uid: str) -> None:
@@ -128,8 +131,10 @@ def test_node_update_moves_pods_once_per_changed_property() -> None:
     old, new = base().taint("a").obj(), base().label("zone", "b").obj()
     nodes.on_add(old)
     scheduler.queue.events.clear()
+    scheduler.queue.objects.clear()
     nodes.on_update(old, new)
     assert labels(scheduler) == ["NodeUpdateNodeLabel", "NodeUpdateNodeTaint"]
+    assert scheduler.queue.objects == [(old, new), (old, new)]
 
 
 def test_node_delete_is_an_event() -> None:
@@ -138,6 +143,7 @@ def test_node_delete_is_an_event() -> None:
     nodes.on_add(node)
     nodes.on_delete(node)
     assert labels(scheduler) == ["NodeAdd", "NodeDelete"]
+    assert scheduler.queue.objects == [(None, node), (node, None)]
 
 
 def test_assigned_pod_update_moves_pods_once_per_changed_property() -> None:
@@ -148,6 +154,12 @@ def test_assigned_pod_update_moves_pods_once_per_changed_property() -> None:
     pods.on_update(old, new)
     assert labels(scheduler) == ["AssignedPodAdd", "AssignedPodUpdatePodLabel",
                                  "AssignedPodUpdatePodScaleDown"]
+    # Hints see PodInfos: the requests before and after the scale-down.
+    (_, added), *updates = scheduler.queue.objects
+    assert isinstance(added, PodInfo) and added.requests.milli_cpu == 1000
+    for before, after in updates:
+        assert isinstance(before, PodInfo) and isinstance(after, PodInfo)
+        assert (before.requests.milli_cpu, after.requests.milli_cpu) == (1000, 500)
 
 
 def test_binding_is_an_assigned_pod_add() -> None:
@@ -156,6 +168,25 @@ def test_binding_is_an_assigned_pod_add() -> None:
     pods.on_update(old, make_pod("p").node("n").obj())
     assert labels(scheduler) == ["AssignedPodAdd"]
     assert scheduler.queue.deleted == [old.metadata.uid]
+    [(before, after)] = scheduler.queue.objects
+    assert before is None and isinstance(after, PodInfo) and after.node_name == "n"
+
+
+@pytest.mark.parametrize("how", ["deleted", "finished"])
+def test_an_assigned_pod_going_away_hands_the_hints_the_pod_it_was(how: str) -> None:
+    scheduler, pods, _ = handlers()
+    running = make_pod("p").node("n").req(cpu="1").obj()
+    pods.on_add(running)
+    if how == "deleted":
+        pods.on_delete(running)
+    else:
+        finished = make_pod("p").node("n").req(cpu="1").obj()
+        finished.status.phase = "Succeeded"
+        pods.on_update(running, finished)
+    assert labels(scheduler) == ["AssignedPodAdd", "AssignedPodDelete"]
+    [_, (gone, after)] = scheduler.queue.objects
+    assert isinstance(gone, PodInfo) and after is None
+    assert (gone.node_name, gone.requests.milli_cpu) == ("n", 1000)
 
 
 @pytest.mark.parametrize("how", ["deleted", "nomination cleared"])
@@ -170,6 +201,8 @@ def test_a_nominated_pod_leaving_frees_its_room_for_pods_of_no_higher_priority(
         pods.on_update(nominated, make_pod("p").priority(10).obj())
     [(label, pre_check)] = scheduler.queue.events
     assert label == "AssignedPodDelete"
+    [(gone, _)] = scheduler.queue.objects
+    assert isinstance(gone, PodInfo) and gone.pod.status.nominated_node_name == "n"
     assert pre_check is not None
     assert pre_check(make_pod("peer").priority(10).info())
     assert not pre_check(make_pod("higher").priority(11).info())

@@ -57,6 +57,8 @@ UPSTREAM = [
     Upstream("scheduler_plugin_execution_duration_seconds", "histogram",
              ("plugin", "extension_point", "status"), "ALPHA", (0.00001, 1.5, 20)),
     Upstream("scheduler_queue_incoming_pods_total", "counter", ("queue", "event"), "STABLE"),
+    Upstream("scheduler_queueing_hint_execution_duration_seconds", "histogram",
+             ("plugin", "event", "hint"), "ALPHA", (0.00001, 1.5, 20)),
     Upstream("scheduler_permit_wait_duration_seconds", "histogram", ("result",), "BETA",
              (0.001, 2, 15)),
     Upstream("scheduler_cache_size", "gauge", ("type",), "ALPHA"),
@@ -86,6 +88,7 @@ def exercised() -> SchedulerMetrics:
     m.preemption_victims(2)
     m.set_pending({"active": 1, "backoff": 2, "unschedulable": 3, "gated": 4})
     m.incoming("active", "PodAdd")
+    m.queueing_hint("NodeResourcesFit", "NodeAdd", "QueueSkip", 0.00002)
     m.unschedulable_changed(["NodeResourcesFit"], "kpysched", 1)
     m.extension_point_duration("Filter", "Success", "kpysched", 0.001)
     m.plugin_duration("NodeResourcesFit", "Filter", "Success", 0.00002)

@@ -197,13 +197,16 @@ async def test_run_survives_a_raising_plugin(harness: Harness) -> None:
 
 # --- rejections at Reserve, Permit and PreBind ------------------------------------------
 
-@pytest.mark.parametrize(("point", "message"), [
-    ("reserve", "no room"),
-    ("permit", "no room"),
-    ("pre_bind", "no room"),
+@pytest.mark.parametrize(("point", "message", "where"), [
+    ("reserve", "no room", "unschedulable"),
+    ("permit", "no room", "unschedulable"),
+    # After Permit no plugin's rejection is judged by events any more (upstream calls
+    # Done there): the pod retries after backoff.
+    ("pre_bind", "no room", "backoff"),
 ])
 async def test_rejection_after_the_choice_undoes_the_assumption(harness: Harness, point: str,
-                                                                 message: str) -> None:
+                                                                 message: str,
+                                                                 where: str) -> None:
     setattr(harness.script, point, Status.unschedulable("no room"))
     rejected = pod("rejected")
     await harness.add_and_schedule(rejected)
@@ -211,7 +214,7 @@ async def test_rejection_after_the_choice_undoes_the_assumption(harness: Harness
     assert not harness.scheduler.cache.has_pod(rejected.metadata.uid)
     assert f"{RAISER}.unreserve" in harness.script.log
     assert harness.api.sent("POST", "/binding") == []
-    assert harness.where(rejected) == "unschedulable"
+    assert harness.where(rejected) == where
 
 
 # --- failed binds ------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework import interfaces as fw
-from kpysched.framework.cluster_events import ClusterEvent
+from kpysched.framework.cluster_events import Registration
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime import Framework, ProfileSpec
@@ -60,6 +60,7 @@ class Script:
     bind: Status = field(default_factory=Status)
     # Extension points (as logged: "filter", "postBind", ...) where the plugin raises.
     raise_at: set[str] = field(default_factory=set)
+    events: Sequence[Registration] = ()  # what events_to_register returns
 
 
 class _Behaviour:
@@ -74,8 +75,8 @@ class _Behaviour:
         if point in self.script.raise_at:
             raise RuntimeError(f"{self.NAME} exploded at {point}")
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        return ()
+    def events_to_register(self) -> Sequence[Registration]:
+        return self.script.events
 
     def pre_filter(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
                    ) -> tuple[fw.PreFilterResult | None, Status]:

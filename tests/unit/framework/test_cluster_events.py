@@ -13,9 +13,14 @@ from kpysched.framework.cluster_events import (
     UNSCHEDULABLE_TIMEOUT,
     ActionType,
     ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
     Resource,
+    objects_as,
     pod_update_events,
+    with_hints,
 )
+from kpysched.objects.pod import PodInfo
 from tests.unit.builders import PodBuilder, make_pod
 
 A = ActionType
@@ -136,3 +141,26 @@ def test_pod_update_events_of_an_assigned_pod() -> None:
                                  base_pod().node("n").label("app", "b").info())
     assert (update.resource, update.action) == (Resource.ASSIGNED_POD, A.UPDATE_POD_LABEL)
     assert update.queue_label() == "AssignedPodUpdatePodLabel"
+
+
+# --- queueing hints ------------------------------------------------------------------
+
+
+def test_bare_events_become_registrations_without_a_hint() -> None:
+    def hint(pod: object, old: object, new: object) -> QueueingHint:
+        return QueueingHint.QUEUE_SKIP
+
+    hinted = ClusterEventWithHint(NODE_ADD, hint)
+    assert with_hints([ASSIGNED_POD_DELETE, hinted]) == (
+        ClusterEventWithHint(ASSIGNED_POD_DELETE, None), hinted)
+
+
+def test_objects_as_narrows_or_raises_as_upstreams_util_as() -> None:
+    pod = make_pod("p").info()
+    assert objects_as(PodInfo, None, pod) == (None, pod)
+    with pytest.raises(TypeError, match="expected PodInfo, got str"):
+        objects_as(PodInfo, "not-a-pod", pod)
+
+
+def test_hint_labels_are_upstreams() -> None:
+    assert [hint.value for hint in QueueingHint] == ["QueueSkip", "Queue"]

@@ -7,6 +7,16 @@ import asyncio
 
 import pytest
 
+from kpysched.framework.cluster_events import (
+    ASSIGNED_POD_DELETE,
+    EVERYTHING,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Registration,
+    Resource,
+)
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import NodeScore
 from kpysched.framework.runtime import Framework, FrameworkError
@@ -69,6 +79,49 @@ def test_plugins_are_built_once_and_ordered_per_point() -> None:
 def test_score_weights_default_to_one() -> None:
     framework = build({"score": ["ScoreA", "ScoreB"]}, SCORE_A, SCORE_B, weights={"ScoreB": 5})
     assert framework.weights == {"ScoreA": 1, "ScoreB": 5}
+
+
+# --- queueing-hint registrations (upstream's buildQueueingHintMap) ----------------------------
+
+
+def _skip(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    return QueueingHint.QUEUE_SKIP
+
+
+NODE_ADD_HINTED = ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD), _skip)
+NODE_TAINT = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_TAINT)
+
+
+@pytest.mark.parametrize(("events", "expected"), [
+    pytest.param((NODE_ADD_HINTED,), (NODE_ADD_HINTED, ClusterEventWithHint(NODE_TAINT)),
+                 id="Node/Add without Node/UpdateNodeTaint also hears the latter, unhinted"),
+    pytest.param((ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD
+                                                    | ActionType.UPDATE_NODE_TAINT), _skip),),
+                 (ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD
+                                                    | ActionType.UPDATE_NODE_TAINT), _skip),),
+                 id="Node/UpdateNodeTaint registered already: nothing added"),
+    pytest.param((ASSIGNED_POD_DELETE,), (ClusterEventWithHint(ASSIGNED_POD_DELETE),),
+                 id="a bare ClusterEvent (the form before hints) always answers Queue"),
+    pytest.param((), (), id="no events: a rejection waits for the flush"),
+])
+def test_registrations_with_hints(events: tuple[Registration, ...],
+                                  expected: tuple[ClusterEventWithHint, ...]) -> None:
+    framework = build({"filter": ["OnlyFilter"]}, ONLY_FILTER,
+                      scripts={"OnlyFilter": Script(events=events)})
+    assert framework.registrations["OnlyFilter"] == expected
+    assert framework.hints_for("OnlyFilter") == expected
+
+
+def test_only_plugins_that_can_reject_register_events() -> None:
+    framework = build({"score": ["ScoreA"], "reserve": ["ReserveA"]}, SCORE_A, RESERVE_A,
+                      scripts={name: Script(events=(ASSIGNED_POD_DELETE,))
+                               for name in ("ScoreA", "ReserveA")})
+    assert set(framework.registrations) == {"ReserveA"}
+
+
+def test_a_plugin_the_profile_does_not_know_wakes_on_anything() -> None:
+    framework = build({"filter": ["OnlyFilter"]}, ONLY_FILTER)
+    assert framework.hints_for("Gone") == (ClusterEventWithHint(EVERYTHING),)
 
 
 # --- PreFilter / Filter ----------------------------------------------------------------------

@@ -6,6 +6,7 @@ import importlib
 
 import pytest
 
+from kpysched.framework.cluster_events import with_hints
 from kpysched.framework.registry import PluginSpec, full_registry
 from kpysched.plugins import DEFAULT_WEIGHTS, IN_TREE
 from tests.unit.builders import FakeHandle
@@ -45,7 +46,7 @@ def test_module_shape(name: str, module: str) -> None:
     args = spec.parse_args(None)
     instance = spec.factory(args, FakeHandle())
     assert isinstance(instance, spec.plugin_class)
-    assert all(event.resource for event in instance.events_to_register())
+    assert all(r.event.resource for r in with_hints(instance.events_to_register()))
 
 
 def test_default_weights() -> None:

@@ -1,13 +1,14 @@
 """SchedulingQueue: activeQ order, backoff, unschedulable and gated pods, cluster-event moves.
 
 Time is a fake clock handed to the constructor; upstream's facts come from
-pkg/scheduler/backend/queue (scheduling_queue.go, backoff_queue.go).
+pkg/scheduler/backend/queue (scheduling_queue.go, backoff_queue.go). Queueing hints
+and the in-flight events rules have their own file (test_queueing_hints.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import msgspec
 import pytest
@@ -19,12 +20,15 @@ from kpysched.framework.cluster_events import (
     UNSCHEDULABLE_TIMEOUT,
     ActionType,
     ClusterEvent,
+    Registration,
     Resource,
+    with_hints,
 )
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Status
-from kpysched.objects.pod import PodInfo
+from kpysched.objects.pod import DEFAULT_SCHEDULER_NAME, PodInfo
 from kpysched.plugins import priority_sort, scheduling_gates
+from kpysched.queue.hints import HintObserver, QueueingHints
 from kpysched.queue.scheduling_queue import SchedulingQueue
 from tests.unit.builders import make_pod
 
@@ -34,9 +38,9 @@ LABELS = "PodLabelWatcher"
 POD_UPDATES = "PodUpdateWatcher"
 UNKNOWN = "NotRegistered"
 
-# Which cluster events each (pretend) plugin registered; an unknown plugin wakes on anything,
-# as the app's registry does.
-REGISTERED: dict[str, tuple[ClusterEvent, ...]] = {
+# Which cluster events each (pretend) plugin registered, without hints (always Queue); a
+# plugin the profile does not list wakes on anything, as the framework's registry does.
+REGISTERED: dict[str, tuple[Registration, ...]] = {
     FIT: (ClusterEvent(Resource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
           ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)),
     TAINT: (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),),
@@ -59,17 +63,23 @@ class FakeClock:
         self.now += seconds
 
 
-def registered_events(plugin: str) -> tuple[ClusterEvent, ...]:
-    return REGISTERED.get(plugin, (EVERYTHING,))
+def hints(registered: Mapping[str, Iterable[Registration]] | None = None,
+          observe: HintObserver | None = None) -> QueueingHints:
+    """The one profile's registrations (the builder's pods use the default scheduler)."""
+    plugins = {**REGISTERED, **(registered or {})}
+    return QueueingHints({DEFAULT_SCHEDULER_NAME: {
+        plugin: with_hints(events) for plugin, events in plugins.items()}}, observe=observe)
 
 
 def make_queue(clock: FakeClock, *, initial: float = 1.0, maximum: float = 10.0,
-               pre_enqueue: Callable[[PodInfo], Status] | None = None) -> SchedulingQueue:
+               pre_enqueue: Callable[[PodInfo], Status] | None = None,
+               registered: Mapping[str, Iterable[Registration]] | None = None,
+               observe: HintObserver | None = None) -> SchedulingQueue:
     gates = scheduling_gates.SchedulingGates()
     return SchedulingQueue(
         priority_sort.PrioritySort().less,
         pre_enqueue if pre_enqueue is not None else gates.pre_enqueue,
-        registered_events,
+        hints(registered, observe),
         initial_backoff_seconds=initial, max_backoff_seconds=maximum, clock=clock)
 
 
@@ -112,15 +122,15 @@ async def still_waiting(queue: SchedulingQueue) -> bool:
     return waiting
 
 
-def reject(queue: SchedulingQueue, info: QueuedPodInfo, cycle: int, *plugins: str) -> None:
+def reject(queue: SchedulingQueue, info: QueuedPodInfo, *plugins: str) -> None:
     """What the scheduler does when plugins rejected the pod."""
     info.unschedulable_plugins = set(plugins)
-    queue.add_unschedulable(info, cycle)
+    queue.add_unschedulable(info)
 
 
-def fail_with_error(queue: SchedulingQueue, info: QueuedPodInfo, cycle: int) -> None:
+def fail_with_error(queue: SchedulingQueue, info: QueuedPodInfo) -> None:
     info.unschedulable_plugins = set()
-    queue.add_unschedulable(info, cycle, error=True)
+    queue.add_unschedulable(info, error=True)
 
 
 async def rejected_pod(queue: SchedulingQueue, clock: FakeClock, info: PodInfo,
@@ -128,7 +138,7 @@ async def rejected_pod(queue: SchedulingQueue, clock: FakeClock, info: PodInfo,
     """Add, pop and reject a pod with no move request: it lands in unschedulable."""
     queue.add(info)
     queued = await pop_now(queue)
-    reject(queue, queued, queue.scheduling_cycle, *plugins)
+    reject(queue, queued, *plugins)
     assert queue.where(info.uid) == "unschedulable"
     return queued
 
@@ -172,7 +182,7 @@ async def test_pop_counts_attempts_and_scheduling_cycles() -> None:
     queue.add(pod("p"))
     first = await pop_now(queue)
     assert (first.attempts, queue.scheduling_cycle) == (1, 1)
-    fail_with_error(queue, first, queue.scheduling_cycle)
+    fail_with_error(queue, first)
     clock.advance(60)
     queue.flush_backoff_completed()
     second = await pop_now(queue)
@@ -256,30 +266,32 @@ async def test_gated_pod_ignores_cluster_events_and_flushes() -> None:
 
 
 @pytest.mark.parametrize(("event_before", "event_during", "plugins", "error", "where"), [
-    pytest.param(False, False, {FIT}, False, "unschedulable",
+    pytest.param(None, None, {FIT}, False, "unschedulable",
                  id="rejected with no event meanwhile: unschedulable"),
-    pytest.param(False, True, {FIT}, False, "backoff",
-                 id="move request during the attempt: backoff"),
-    pytest.param(True, False, {FIT}, False, "unschedulable",
-                 id="move request before the attempt started: unschedulable"),
-    pytest.param(False, False, set(), False, "backoff",
+    pytest.param(None, NODE_ADD, {FIT}, False, "backoff",
+                 id="event the rejecting plugin hears during the attempt: backoff"),
+    pytest.param(None, NODE_TAINT_UPDATE, {FIT}, False, "unschedulable",
+                 id="event only another plugin hears during the attempt: unschedulable"),
+    pytest.param(NODE_ADD, None, {FIT}, False, "unschedulable",
+                 id="event before the attempt started: unschedulable"),
+    pytest.param(None, None, set(), False, "backoff",
                  id="no rejecting plugin: backoff"),
-    pytest.param(False, False, set(), True, "backoff", id="error: backoff"),
+    pytest.param(None, None, set(), True, "backoff", id="error: backoff"),
 ])
-async def test_add_unschedulable_destination(event_before: bool, event_during: bool,
+async def test_add_unschedulable_destination(event_before: ClusterEvent | None,
+                                             event_during: ClusterEvent | None,
                                              plugins: set[str], error: bool,
                                              where: str) -> None:
     queue = make_queue(FakeClock())
     info = pod("p")
     queue.add(info)
-    if event_before:
-        queue.move_on_event(NODE_ADD)
+    if event_before is not None:
+        queue.move_on_event(event_before)
     queued = await pop_now(queue)
-    cycle = queue.scheduling_cycle
-    if event_during:
-        queue.move_on_event(ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL))
+    if event_during is not None:
+        queue.move_on_event(event_during)
     queued.unschedulable_plugins = set(plugins)
-    queue.add_unschedulable(queued, cycle, error=error)
+    queue.add_unschedulable(queued, error=error)
     assert queue.where(info.uid) == where
 
 
@@ -289,7 +301,7 @@ async def test_pod_deleted_in_flight_is_not_requeued() -> None:
     queue.add(info)
     queued = await pop_now(queue)
     queue.delete(info.uid)
-    reject(queue, queued, queue.scheduling_cycle, FIT)
+    reject(queue, queued, FIT)
     assert queue.where(info.uid) is None
     assert not queue.contains(info.uid)
     assert queue.pending_counts() == {"active": 0, "backoff": 0, "unschedulable": 0,
@@ -302,7 +314,7 @@ async def test_pod_updated_in_flight_is_requeued_in_its_latest_version() -> None
     queue.add(info)
     queued = await pop_now(queue)
     queue.update(relabelled(info, {"v": "2"}))
-    fail_with_error(queue, queued, queue.scheduling_cycle)
+    fail_with_error(queue, queued)
     assert queue.where(info.uid) == "backoff"
     assert queued.pod_info.pod.metadata.labels == {"v": "2"}
 
@@ -335,12 +347,11 @@ async def test_backoff_grows_with_consecutive_failures(kind: str, failures: int,
     queue.add(info)
     for attempt in range(1, failures + 1):
         queued = await pop_now(queue)
-        cycle = queue.scheduling_cycle
         if kind == "error":
-            fail_with_error(queue, queued, cycle)
+            fail_with_error(queue, queued)
         else:
             queue.move_on_event(NODE_ADD)
-            reject(queue, queued, cycle, FIT)
+            reject(queue, queued, FIT)
         assert queue.where(info.uid) == "backoff"
         if attempt < failures:
             clock.advance(60)
@@ -359,7 +370,7 @@ async def test_backoff_is_not_complete_at_the_exact_expiry() -> None:
     queue = make_queue(clock)
     info = pod("p")
     queue.add(info)
-    fail_with_error(queue, await pop_now(queue), queue.scheduling_cycle)
+    fail_with_error(queue, await pop_now(queue))
     clock.advance(1.0)
     assert queue.flush_backoff_completed() == 0
     assert queue.where(info.uid) == "backoff"
@@ -372,10 +383,10 @@ async def test_flush_backoff_completed_moves_only_expired_pods_in_priority_order
         queue.add(pod(name, priority))
     popped = [await pop_now(queue) for _ in range(3)]
     by_name = {q.pod_info.name: q for q in popped}
-    fail_with_error(queue, by_name["low"], queue.scheduling_cycle)
-    fail_with_error(queue, by_name["high"], queue.scheduling_cycle)
+    fail_with_error(queue, by_name["low"])
+    fail_with_error(queue, by_name["high"])
     clock.advance(2)
-    fail_with_error(queue, by_name["slow"], queue.scheduling_cycle)
+    fail_with_error(queue, by_name["slow"])
     clock.advance(0.5)  # low/high expired 1.5s ago, slow has 0.5s to go
     assert queue.flush_backoff_completed() == 2
     assert queue.where(by_name["slow"].pod_info.uid) == "backoff"
@@ -393,7 +404,7 @@ async def test_error_after_a_rejection_backs_off_from_the_initial_duration() -> 
     queue.move_on_event(NODE_ADD)
     queued = await pop_now(queue)
     clock.advance(0.5)  # mid-second: 1.5s later is past upstream's 1s ordering window too
-    fail_with_error(queue, queued, queue.scheduling_cycle)
+    fail_with_error(queue, queued)
     clock.advance(1.5)
     queue.flush_backoff_completed()
     assert queue.where(info.uid) == "active"
@@ -404,14 +415,13 @@ async def test_rejection_after_an_error_backs_off_from_the_initial_duration() ->
     queue = make_queue(clock)
     info = pod("p")
     queue.add(info)
-    fail_with_error(queue, await pop_now(queue), queue.scheduling_cycle)
+    fail_with_error(queue, await pop_now(queue))
     clock.advance(60)
     queue.flush_backoff_completed()
     queued = await pop_now(queue)
-    cycle = queue.scheduling_cycle
     queue.move_on_event(NODE_ADD)
     clock.advance(0.5)
-    reject(queue, queued, cycle, FIT)
+    reject(queue, queued, FIT)
     assert queue.where(info.uid) == "backoff"
     clock.advance(1.5)
     queue.flush_backoff_completed()
@@ -426,9 +436,8 @@ async def test_pop_takes_a_backing_off_rejected_pod_when_the_active_queue_is_emp
     info = pod("p")
     queue.add(info)
     queued = await pop_now(queue)
-    cycle = queue.scheduling_cycle
     queue.move_on_event(NODE_ADD)
-    reject(queue, queued, cycle, FIT)
+    reject(queue, queued, FIT)
     assert queue.where(info.uid) == "backoff"
     popped = await asyncio.wait_for(queue.pop(), timeout=0.2)
     assert popped is not None
@@ -441,7 +450,7 @@ async def test_pop_does_not_take_an_errored_pod_before_its_backoff_ends() -> Non
     queue = make_queue(clock)
     info = pod("p")
     queue.add(info)
-    fail_with_error(queue, await pop_now(queue), queue.scheduling_cycle)
+    fail_with_error(queue, await pop_now(queue))
     assert queue.where(info.uid) == "backoff"
     assert await still_waiting(queue)
 
@@ -460,7 +469,9 @@ async def test_pop_does_not_take_an_errored_pod_before_its_backoff_ends() -> Non
     pytest.param({FIT}, NODE_LABEL_UPDATE, False, id="Fit rejected, node label update"),
     pytest.param({TAINT, FIT}, ASSIGNED_POD_DELETE, True,
                  id="any rejecting plugin interested is enough"),
-    pytest.param({UNKNOWN}, NODE_LABEL_UPDATE, True, id="plugin without registration: any"),
+    pytest.param({UNKNOWN}, NODE_TAINT_UPDATE, True, id="plugin without registration: any"),
+    pytest.param({UNKNOWN}, NODE_LABEL_UPDATE, False,
+                 id="an event no plugin registered moves no one (isEventOfInterest)"),
     pytest.param({TAINT}, UNSCHEDULABLE_TIMEOUT, True, id="wildcard event moves everyone"),
 ])
 async def test_move_on_event_moves_only_interested_pods(plugins: set[str], event: ClusterEvent,
@@ -554,7 +565,7 @@ async def test_flush_unschedulable_leftover_after_a_configured_duration() -> Non
     """--pod-max-in-unschedulable-pods-duration replaces the 5 minutes."""
     clock = FakeClock()
     queue = SchedulingQueue(priority_sort.PrioritySort().less,
-                            scheduling_gates.SchedulingGates().pre_enqueue, registered_events,
+                            scheduling_gates.SchedulingGates().pre_enqueue, hints(),
                             max_unschedulable_seconds=60.0, clock=clock)
     info = pod("p")
     await rejected_pod(queue, clock, info, TAINT)
@@ -584,7 +595,7 @@ async def test_pending_counts_and_where() -> None:
     await rejected_pod(queue, clock, unschedulable, TAINT)
     errored = pod("errored")
     queue.add(errored)
-    fail_with_error(queue, await pop_now(queue), queue.scheduling_cycle)
+    fail_with_error(queue, await pop_now(queue))
     in_flight = pod("in-flight")
     queue.add(in_flight)
     await pop_now(queue)
@@ -607,7 +618,7 @@ async def test_delete_removes_the_pod_wherever_it_is(where: str) -> None:
     else:
         queue.add(info)
         if where == "backoff":
-            fail_with_error(queue, await pop_now(queue), queue.scheduling_cycle)
+            fail_with_error(queue, await pop_now(queue))
     assert queue.where(info.uid) == where
     queue.delete(info.uid)
     assert queue.where(info.uid) is None
@@ -637,9 +648,8 @@ async def test_pop_prefers_the_active_queue_over_backing_off_pods() -> None:
     backing_off = pod("backing-off", 100)
     queue.add(backing_off)
     queued = await pop_now(queue)
-    cycle = queue.scheduling_cycle
     queue.move_on_event(NODE_ADD)
-    reject(queue, queued, cycle, FIT)
+    reject(queue, queued, FIT)
     queue.add(pod("active", 0))
     assert (await pop_now(queue)).pod_info.name == "active"
     assert (await pop_now(queue)).pod_info.name == "backing-off"
@@ -653,10 +663,9 @@ async def test_backing_off_pods_with_the_same_expiry_pop_in_queue_order() -> Non
     queue.add(pod("low", 0))
     queue.add(pod("high", 10))
     popped = [await pop_now(queue), await pop_now(queue)]
-    cycle = queue.scheduling_cycle
     queue.move_on_event(NODE_ADD)
     for queued in popped:
-        reject(queue, queued, cycle, FIT)
+        reject(queue, queued, FIT)
     assert [(await pop_now(queue)).pod_info.name for _ in range(2)] == ["high", "low"]
 
 
@@ -669,7 +678,7 @@ async def test_an_error_forgets_the_plugins_that_rejected_an_earlier_attempt() -
     queue.move_on_event(NODE_ADD)
     queued = await pop_now(queue)
     assert queued.unschedulable_plugins == {FIT}
-    queue.add_unschedulable(queued, queue.scheduling_cycle, error=True)
+    queue.add_unschedulable(queued, error=True)
     assert queue.where(info.uid) == "backoff"
     assert queued.unschedulable_plugins == set()
     assert await still_waiting(queue)  # podErrorBackoffQ: pop does not take it
@@ -682,7 +691,7 @@ async def test_a_pending_plugin_interested_in_the_event_skips_the_backoff() -> N
     queue.add(info)
     queued = await pop_now(queue)
     queued.pending_plugins = {FIT}
-    queue.add_unschedulable(queued, queue.scheduling_cycle)
+    queue.add_unschedulable(queued)
     assert queue.where(info.uid) == "unschedulable"
     queue.move_on_event(NODE_ADD)  # still within the 1s backoff
     assert queue.where(info.uid) == "active"
@@ -700,7 +709,7 @@ async def test_an_update_while_in_flight_counts_when_the_pod_comes_back(plugin: 
     queue.add(info)
     queued = await pop_now(queue)
     queue.update(relabelled(info, {"v": "2"}))
-    reject(queue, queued, queue.scheduling_cycle, plugin)
+    reject(queue, queued, plugin)
     assert queue.where(info.uid) == where
 
 
