@@ -1,11 +1,12 @@
 """Differential scenarios for pods with volumes: VolumeBinding, VolumeZone,
 VolumeRestrictions and NodeVolumeLimits, each with exactly one right outcome.
 
-Every scenario that binds leaves one feasible node (or differing scores), so the
-node is never a coin toss; `expect_*` say what upstream must do for the scenario
-to test what its name says. Upstream's reason texts are in
-pkg/scheduler/framework/plugins/{volumebinding,volumezone,volumerestrictions,
-nodevolumelimits} of kubernetes v1.36.4.
+Every scenario that binds leaves one feasible node, and where there are others, the
+feasible one is the busiest (`_busy`): a scheduler that let the volume pass would
+pick another by score, so agreeing on the node is never a coin toss. `expect_*` say
+what upstream must do for the scenario to test what its name says. Upstream's
+reason texts are in pkg/scheduler/framework/plugins/{volumebinding,volumezone,
+volumerestrictions,nodevolumelimits} of kubernetes v1.36.4.
 """
 
 from __future__ import annotations
@@ -91,6 +92,11 @@ def _bound_csi(*claims: str, driver: str = "disk") -> tuple[tuple[PvSpec, ...],
             tuple(PvcSpec(c) for c in claims))
 
 
+def _busy(node: str) -> PodSpec:
+    """A volume-less pod that makes `node` the least attractive by score."""
+    return PodSpec(f"busy-{node}", node=node, cpu="2", memory="8Gi")
+
+
 _LIMIT_AB = _bound_csi("a", "b")
 _LIMIT_ABC = _bound_csi("a", "b", "c")
 _LIMIT_A = _bound_csi("a")
@@ -100,7 +106,7 @@ VOLUME_BINDING: list[Scenario] = [
              P("incoming", claim("data")), storage_classes=(STATIC,),
              pvs=(PvSpec("pv", "static", node="n1", claim="data"),),
              pvcs=(PvcSpec("data", "static"),),
-             expect_node="n1", expect_claims={"data": "pv"}),
+             existing=(_busy("n1"),), expect_node="n1", expect_claims={"data": "pv"}),
     Scenario("vb-bound-claim-pv-node-affinity-conflict", TWO_ZONES,
              P("incoming", claim("data")), storage_classes=(STATIC,),
              pvs=(PvSpec("pv", "static", affinity={ZONE: ("c",)}),),
@@ -115,7 +121,7 @@ VOLUME_BINDING: list[Scenario] = [
              P("incoming", claim("data")), storage_classes=(MANUAL,),
              pvs=(PvSpec("pv", "manual", node="n2"),),
              pvcs=(PvcSpec("data", "manual", bound=True),),
-             expect_node="n2", expect_claims={"data": "pv"}),
+             existing=(_busy("n2"),), expect_node="n2", expect_claims={"data": "pv"}),
     Scenario("vb-claim-prebound-to-missing-pv", (N("n0"), N("n1")),
              P("incoming", claim("data")), storage_classes=(STATIC,),
              pvcs=(PvcSpec("data", "static", volume="ghost"),),
@@ -124,7 +130,7 @@ VOLUME_BINDING: list[Scenario] = [
              P("incoming", claim("data")), storage_classes=(STATIC,),
              pvs=(PvSpec("local-n2", "static", node="n2"),),
              pvcs=(PvcSpec("data", "static"),),
-             expect_node="n2", expect_claims={"data": "local-n2"}),
+             existing=(_busy("n2"),), expect_node="n2", expect_claims={"data": "local-n2"}),
     Scenario("vb-wffc-smallest-fit", (N("n0"),),
              P("incoming", claim("data")), storage_classes=(STATIC,),
              pvs=(PvSpec("big", "static", capacity="50Gi"),
@@ -150,17 +156,17 @@ VOLUME_BINDING: list[Scenario] = [
              pvs=(PvSpec("rwo", "static", node="n0"),
                   PvSpec("rwx", "static", node="n1", access_modes=("ReadWriteMany",))),
              pvcs=(PvcSpec("data", "static", access_modes=("ReadWriteMany",)),),
-             expect_node="n1", expect_claims={"data": "rwx"}),
+             existing=(_busy("n1"),), expect_node="n1", expect_claims={"data": "rwx"}),
     Scenario("vb-wffc-claim-selector", (N("n0"), N("n1")),
              P("incoming", claim("data")), storage_classes=(STATIC,),
              pvs=(PvSpec("plain", "static", node="n0"),
                   PvSpec("ssd", "static", node="n1", labels={"disk": "ssd"})),
              pvcs=(PvcSpec("data", "static", selector={"disk": "ssd"}),),
-             expect_node="n1", expect_claims={"data": "ssd"}),
+             existing=(_busy("n1"),), expect_node="n1", expect_claims={"data": "ssd"}),
     Scenario("vb-provisioned-allowed-topologies", THREE_ZONES,
              P("incoming", claim("data")), storage_classes=(IN_ZONE_B,),
              pvcs=(PvcSpec("data", "fast", request="2Gi"),),
-             expect_node="n1", expect_claims={"data": "provisioned@n1"}),
+             existing=(_busy("n1"),), expect_node="n1", expect_claims={"data": "provisioned@n1"}),
     Scenario("vb-provisioned-allowed-topologies-nowhere", TWO_ZONES,
              P("incoming", claim("data")),
              storage_classes=(StorageClassSpec("fast", provisioner="disk",
@@ -180,7 +186,7 @@ VOLUME_BINDING: list[Scenario] = [
              capacities=(CapacitySpec("cap-a", "fast", {ZONE: "a"}, capacity="5Gi"),
                          CapacitySpec("cap-b", "fast", {ZONE: "b"}, capacity="50Gi")),
              pvcs=(PvcSpec("data", "fast", request="10Gi"),),
-             expect_node="n1", expect_claims={"data": "provisioned@n1"}),
+             existing=(_busy("n1"),), expect_node="n1", expect_claims={"data": "provisioned@n1"}),
     # maximumVolumeSize, where given, is the limit, not the total capacity.
     Scenario("vb-capacity-maximum-volume-size", TWO_ZONES,
              P("incoming", claim("data")), storage_classes=(PROVISIONED,),
@@ -189,10 +195,11 @@ VOLUME_BINDING: list[Scenario] = [
                                       maximum_volume_size="5Gi"),
                          CapacitySpec("cap-b", "fast", {ZONE: "b"}, capacity="20Gi")),
              pvcs=(PvcSpec("data", "fast", request="10Gi"),),
-             expect_node="n1", expect_claims={"data": "provisioned@n1"}),
+             existing=(_busy("n1"),), expect_node="n1", expect_claims={"data": "provisioned@n1"}),
     Scenario("vb-ephemeral-provisioned", THREE_ZONES,
              P("incoming", ephemeral("scratch", "fast")), storage_classes=(IN_ZONE_B,),
-             expect_node="n1", expect_claims={"incoming-scratch": "provisioned@n1"}),
+             existing=(_busy("n1"),), expect_node="n1",
+             expect_claims={"incoming-scratch": "provisioned@n1"}),
     Scenario("vb-ephemeral-no-pv", (N("n0"), N("n1")),
              P("incoming", ephemeral("scratch", "static")), storage_classes=(STATIC,),
              expect="pending", expect_reason=f"2 {NO_PV_TO_BIND}"),
@@ -205,7 +212,7 @@ VOLUME_ZONE: list[Scenario] = [
     Scenario("vz-zonal-pv-picks-its-zone", THREE_ZONES,
              P("incoming", claim("data")),
              pvs=(PvSpec("pv", labels={ZONE: "b"}, claim="data"),), pvcs=(PvcSpec("data"),),
-             expect_node="n1"),
+             existing=(_busy("n1"),), expect_node="n1"),
     Scenario("vz-zonal-pv-conflict", TWO_ZONES,
              P("incoming", claim("data")),
              pvs=(PvSpec("pv", labels={ZONE: "c"}, claim="data"),), pvcs=(PvcSpec("data"),),
@@ -213,11 +220,11 @@ VOLUME_ZONE: list[Scenario] = [
     Scenario("vz-node-without-zone-labels-passes", (N("n0", labels={ZONE: "a"}), N("n1")),
              P("incoming", claim("data")),
              pvs=(PvSpec("pv", labels={ZONE: "b"}, claim="data"),), pvcs=(PvcSpec("data"),),
-             expect_node="n1"),
+             existing=(_busy("n1"),), expect_node="n1"),
     Scenario("vz-beta-zone-label-on-pv", THREE_ZONES,
              P("incoming", claim("data")),
              pvs=(PvSpec("pv", labels={BETA_ZONE: "c"}, claim="data"),), pvcs=(PvcSpec("data"),),
-             expect_node="n2"),
+             existing=(_busy("n2"),), expect_node="n2"),
 ]
 
 VOLUME_RESTRICTIONS: list[Scenario] = [
@@ -229,7 +236,7 @@ VOLUME_RESTRICTIONS: list[Scenario] = [
              expect="pending", expect_reason=f"2 {RWOP_CONFLICT}"),
     Scenario("vr-gce-pd-conflict-avoided", (N("n0"), N("n1")),
              P("incoming", gce_pd("disk-1")),
-             existing=(P("user", gce_pd("disk-1"), node="n0"),), expect_node="n1"),
+             existing=(_busy("n1"), P("user", gce_pd("disk-1"), node="n0"),), expect_node="n1"),
     Scenario("vr-gce-pd-conflict-everywhere", (N("n0"), N("n1")),
              P("incoming", gce_pd("disk-1")),
              existing=(P("user-0", gce_pd("disk-1"), node="n0"),
@@ -250,7 +257,7 @@ NODE_VOLUME_LIMITS: list[Scenario] = [
     Scenario("nvl-csi-limit-avoids-full-node", (N("n0"), N("n1")),
              P("incoming", claim("b")), pvs=_LIMIT_AB[0], pvcs=_LIMIT_AB[1],
              csi_nodes=(CSINodeSpec("n0", {"disk": 1}), CSINodeSpec("n1", {"disk": 3})),
-             existing=(P("user-a", claim("a"), node="n0"),), expect_node="n1"),
+             existing=(_busy("n1"), P("user-a", claim("a"), node="n0"),), expect_node="n1"),
     Scenario("nvl-csi-limit-everywhere", (N("n0"), N("n1")),
              P("incoming", claim("c")), pvs=_LIMIT_ABC[0], pvcs=_LIMIT_ABC[1],
              csi_nodes=(CSINodeSpec("n0", {"disk": 1}), CSINodeSpec("n1", {"disk": 1})),
@@ -269,7 +276,7 @@ NODE_VOLUME_LIMITS: list[Scenario] = [
     Scenario("nvl-gce-pd-inline-counted-as-csi", (N("n0"), N("n1")),
              P("incoming", gce_pd("disk-2")),
              csi_nodes=(CSINodeSpec("n0", {GCE_PD: 1}), CSINodeSpec("n1", {GCE_PD: 2})),
-             existing=(P("user", gce_pd("disk-1"), node="n0"),), expect_node="n1"),
+             existing=(_busy("n1"), P("user", gce_pd("disk-1"), node="n0"),), expect_node="n1"),
     Scenario("nvl-aws-ebs-inline-limit-everywhere", (N("n0"), N("n1")),
              P("incoming", aws_ebs("vol-3")),
              csi_nodes=(CSINodeSpec("n0", {AWS_EBS: 1}), CSINodeSpec("n1", {AWS_EBS: 1})),
@@ -281,13 +288,13 @@ NODE_VOLUME_LIMITS: list[Scenario] = [
              P("incoming", claim("data")), storage_classes=(PROVISIONED,),
              pvs=_LIMIT_A[0], pvcs=(*_LIMIT_A[1], PvcSpec("data", "fast")),
              csi_nodes=(CSINodeSpec("n0", {"disk": 1}), CSINodeSpec("n1", {"disk": 1})),
-             existing=(P("user", claim("a"), node="n0"),),
+             existing=(_busy("n1"), P("user", claim("a"), node="n0"),),
              expect_node="n1", expect_claims={"data": "provisioned@n1"}),
     Scenario("nvl-ephemeral-claim-counted", (N("n0"), N("n1")),
              P("incoming", ephemeral("scratch", "fast")), storage_classes=(PROVISIONED,),
              pvs=_LIMIT_A[0], pvcs=_LIMIT_A[1],
              csi_nodes=(CSINodeSpec("n0", {"disk": 1}), CSINodeSpec("n1", {"disk": 1})),
-             existing=(P("user", claim("a"), node="n0"),),
+             existing=(_busy("n1"), P("user", claim("a"), node="n0"),),
              expect_node="n1", expect_claims={"incoming-scratch": "provisioned@n1"}),
     # CSI ephemeral inline volumes are not attached: the limit does not count them.
     Scenario("nvl-inline-csi-not-counted", (N("n0"),),
