@@ -12,10 +12,11 @@ controller reports the claims bound. Scoring needs the StorageCapacityScoring ga
 off in v1.36, so this plugin does not score by default.
 
 Bound in-tree PVs (GCE PD, EBS, Cinder, ...) on nodes whose CSINode says their
-plugin migrated to CSI are checked as translated (csi_migration.py). Not carried
-over: queueing hints (the registered events alone requeue), and PreBind's check
-that the pod still exists (no pod lister on the Handle: a deleted pod's binding
-ends at the timeout, or fails at Bind once its claims are bound).
+plugin migrated to CSI are checked as translated (csi_migration.py). Queueing hints
+let only the events that may help a rejected pod requeue it (hints.py). Not carried
+over: PreBind's check that the pod still exists (no pod lister on the Handle: a
+deleted pod's binding ends at the timeout, or fails at Bind once its claims are
+bound).
 """
 
 from kpysched.framework.registry import PluginSpec

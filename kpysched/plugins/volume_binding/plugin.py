@@ -9,7 +9,13 @@ from typing import ClassVar
 import structlog
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Registration,
+    Resource,
+)
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     FilterPlugin,
@@ -26,6 +32,7 @@ from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.quantity import QuantityError, parse_quantity
 from kpysched.plugins._resource_allocation import scaled_shape
+from kpysched.plugins.volume_binding import hints
 from kpysched.plugins.volume_binding.args import STORAGE_CAPACITY_SCORING, VolumeBindingArgs
 from kpysched.plugins.volume_binding.binder import (
     BinderError,
@@ -56,20 +63,25 @@ REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 # What upstream's CycleState.Read answers for a key nobody wrote.
 STATE_NOT_FOUND = "not found"
 
-_EVENTS = (
+_ADD_UPDATE = ActionType.ADD | ActionType.UPDATE
+_EVENTS: tuple[Registration, ...] = (
     # A new class, or new allowedTopologies, may let claims be provisioned.
-    ClusterEvent(Resource.STORAGE_CLASS, ActionType.ADD | ActionType.UPDATE),
-    # Claims and volumes appearing or being bound change what a node can offer.
-    ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
-    ClusterEvent(Resource.PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE),
-    # Node labels decide PV node affinity and allowed topologies. (Upstream adds taint
-    # updates only when queueing hints are off; they are GA in v1.36.)
+    ClusterEventWithHint(ClusterEvent(Resource.STORAGE_CLASS, _ADD_UPDATE),
+                         hints.after_storage_class_change),
+    # The pod's own claims appearing or being bound.
+    ClusterEventWithHint(ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, _ADD_UPDATE),
+                         hints.after_claim_change),
+    ClusterEvent(Resource.PERSISTENT_VOLUME, _ADD_UPDATE),
+    # Node labels decide PV node affinity and allowed topologies.
     ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
     # CSINodes say which in-tree volumes are migrated to CSI.
-    ClusterEvent(Resource.CSI_NODE, ActionType.ADD | ActionType.UPDATE),
+    ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, _ADD_UPDATE),
+                         hints.after_csi_node_change),
     # Capacity tracking switched off, or more capacity reported.
-    ClusterEvent(Resource.CSI_DRIVER, ActionType.UPDATE),
-    ClusterEvent(Resource.CSI_STORAGE_CAPACITY, ActionType.ADD | ActionType.UPDATE),
+    ClusterEventWithHint(ClusterEvent(Resource.CSI_DRIVER, ActionType.UPDATE),
+                         hints.after_csi_driver_change),
+    ClusterEventWithHint(ClusterEvent(Resource.CSI_STORAGE_CAPACITY, _ADD_UPDATE),
+                         hints.after_capacity_change),
 )
 
 
@@ -99,7 +111,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
                 [(point.utilization, point.score) for point in args.scoring_shape()]))
         self.binder = VolumeBinder(handle.storage)
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
+    def events_to_register(self) -> Sequence[Registration]:
         return _EVENTS
 
     # ---- PreFilter / Filter ------------------------------------------------------

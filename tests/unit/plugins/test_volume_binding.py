@@ -10,7 +10,7 @@ import pydantic
 import pytest
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource, with_hints
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code, Status
 from kpysched.objects import api, storage
@@ -27,6 +27,7 @@ from kpysched.plugins.volume_binding import (
     UtilizationShapePoint,
     VolumeBinding,
     VolumeBindingArgs,
+    hints,
     new,
 )
 from kpysched.plugins.volume_binding.args import shape_errors
@@ -353,14 +354,14 @@ def test_pre_bind_pre_flight(data: _State | None, want: Status) -> None:
 def test_events_to_register() -> None:
     plugin = new(None, FakeHandle())  # type: ignore[arg-type]
     add_update = ActionType.ADD | ActionType.UPDATE
-    assert list(plugin.events_to_register()) == [
-        ClusterEvent(Resource.STORAGE_CLASS, add_update),
-        ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, add_update),
-        ClusterEvent(Resource.PERSISTENT_VOLUME, add_update),
-        ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
-        ClusterEvent(Resource.CSI_NODE, add_update),
-        ClusterEvent(Resource.CSI_DRIVER, ActionType.UPDATE),
-        ClusterEvent(Resource.CSI_STORAGE_CAPACITY, add_update),
+    assert [(r.event, r.hint) for r in with_hints(plugin.events_to_register())] == [
+        (ClusterEvent(Resource.STORAGE_CLASS, add_update), hints.after_storage_class_change),
+        (ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, add_update), hints.after_claim_change),
+        (ClusterEvent(Resource.PERSISTENT_VOLUME, add_update), None),
+        (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL), None),
+        (ClusterEvent(Resource.CSI_NODE, add_update), hints.after_csi_node_change),
+        (ClusterEvent(Resource.CSI_DRIVER, ActionType.UPDATE), hints.after_csi_driver_change),
+        (ClusterEvent(Resource.CSI_STORAGE_CAPACITY, add_update), hints.after_capacity_change),
     ]
 
 
