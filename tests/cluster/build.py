@@ -1,12 +1,14 @@
 """Build the pinned upstream binaries the test cluster runs.
 
-etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and helm
-come from tests/cluster/tools/go.mod. KWOK (kwok_tools/), Prometheus with promtool
-(prometheus_tools/) and Grafana's dashboard linter (dashboard_lint_tools/) each have
-a go.mod of their own, so their dependencies never move the Kubernetes ones. Those
-files are the only places versions are pinned. Binaries land in a cache outside the
-repository, keyed by the pinned version, and are rebuilt only when missing, so CI
-pays the cold build once.
+etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubectl
+and helm come from tests/cluster/tools/go.mod, as does the real node's kubelet
+(realnode/build.py), so they share compiled packages. KWOK (kwok_tools/), Prometheus
+with promtool (prometheus_tools/) and Grafana's dashboard linter (dashboard_lint_tools/)
+each have a go.mod of their own, so their dependencies never move the Kubernetes ones
+(the linter cannot share Prometheus's: its Loki v3.3 imports packages Prometheus 3.16
+no longer has). Those files are the only places versions are pinned. Binaries land
+in a cache outside the repository, keyed by the pinned version, and are rebuilt only
+when missing, so CI pays the cold build once.
 """
 
 from __future__ import annotations
@@ -157,7 +159,11 @@ def go_build(name: str, package: str, output: Path, module_dir: Path, *,
     if tags:
         command += ["-tags", ",".join(tags)]
     command.append(package)
-    env = dict(os.environ, CGO_ENABLED="1" if cgo else "0", GOFLAGS="-mod=readonly")
+    # -buildvcs=false: programs in this repository's own modules (the real node's
+    # cri-sandboxes, pause, hello) would otherwise carry the checkout's commit and
+    # dirty flag, and fail to build where git refuses the checkout (another owner).
+    env = dict(os.environ, CGO_ENABLED="1" if cgo else "0",
+               GOFLAGS="-mod=readonly -buildvcs=false")
     started = time.monotonic()
     print(f"[build] {name}: go build {package} ...", flush=True)
     result = subprocess.run(command, cwd=module_dir, env=env, capture_output=True, text=True)

@@ -1,13 +1,17 @@
 """Build the real node's programs from Go modules into a cache outside the repository.
 
 kubelet (the harness's Kubernetes release), containerd 2.x with its runc shim and
-`ctr`, runc, and the CNI plugins bridge, host-local and loopback, each pinned by a
-go.mod under tools/. Debian bookworm ships containerd 1.6 and runc 1.1, which
-kubelet 1.36 no longer supports, hence building them. The two image programs
+`ctr`, runc, and the CNI plugins bridge, host-local and loopback. The kubelet comes
+from the control plane's module, tests/cluster/tools, so it builds with the same
+dependency versions as kube-apiserver and reuses its compiled packages (from a module
+of its own, a cold build compiled most of Kubernetes a second time); the others are
+each pinned by a go.mod under tools/. Debian bookworm ships containerd 1.6 and runc
+1.1, which kubelet 1.36 no longer supports, hence building them. The two image programs
 (pause, hello) are built here too; images.py packs them into OCI archives.
 
-The cache directory is keyed by a hash of every go.mod/go.sum and image source, so
-changing a pinned version builds afresh and warm runs rebuild nothing.
+Each module's programs have a cache directory keyed by a hash of its go.mod, go.sum
+and sources (the kubelet's by tests/cluster/tools), so changing a pinned version
+builds afresh and warm runs rebuild nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +24,12 @@ from pathlib import Path
 from tests.cluster import build as cluster_build
 
 TOOLS_DIR = Path(__file__).resolve().parent / "tools"
+# Module directories not under tools/: the kubelet is built from the control plane's.
+_MODULE_ROOTS = {"kubelet": cluster_build.TOOLS_DIR}
+
+
+def _module_root(module_dir: str) -> Path:
+    return _MODULE_ROOTS.get(module_dir, TOOLS_DIR / module_dir)
 
 
 def _required_version(module_dir: str, module: str) -> str:
@@ -38,7 +48,7 @@ CNI_PLUGINS_VERSION = _required_version("cni", "github.com/containernetworking/p
 
 def _module_digest(module_dir: str) -> str:
     digest = hashlib.sha256()
-    root = TOOLS_DIR / module_dir
+    root = _module_root(module_dir)
     sources = [p for p in root.rglob("*") if p.suffix in {".mod", ".sum", ".go"}]
     if module_dir == "images":
         # The archive writer decides the image bytes, so it is part of their key too.
@@ -63,7 +73,7 @@ def module_cache_dir(module_dir: str) -> Path:
 @dataclass(frozen=True, slots=True)
 class Program:
     name: str
-    module_dir: str  # directory under tools/ holding the go.mod
+    module_dir: str  # directory under tools/ holding the go.mod (or a _MODULE_ROOTS key)
     package: str
     ldflags: tuple[str, ...] = ()
     tags: tuple[str, ...] = ()
@@ -84,7 +94,8 @@ _CNI_FLAGS = (
 )
 
 PROGRAMS: tuple[Program, ...] = (
-    # Same version ldflags as the control plane, so the Node reports v1.36.4.
+    # Built from tests/cluster/tools like the control plane, with the same version
+    # ldflags, so the Node reports v1.36.4.
     Program("kubelet", "kubelet", "k8s.io/kubernetes/cmd/kubelet",
             cluster_build._kubernetes_version_flags()),
     Program("containerd", "containerd", "github.com/containerd/containerd/v2/cmd/containerd",
@@ -136,7 +147,7 @@ def _build_one(program: Program) -> None:
         return ""
 
     cluster_build.go_build(program.name, program.package, program.path,
-                           TOOLS_DIR / program.module_dir, ldflags=program.ldflags,
+                           _module_root(program.module_dir), ldflags=program.ldflags,
                            tags=program.tags, cgo=program.cgo, failure_hint=hint)
 
 

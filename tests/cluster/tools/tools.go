@@ -2,8 +2,11 @@
 
 // Package tools pins the upstream binaries that kpysched's test harness runs:
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler (the yardstick),
-// kubectl and helm. The build tag keeps this file out of every build; it exists
-// so `go mod tidy` records the exact dependency graph of these programs in go.sum.
+// kube-proxy, kubectl, helm, and the real node's kubelet (tests/cluster/realnode).
+// The kubelet is here rather than in a module of its own so that it builds with
+// the control plane's dependency versions and reuses its compiled packages. The
+// build tag keeps this file out of every build; it exists so `go mod tidy`
+// records the exact dependency graph of these programs in go.sum.
 package tools
 
 import (
@@ -14,4 +17,5 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
 )
