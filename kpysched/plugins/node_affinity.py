@@ -6,6 +6,10 @@ candidates to the node names that `matchFields metadata.name In` terms allow.
 Score sums the weights of the preferred terms a node matches, normalised to
 0..100. Terms upstream cannot parse (unknown operator, bad values) never match
 in Filter and make PreScore fail, as upstream's lazy parsing does.
+
+Queueing hint: a node added or relabelled helps only if it now matches the pod's
+required affinity and nodeSelector (and addedAffinity), and, for an update, did not
+match before.
 """
 
 from __future__ import annotations
@@ -18,7 +22,14 @@ import msgspec
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    objects_as,
+)
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     FilterPlugin,
@@ -168,13 +179,15 @@ class RequiredNodeAffinity:
                    None if selector is None else _usable_terms(selector))
 
     def matches(self, node: NodeInfo) -> bool:
-        labels = node.labels
+        return self.matches_labels(node.labels, node.name)
+
+    def matches_labels(self, labels: Mapping[str, str], name: str) -> bool:
         for key, value in self.node_selector:
             if labels.get(key) != value:
                 return False
         if self.terms is None:
             return True
-        return any(node_selector_term_matches(term, labels, node.name) for term in self.terms)
+        return any(node_selector_term_matches(term, labels, name) for term in self.terms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +225,24 @@ def _named_nodes(selector: api.NodeSelector) -> set[str] | None:
     return names
 
 
-_EVENTS = (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),)
+_NODE_EVENT = ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL)
+
+
+def _pod_matches(pod: api.Pod, required: RequiredNodeAffinity, node: api.Node) -> bool:
+    """Upstream's RequiredNodeAffinity.Match: when no term matched and some term did not
+    parse, it is an error (which the queue counts as Queue), not a plain no."""
+    labels = node.metadata.labels
+    if any(labels.get(key) != value for key, value in required.node_selector):
+        return False
+    if required.matches_labels(labels, node.metadata.name):
+        return True
+    selector = _required_affinity(pod)
+    if selector is not None:
+        problems = [error for term in selector.node_selector_terms
+                    for error in term_errors(term, "")]
+        if problems:
+            raise ValueError("; ".join(problems))
+    return False
 
 
 class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions):
@@ -229,8 +259,27 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, S
             self._added_preferred, _ = _weighted_terms(
                 affinity.preferred_during_scheduling_ignored_during_execution, "")
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        return _EVENTS
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return (ClusterEventWithHint(_NODE_EVENT, self.schedulable_after_node_change),)
+
+    def schedulable_after_node_change(self, pod: PodInfo, old: object,
+                                      new: object) -> QueueingHint:
+        """A node added or relabelled: does it newly match the pod's required affinity?"""
+        original, modified = objects_as(api.Node, old, new)
+        if modified is None:
+            raise ValueError("a node event without the node")
+        labels, name = modified.metadata.labels, modified.metadata.name
+        if self._added_terms is not None and not any(
+                node_selector_term_matches(term, labels, name) for term in self._added_terms):
+            return QueueingHint.QUEUE_SKIP
+        required = RequiredNodeAffinity.of(pod.pod)
+        if not _pod_matches(pod.pod, required, modified):
+            return QueueingHint.QUEUE_SKIP
+        if original is None:
+            return QueueingHint.QUEUE
+        if _pod_matches(pod.pod, required, original):
+            return QueueingHint.QUEUE_SKIP  # it matched before: the change is not the news
+        return QueueingHint.QUEUE
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]

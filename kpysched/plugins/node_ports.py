@@ -4,6 +4,10 @@ PreFilter collects the pod's host ports (regular containers and sidecars) and
 skips the plugin when there are none. A wanted port conflicts with a used one
 of the same protocol and number when either IP is the wildcard 0.0.0.0 or the
 IPs are equal.
+
+Queueing hint: a deleted pod helps only if it was scheduled (or nominated) and held a
+host port the pod wants; a new node always may (no hint: container ports are
+immutable, so no pod update can help).
 """
 
 from __future__ import annotations
@@ -12,7 +16,14 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    objects_as,
+)
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import FilterPlugin, Handle, PreFilterPlugin, PreFilterResult
 from kpysched.framework.registry import PluginSpec
@@ -25,16 +36,33 @@ REASON = "node(s) didn't have free ports for the requested pod ports"
 
 _PRE_FILTER_KEY = "PreFilter" + NAME
 
+
+def schedulable_after_pod_deleted(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """Did the deleted pod hold a host port that `pod` wants?"""
+    deleted, _ = objects_as(PodInfo, old, new)
+    if deleted is None:
+        raise ValueError("a pod deletion without the deleted pod")
+    if not deleted.node_name and not deleted.pod.status.nominated_node_name:
+        return QueueingHint.QUEUE_SKIP  # it held no port anywhere
+    if not deleted.host_ports:
+        return QueueingHint.QUEUE_SKIP
+    freed = NodeInfo(deleted.node_name, used_ports=dict.fromkeys(deleted.host_ports, 1))
+    if not freed.port_conflicts(pod.host_ports):
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
+
+
 _EVENTS = (
-    ClusterEvent(Resource.POD, ActionType.DELETE),
-    ClusterEvent(Resource.NODE, ActionType.ADD),
+    ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE),
+                         schedulable_after_pod_deleted),
+    ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD)),
 )
 
 
 class NodePorts(PreFilterPlugin, FilterPlugin):
     NAME: ClassVar[str] = NAME
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
 
     def pre_filter(

@@ -1,5 +1,8 @@
 """NodeUnschedulable: keep pods off cordoned nodes (spec.unschedulable) unless they
-tolerate the node.kubernetes.io/unschedulable:NoSchedule taint."""
+tolerate the node.kubernetes.io/unschedulable:NoSchedule taint.
+
+Queueing hints: a node helps when it is added schedulable or uncordoned; a toleration
+added helps only the pod that got it, and only if it tolerates that taint."""
 
 from __future__ import annotations
 
@@ -11,7 +14,14 @@ import numpy.typing as npt
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
-from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    objects_as,
+)
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import Handle, VectorFilterPlugin
 from kpysched.framework.registry import PluginSpec
@@ -27,16 +37,43 @@ REASON_UNSCHEDULABLE = "node(s) were unschedulable"
 TAINT_NODE_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 _UNSCHEDULABLE_TAINT = api.Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=NO_SCHEDULE)
 
+
+def schedulable_after_node_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """A node added schedulable, or uncordoned."""
+    original, modified = objects_as(api.Node, old, new)
+    if modified is None:
+        raise ValueError("a node event without the node")
+    if modified.spec.unschedulable:
+        return QueueingHint.QUEUE_SKIP
+    if original is None or original.spec.unschedulable:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def schedulable_after_pod_toleration_change(pod: PodInfo, old: object,
+                                            new: object) -> QueueingHint:
+    """The rejected pod itself now tolerates the unschedulable taint (tolerations can only
+    be added, and it did not tolerate it when it was rejected)."""
+    _, modified = objects_as(PodInfo, old, new)
+    if modified is None or modified.uid != pod.uid:
+        return QueueingHint.QUEUE_SKIP
+    if any(tolerates(t, _UNSCHEDULABLE_TAINT) for t in modified.pod.spec.tolerations):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
 _EVENTS = (
-    ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
-    ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATIONS),
+    ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                         schedulable_after_node_change),
+    ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATIONS),
+                         schedulable_after_pod_toleration_change),
 )
 
 
 class NodeUnschedulable(VectorFilterPlugin):
     NAME: ClassVar[str] = NAME
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
 
     def filter_vector(self, state: CycleState, pod: PodInfo,

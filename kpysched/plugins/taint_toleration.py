@@ -8,6 +8,10 @@ Upstream v1.36's Filter reason does not name the taint ("node(s) had untolerated
 taint(s)"); older releases printed "node(s) had untolerated taint {key: value}".
 Toleration operators Lt/Gt are alpha (TaintTolerationComparisonOperators, off
 by default) and tolerate nothing here.
+
+Queueing hints: a node added or retainted helps only if it had an untolerated
+NoSchedule/NoExecute taint (or is new) and has none now; a toleration added helps
+only the pod that got it.
 """
 
 from __future__ import annotations
@@ -21,7 +25,14 @@ import numpy.typing as npt
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
-from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    objects_as,
+)
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     Handle,
@@ -45,9 +56,36 @@ REASON_UNTOLERATED = "node(s) had untolerated taint(s)"
 
 _PRE_SCORE_KEY = "PreScore" + NAME
 
+
+def schedulable_after_node_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """A node added or retainted: did a taint the pod does not tolerate go away?"""
+    original, modified = objects_as(api.Node, old, new)
+    if modified is None:
+        raise ValueError("a node event without the node")
+    tolerations = pod.pod.spec.tolerations
+    was_untolerated = (original is None
+                       or find_untolerated_taint(original.spec.taints, tolerations) is not None)
+    is_untolerated = find_untolerated_taint(modified.spec.taints, tolerations) is not None
+    if was_untolerated and not is_untolerated:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def schedulable_after_pod_toleration_change(pod: PodInfo, old: object,
+                                            new: object) -> QueueingHint:
+    """Tolerations only ever grow, so the rejected pod's own new toleration may help; any
+    other pod's does not."""
+    _, modified = objects_as(PodInfo, old, new)
+    if modified is not None and modified.uid == pod.uid:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
 _EVENTS = (
-    ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
-    ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATIONS),
+    ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
+                         schedulable_after_node_change),
+    ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATIONS),
+                         schedulable_after_pod_toleration_change),
 )
 
 
@@ -69,7 +107,7 @@ class TaintToleration(VectorFilterPlugin, PreScorePlugin, VectorScorePlugin, Sco
                       VectorNormalizePlugin):
     NAME: ClassVar[str] = NAME
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:

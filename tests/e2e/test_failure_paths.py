@@ -107,25 +107,35 @@ def _fast_retry_config(**fields: Any) -> dict[str, Any]:
                             leaderElection={"leaderElect": False}, **fields)
 
 
-async def _flip_allocatable(api: client.ApiClient, node: str, times: int,
+async def _grow_allocatable(api: client.ApiClient, node: str, times: int,
                             pause: float) -> None:
-    """Each allocatable change is a NodeUpdateNodeAllocatable event that moves pods
-    NodeResourcesFit rejected back to the queue: one more attempt each."""
+    """Each change adds memory, which the rejected pods request: NodeResourcesFit's
+    queueing hint sends every pod that would fit the empty node back for one more
+    attempt (a shrink, or a pod too big for the node, would be skipped)."""
     core = client.CoreV1Api(api)
     for index in range(times):
-        memory = "32Gi" if index % 2 else "31Gi"
+        memory = f"{33 + index}Gi"
         await core.patch_node_status(node, {"status": {"allocatable": {"memory": memory}}})
         await asyncio.sleep(pause)
+
+
+async def _fill(api: client.ApiClient, namespace: str, node: str) -> None:
+    """A pod already on the 2-CPU node (no scheduler involved) leaving half a CPU, so a
+    pod asking for one CPU fits the node but not now."""
+    body = kube.pod_body("holder", scheduler_name="nobody", cpu="1500m")
+    body["spec"]["nodeName"] = node
+    await kube.create_pod(api, namespace, body)
 
 
 async def test_repeated_failures_are_one_event_series(
     cluster: ClusterState, api: client.ApiClient, namespace: str, nodes_to_clean: list[str],
 ) -> None:
     nodes_to_clean += await kube.create_nodes(api, 1, prefix="series", cpu="2")
+    await _fill(api, namespace, nodes_to_clean[0])
     with KpyschedProcess(cluster, _fast_retry_config(), log_level="info") as kp:
         await kube.create_pod(api, namespace,
-                              kube.pod_body("hopeless", scheduler_name=SCHEDULER, cpu="64"))
-        await _flip_allocatable(api, nodes_to_clean[0], times=24, pause=1.3)
+                              kube.pod_body("hopeless", scheduler_name=SCHEDULER, cpu="1"))
+        await _grow_allocatable(api, nodes_to_clean[0], times=24, pause=1.3)
 
         async def twenty_attempts() -> bool:
             return len(_logged(kp, "pod.unschedulable", pod=f"{namespace}/hopeless")) >= 20
@@ -144,13 +154,14 @@ async def test_two_thousand_unschedulable_pods_keep_the_event_queue_bounded(
     cluster: ClusterState, api: client.ApiClient, namespace: str, nodes_to_clean: list[str],
 ) -> None:
     nodes_to_clean += await kube.create_nodes(api, 1, prefix="storm", cpu="2")
+    await _fill(api, namespace, nodes_to_clean[0])
     peaks = {"events": 0.0, "pod_status": 0.0}
     with KpyschedProcess(cluster, _fast_retry_config(), log_level="info",
                          wait_for="scheduler.informers_synced") as kp:
         await _create_pods(api, namespace, [
-            kube.pod_body(f"storm-{i}", scheduler_name=SCHEDULER, cpu="64")
+            kube.pod_body(f"storm-{i}", scheduler_name=SCHEDULER, cpu="1")
             for i in range(2000)])
-        waves = asyncio.create_task(_flip_allocatable(api, nodes_to_clean[0], times=3,
+        waves = asyncio.create_task(_grow_allocatable(api, nodes_to_clean[0], times=3,
                                                       pause=3.0))
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

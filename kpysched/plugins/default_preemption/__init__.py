@@ -31,7 +31,12 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework.cluster_events import ActionType, ClusterEvent
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
 from kpysched.framework.cluster_events import Resource as EventResource
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
@@ -121,7 +126,20 @@ def _extension_error(verb: str, status: Status) -> Status:
 
 # Upstream's PreEnqueue answer while this pod's victims are still being removed.
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
-_VICTIM_DELETED = (ClusterEvent(EventResource.POD, ActionType.DELETE),)
+
+
+def _never_on_its_own(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """A held preemptor also carries the plugins that rejected it (NodeResourcesFit, ...):
+    their hints judge whether a victim's deletion helps. This plugin only holds the pod
+    while victims go, and the executor releases it when they are gone."""
+    return QueueingHint.QUEUE_SKIP
+
+
+# Registered so that a held preemptor is looked at when a pod goes away (upstream's
+# isPodSchedulableAfterPodDeletion).
+_VICTIM_DELETED = (
+    ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.DELETE), _never_on_its_own),
+)
 
 
 class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
@@ -137,8 +155,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         # "Now" for pods without a start time, fixed per preemption attempt.
         self._now = clock()
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        # Only the PreEnqueue hold below rejects: a victim going away may release it.
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        # Only the PreEnqueue hold below rejects; its hint defers to the other rejectors.
         return _VICTIM_DELETED
 
     def pre_enqueue(self, pod: PodInfo) -> Status:

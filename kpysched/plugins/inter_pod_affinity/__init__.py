@@ -12,6 +12,11 @@ UnschedulableAndUnresolvable (preemption cannot add pods); failing either
 anti-affinity check is Unschedulable (removing pods may help). A pod whose
 selectors do not parse fails PreFilter as UnschedulableAndUnresolvable and
 PreScore as an Error.
+
+Queueing hints (hints.py): a scheduled pod added, relabelled or deleted helps when it
+newly satisfies the pod's affinity or stops (or stopped) being what its
+anti-affinity, or the deleted pod's, refused; a node when it joins or moves between
+the domains of the pod's terms.
 """
 
 from __future__ import annotations
@@ -22,7 +27,12 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Resource,
+)
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     FilterPlugin,
@@ -39,7 +49,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins._args import invalid
-from kpysched.plugins.inter_pod_affinity import filtering, scoring
+from kpysched.plugins.inter_pod_affinity import filtering, hints, scoring
 from kpysched.plugins.inter_pod_affinity.common import incoming_weighted_terms
 
 NAME = "InterPodAffinity"
@@ -54,9 +64,12 @@ _MIN_HARD_WEIGHT, _MAX_HARD_WEIGHT = 0, 100
 
 _EVENTS = (
     # Added pods may satisfy affinity; deleted or relabelled ones may lift anti-affinity.
-    ClusterEvent(Resource.POD,
-                 ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
-    ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+    ClusterEventWithHint(
+        ClusterEvent(Resource.POD,
+                     ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+        hints.schedulable_after_pod_change),
+    ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+                         hints.schedulable_after_node_change),
 )
 
 
@@ -110,7 +123,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         self._args = args
         self._handle = handle
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
 
     def _own_namespace_labels(self, pod: PodInfo) -> Mapping[str, str]:

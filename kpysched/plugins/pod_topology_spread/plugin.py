@@ -7,7 +7,12 @@ from dataclasses import replace
 from typing import ClassVar
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Resource,
+)
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     FilterPlugin,
@@ -34,6 +39,7 @@ from kpysched.plugins.pod_topology_spread.common import (
     parse_constraints,
     parse_selector,
 )
+from kpysched.plugins.pod_topology_spread.hints import SpreadHints
 
 NAME = "PodTopologySpread"
 
@@ -43,15 +49,13 @@ REASON_NODE_LABEL_NOT_MATCH = REASON_CONSTRAINTS_NOT_MATCH + " (missing required
 PRE_FILTER_KEY = "PreFilter" + NAME
 PRE_SCORE_KEY = "PreScore" + NAME
 
-_EVENTS = (
-    # A pod added, relabelled or deleted changes the counts; a new toleration
-    # matters to constraints with nodeTaintsPolicy: Honor.
-    ClusterEvent(Resource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL
-                 | ActionType.UPDATE_POD_TOLERATIONS | ActionType.DELETE),
-    # Nodes coming, going, relabelled or retainted change the domains.
-    ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.DELETE
-                 | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT),
-)
+# A pod added, relabelled or deleted changes the counts; a new toleration matters to
+# constraints with nodeTaintsPolicy: Honor.
+_POD_EVENT = ClusterEvent(Resource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL
+                          | ActionType.UPDATE_POD_TOLERATIONS | ActionType.DELETE)
+# Nodes coming, going, relabelled or retainted change the domains.
+_NODE_EVENT = ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.DELETE
+                           | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT)
 
 
 def _not_found(key: str, prefix: str = "") -> Status:
@@ -68,8 +72,10 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
         self._system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self._counter = MatchCounter()
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        return _EVENTS
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        hints = SpreadHints(lambda pod: self.constraints(pod, DO_NOT_SCHEDULE))
+        return (ClusterEventWithHint(_POD_EVENT, hints.schedulable_after_pod_change),
+                ClusterEventWithHint(_NODE_EVENT, hints.schedulable_after_node_change))
 
     def _default_constraints(self, pod: api.Pod, action: str) -> tuple[Constraint, ...]:
         constraints = parse_constraints(self._defaults, pod.metadata.labels, action)

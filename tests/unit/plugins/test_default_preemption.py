@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import pytest
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework.cluster_events import ClusterEvent
+from kpysched.framework.cluster_events import ASSIGNED_POD_DELETE, ClusterEvent, QueueingHint
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import (
@@ -45,6 +45,7 @@ from tests.unit.builders import (
     make_pod,
     make_snapshot,
 )
+from tests.unit.plugins.hints import hint_for, registered
 
 NEG, LOW, MID, HIGH, VERY_HIGH = -100, 0, 100, 1000, 10000
 SMALL = {"cpu": "100m", "memory": "100"}
@@ -915,9 +916,14 @@ def test_preempt(preemptor: PodBuilder, pods: list[PodBuilder], node_names: list
 
 def test_events_to_register() -> None:
     env = setup(cluster(["node1"], []))
-    # A held preemptor is re-checked when pods (its victims) are deleted.
-    assert [(e.resource.value, e.action.name) for e in env.plugin.events_to_register()] == [
-        ("Pod", "DELETE")]
+    # A held preemptor is re-checked when pods (its victims) are deleted...
+    assert [(e.resource.value, e.action.name, hinted)
+            for e, hinted in registered(env.plugin)] == [("Pod", "DELETE", True)]
+    # ...but this plugin's hint leaves the answer to the plugins that rejected it
+    # (upstream's isPodSchedulableAfterPodDeletion).
+    victim = pod("victim", LOW, "node1").info()
+    hint = hint_for(env.plugin, ASSIGNED_POD_DELETE)
+    assert hint(pod("p", HIGH).info(), victim, None) is QueueingHint.QUEUE_SKIP
 
 
 @pytest.mark.parametrize(("running", "held"), [(True, True), (False, False)],

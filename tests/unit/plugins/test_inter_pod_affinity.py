@@ -29,6 +29,7 @@ from kpysched.plugins.inter_pod_affinity import (
 )
 from kpysched.plugins.inter_pod_affinity.filtering import PreFilterState, compute_state
 from tests.unit.builders import FakeHandle, make_node, make_snapshot
+from tests.unit.plugins.hints import registered
 
 # Namespaces known to the fake namespace informer (upstream's test fixtures).
 NAMESPACES = {
@@ -707,10 +708,10 @@ def test_invalid_args(raw: dict[str, object], message: str) -> None:
 
 
 def test_events_to_register() -> None:
-    assert list(plugin(Snapshot()).events_to_register()) == [
-        ClusterEvent(Resource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL
-                     | ActionType.DELETE),
-        ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+    assert registered(plugin(Snapshot())) == [
+        (ClusterEvent(Resource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL
+                      | ActionType.DELETE), True),
+        (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL), True),
     ]
 
 

@@ -12,6 +12,7 @@ from kpysched.framework.status import Code, Status
 from kpysched.plugins import node_affinity as na
 from kpysched.plugins.node_affinity import NodeAffinity, NodeAffinityArgs
 from tests.unit.builders import FakeHandle, PodBuilder, expr, make_node, make_pod, term
+from tests.unit.plugins.hints import registered
 from tests.unit.plugins.runner import run_filter, run_scores
 
 R = Code.UNSCHEDULABLE_AND_UNRESOLVABLE
@@ -253,5 +254,5 @@ def test_invalid_args(added: dict[str, object], message: str) -> None:
 def test_spec_and_events() -> None:
     assert na.SPEC.name == "NodeAffinity"
     assert na.SPEC.extension_points() == ["preFilter", "filter", "preScore", "score"]
-    assert plugin().events_to_register() == (
-        ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),)
+    assert registered(plugin()) == [
+        (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL), True)]

@@ -15,6 +15,7 @@ from kpysched.framework.status import Code
 from kpysched.plugins import node_resources_fit as fit
 from kpysched.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod, make_snapshot
+from tests.unit.plugins.hints import registered
 from tests.unit.plugins.runner import run_filter, run_scores
 
 EXT_A = "example.com/aaa"
@@ -583,7 +584,7 @@ def test_spec_and_events() -> None:
     assert fit.SPEC.name == "NodeResourcesFit"
     assert fit.SPEC.extension_points() == ["preFilter", "filter", "preScore", "score"]
     assert isinstance(fit.SPEC.parse_args({"ignoredResources": [EXT_A]}), NodeResourcesFitArgs)
-    assert plugin().events_to_register() == (
-        ClusterEvent(Resource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN),
-        ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE),
-    )
+    assert registered(plugin()) == [
+        (ClusterEvent(Resource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN), True),
+        (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE), True),
+    ]

@@ -8,6 +8,7 @@ from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.status import Code
 from kpysched.plugins import node_unschedulable as nu
 from tests.unit.builders import FakeHandle, NodeBuilder, PodBuilder, make_node, make_pod
+from tests.unit.plugins.hints import registered
 from tests.unit.plugins.runner import run_filter
 
 UNSCHEDULABLE_KEY = "node.kubernetes.io/unschedulable"
@@ -38,7 +39,7 @@ def test_filter(pod: PodBuilder, node: NodeBuilder, fits: bool) -> None:
 
 def test_spec_and_events() -> None:
     assert nu.SPEC.extension_points() == ["filter"]
-    assert nu.new(None, FakeHandle()).events_to_register() == (
-        ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
-        ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATIONS),
-    )
+    assert registered(nu.new(None, FakeHandle())) == [
+        (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT), True),
+        (ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATIONS), True),
+    ]

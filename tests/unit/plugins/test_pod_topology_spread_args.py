@@ -16,6 +16,7 @@ from kpysched.plugins import DEFAULT_WEIGHTS, IN_TREE
 from kpysched.plugins import pod_topology_spread as pts
 from kpysched.plugins.pod_topology_spread.common import parse_selector
 from tests.unit.builders import FakeHandle, PodBuilder, label_selector, make_pod
+from tests.unit.plugins.hints import registered
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
@@ -231,12 +232,12 @@ def test_spec_and_events() -> None:
     assert pts.SPEC.extension_points() == ["preFilter", "filter", "preScore", "score"]
     assert DEFAULT_WEIGHTS["PodTopologySpread"] == 2
     plugin = pts.new(None, FakeHandle())
-    assert plugin.events_to_register() == (
-        ClusterEvent(Resource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL
-                     | ActionType.UPDATE_POD_TOLERATIONS | ActionType.DELETE),
-        ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.DELETE
-                     | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT),
-    )
+    assert registered(plugin) == [
+        (ClusterEvent(Resource.POD, ActionType.ADD | ActionType.UPDATE_POD_LABEL
+                      | ActionType.UPDATE_POD_TOLERATIONS | ActionType.DELETE), True),
+        (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.DELETE
+                      | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT), True),
+    ]
 
 
 def test_parse_args_from_config() -> None:

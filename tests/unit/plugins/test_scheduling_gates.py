@@ -8,6 +8,7 @@ from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.status import Code
 from kpysched.plugins import scheduling_gates as sg
 from tests.unit.builders import FakeHandle, PodBuilder, make_pod
+from tests.unit.plugins.hints import registered
 
 
 @pytest.mark.parametrize(("pod", "reason"), [
@@ -28,5 +29,5 @@ def test_pre_enqueue(pod: PodBuilder, reason: str | None) -> None:
 
 def test_spec_and_events() -> None:
     assert sg.SPEC.extension_points() == ["preEnqueue"]
-    assert sg.new(None, FakeHandle()).events_to_register() == (
-        ClusterEvent(Resource.POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED),)
+    assert registered(sg.new(None, FakeHandle())) == [
+        (ClusterEvent(Resource.POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED), True)]

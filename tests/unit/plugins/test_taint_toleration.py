@@ -10,6 +10,7 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
 from kpysched.plugins import taint_toleration as tt
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod
+from tests.unit.plugins.hints import registered
 from tests.unit.plugins.runner import run_filter, run_scores
 
 Taint = tuple[str, str, str]
@@ -120,7 +121,7 @@ def test_spec_and_events() -> None:
     assert tt.SPEC.name == "TaintToleration"
     assert tt.SPEC.args_model is None
     assert tt.SPEC.extension_points() == ["filter", "preScore", "score"]
-    assert plugin().events_to_register() == (
-        ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT),
-        ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATIONS),
-    )
+    assert registered(plugin()) == [
+        (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_TAINT), True),
+        (ClusterEvent(Resource.POD, ActionType.UPDATE_POD_TOLERATIONS), True),
+    ]

@@ -1,0 +1,206 @@
+"""NodeResourcesFit: does the node have room for the pod's requests, and how full is it.
+
+Filter compares the pod's requests (PreFilter computes them once) with each
+node's allocatable minus what its pods request, and counts pods against the
+node's pod capacity. A request larger than the node's whole allocatable makes
+the rejection UnschedulableAndUnresolvable, since preemption cannot help there
+(as upstream v1.36 does). Score applies the configured strategy: LeastAllocated
+(default), MostAllocated or RequestedToCapacityRatio.
+
+Queueing hints: a deleted pod helps only if it was on a node (or nominated to
+one); a pod scaled down only if it is the rejected pod itself or a scheduled pod
+that now requests less of something the rejected pod asks for; a node only if the
+pod fits its whole allocatable and, when updated, the node now offers more of
+something the pod requests (or more pods).
+
+Not carried over: DRA-backed extended resources (upstream lets the
+DynamicResources plugin check an extended resource that a DeviceClass maps
+when the node does not offer it, and registers DeviceClass events for it), since
+kpysched has no DRA.
+
+Vectorised forms: `filter_vector` and `score_vector` return a value for every
+node of the snapshot (row order), or None when the per-node form must be used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
+from kpysched.framework.cluster_events import ClusterEventWithHint
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.interfaces import (
+    Handle,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    VectorFilterPlugin,
+    VectorScorePlugin,
+)
+from kpysched.framework.registry import PluginSpec
+from kpysched.framework.status import SUCCESS, Code, Status
+from kpysched.objects.pod import PodInfo
+from kpysched.plugins._args import qualified_name_errors
+from kpysched.plugins._resource_allocation import (
+    ResourceAllocationScorer,
+    least_allocated,
+    least_allocated_vector,
+    most_allocated,
+    most_allocated_vector,
+    requested_to_capacity_ratio,
+    requested_to_capacity_ratio_vector,
+    scaled_shape,
+)
+from kpysched.plugins.node_resources_fit.args import (
+    LEAST_ALLOCATED,
+    MOST_ALLOCATED,
+    REQUESTED_TO_CAPACITY_RATIO,
+    NodeResourcesFitArgs,
+    RequestedToCapacityRatioParam,
+    ScoringStrategy,
+    UtilizationShapePoint,
+)
+from kpysched.plugins.node_resources_fit.fit import (
+    REASON_INSUFFICIENT_CPU,
+    REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
+    REASON_INSUFFICIENT_MEMORY,
+    REASON_INSUFFICIENT_PREFIX,
+    REASON_TOO_MANY_PODS,
+    InsufficientResource,
+    PodRequest,
+    fits_request,
+)
+from kpysched.plugins.node_resources_fit.hints import EVENTS
+
+__all__ = [
+    "LEAST_ALLOCATED", "MOST_ALLOCATED", "NAME", "REASON_INSUFFICIENT_CPU",
+    "REASON_INSUFFICIENT_EPHEMERAL_STORAGE", "REASON_INSUFFICIENT_MEMORY",
+    "REASON_INSUFFICIENT_PREFIX", "REASON_TOO_MANY_PODS", "REQUESTED_TO_CAPACITY_RATIO", "SPEC",
+    "InsufficientResource", "NodeResourcesFit", "NodeResourcesFitArgs",
+    "RequestedToCapacityRatioParam", "ScoringStrategy", "UtilizationShapePoint",
+    "fits_request", "is_extended_resource_name", "new",
+]
+
+NAME = "NodeResourcesFit"
+
+_PRE_FILTER_KEY = "PreFilter" + NAME
+_PRE_SCORE_KEY = "PreScore" + NAME
+
+BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Upstream's IsExtendedResourceName: domain-qualified, outside *kubernetes.io/."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    return not qualified_name_errors("requests." + name)
+
+
+@dataclass(frozen=True, slots=True)
+class _PreScoreState:
+    pod_requests: tuple[int, ...]
+
+
+def _build_scorer(strategy: ScoringStrategy) -> ResourceAllocationScorer:
+    names = tuple(spec.name for spec in strategy.resources)
+    weights = tuple(spec.weight for spec in strategy.resources)
+    if strategy.type == MOST_ALLOCATED:
+        return ResourceAllocationScorer(names, False, most_allocated(weights),
+                                        most_allocated_vector(weights))
+    if strategy.type == REQUESTED_TO_CAPACITY_RATIO:
+        ratio = strategy.requested_to_capacity_ratio
+        points = ratio.shape if ratio is not None else []
+        shape = scaled_shape([(point.utilization, point.score) for point in points])
+        return ResourceAllocationScorer(names, False, requested_to_capacity_ratio(weights, shape),
+                                        requested_to_capacity_ratio_vector(weights, shape))
+    return ResourceAllocationScorer(names, False, least_allocated(weights),
+                                    least_allocated_vector(weights))
+
+
+class NodeResourcesFit(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, VectorScorePlugin):
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: NodeResourcesFitArgs) -> None:
+        self._ignored_resources = frozenset(args.ignored_resources)
+        self._ignored_groups = frozenset(args.ignored_resource_groups)
+        self._scorer = _build_scorer(args.scoring_strategy)
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return EVENTS
+
+    def _ignored(self, name: str) -> bool:
+        if not is_extended_resource_name(name):
+            return False
+        return name in self._ignored_resources or name.split("/", 1)[0] in self._ignored_groups
+
+    def _compute_request(self, pod: PodInfo) -> PodRequest:
+        requests = pod.requests
+        scalars = tuple((name, amount) for name, amount in requests.scalar.items()
+                        if amount != 0 and not self._ignored(name))
+        return PodRequest(requests.milli_cpu, requests.memory, requests.ephemeral_storage,
+                               scalars)
+
+    def pre_filter(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status]:
+        state.write(_PRE_FILTER_KEY, self._compute_request(pod))
+        return None, SUCCESS
+
+    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        request: PodRequest | None = state.get(_PRE_FILTER_KEY)
+        if request is None:
+            return Status.error(f"error reading {_PRE_FILTER_KEY!r} from cycleState: not found",
+                                plugin=NAME)
+        insufficient = fits_request(request, node)
+        if not insufficient:
+            return SUCCESS
+        code = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+                if any(item.unresolvable for item in insufficient) else Code.UNSCHEDULABLE)
+        return Status(code, [item.reason for item in insufficient], NAME)
+
+    def filter_vector(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot
+    ) -> BoolArray | None:
+        """Which snapshot rows pass Filter; None when the pod requests scalar resources."""
+        request: PodRequest | None = state.get(_PRE_FILTER_KEY)
+        if request is None or request.scalars:
+            return None
+        columns = snapshot.columns
+        fits: BoolArray = columns.pod_count + 1 <= columns.allowed_pods
+        if request.milli_cpu > 0:
+            fits &= request.milli_cpu <= columns.allocatable_cpu - columns.requested_cpu
+        if request.memory > 0:
+            fits &= request.memory <= columns.allocatable_memory - columns.requested_memory
+        if request.ephemeral_storage > 0:
+            fits &= (request.ephemeral_storage
+                     <= columns.allocatable_ephemeral - columns.requested_ephemeral)
+        return fits
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        state.write(_PRE_SCORE_KEY, _PreScoreState(self._scorer.pod_requests(pod)))
+        return SUCCESS
+
+    def _pod_requests(self, state: CycleState, pod: PodInfo) -> tuple[int, ...]:
+        cached: _PreScoreState | None = state.get(_PRE_SCORE_KEY)
+        return cached.pod_requests if cached is not None else self._scorer.pod_requests(pod)
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        return self._scorer.score(node, self._pod_requests(state, pod)), SUCCESS
+
+    def score_vector(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> IntArray | None:
+        """Scores for every snapshot row; None when a scored resource has no column."""
+        return self._scorer.score_vector(snapshot, self._pod_requests(state, pod))
+
+
+def new(args: NodeResourcesFitArgs | None, handle: Handle) -> NodeResourcesFit:
+    return NodeResourcesFit(args if args is not None else NodeResourcesFitArgs())
+
+
+SPEC = PluginSpec(NAME, NodeResourcesFit, new, NodeResourcesFitArgs)
