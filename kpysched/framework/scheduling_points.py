@@ -205,9 +205,10 @@ class SchedulingPoints(Instrumented):
     def _run_post_filter(
         self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
     ) -> tuple[fw.PostFilterResult | None, Status, list[str]]:
-        """Upstream's RunPostFilterPlugins: the first success wins; otherwise the reasons
-        of every plugin (errors as text) are collected, and the last rejecting plugin's
-        result is kept (an empty nomination there means "clear it")."""
+        """Upstream's RunPostFilterPlugins: the first success wins, an unresolvable
+        rejection or an error ends it; otherwise the reasons of every plugin are
+        collected, and the last rejecting plugin's result is kept (an empty nomination
+        there means "clear it")."""
         result: fw.PostFilterResult | None = None
         reasons: list[str] = []
         rejector = ""
@@ -224,9 +225,10 @@ class SchedulingPoints(Instrumented):
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return outcome, status.with_plugin(plugin.NAME), list(status.reasons)
             if not status.is_rejected:
-                reasons.append(status.message())
-                rejector = plugin.NAME
-                continue
+                # An error ends PostFilter at once; its text is the whole PostFilter
+                # message (e.g. "not found" from a plugin whose PreFilter never ran).
+                failed = Status.error(status.message(), plugin.NAME)
+                return None, failed, [status.message()]
             if outcome is not None:
                 result = outcome
             reasons.extend(status.reasons)

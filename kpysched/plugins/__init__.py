@@ -10,15 +10,20 @@ from kpysched.plugins import (
     image_locality,
     inter_pod_affinity,
     node_affinity,
+    node_declared_features,
     node_name,
     node_ports,
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 
 IN_TREE: dict[str, PluginSpec] = {
@@ -38,7 +43,12 @@ IN_TREE: dict[str, PluginSpec] = {
         dynamic_resources.SPEC,
         default_preemption.SPEC,
         image_locality.SPEC,
+        volume_restrictions.SPEC,
+        node_volume_limits.SPEC,
+        volume_binding.SPEC,
+        volume_zone.SPEC,
         default_binder.SPEC,
+        node_declared_features.SPEC,
     )
 }
 

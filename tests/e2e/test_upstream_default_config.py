@@ -1,5 +1,5 @@
 """The configuration upstream kube-scheduler reports as its default loads into the same
-effective profile as kpysched's own defaults, with the missing plugins warned about."""
+effective profile as kpysched's own defaults, and no plugin of it is dropped."""
 
 from __future__ import annotations
 
@@ -34,6 +34,8 @@ def test_kube_scheduler_default_config_gives_kpysched_default_profile(
     assert theirs.plugins == ours.plugins
     assert theirs.score_weights == ours.score_weights
     assert theirs.scheduler_name == "default-scheduler"
-    warned = next(e for e in logs if e["event"] == "config.default_plugins_unavailable")
-    assert {"VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits"} <= set(
-        warned["plugins"])
+    assert theirs.unavailable_defaults == ()
+    assert not [e for e in logs if e["event"] == "config.default_plugins_unavailable"]
+    for plugin in ("VolumeBinding", "VolumeRestrictions", "VolumeZone", "NodeVolumeLimits",
+                   "NodeDeclaredFeatures"):
+        assert plugin in theirs.plugins["filter"], plugin

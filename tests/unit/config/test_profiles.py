@@ -487,21 +487,22 @@ def test_same_queue_sort_in_every_profile_is_fine() -> None:
 
 
 @pytest.mark.parametrize("plugins", [
-    pytest.param({"filter": {"enabled": [{"name": "VolumeBinding"}]}},
+    pytest.param({"filter": {"enabled": [{"name": "GangScheduling"}]}},
                  id="upstream plugin named at one point"),
-    pytest.param({"multiPoint": {"enabled": [{"name": "VolumeZone", "weight": 4}]}},
-                 id="upstream default reconfigured in multiPoint"),
+    pytest.param({"multiPoint": {"enabled": [{"name": "PodGroupPodsCount", "weight": 4}]}},
+                 id="upstream plugin enabled in multiPoint"),
 ])
 def test_upstream_plugin_missing_here_is_warned_about_not_fatal(
         plugins: dict[str, object]) -> None:
-    """A config copied from kube-scheduler names plugins kpysched lacks (volumes): the
-    profile runs without them and a warning says which, never silently."""
+    """A config copied from kube-scheduler names plugins kpysched lacks (the alpha gang
+    scheduling ones): the profile runs without them and a warning says which, never
+    silently."""
     config = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1",
                            "kind": "KubeSchedulerConfiguration",
                            "profiles": [{"schedulerName": "kpysched", "plugins": plugins}]})
     with capture_logs() as logs:
         [profile] = build_profiles(config, full_registry(IN_TREE))
-    missing = {"VolumeBinding", "VolumeZone"} & set(profile.unavailable_defaults)
+    missing = {"GangScheduling", "PodGroupPodsCount"} & set(profile.unavailable_defaults)
     assert missing
     assert not any(name in missing for names in profile.plugins.values() for name in names)
     warned = [e for e in logs if e["event"] == "config.default_plugins_unavailable"]

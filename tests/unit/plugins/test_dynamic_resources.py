@@ -20,11 +20,20 @@ def _pod(claims: list[dict[str, str]]) -> PodInfo:
 def test_pod_without_claims_skips_prefilter_and_says_no_claims_at_postfilter() -> None:
     plugin = dynamic_resources.DynamicResources()
     pod = _pod([])
-    _, status = plugin.pre_filter(CycleState(), pod, [])
+    state = CycleState()
+    _, status = plugin.pre_filter(state, pod, [])
     assert status.code == Code.SKIP
-    result, post = plugin.post_filter(CycleState(), pod, {})
+    result, post = plugin.post_filter(state, pod, {})
     assert result is None
     assert (post.code, post.reasons) == (Code.UNSCHEDULABLE, ["no new claims to deallocate"])
+
+
+def test_postfilter_without_its_prefilter_is_the_state_lookup_error() -> None:
+    """An earlier PreFilter plugin rejected the pod (e.g. VolumeBinding's unbound
+    immediate claims): upstream's PostFilter cannot read its state and errors."""
+    result, post = dynamic_resources.DynamicResources().post_filter(CycleState(), _pod([]), {})
+    assert result is None
+    assert (post.code, post.message()) == (Code.ERROR, "not found")
 
 
 def test_pod_with_claims_is_refused_with_a_reason() -> None:

@@ -27,6 +27,11 @@ MODULES = {
     "DefaultBinder": "default_binder",
     "DefaultPreemption": "default_preemption",
     "DynamicResources": "dynamic_resources",
+    "VolumeRestrictions": "volume_restrictions",
+    "NodeVolumeLimits": "node_volume_limits",
+    "VolumeBinding": "volume_binding",
+    "VolumeZone": "volume_zone",
+    "NodeDeclaredFeatures": "node_declared_features",
 }
 
 
