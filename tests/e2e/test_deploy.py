@@ -575,7 +575,7 @@ async def test_dashboard_and_alerts_query_only_metrics_kpysched_exports(
 # --- the smoke test: what a working kpysched visibly does ---------------------------------
 
 SMOKE_STEPS = ("lease-acquired", "lease-renewed", "pods-bound", "failed-scheduling-event",
-               "pod-scheduled-condition", "preemption")
+               "pod-scheduled-condition", "preemption", "volumes-bound")
 STEP_TIMEOUT_SECONDS = 30.0
 
 
@@ -593,7 +593,11 @@ class SmokeOutcome:
 class SmokeWorld:
     """Objects the smoke needs, made by the admin before kpysched starts: a roomy node
     for a pod that fits, a 1-CPU node holding a low-priority victim, a pod no node
-    matches, and two PriorityClasses for the preemption."""
+    matches, two PriorityClasses for the preemption, and two WaitForFirstConsumer
+    claims for VolumeBinding's PreBind writes: one a static PV on the roomy node
+    matches (PreBind patches the PV's claimRef), one of a provisioning class (PreBind
+    patches the claim's selected-node annotation; the smoke then plays the
+    provisioner)."""
 
     namespace: str
     scheduler_name: str
@@ -602,6 +606,22 @@ class SmokeWorld:
     label: str
     low_priority: str
     high_priority: str
+
+    @property
+    def static_class(self) -> str:
+        return f"{self.label}-static"
+
+    @property
+    def provisioned_class(self) -> str:
+        return f"{self.label}-provisioned"
+
+    @property
+    def static_volume(self) -> str:
+        return f"{self.label}-static"
+
+    @property
+    def provisioned_volume(self) -> str:
+        return f"{self.label}-provisioned"
 
     @classmethod
     async def create(cls, api: client.ApiClient, namespace: str, config: Mapping[str, Any],
@@ -625,13 +645,41 @@ class SmokeWorld:
             await kube.create_pod(api, namespace, kube.pod_body(
                 name, scheduler_name=world.scheduler_name,
                 node_selector={"smoke": f"{label}-{node}"}, **spec))
+        await world._create_volumes(api)
         return world
 
+    async def _create_volumes(self, api: client.ApiClient) -> None:
+        core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
+        roomy = {"smoke": f"{self.label}-roomy"}
+        await storage.create_storage_class(kube.storage_class_body(self.static_class))
+        await storage.create_storage_class(kube.storage_class_body(
+            self.provisioned_class, provisioner="smoke.provisioner.kpysched.test"))
+        await core.create_persistent_volume(kube.pv_body(
+            self.static_volume, storage_class=self.static_class,
+            node_affinity={"smoke": [roomy["smoke"]]}))
+        for claim, storage_class in (("static", self.static_class),
+                                     ("provisioned", self.provisioned_class)):
+            await core.create_namespaced_persistent_volume_claim(
+                self.namespace, kube.pvc_body(claim, storage_class=storage_class))
+            body = kube.pod_body(f"uses-{claim}", scheduler_name=self.scheduler_name,
+                                 node_selector=roomy)
+            body["spec"]["volumes"] = [{"name": "data",
+                                        "persistentVolumeClaim": {"claimName": claim}}]
+            await kube.create_pod(api, self.namespace, body)
+
     async def delete(self, api: client.ApiClient) -> None:
-        scheduling = client.SchedulingV1Api(api)
-        for name in (self.low_priority, self.high_priority):
+        scheduling, storage = client.SchedulingV1Api(api), client.StorageV1Api(api)
+        core = client.CoreV1Api(api)
+        deletions = [(scheduling.delete_priority_class, name)
+                     for name in (self.low_priority, self.high_priority)]
+        deletions += [(storage.delete_storage_class, name)
+                      for name in (self.static_class, self.provisioned_class)]
+        # Retained PVs outlive the namespace's claims; they go here.
+        deletions += [(core.delete_persistent_volume, name)
+                      for name in (self.static_volume, self.provisioned_volume)]
+        for delete, name in deletions:
             try:
-                await scheduling.delete_priority_class(name)
+                await delete(name)
             except ApiException as error:
                 if error.status != 404:
                     raise
@@ -697,10 +745,29 @@ class SmokeWorld:
             victim, preemptor = await pod("victim"), await pod("preemptor")
             return victim is None and bool(preemptor.spec.node_name)
 
+        async def volumes_bound() -> bool:
+            """PreBind patched the static PV's claimRef (the PV controller then binds) and
+            the provisioned claim's selected node; the smoke provisions that claim as an
+            external provisioner would, and both pods end bound."""
+            claim = await core.read_namespaced_persistent_volume_claim(
+                "provisioned", self.namespace)
+            selected = (claim.metadata.annotations or {}).get(
+                "volume.kubernetes.io/selected-node")
+            if selected and "provisioned" not in seen:
+                seen["provisioned"] = await core.create_persistent_volume(kube.pv_body(
+                    self.provisioned_volume, storage_class=self.provisioned_class,
+                    node_affinity={"kubernetes.io/hostname": [selected]},
+                    claim=(self.namespace, "provisioned")))
+            static = await core.read_namespaced_persistent_volume_claim("static", self.namespace)
+            pods = [await pod("uses-static"), await pod("uses-provisioned")]
+            return (static.spec.volume_name == self.static_volume and selected is not None
+                    and all(p is not None and p.spec.node_name for p in pods))
+
         checks: dict[str, Callable[[], Awaitable[bool]]] = {
             "lease-acquired": lease_acquired, "lease-renewed": lease_renewed,
             "pods-bound": pods_bound, "failed-scheduling-event": failed_scheduling_event,
             "pod-scheduled-condition": pod_scheduled_condition, "preemption": preemption,
+            "volumes-bound": volumes_bound,
         }
         assert tuple(checks) == SMOKE_STEPS
         outcome = SmokeOutcome()
