@@ -1,13 +1,5 @@
-"""Differential tests: the same scenario under upstream kube-scheduler and kpysched.
-
-Both schedulers run for the whole module against the real cluster; each handles
-only pods naming it. A scenario runs twice on fresh nodes and namespaces, once
-per scheduler, and the outcomes (node, FailedScheduling text, preempted victims,
-and each claim's binding: to which PV, on which selected node) must be identical.
-Upstream is the specification. kube-controller-manager's PV controller binds the
-claims, and the test provisioner (tests/cluster/provisioner.py) provisions for
-the scenarios' provisioning classes, as an external CSI provisioner would.
-"""
+"""Differential tests of the core, affinity and preemption scenarios: the same scenario
+under upstream kube-scheduler and kpysched must end the same (see compare.py)."""
 
 from __future__ import annotations
 
@@ -17,48 +9,19 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.cluster.cluster import ClusterState
-from tests.cluster.kpysched_process import KpyschedProcess
-from tests.cluster.provisioner import ProvisionerProcess
-from tests.cluster.upstream import UpstreamScheduler
-from tests.e2e.differential.model import Outcome, Scenario
-from tests.e2e.differential.runner import ensure_priority_classes, run_scenario
+from tests.e2e.differential.compare import same_decision, schedulers_running
+from tests.e2e.differential.model import Scenario
 from tests.e2e.differential.scenarios import ALL
-from tests.e2e.differential.volume_scenarios import VOLUME
-
-UPSTREAM = "default-scheduler"
-KPYSCHED = "kpysched"
 
 
 @pytest.fixture(scope="module")
 def schedulers(cluster: ClusterState) -> Iterator[None]:
-    with (ProvisionerProcess(cluster), UpstreamScheduler(cluster),
-          KpyschedProcess(cluster, log_level="info")):
+    with schedulers_running(cluster):
         yield
 
 
-def _check_kind(scenario: Scenario, outcome: Outcome) -> None:
-    """The scenario means what it says (else a passing comparison proves little)."""
-    if scenario.expect == "bound":
-        assert outcome.node is not None and not outcome.victims, outcome.describe()
-    elif scenario.expect == "pending":
-        assert outcome.node is None and outcome.message, outcome.describe()
-    else:
-        assert outcome.node is not None and outcome.victims, outcome.describe()
-    if scenario.expect_node is not None:
-        assert outcome.node == scenario.expect_node, outcome.describe()
-    assert scenario.expect_reason in (outcome.message or ""), outcome.describe()
-    volumes = {claim.role: claim.volume for claim in outcome.claims}
-    for claim, volume in scenario.expect_claims.items():
-        assert volumes.get(claim) == volume, outcome.describe()
-
-
-@pytest.mark.parametrize("scenario", ALL + VOLUME, ids=[s.name for s in ALL + VOLUME])
+@pytest.mark.parametrize("scenario", ALL, ids=[s.name for s in ALL])
 async def test_same_decision_as_kube_scheduler(
     schedulers: None, api: client.ApiClient, scenario: Scenario
 ) -> None:
-    await ensure_priority_classes(api)
-    upstream = await run_scenario(api, scenario, UPSTREAM)
-    ours = await run_scenario(api, scenario, KPYSCHED)
-    _check_kind(scenario, upstream)
-    assert ours == upstream, (f"\n upstream: {upstream.describe()}\n kpysched: "
-                              f"{ours.describe()}")
+    await same_decision(api, scenario)
