@@ -19,6 +19,7 @@ from kpysched.framework.interfaces import StorageListers
 from kpysched.objects import api, storage
 from kpysched.objects.labels import SelectorError, label_selector_matches
 from kpysched.objects.quantity import Quantity, QuantityError, parse_quantity
+from kpysched.plugins._volume_helpers import claim_class
 from kpysched.plugins.volume_binding.assume_cache import (
     AssumeCache,
     NotFoundError,
@@ -29,7 +30,6 @@ from kpysched.plugins.volume_binding.pv_matching import (
     NOT_SUPPORTED_PROVISIONER,
     MatchError,
     bind_volume_to_claim,
-    claim_class,
     claim_key,
     ephemeral_owner_error,
     find_matching_volume,

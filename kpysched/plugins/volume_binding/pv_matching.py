@@ -22,6 +22,7 @@ from kpysched.objects.labels import (
 )
 from kpysched.objects.quantity import Quantity, QuantityError, parse_quantity
 from kpysched.plugins._args import label_value_errors, qualified_name_errors
+from kpysched.plugins._volume_helpers import claim_class
 from kpysched.plugins.node_affinity import term_errors
 
 STORAGE = "storage"
@@ -39,14 +40,6 @@ class MatchError(ValueError):
 
 def claim_key(claim: storage.PersistentVolumeClaim) -> str:
     return f"{claim.metadata.namespace}/{claim.metadata.name}"
-
-
-def claim_class(claim: storage.PersistentVolumeClaim) -> str:
-    """The class a claim asks for; the beta annotation wins over the field, as upstream."""
-    annotated = claim.metadata.annotations.get(storage.ANNOTATION_BETA_STORAGE_CLASS)
-    if annotated is not None:
-        return annotated
-    return claim.spec.storage_class_name or ""
 
 
 def volume_class(volume: storage.PersistentVolume) -> str:
