@@ -159,6 +159,28 @@ class SchedulingGate(_Wire):
 
 class PodResourceClaim(_Wire):
     name: str = ""
+    # One of the two: a claim by name, or a template the resourceclaim controller makes
+    # a claim of (named in status.resourceClaimStatuses).
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodResourceClaimStatus(_Wire):
+    name: str = ""
+    resource_claim_name: str | None = None  # None: no claim was needed
+
+
+class ContainerExtendedResourceRequest(_Wire):
+    container_name: str = ""
+    resource_name: str = ""
+    request_name: str = ""
+
+
+class PodExtendedResourceClaimStatus(_Wire):
+    """The claim the scheduler made for a pod's DRA-backed extended resources."""
+
+    request_mappings: list[ContainerExtendedResourceRequest] = []
+    resource_claim_name: str = ""
 
 
 # A pod's volumes. Sources that only identify a disk (GCE PD, AWS EBS, RBD, iSCSI and
@@ -230,6 +252,8 @@ class PodStatus(_Wire):
     nominated_node_name: str = ""
     conditions: list[PodCondition] = []
     start_time: str | None = None
+    resource_claim_statuses: list[PodResourceClaimStatus] = []
+    extended_resource_claim_status: PodExtendedResourceClaimStatus | None = None
 
 
 class Pod(_Wire):
