@@ -151,6 +151,7 @@ async def run(
         listers.namespaces = Index(
             lambda _, old, new: scheduler.queue.move_on_event(NAMESPACE_CHANGE, old, new))
         listers.storage.requeue_with(scheduler.queue.move_on_event)
+        listers.resources.requeue_with(scheduler.queue.move_on_event)
         pod_handler = PodEventHandler(scheduler, scheduler.recorder)
         pods = pod_reflector(api_client, pod_handler)
         nodes = node_reflector(api_client, NodeEventHandler(scheduler))

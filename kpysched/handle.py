@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from kpysched.apiclient import RawApi
 from kpysched.binding import Binder
 from kpysched.framework.status import Status
-from kpysched.listers import Listers, StorageListers
+from kpysched.listers import Listers, ResourceListers, StorageListers
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.pod_topology_spread import default_selector
@@ -68,6 +68,10 @@ class SchedulerHandle:
     @property
     def storage(self) -> StorageListers:
         return self._listers.storage
+
+    @property
+    def resources(self) -> ResourceListers:
+        return self._listers.resources
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
         for framework in self._scheduler().frameworks.values():

@@ -1,6 +1,7 @@
 """Read-only indexes of the secondary resources plugins consult (Namespaces, PDBs,
-Services, ReplicationControllers, ReplicaSets, StatefulSets, and the storage objects
-of the volume plugins), fed by informers."""
+Services, ReplicationControllers, ReplicaSets, StatefulSets, the storage objects of
+the volume plugins and the resource.k8s.io objects of DynamicResources), fed by
+informers."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from kubernetes_asyncio import client
 
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.informers import Reflector
-from kpysched.objects import api, storage
+from kpysched.objects import api, resource, storage
 
 
 class _Meta(Protocol):
@@ -41,6 +42,16 @@ class Index(Generic[T]):
     def __init__(self, on_change: OnChange | None = None) -> None:
         self._objects: dict[str, T] = {}
         self.on_change = on_change
+        # Called before on_change with the same arguments: state a plugin keeps up to
+        # date incrementally (DynamicResources' allocated devices) is current by the
+        # time the change requeues the pods it may help.
+        self.observers: list[OnChange] = []
+
+    def _changed(self, action: ActionType, old: T | None, new: T | None) -> None:
+        for observer in self.observers:
+            observer(action, old, new)
+        if self.on_change is not None:
+            self.on_change(action, old, new)
 
     @staticmethod
     def key(obj: _HasMeta) -> str:
@@ -49,18 +60,15 @@ class Index(Generic[T]):
 
     def on_add(self, obj: T) -> None:
         self._objects[self.key(obj)] = obj
-        if self.on_change is not None:
-            self.on_change(ActionType.ADD, None, obj)
+        self._changed(ActionType.ADD, None, obj)
 
     def on_update(self, old: T, new: T) -> None:
         self._objects[self.key(new)] = new
-        if self.on_change is not None:
-            self.on_change(ActionType.UPDATE, old, new)
+        self._changed(ActionType.UPDATE, old, new)
 
     def on_delete(self, obj: T) -> None:
         self._objects.pop(self.key(obj), None)
-        if self.on_change is not None:
-            self.on_change(ActionType.DELETE, obj, None)
+        self._changed(ActionType.DELETE, obj, None)
 
     def get(self, key: str) -> T | None:
         return self._objects.get(key)
@@ -83,6 +91,7 @@ class Listers:
         self.replica_sets: Index[api.ReplicaSet] = Index()
         self.stateful_sets: Index[api.StatefulSet] = Index()
         self.storage = StorageListers()
+        self.resources = ResourceListers()
 
     def reflectors(self, api_client: client.ApiClient) -> list[Reflector[Any]]:
         specs: list[tuple[str, type[Any], type[Any], Index[Any], str]] = [
@@ -99,12 +108,26 @@ class Listers:
             ("/apis/apps/v1/statefulsets", api.StatefulSet, api.StatefulSetList,
              self.stateful_sets, "statefulsets"),
             *self.storage.specs(),
+            *self.resources.specs(),
         ]
         return [Reflector(api_client, path, kind, list_kind, index, resource=resource)
                 for path, kind, list_kind, index, resource in specs]
 
 
-class StorageListers:
+class _RequeueingListers:
+    """Indexes whose every change becomes a cluster event for the pods rejected by the
+    plugins that read them, with the old and new object for their queueing hints."""
+
+    def _by_resource(self) -> list[tuple[Resource, Index[Any]]]:
+        raise NotImplementedError
+
+    def requeue_with(self, move: Move) -> None:
+        for kind, index in self._by_resource():
+            index.on_change = (lambda action, old, new, kind=kind:
+                               move(ClusterEvent(kind, action), old, new))
+
+
+class StorageListers(_RequeueingListers):
     """The storage objects the volume plugins read (upstream's PV, PVC, StorageClass,
     CSINode, CSIDriver, CSIStorageCapacity and VolumeAttachment listers).
 
@@ -132,13 +155,6 @@ class StorageListers:
             (Resource.VOLUME_ATTACHMENT, self.volume_attachments),
         ]
 
-    def requeue_with(self, move: Move) -> None:
-        """Every change becomes the cluster event the volume plugins register for
-        (e.g. a PV added, a claim bound), with the old and new object for their queueing
-        hints, so the pods they rejected are retried when the change may help."""
-        for resource, index in self._by_resource():
-            index.on_change = (lambda action, old, new, resource=resource:
-                               move(ClusterEvent(resource, action), old, new))
 
     def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:
         return [
@@ -158,4 +174,41 @@ class StorageListers:
              "csistoragecapacities"),
             ("/apis/storage.k8s.io/v1/volumeattachments", storage.VolumeAttachment,
              storage.VolumeAttachmentList, self.volume_attachments, "volumeattachments"),
+        ]
+
+
+class ResourceListers(_RequeueingListers):
+    """The resource.k8s.io/v1 objects DynamicResources reads: ResourceClaims,
+    ResourceClaimTemplates, ResourceSlices and DeviceClasses.
+
+    Started whatever the profile, as the storage informers are, so the RBAC kpysched
+    needs does not depend on its configuration.
+    """
+
+    def __init__(self) -> None:
+        self.resource_claims: Index[resource.ResourceClaim] = Index()
+        self.resource_claim_templates: Index[resource.ResourceClaimTemplate] = Index()
+        self.resource_slices: Index[resource.ResourceSlice] = Index()
+        self.device_classes: Index[resource.DeviceClass] = Index()
+
+    def _by_resource(self) -> list[tuple[Resource, Index[Any]]]:
+        return [
+            (Resource.RESOURCE_CLAIM, self.resource_claims),
+            (Resource.RESOURCE_CLAIM_TEMPLATE, self.resource_claim_templates),
+            (Resource.RESOURCE_SLICE, self.resource_slices),
+            (Resource.DEVICE_CLASS, self.device_classes),
+        ]
+
+    def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:
+        base = f"/apis/{resource.API_VERSION}"
+        return [
+            (f"{base}/resourceclaims", resource.ResourceClaim, resource.ResourceClaimList,
+             self.resource_claims, "resourceclaims"),
+            (f"{base}/resourceclaimtemplates", resource.ResourceClaimTemplate,
+             resource.ResourceClaimTemplateList, self.resource_claim_templates,
+             "resourceclaimtemplates"),
+            (f"{base}/resourceslices", resource.ResourceSlice, resource.ResourceSliceList,
+             self.resource_slices, "resourceslices"),
+            (f"{base}/deviceclasses", resource.DeviceClass, resource.DeviceClassList,
+             self.device_classes, "deviceclasses"),
         ]

@@ -29,6 +29,10 @@ class Resource(Enum):
     CSI_DRIVER = "CSIDriver"
     CSI_STORAGE_CAPACITY = "CSIStorageCapacity"
     VOLUME_ATTACHMENT = "VolumeAttachment"
+    RESOURCE_CLAIM = "ResourceClaim"
+    RESOURCE_CLAIM_TEMPLATE = "ResourceClaimTemplate"
+    RESOURCE_SLICE = "ResourceSlice"
+    DEVICE_CLASS = "DeviceClass"
     WILDCARD = "*"
 
 

@@ -44,6 +44,10 @@ class ProfileHandle:
     def storage(self) -> fw.StorageListers:
         return self._shared.storage
 
+    @property
+    def resources(self) -> fw.ResourceListers:
+        return self._shared.resources
+
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
         self._shared.allow_waiting_pod(uid, plugin)
 

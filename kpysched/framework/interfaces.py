@@ -7,14 +7,14 @@ binding-cycle points (Permit's waiting, PreBind, Bind, PostBind) await.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-from kpysched.framework.cluster_events import Registration
+from kpysched.framework.cluster_events import ActionType, Registration
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from kpysched.apiclient import RawApi
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.snapshot import Snapshot
-    from kpysched.objects import api, storage
+    from kpysched.objects import api, resource, storage
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -74,6 +74,14 @@ class Lister(Protocol[T_co]):
     def in_namespace(self, namespace: str) -> Sequence[T_co]: ...
 
 
+class ObservedLister(Lister[T_co], Protocol[T_co]):
+    """A lister whose changes a plugin can follow: each observer is called with
+    (action, old, new) on every add, update and delete."""
+
+    @property
+    def observers(self) -> list[Callable[[ActionType, Any, Any], object]]: ...
+
+
 class StorageListers(Protocol):
     """The storage objects the volume plugins consult."""
 
@@ -99,6 +107,23 @@ class StorageListers(Protocol):
     def volume_attachments(self) -> Lister[storage.VolumeAttachment]: ...
 
 
+class ResourceListers(Protocol):
+    """The resource.k8s.io objects DynamicResources consults. Each is an informer index;
+    `observers` of the claims index hear every change before the queue does."""
+
+    @property
+    def resource_claims(self) -> ObservedLister[resource.ResourceClaim]: ...
+
+    @property
+    def resource_claim_templates(self) -> Lister[resource.ResourceClaimTemplate]: ...
+
+    @property
+    def resource_slices(self) -> ObservedLister[resource.ResourceSlice]: ...
+
+    @property
+    def device_classes(self) -> ObservedLister[resource.DeviceClass]: ...
+
+
 class SharedHandle(Protocol):
     """What the scheduler offers every profile's framework."""
 
@@ -118,6 +143,11 @@ class SharedHandle(Protocol):
     @property
     def storage(self) -> StorageListers:
         """PersistentVolumes, claims, StorageClasses and the CSI objects."""
+        ...
+
+    @property
+    def resources(self) -> ResourceListers:
+        """ResourceClaims, their templates, ResourceSlices and DeviceClasses."""
         ...
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None: ...

@@ -14,7 +14,7 @@ from typing import Any
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.status import Status
-from kpysched.listers import StorageListers
+from kpysched.listers import ResourceListers, StorageListers
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 
@@ -267,6 +267,8 @@ class FakeHandle:
     preemptions: list[tuple[str, str, list[str], str]] = field(default_factory=list)
     # Fill its indexes with on_add(...) to give volume plugins their PVs, claims, ...
     storage_listers: StorageListers = field(default_factory=StorageListers)
+    # ... and DynamicResources its claims, slices and classes.
+    resource_listers: ResourceListers = field(default_factory=ResourceListers)
     # Plugins that write (PreBind) get this as their client, e.g. api_double.RecordingApi.
     api_client: Any = None
 
@@ -281,6 +283,10 @@ class FakeHandle:
     @property
     def storage(self) -> StorageListers:
         return self.storage_listers
+
+    @property
+    def resources(self) -> ResourceListers:
+        return self.resource_listers
 
     async def bind(self, pod: api.Pod, node_name: str) -> Status:
         self.bound.append((f"{pod.metadata.namespace}/{pod.metadata.name}", node_name))

@@ -8,7 +8,7 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins import dynamic_resources
+from kpysched.plugins.dynamic_resources import plugin as dynamic_resources
 
 
 def _pod(claims: list[dict[str, str]]) -> PodInfo:

@@ -1,0 +1,200 @@
+"""Consumable device capacity (DRAConsumableCapacity): how much of a shareable device a
+request consumes under the device's request policy, and whether it still fits.
+
+Amounts are exact fractions of their quantities (apimachinery's Quantity arithmetic is
+exact, so comparing fractions decides the same way). An amount that goes into an
+allocation result keeps the text it came from; only a value upstream computes
+afresh (a request rounded up to a step) is written out anew, in binary-SI form.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+
+from kpysched.objects.quantity import parse_quantity
+from kpysched.objects.resource import CapacityRequirements, DeviceCapacity
+
+DeviceID = tuple[str, str, str]
+"""(driver, pool, device)."""
+
+ConsumedCapacity = dict[str, Fraction]
+"""Capacity name -> amount consumed."""
+
+ConsumedCapacityCollection = dict[DeviceID, ConsumedCapacity]
+"""What is consumed of each shared device, summed over its allocations."""
+
+
+@lru_cache(maxsize=4096)
+def parse_amount(text: str) -> Fraction:
+    """The exact amount a quantity string stands for."""
+    quantity = parse_quantity(text)
+    if quantity.scale >= 0:
+        return Fraction(quantity.value * 10 ** quantity.scale)
+    return Fraction(quantity.value, 10 ** -quantity.scale)
+
+
+def _whole_units(amount: Fraction) -> int:
+    """Quantity.Value(): rounded away from zero to whole units."""
+    return math.ceil(amount) if amount >= 0 else math.floor(amount)
+
+
+def _binary_si(number: int) -> str:
+    """How resource.NewQuantity(number, BinarySI) prints."""
+    if -1024 < number < 1024 or number == 0:
+        return str(number)
+    suffixes = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+    exponent = 0
+    while exponent < len(suffixes) - 1 and number % 1024 == 0:
+        number //= 1024
+        exponent += 1
+    return f"{number}{suffixes[exponent]}"
+
+
+@dataclass(frozen=True, slots=True)
+class Amount:
+    exact: Fraction
+    text: str
+
+    @classmethod
+    def of(cls, text: str) -> Amount:
+        return cls(parse_amount(text), text)
+
+
+def insert_consumed(collection: ConsumedCapacityCollection, device: DeviceID,
+                    consumed: Mapping[str, Fraction]) -> None:
+    """ConsumedCapacityCollection.Insert: add one allocation's consumption."""
+    entry = collection.setdefault(device, {})
+    for name, amount in consumed.items():
+        entry[name] = entry.get(name, Fraction(0)) + amount
+
+
+def remove_consumed(collection: ConsumedCapacityCollection, device: DeviceID,
+                    consumed: Mapping[str, Fraction]) -> None:
+    """ConsumedCapacityCollection.Remove: the entry goes once everything in it is zero."""
+    entry = collection.get(device)
+    if entry is None:
+        return
+    for name, amount in consumed.items():
+        if name in entry:
+            entry[name] -= amount
+    if all(amount == 0 for amount in entry.values()):
+        del collection[device]
+
+
+def consumed_from_texts(consumed: Mapping[str, str]) -> ConsumedCapacity:
+    """An allocation result's consumedCapacity as amounts."""
+    return {name: parse_amount(text) for name, text in consumed.items()}
+
+
+def _requested(requirements: CapacityRequirements | None, name: str) -> Amount | None:
+    if requirements is None:
+        return None
+    text = requirements.requests.get(name)
+    return None if text is None else Amount.of(text)
+
+
+def _round_up_range(requested: Amount, capacity: DeviceCapacity) -> Amount:
+    policy = capacity.request_policy
+    assert policy is not None and policy.valid_range is not None
+    valid_range = policy.valid_range
+    assert valid_range.min is not None
+    minimum = Amount.of(valid_range.min)
+    if requested.exact < minimum.exact:
+        return minimum
+    if valid_range.step is None:
+        return requested
+    value = _whole_units(requested.exact)
+    step = _whole_units(parse_amount(valid_range.step))
+    lowest = _whole_units(minimum.exact)
+    steps, remainder = _go_divmod(value - lowest, step)
+    if remainder != 0:
+        steps += 1
+    return Amount(Fraction(lowest + step * steps), _binary_si(lowest + step * steps))
+
+
+def _go_divmod(dividend: int, divisor: int) -> tuple[int, int]:
+    """Go's integer / and %: the quotient truncates toward zero."""
+    quotient = abs(dividend) // abs(divisor)
+    if (dividend < 0) != (divisor < 0):
+        quotient = -quotient
+    return quotient, dividend - quotient * divisor
+
+
+def _round_up_valid_values(requested: Amount, valid_values: list[str]) -> Amount:
+    for text in valid_values:
+        valid = Amount.of(text)
+        if requested.exact <= valid.exact:
+            return valid
+    return requested
+
+
+def consumed_amount(requested: Amount | None, capacity: DeviceCapacity) -> Amount:
+    """calculateConsumedCapacity: what a request takes of one capacity."""
+    policy = capacity.request_policy
+    if requested is None:
+        if policy is not None and policy.default is not None:
+            return Amount.of(policy.default)
+        return Amount.of(capacity.value)
+    if policy is None:
+        return requested
+    if policy.valid_range is not None and policy.valid_range.min is not None:
+        return _round_up_range(requested, capacity)
+    if policy.valid_values:
+        return _round_up_valid_values(requested, policy.valid_values)
+    return requested
+
+
+def _violates_policy(consumed: Amount, capacity: DeviceCapacity) -> bool:
+    policy = capacity.request_policy
+    if policy is None:
+        return False
+    # The default is valid by API validation, so equal to it means allowed.
+    if policy.default is not None and consumed.exact == parse_amount(policy.default):
+        return False
+    if policy.valid_range is not None:
+        valid_range = policy.valid_range
+        if valid_range.max is not None and consumed.exact > parse_amount(valid_range.max):
+            return True
+        if valid_range.step is not None:
+            lowest = _whole_units(parse_amount(valid_range.min or "0"))
+            step = _whole_units(parse_amount(valid_range.step))
+            if _go_divmod(_whole_units(consumed.exact) - lowest, step)[1] != 0:
+                return True
+        return False
+    if policy.valid_values:
+        return all(consumed.exact != parse_amount(v) for v in policy.valid_values)
+    return False
+
+
+def request_fits_capacity(
+    already_consumed: Mapping[str, Fraction],
+    requirements: CapacityRequirements | None,
+    capacities: Mapping[str, DeviceCapacity],
+    allocating: Mapping[str, Fraction],
+) -> bool | None:
+    """CmpRequestOverCapacity: whether the request fits next to what allocated claims and
+    the allocation in progress already consume. None when the request names a capacity
+    the device does not have (upstream's error, which its callers treat as "skip")."""
+    if requirements is not None and any(name not in capacities
+                                        for name in requirements.requests):
+        return None
+    for name, capacity in capacities.items():
+        consumed = consumed_amount(_requested(requirements, name), capacity)
+        if _violates_policy(consumed, capacity):
+            return False
+        total = already_consumed.get(name, Fraction(0)) + consumed.exact
+        total += allocating.get(name, Fraction(0))
+        if total > parse_amount(capacity.value):
+            return False
+    return True
+
+
+def consumed_by_request(requirements: CapacityRequirements | None,
+                        capacities: Mapping[str, DeviceCapacity]) -> dict[str, Amount]:
+    """GetConsumedCapacityFromRequest: what the request takes of each capacity."""
+    return {name: consumed_amount(_requested(requirements, name), capacity)
+            for name, capacity in capacities.items()}
