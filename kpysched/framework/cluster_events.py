@@ -143,6 +143,12 @@ def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
     # Tolerations can only be added (API validation), so a length change is the news.
     if len(old.pod.spec.tolerations) != len(new.pod.spec.tolerations):
         actions.append(ActionType.UPDATE_POD_TOLERATIONS)
+    # The resourceclaim controller recorded the claims it made from templates (or the
+    # scheduler the claim for DRA-backed extended resources).
+    if (old.pod.status.resource_claim_statuses != new.pod.status.resource_claim_statuses
+            or old.pod.status.extended_resource_claim_status
+            != new.pod.status.extended_resource_claim_status):
+        actions.append(ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     return [ClusterEvent(resource, action) for action in actions or [ActionType.UPDATE]]
 
 

@@ -34,6 +34,7 @@ class ObjectMeta(_Wire):
     creation_timestamp: str | None = None
     deletion_timestamp: str | None = None
     owner_references: list[OwnerReference] = []
+    finalizers: list[str] = []
 
 
 class ListMeta(_Wire):
