@@ -1,0 +1,295 @@
+"""The structured-parameters device allocator (k8s.io/dynamic-resource-allocation
+structured, the "incubating" implementation kube-scheduler v1.36 picks with its
+default DRA features).
+
+Interface for the plugin:
+
+    allocator = Allocator(features, allocated_state, class_lookup, slices, cel_cache)
+    results = allocator.allocate(node, claims, deadline=None)
+
+One Allocator per scheduling cycle (PreFilter); `allocate` once per node (Filter). It
+returns one AllocationResult per claim, in order, or None when the claims cannot all be
+allocated on this node. It raises AllocationError for what upstream returns as an
+error: `on_node` True means only this node is affected (upstream's
+ErrFailedAllocationOnNode: Filter answers Unschedulable with the text), False means
+the claim or class is broken (Filter answers Error). AllocationTimeoutError (both an
+AllocationError and a TimeoutError) when `deadline` (time.monotonic()) passes mid-search.
+
+`node_matches(node, node_name, all_nodes, node_selector)` is upstream's NodeMatches.
+AllocatedState's aggregated capacity is built with capacity.insert_consumed and
+capacity.consumed_from_texts from the allocated claims' results.
+
+The search is upstream's: claims in order, requests in order, for each needed device
+the pools sorted by (driver, pool) (pools with binding conditions last), their slices
+by name, devices in slice order; depth first with backtracking, first full solution
+wins. Within one request only ascending device combinations are tried.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from kpysched.objects import api
+from kpysched.objects.resource import (
+    ALLOCATION_MODE_ALL,
+    ALLOCATION_MODE_EXACT_COUNT,
+    AllocationResult,
+    DeviceClass,
+    DeviceRequest,
+    ResourceClaim,
+    ResourceSlice,
+)
+from kpysched.plugins.dynamic_resources.capacity import (
+    ConsumedCapacityCollection,
+    DeviceID,
+    parse_amount,
+)
+from kpysched.plugins.dynamic_resources.cel import SelectorError
+from kpysched.plugins.dynamic_resources.pools import (
+    NodeSelectionError,
+    Pool,
+    PoolID,
+    build_pool,
+    gather_pools,
+    node_matches,
+    slice_pool_id,
+)
+from kpysched.plugins.dynamic_resources.search import (
+    ALLOCATION_RESULTS_MAX_SIZE,
+    AllocationError,
+    AllocationTimeoutError,
+    CompiledSelector,
+    RequestData,
+    RequestView,
+    Search,
+    SelectorCompiler,
+    klog_name,
+)
+
+__all__ = [
+    "AllocatedState",
+    "AllocationError",
+    "AllocationTimeoutError",
+    "Allocator",
+    "DeviceID",
+    "Features",
+    "SharedDeviceID",
+    "node_matches",
+]
+
+SharedDeviceID = tuple[str, str, str, str]
+"""(driver, pool, device, share ID); the share ID is "" for a device not shared."""
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """The DRA features the allocator honours (v1.36 defaults: all on)."""
+
+    admin_access: bool = True
+    prioritized_list: bool = True
+    partitionable_devices: bool = True
+    device_taints: bool = True
+    device_binding_and_status: bool = True
+    consumable_capacity: bool = True
+
+
+@dataclass(slots=True)
+class AllocatedState:
+    """Devices allocated to claims already (and in flight), as the plugin gathers it."""
+
+    allocated_devices: set[DeviceID] = field(default_factory=set)
+    allocated_shared_device_ids: set[SharedDeviceID] = field(default_factory=set)
+    aggregated_capacity: ConsumedCapacityCollection = field(default_factory=dict)
+
+    def devices_in_use(self) -> set[DeviceID]:
+        """IsDeviceAllocated for all devices at once: dedicated, shared or consuming."""
+        in_use = set(self.allocated_devices)
+        in_use.update(shared[:3] for shared in self.allocated_shared_device_ids)
+        in_use.update(self.aggregated_capacity)
+        return in_use
+
+
+class Allocator:
+    def __init__(
+        self,
+        features: Features,
+        allocated_state: AllocatedState,
+        class_lookup: Callable[[str], DeviceClass | None],
+        slices: Sequence[ResourceSlice],
+        cel_cache: SelectorCompiler,
+        new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> None:
+        self.features = features
+        self.allocated_state = allocated_state
+        self.class_lookup = class_lookup
+        self.cel_cache = cel_cache
+        self.new_share_id = new_share_id
+        self._slices_on_node: dict[str, list[ResourceSlice]] = {}
+        self._slices_shared: list[ResourceSlice] = []
+        self._slices_by_pool: dict[PoolID, list[ResourceSlice]] = {}
+        for resource_slice in slices:
+            node_name = resource_slice.spec.node_name
+            if not node_name or resource_slice.spec.shared_counters:
+                self._slices_shared.append(resource_slice)
+            else:
+                self._slices_on_node.setdefault(node_name, []).append(resource_slice)
+            self._slices_by_pool.setdefault(slice_pool_id(resource_slice), []).append(
+                resource_slice)
+        self._devices_allocated = allocated_state.devices_in_use()
+        # Memos over inputs that do not change for the Allocator's lifetime.
+        self._pools: dict[tuple[PoolID, tuple[int, ...], bool], Pool] = {}
+        self._available_counters: dict[PoolID, dict[str, dict[str, Fraction]]] = {}
+        self._classes: dict[str, DeviceClass | None] = {}
+        self._selectors: dict[str, CompiledSelector | SelectorError] = {}
+
+    def allocate(self, node: api.Node, claims: Sequence[ResourceClaim],
+                 deadline: float | None = None) -> list[AllocationResult] | None:
+        slices_for_node = self._slices_on_node.get(node.metadata.name, []) + self._slices_shared
+        try:
+            pools = gather_pools(slices_for_node, node, self.features.partitionable_devices,
+                                 self._slices_by_pool, self._build_pool)
+        except NodeSelectionError as error:
+            raise AllocationError(f"gather pool information: {error}") from None
+        search = Search(self, node, claims, pools, deadline)
+        self._prepare(search)
+        if not search.allocate_one((0, 0, 0, 0), False, (0, 0, 0)):
+            if any(pool.invalid for pool in pools):
+                raise AllocationError("invalid resource pools were encountered", on_node=True)
+            return None
+        return search.results()
+
+    # -- per-cycle memos --------------------------------------------------------------
+
+    def _build_pool(self, pool_id: PoolID, slices: list[ResourceSlice],
+                    all_slices: list[ResourceSlice] | None) -> Pool:
+        key = (pool_id, tuple(id(s) for s in slices), all_slices is not None)
+        pool = self._pools.get(key)
+        if pool is None:
+            pool = build_pool(pool_id, slices, self.features.partitionable_devices, all_slices)
+            self._pools[key] = pool
+        return pool
+
+    def device_class(self, name: str) -> DeviceClass | None:
+        if name not in self._classes:
+            self._classes[name] = self.class_lookup(name)
+        return self._classes[name]
+
+    def compiled_selector(self, expression: str) -> CompiledSelector:
+        """The compiled CEL expression; raises SelectorError (also when asked again)."""
+        compiled = self._selectors.get(expression)
+        if compiled is None:
+            try:
+                compiled = self.cel_cache.compile(expression)
+            except SelectorError as error:
+                compiled = error
+            self._selectors[expression] = compiled
+        if isinstance(compiled, SelectorError):
+            raise compiled
+        return compiled
+
+    def available_counters(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
+        """The pool's shared counters minus what allocated devices consume (may go
+        negative). Claims being allocated are accounted separately by the search."""
+        available = self._available_counters.get(pool.pool_id)
+        if available is not None:
+            return available
+        available = {
+            counter_set.name: {name: parse_amount(counter.value)
+                               for name, counter in counter_set.counters.items()}
+            for counter_set in pool.counter_sets.values()}
+        driver, pool_name = pool.pool_id
+        for resource_slice in (*pool.device_slices, *pool.other_device_slices):
+            for device in resource_slice.spec.devices:
+                if (driver, pool_name, device.name) not in self._devices_allocated:
+                    continue
+                for consumption in device.consumes_counters:
+                    counters = available.get(consumption.counter_set, {})
+                    for name, counter in consumption.counters.items():
+                        if name in counters:
+                            counters[name] -= parse_amount(counter.value)
+        self._available_counters[pool.pool_id] = available
+        return available
+
+    # -- checking the claims before the search ----------------------------------------
+
+    def _prepare(self, search: Search) -> None:
+        for claim_index, claim in enumerate(search.claims):
+            min_devices = 0
+            for request_index, request in enumerate(claim.spec.devices.requests):
+                min_devices += self._prepare_request(search, claim_index, claim,
+                                                     request_index, request)
+            if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
+                raise AllocationError(
+                    f"claim {klog_name(claim)}: number of requested devices {min_devices} "
+                    f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}")
+            search.add_constraints(claim_index, claim)
+
+    def _prepare_request(self, search: Search, claim_index: int, claim: ResourceClaim,
+                         request_index: int, request: DeviceRequest) -> int:
+        """Record what each (sub)request needs; the fewest devices it can take."""
+        name = klog_name(claim)
+        if request.first_available and not self.features.prioritized_list:
+            raise AllocationError(
+                f"claim {name}, request {request.name}: has subrequests, but the "
+                "DRAPrioritizedList feature is disabled")
+        if not self.features.consumable_capacity:
+            if request.exactly is not None and request.exactly.capacity is not None:
+                raise AllocationError(
+                    f"claim {name}, request {request.name}: has capacity requests, but the "
+                    "DRAConsumableCapacity feature is disabled")
+            for sub_request in request.first_available:
+                if sub_request.capacity is not None:
+                    raise AllocationError(
+                        f"claim {name}, subrequest {sub_request.name}: has capacity requests, "
+                        "but the DRAConsumableCapacity feature is disabled")
+        if request.first_available:
+            parent = RequestView.of_request(request)
+            fewest = -1
+            for sub_index, sub_request in enumerate(request.first_available):
+                data = self._validate_request(search, (claim_index, request_index, sub_index),
+                                              RequestView.of_sub_request(sub_request), parent)
+                search.request_data[(claim_index, request_index, sub_index)] = data
+                if fewest < 0 or data.num_devices < fewest:
+                    fewest = data.num_devices
+            return fewest
+        data = self._validate_request(search, (claim_index, request_index, 0),
+                                      RequestView.of_request(request), None)
+        search.request_data[(claim_index, request_index, 0)] = data
+        return data.num_devices
+
+    def _validate_request(self, search: Search, key: tuple[int, int, int],
+                          request: RequestView, parent: RequestView | None) -> RequestData:
+        claim = search.claims[key[0]]
+        name = klog_name(claim)
+        for index, selector in enumerate(request.selectors):
+            if selector.cel is None:
+                raise AllocationError(
+                    f"claim {name}, request {request.name}, selector #{index}: CEL expression "
+                    "empty (unsupported selector type?)")
+        if request.has_admin_access and not self.features.admin_access:
+            raise AllocationError(
+                f"claim {name}, request {request.name}: admin access is requested, but the "
+                "feature is disabled")
+        if not request.class_name:
+            raise AllocationError(
+                f"claim {name}, request {request.name}: missing device class name "
+                "(unsupported request type?)")
+        device_class = self.device_class(request.class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"claim {name}, request {request.name}: could not retrieve device class "
+                f"{request.class_name}: deviceclass.resource.k8s.io "
+                f'"{request.class_name}" not found')
+        data = RequestData(request, parent, device_class)
+        if request.allocation_mode == ALLOCATION_MODE_EXACT_COUNT:
+            data.num_devices = request.count
+        elif request.allocation_mode == ALLOCATION_MODE_ALL:
+            search.collect_all_devices(key, data)
+        else:
+            raise AllocationError(
+                f"claim {name}, request {request.name}: unsupported count mode "
+                f"{request.allocation_mode}")
+        return data

@@ -1,0 +1,151 @@
+"""Turning a found solution into AllocationResults: the device results, the
+configuration from classes and claims that applies to them, and the node selector that
+says where the allocated devices can be used.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kpysched.objects import api
+from kpysched.objects.resource import (
+    AllocationResult,
+    DeviceAllocationConfiguration,
+    DeviceAllocationResult,
+    DeviceRequestAllocationResult,
+    ResourceClaim,
+)
+from kpysched.plugins.dynamic_resources.search import AllocationError, DeviceResult
+
+if TYPE_CHECKING:
+    from kpysched.plugins.dynamic_resources.search import Search
+
+CONFIG_FROM_CLASS = "FromClass"
+CONFIG_FROM_CLAIM = "FromClaim"
+
+
+def allocation_results(search: Search) -> list[AllocationResult]:
+    results: list[AllocationResult] = []
+    with_binding = search.features.device_binding_and_status
+    for claim_index, claim in enumerate(search.claims):
+        device_results = search.device_results[claim_index]
+        devices = [_device_result(r, with_binding) for r in device_results]
+        configs = _class_configs(search, claim_index, claim) + _claim_configs(
+            search, claim_index, claim)
+        try:
+            node_selector = node_selector_for(device_results, search.node.metadata.name)
+        except ValueError as error:
+            raise AllocationError(
+                f"create NodeSelector for claim {claim.metadata.name}: {error}") from None
+        results.append(AllocationResult(
+            devices=DeviceAllocationResult(results=devices, config=configs),
+            node_selector=node_selector))
+    return results
+
+
+def _device_result(result: DeviceResult, with_binding: bool) -> DeviceRequestAllocationResult:
+    device_id = result.candidate.device_id
+    device = result.candidate.device
+    return DeviceRequestAllocationResult(
+        request=result.request_name(),
+        driver=device_id[0],
+        pool=device_id[1],
+        device=device_id[2],
+        admin_access=result.admin_access,
+        tolerations=list(result.request.tolerations),
+        binding_conditions=list(device.binding_conditions) if with_binding else [],
+        binding_failure_conditions=(list(device.binding_failure_conditions)
+                                    if with_binding else []),
+        share_id=result.share_id,
+        consumed_capacity=({name: amount.text for name, amount in result.consumed.items()}
+                           if result.consumed else {}),
+    )
+
+
+def _class_configs(search: Search, claim_index: int,
+                   claim: ResourceClaim) -> list[DeviceAllocationConfiguration]:
+    """Each class's configs once, naming every (sub)request that used the class."""
+    configs: list[DeviceAllocationConfiguration] = []
+    added_for_class: dict[str, list[DeviceAllocationConfiguration]] = {}
+    for request_index in range(len(claim.spec.devices.requests)):
+        data = search.request_data[(claim_index, request_index, 0)]
+        if data.parent is not None:
+            data = search.request_data[(claim_index, request_index, data.selected_sub_request)]
+        class_name = data.device_class.metadata.name
+        if class_name in added_for_class:
+            for config in added_for_class[class_name]:
+                config.requests.append(data.request_name())
+            continue
+        added = [DeviceAllocationConfiguration(source=CONFIG_FROM_CLASS,
+                                               requests=[data.request_name()],
+                                               opaque=config.opaque)
+                 for config in data.device_class.spec.config]
+        added_for_class[class_name] = added
+        configs += added
+    return configs
+
+
+def _claim_configs(search: Search, claim_index: int,
+                   claim: ResourceClaim) -> list[DeviceAllocationConfiguration]:
+    """The claim's configs that apply to what was allocated: once per request they name
+    (as upstream appends them)."""
+    configs: list[DeviceAllocationConfiguration] = []
+    for config in claim.spec.devices.config:
+        copy = DeviceAllocationConfiguration(source=CONFIG_FROM_CLAIM,
+                                             requests=config.requests, opaque=config.opaque)
+        if not config.requests:
+            configs.append(copy)
+            continue
+        for request_index, request in enumerate(claim.spec.devices.requests):
+            if request.name in config.requests:
+                configs.append(copy)
+                continue
+            data = search.request_data[(claim_index, request_index, 0)]
+            if data.parent is None:
+                continue
+            sub_request = request.first_available[data.selected_sub_request]
+            if f"{request.name}/{sub_request.name}" in config.requests:
+                configs.append(copy)
+    return configs
+
+
+def _contains(requirements: list[api.NodeSelectorRequirement],
+              requirement: api.NodeSelectorRequirement) -> bool:
+    values = set(requirement.values)
+    return any(r.key == requirement.key and r.operator == requirement.operator
+               and set(r.values) == values for r in requirements)
+
+
+def node_selector_for(results: list[DeviceResult], node_name: str) -> api.NodeSelector | None:
+    """Where the claim's devices are usable: just this node if any device is local to
+    it (or binds to it), else the union of the slices' selector requirements, else
+    anywhere (None). ValueError for a selector with several terms."""
+    fields: list[api.NodeSelectorRequirement] = []
+    expressions: list[api.NodeSelectorRequirement] = []
+    for result in results:
+        spec = result.candidate.slice.spec
+        device = result.candidate.device
+        if spec.per_device_node_selection:
+            local_to, selector = device.node_name, device.node_selector
+        else:
+            local_to, selector = spec.node_name, spec.node_selector
+        if local_to is not None or device.binds_to_node:
+            return api.NodeSelector(node_selector_terms=[api.NodeSelectorTerm(match_fields=[
+                api.NodeSelectorRequirement(key="metadata.name", operator="In",
+                                            values=[node_name])])])
+        if selector is None or not selector.node_selector_terms:
+            continue
+        if len(selector.node_selector_terms) > 1:
+            raise ValueError(f"unsupported ResourceSlice.NodeSelector with "
+                             f"{len(selector.node_selector_terms)} terms")
+        term = selector.node_selector_terms[0]
+        for requirement in term.match_fields:
+            if not _contains(fields, requirement):
+                fields.append(requirement)
+        for requirement in term.match_expressions:
+            if not _contains(expressions, requirement):
+                expressions.append(requirement)
+    if fields or expressions:
+        return api.NodeSelector(node_selector_terms=[api.NodeSelectorTerm(
+            match_expressions=expressions, match_fields=fields)])
+    return None

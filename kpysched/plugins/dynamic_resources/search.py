@@ -1,0 +1,525 @@
+"""One run of the allocator for one node: the depth-first search over candidate devices
+with backtracking (upstream's allocateOne/allocateDevice), and the bookkeeping it undoes
+when it backs out of a candidate (devices in use, constraints, shared counters,
+consumed capacity).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING, Protocol
+
+from kpysched.objects import api
+from kpysched.objects.resource import (
+    ALLOCATION_MODE_ALL,
+    TAINT_NO_EXECUTE,
+    TAINT_NO_SCHEDULE,
+    AllocationResult,
+    CapacityRequirements,
+    Device,
+    DeviceClass,
+    DeviceRequest,
+    DeviceSelector,
+    DeviceSubRequest,
+    DeviceTaint,
+    DeviceToleration,
+    ResourceClaim,
+    ResourceSlice,
+)
+from kpysched.plugins.dynamic_resources.capacity import (
+    Amount,
+    ConsumedCapacityCollection,
+    DeviceID,
+    consumed_by_request,
+    insert_consumed,
+    parse_amount,
+    remove_consumed,
+    request_fits_capacity,
+)
+from kpysched.plugins.dynamic_resources.cel import SelectorError
+from kpysched.plugins.dynamic_resources.constraints import (
+    Constraint,
+    DistinctAttributeConstraint,
+    MatchAttributeConstraint,
+)
+from kpysched.plugins.dynamic_resources.pools import NodeSelectionError, Pool, node_matches
+
+if TYPE_CHECKING:
+    from kpysched.plugins.dynamic_resources.allocator import Allocator
+
+ALLOCATION_RESULTS_MAX_SIZE = 32
+
+RequestKey = tuple[int, int, int]
+"""(claim index, request index, subrequest index)."""
+DeviceIndices = tuple[int, int, int, int]
+"""A request key plus which of its devices is being picked."""
+Location = tuple[int, int, int]
+"""(pool index, slice index, device index): where the search for a device starts."""
+_ORIGIN: Location = (0, 0, 0)
+
+
+class AllocationError(Exception):
+    """What upstream's Allocate returns as an error; str() is upstream's text.
+
+    `on_node`: the problem is this node's alone (ErrFailedAllocationOnNode), so Filter
+    answers Unschedulable; otherwise it answers Error.
+    """
+
+    def __init__(self, message: str, on_node: bool = False) -> None:
+        super().__init__(message)
+        self.on_node = on_node
+
+
+class AllocationTimeoutError(AllocationError, TimeoutError):
+    """The deadline passed during the search (upstream: the context's deadline)."""
+
+
+class CompiledSelector(Protocol):
+    def matches(self, driver: str, device: Device) -> bool: ...
+
+
+class SelectorCompiler(Protocol):
+    def compile(self, expression: str) -> CompiledSelector: ...
+
+
+class _MaxSizeExceededError(Exception):
+    """More devices than an allocation result may hold: back off further than usual."""
+
+
+def klog_name(claim: ResourceClaim) -> str:
+    meta = claim.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+@dataclass(frozen=True, slots=True)
+class RequestView:
+    """A request's or subrequest's fields (upstream's requestAccessor)."""
+
+    name: str
+    class_name: str
+    allocation_mode: str
+    count: int
+    admin_access: bool
+    has_admin_access: bool
+    selectors: list[DeviceSelector]
+    tolerations: list[DeviceToleration]
+    capacity: CapacityRequirements | None
+
+    @classmethod
+    def of_request(cls, request: DeviceRequest) -> RequestView:
+        exactly = request.exactly
+        if exactly is None:
+            return cls(request.name, "", "", 0, False, False, [], [], None)
+        return cls(request.name, exactly.device_class_name, exactly.allocation_mode,
+                   exactly.count, bool(exactly.admin_access), exactly.admin_access is not None,
+                   exactly.selectors, exactly.tolerations, exactly.capacity)
+
+    @classmethod
+    def of_sub_request(cls, sub: DeviceSubRequest) -> RequestView:
+        return cls(sub.name, sub.device_class_name, sub.allocation_mode, sub.count, False,
+                   False, sub.selectors, sub.tolerations, sub.capacity)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    device_id: DeviceID
+    device: Device
+    slice: ResourceSlice
+    pool: Pool
+
+
+@dataclass(slots=True)
+class RequestData:
+    request: RequestView
+    parent: RequestView | None
+    device_class: DeviceClass
+    num_devices: int = 0
+    # On the entry of a request's first subrequest: the subrequest that got picked.
+    selected_sub_request: int = 0
+    # Allocation mode All: the devices, determined up front.
+    all_devices: list[Candidate] = field(default_factory=list)
+
+    def request_name(self) -> str:
+        if self.parent is None:
+            return self.request.name
+        return f"{self.parent.name}/{self.request.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceResult:
+    request: RequestView
+    parent_request: str  # "" unless `request` is a subrequest
+    candidate: Candidate
+    share_id: str | None
+    consumed: dict[str, Amount] | None
+    admin_access: bool | None
+
+    def request_name(self) -> str:
+        if not self.parent_request:
+            return self.request.name
+        return f"{self.parent_request}/{self.request.name}"
+
+
+def _tolerates(toleration: DeviceToleration, taint: DeviceTaint) -> bool:
+    if toleration.effect and toleration.effect != taint.effect:
+        return False
+    if toleration.key and toleration.key != taint.key:
+        return False
+    if toleration.operator in ("", "Equal"):
+        return toleration.value == taint.value
+    return toleration.operator == "Exists"
+
+
+def taint_prevents_allocation(device: Device, request: RequestView) -> bool:
+    """An untolerated NoSchedule or NoExecute taint; other effects do not count."""
+    return any(taint.effect in (TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE)
+               and not any(_tolerates(t, taint) for t in request.tolerations)
+               for taint in device.taints)
+
+
+class Search:
+    def __init__(self, allocator: Allocator, node: api.Node, claims: Sequence[ResourceClaim],
+                 pools: list[Pool], deadline: float | None) -> None:
+        self.allocator = allocator
+        self.features = allocator.features
+        self.node = node
+        self.claims = claims
+        self.pools = pools
+        self.deadline = deadline
+        self.request_data: dict[RequestKey, RequestData] = {}
+        self.constraints: list[list[Constraint]] = [[] for _ in claims]
+        self.device_results: list[list[DeviceResult]] = [[] for _ in claims]
+        self._selectable: dict[tuple[DeviceID, RequestKey], bool] = {}
+        self._allocating_devices: dict[DeviceID, set[int]] = {}
+        self._allocating_capacity: ConsumedCapacityCollection = {}
+        self._consumed_counters: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
+
+    # -- before the search ------------------------------------------------------------
+
+    def add_constraints(self, claim_index: int, claim: ResourceClaim) -> None:
+        constraints: list[Constraint] = []
+        for index, constraint in enumerate(claim.spec.devices.constraints):
+            if constraint.match_attribute is not None:
+                constraints.append(MatchAttributeConstraint(constraint.requests,
+                                                            constraint.match_attribute))
+            elif constraint.distinct_attribute is not None:
+                constraints.append(DistinctAttributeConstraint(constraint.requests,
+                                                               constraint.distinct_attribute))
+            else:
+                raise AllocationError(
+                    f"claim {klog_name(claim)}, constraint #{index}: empty constraint "
+                    "(unsupported constraint type?)")
+        self.constraints[claim_index] = constraints
+
+    def collect_all_devices(self, key: RequestKey, data: RequestData) -> None:
+        """Allocation mode All: every selectable device of every pool, which must all be
+        complete and valid."""
+        claim = self.claims[key[0]]
+        for pool in self.pools:
+            if pool.incomplete or pool.invalid:
+                state = "being updated" if pool.incomplete else "invalid"
+                raise AllocationError(
+                    f"claim {klog_name(claim)}, request {data.request.name}: asks for all "
+                    f"devices, but resource pool {pool.pool_id[0]}/{pool.pool_id[1]} is "
+                    f"currently {state}")
+            for resource_slice in pool.device_slices:
+                for device in resource_slice.spec.devices:
+                    device_id = (pool.pool_id[0], pool.pool_id[1], device.name)
+                    if not self._is_selectable(key, data, resource_slice, device, device_id):
+                        continue
+                    if (self.features.consumable_capacity
+                            and not self._fits_capacity(data.request, device_id, device)):
+                        continue
+                    data.all_devices.append(Candidate(device_id, device, resource_slice, pool))
+        data.num_devices = len(data.all_devices)
+
+    # -- the search -------------------------------------------------------------------
+
+    def allocate_one(self, indices: DeviceIndices, allocating_sub_request: bool,
+                     start: Location) -> bool:
+        """Pick the device `indices` names and, recursively, all after it. True once
+        everything is allocated; the tentative state then holds the solution."""
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AllocationTimeoutError("filter operation aborted: context deadline exceeded")
+        claim_index, request_index, sub_index, device_index = indices
+        if claim_index >= len(self.claims):
+            return True
+        claim = self.claims[claim_index]
+        if request_index >= len(claim.spec.devices.requests):
+            try:
+                return self.allocate_one((claim_index + 1, 0, 0, 0), False, _ORIGIN)
+            except _MaxSizeExceededError:
+                # An earlier claim choosing differently may let this one pick a
+                # subrequest with fewer devices.
+                return False
+
+        key = (claim_index, request_index, sub_index)
+        data = self.request_data[key]
+        if not allocating_sub_request and data.parent is not None:
+            return self._allocate_first_available(indices, data)
+
+        request = data.request
+        all_mode = request.allocation_mode == ALLOCATION_MODE_ALL
+        if all_mode and not data.all_devices:
+            return False
+        if device_index >= data.num_devices:
+            return self.allocate_one((claim_index, request_index + 1, 0, 0), False, _ORIGIN)
+        if (len(self.device_results[claim_index]) + data.num_devices - device_index
+                > ALLOCATION_RESULTS_MAX_SIZE):
+            raise _MaxSizeExceededError
+        following = (claim_index, request_index, sub_index, device_index + 1)
+
+        if all_mode:
+            undo = self._allocate_device(indices, data.all_devices[device_index], must=True)
+            if undo is None:
+                return False
+            try:
+                done = self.allocate_one(following, allocating_sub_request, _ORIGIN)
+            except Exception:
+                undo()
+                raise
+            if not done:
+                undo()
+            return done
+
+        for pool_index in range(start[0], len(self.pools)):
+            pool = self.pools[pool_index]
+            if pool.incomplete or pool.invalid:
+                continue
+            driver, pool_name = pool.pool_id
+            first_slice = start[1] if pool_index == start[0] else 0
+            for slice_index in range(first_slice, len(pool.device_slices)):
+                resource_slice = pool.device_slices[slice_index]
+                devices = resource_slice.spec.devices
+                first_device = (start[2] if pool_index == start[0] and slice_index == start[1]
+                                else 0)
+                for candidate_index in range(first_device, len(devices)):
+                    device = devices[candidate_index]
+                    device_id = (driver, pool_name, device.name)
+                    if request.admin_access:
+                        if claim_index in self._allocating_devices.get(device_id, ()):
+                            continue
+                    elif self._device_in_use(device_id):
+                        continue
+                    if not self._is_selectable(key, data, resource_slice, device, device_id):
+                        continue
+                    if (self.features.consumable_capacity
+                            and not self._fits_capacity(request, device_id, device)):
+                        continue
+                    candidate = Candidate(device_id, device, resource_slice, pool)
+                    undo = self._allocate_device(indices, candidate, must=False)
+                    if undo is None:
+                        continue
+                    try:
+                        done = self.allocate_one(following, allocating_sub_request,
+                                                 (pool_index, slice_index, candidate_index + 1))
+                    except Exception:
+                        undo()
+                        raise
+                    if done:
+                        return True
+                    undo()
+        return False
+
+    def _allocate_first_available(self, indices: DeviceIndices, data: RequestData) -> bool:
+        """A request with subrequests: the first subrequest that leads to a solution."""
+        claim_index, request_index, _, device_index = indices
+        all_exceeded = True
+        sub_index = 0
+        while (claim_index, request_index, sub_index) in self.request_data:
+            try:
+                success = self.allocate_one((claim_index, request_index, sub_index,
+                                             device_index), True, _ORIGIN)
+            except _MaxSizeExceededError:
+                sub_index += 1
+                continue
+            all_exceeded = False
+            if success:
+                data.selected_sub_request = sub_index
+                return True
+            sub_index += 1
+        if all_exceeded:
+            raise _MaxSizeExceededError
+        return False
+
+    def _allocate_device(self, indices: DeviceIndices, candidate: Candidate,
+                         must: bool) -> Callable[[], None] | None:
+        """Tentatively allocate a selectable candidate; returns how to undo it, or None
+        when it cannot be used (raises when `must` and a constraint forbids it)."""
+        claim_index = indices[0]
+        data = self.request_data[indices[:3]]
+        request = data.request
+        device, device_id = candidate.device, candidate.device_id
+        shared = self.features.consumable_capacity and bool(device.allow_multiple_allocations)
+        if not shared and request.admin_access and \
+                claim_index in self._allocating_devices.get(device_id, ()):
+            return None
+        if not request.admin_access and self._device_in_use(device_id):
+            return None
+        if not self.features.partitionable_devices and device.consumes_counters:
+            return None
+
+        counters_reserved = False
+        if device.consumes_counters and not (shared and self._capacity_in_use(device_id)):
+            if not self._reserve_counters(candidate):
+                return None
+            counters_reserved = True
+
+        if data.parent is None:
+            base_request, sub_request, parent_name = request.name, "", ""
+        else:
+            base_request, sub_request = data.parent.name, request.name
+            parent_name = data.parent.name
+        constraints = self.constraints[claim_index]
+        added = 0
+        marked = False
+        inserted: dict[str, Fraction] | None = None
+        entry_existed = False
+        results = self.device_results[claim_index]
+        results_before = len(results)
+
+        def undo() -> None:
+            del results[results_before:]
+            if inserted is not None:
+                remove_consumed(self._allocating_capacity, device_id, inserted)
+                if entry_existed:
+                    # The entry marks the device as shared; an earlier share still needs it.
+                    self._allocating_capacity.setdefault(device_id, {})
+            if marked:
+                self._allocating_devices[device_id].discard(claim_index)
+            for constraint in reversed(constraints[:added]):
+                constraint.remove(base_request, sub_request, device, device_id)
+            if counters_reserved:
+                self._release_counters(candidate)
+
+        if self.features.device_taints and taint_prevents_allocation(device, request):
+            undo()
+            return None
+        for constraint in constraints:
+            if not constraint.add(base_request, sub_request, device, device_id):
+                undo()
+                if must:
+                    raise AllocationError(
+                        f"claim {klog_name(self.claims[claim_index])}, request {request.name}: "
+                        f"cannot add device {'/'.join(device_id)} because a claim constraint "
+                        "would not be satisfied")
+                return None
+            added += 1
+
+        if not shared:
+            self._allocating_devices.setdefault(device_id, set()).add(claim_index)
+            marked = True
+
+        consumed: dict[str, Amount] = {}
+        share_id: str | None = None
+        if self.features.consumable_capacity:
+            if not self._fits_capacity(request, device_id, device):
+                undo()
+                return None
+            if shared:
+                consumed = consumed_by_request(request.capacity, device.capacity)
+                share_id = self.allocator.new_share_id()
+                entry_existed = device_id in self._allocating_capacity
+                inserted = {name: amount.exact for name, amount in consumed.items()}
+                insert_consumed(self._allocating_capacity, device_id, inserted)
+
+        results.append(DeviceResult(
+            request=request, parent_request=parent_name, candidate=candidate,
+            share_id=share_id, consumed=consumed or None,
+            admin_access=True if request.admin_access else None))
+        return undo
+
+    # -- checks -----------------------------------------------------------------------
+
+    def _device_in_use(self, device_id: DeviceID) -> bool:
+        return (device_id in self.allocator.allocated_state.allocated_devices
+                or bool(self._allocating_devices.get(device_id)))
+
+    def _capacity_in_use(self, device_id: DeviceID) -> bool:
+        return (device_id in self.allocator.allocated_state.aggregated_capacity
+                or device_id in self._allocating_capacity)
+
+    def _fits_capacity(self, request: RequestView, device_id: DeviceID, device: Device) -> bool:
+        allocated = self.allocator.allocated_state.aggregated_capacity.get(device_id, {})
+        allocating = self._allocating_capacity.get(device_id, {})
+        return bool(request_fits_capacity(allocated, request.capacity, device.capacity,
+                                          allocating))
+
+    def _is_selectable(self, key: RequestKey, data: RequestData, resource_slice: ResourceSlice,
+                       device: Device, device_id: DeviceID) -> bool:
+        """Class and request selectors, and per-device node selection (cached per call)."""
+        if not self.features.device_binding_and_status and device.binding_conditions:
+            return False
+        cached = self._selectable.get((device_id, key))
+        if cached is not None:
+            return cached
+        selectable = (
+            self._selectors_match(key, device, device_id, data.device_class,
+                                  data.device_class.spec.selectors)
+            and self._selectors_match(key, device, device_id, None, data.request.selectors))
+        if selectable and resource_slice.spec.per_device_node_selection:
+            try:
+                selectable = node_matches(self.node, device.node_name, device.all_nodes,
+                                          device.node_selector)
+            except NodeSelectionError as error:
+                raise AllocationError(str(error)) from None
+        self._selectable[(device_id, key)] = selectable
+        return selectable
+
+    def _selectors_match(self, key: RequestKey, device: Device, device_id: DeviceID,
+                         device_class: DeviceClass | None,
+                         selectors: Sequence[DeviceSelector]) -> bool:
+        owner = (f"class {device_class.metadata.name}" if device_class is not None
+                 else f"claim {klog_name(self.claims[key[0]])}")
+        for index, selector in enumerate(selectors):
+            assert selector.cel is not None  # checked before the search
+            try:
+                compiled = self.allocator.compiled_selector(selector.cel.expression)
+            except SelectorError as error:
+                raise AllocationError(
+                    f"{owner}: selector #{index}: CEL compile error: {error}") from None
+            try:
+                matches = compiled.matches(device_id[0], device)
+            except SelectorError as error:
+                raise AllocationError(
+                    f"{owner}: selector #{index}: CEL runtime error: {error}") from None
+            if not matches:
+                return False
+        return True
+
+    # -- shared counters (partitionable devices) --------------------------------------
+
+    def _reserve_counters(self, candidate: Candidate) -> bool:
+        """Count the candidate's counter consumption; False (and nothing counted) when
+        some counter of its pool would be exceeded."""
+        pool = candidate.pool
+        available = self.allocator.available_counters(pool)
+        consumed = self._consumed_counters.setdefault(pool.pool_id, {})
+        for consumption in candidate.device.consumes_counters:
+            counters = consumed.setdefault(consumption.counter_set, {})
+            for name, counter in consumption.counters.items():
+                counters[name] = counters.get(name, Fraction(0)) + parse_amount(counter.value)
+        for set_name, counters in available.items():
+            used = consumed.get(set_name, {})
+            for name, amount in counters.items():
+                if amount < used.get(name, Fraction(0)):
+                    self._release_counters(candidate)
+                    return False
+        return True
+
+    def _release_counters(self, candidate: Candidate) -> None:
+        consumed = self._consumed_counters[candidate.pool.pool_id]
+        for consumption in candidate.device.consumes_counters:
+            counters = consumed[consumption.counter_set]
+            for name, counter in consumption.counters.items():
+                counters[name] -= parse_amount(counter.value)
+
+    # -- the outcome ------------------------------------------------------------------
+
+    def results(self) -> list[AllocationResult]:
+        from kpysched.plugins.dynamic_resources.results import allocation_results
+
+        return allocation_results(self)
