@@ -87,9 +87,10 @@ class FakeCel:
 
     def compile(self, expression: str) -> _Compiled:
         self.compiled.append(expression)
-        parts = [p.strip() for p in expression.split("&&")]
-        tests = [self._one(p) for p in parts]
-        return _Compiled(lambda driver, device: all(t(driver, device) for t in tests))
+        alternatives = [[self._one(p.strip()) for p in alternative.split("&&")]
+                        for alternative in expression.split("||")]
+        return _Compiled(lambda driver, device: any(
+            all(t(driver, device) for t in tests) for tests in alternatives))
 
     @staticmethod
     def _one(expression: str) -> Callable[[str, r.Device], bool]:
@@ -330,3 +331,28 @@ class Case:
 def dump(results: list[r.AllocationResult] | None) -> Any:
     """Comparable and readable on failure."""
     return None if results is None else msgspec.to_builtins(results)
+
+
+def with_range_policy(name: str, capacity: dict[str, str]) -> r.Device:
+    """upstream's withCapacityRequestPolicyRange: default 2, range 2..4 in steps of 2."""
+    policy = r.CapacityRequestPolicy(default="2", valid_range=r.CapacityRequestPolicyRange(
+        min="2", step="2", max="4"))
+    return r.Device(name=name, allow_multiple_allocations=True, capacity={
+        key: r.DeviceCapacity(value=value, request_policy=policy)
+        for key, value in capacity.items()})
+
+
+def with_valid_values_policy(name: str, default: str, capacity: dict[str, str],
+                             more_values: Iterable[str] = ()) -> r.Device:
+    """upstream's withCapacityRequestPolicyValidValues: the default is the least value."""
+    policy = r.CapacityRequestPolicy(default=default, valid_values=[default, *more_values])
+    return r.Device(name=name, allow_multiple_allocations=True, capacity={
+        key: r.DeviceCapacity(value=value, request_policy=policy)
+        for key, value in capacity.items()})
+
+
+def shared_result(request_name: str, pool_name: str, device_name: str,
+                  consumed: dict[str, str] | None = None,
+                  driver: str = DRIVER_A) -> r.DeviceRequestAllocationResult:
+    return result(request_name, driver, pool_name, device_name, share_id=SHARE_ID,
+                  consumed_capacity=consumed or {})
