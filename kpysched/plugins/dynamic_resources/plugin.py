@@ -1,32 +1,81 @@
-"""DynamicResources, for pods without resource claims only.
+"""DynamicResources' extension points, as upstream's plugin has them in v1.36.
 
-kpysched does not implement dynamic resource allocation. Upstream's default
-profile runs this plugin, and for a pod without claims it skips PreFilter and
-answers PostFilter with "no new claims to deallocate" (which is part of every
-FailedScheduling message users see), or with an Error "not found" when an earlier
-PreFilter plugin rejected the pod before this one's PreFilter ran. This module
-reproduces exactly that, and rejects pods that do carry resource claims with a
-reason that says why, rather than placing them without their devices.
+- PreEnqueue holds a pod whose claims do not exist yet (or are being deleted).
+- PreFilter gathers the pod's claims, checks their device classes, and sets up one
+  allocator for the cycle over the devices nobody holds.
+- Filter: an allocated claim's node selector must match the node; the claims still
+  to allocate must all fit on the node's devices (the allocation is kept for Reserve).
+- PostFilter frees one allocated claim that kept the pod off every node, when no
+  other pod uses it ("deallocation of ResourceClaim completed").
+- Score prefers nodes where prioritized lists (firstAvailable) got earlier choices.
+- Reserve records the chosen allocations as in flight, so the next cycle does not
+  hand the same devices out again; Unreserve undoes that.
+- PreBind writes each allocation and the pod's reservation to its claim (after the
+  deletion-protection finalizer), then waits for any binding conditions.
+
+The texts of every status are upstream's, because they end up in the pod's events.
+Most rejections are UnschedulableAndUnresolvable there (statusUnschedulable), which
+also keeps preemption from trying nodes that device allocation rejected.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import msgspec
+import structlog
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework.cluster_events import ClusterEvent
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Registration,
+    Resource,
+    objects_as,
+)
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     FilterPlugin,
     Handle,
+    NodeScore,
     PostFilterPlugin,
     PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
+    ReservePlugin,
+    ScorePlugin,
 )
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
+from kpysched.objects import api, resource
+from kpysched.objects.labels import node_selector_matches
 from kpysched.objects.pod import PodInfo
+from kpysched.plugins._helper import default_normalize_score
+from kpysched.plugins.dynamic_resources import claims as pod_claims_mod
+from kpysched.plugins.dynamic_resources.allocator import (
+    AllocatedState,
+    AllocationError,
+    Allocator,
+    Features,
+)
+from kpysched.plugins.dynamic_resources.args import DynamicResourcesArgs, parse_args
+from kpysched.plugins.dynamic_resources.binding_conditions import (
+    claim_binding_timed_out,
+    claim_ready_for_binding,
+)
+from kpysched.plugins.dynamic_resources.cel import CelCache
+from kpysched.plugins.dynamic_resources.claim_writes import FINALIZER, ClaimWriteError, ClaimWriter
+from kpysched.plugins.dynamic_resources.claims import ClaimUnavailableError
+from kpysched.plugins.dynamic_resources.tracker import ClaimTracker
+
+log = structlog.get_logger(__name__)
 
 NAME = "DynamicResources"
 _STATE_KEY = "PreFilter" + NAME
@@ -34,39 +83,372 @@ _STATE_KEY = "PreFilter" + NAME
 # Error when its PreFilter never ran (an earlier PreFilter plugin rejected the pod);
 # it then ends every FailedScheduling message of such a pod.
 STATE_NOT_FOUND = "not found"
-# Upstream's PostFilter answer for a pod without claims.
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
-CLAIMS_UNSUPPORTED = (
-    "kpysched does not support dynamic resource allocation (pod has resourceClaims)")
+DEALLOCATED = "deallocation of ResourceClaim completed"
+STILL_NOT_SCHEDULABLE = "still not schedulable"
+NOT_AVAILABLE_ON_NODE = "resourceclaim not available on the node"
+CANNOT_ALLOCATE_ALL = "cannot allocate all claims"
+# resourceapi.FirstAvailableDeviceRequestMaxSize: a subrequest at index i scores 8 - i.
+FIRST_AVAILABLE_MAX_SIZE = 8
+# Upstream's CEL cache keeps the 10 most recently used selectors across cycles.
+CEL_CACHE_SIZE = 10
 
 
-class DynamicResources(PreFilterPlugin, FilterPlugin, PostFilterPlugin):
+def _kobj(claim: resource.ResourceClaim) -> str:
+    return f"{claim.metadata.namespace}/{claim.metadata.name}"
+
+
+@dataclass
+class _ClaimInfo:
+    # Set for an allocated claim with a node selector: the nodes it can be used on.
+    available_on: api.NodeSelector | None = None
+    # Set by Reserve (or found in flight for a claim shared in this cycle).
+    allocation: resource.AllocationResult | None = None
+
+
+@dataclass
+class _State:
+    claims: list[resource.ResourceClaim] = field(default_factory=list)
+    infos: list[_ClaimInfo] = field(default_factory=list)
+    allocator: Allocator | None = None
+    # Indices of allocated claims that some node could not use (for PostFilter).
+    unavailable: set[int] = field(default_factory=set)
+    # Filter's allocations per node name, in the order of the claims to allocate.
+    node_allocations: dict[str, list[resource.AllocationResult]] = field(default_factory=dict)
+
+    def to_allocate(self) -> list[int]:
+        return [i for i, claim in enumerate(self.claims) if claim.status.allocation is None]
+
+
+class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
+                       ScorePlugin, ReservePlugin, PreBindPlugin):
     NAME = NAME
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
-        return ()
+    def __init__(self, handle: Handle, args: DynamicResourcesArgs) -> None:
+        self._handle = handle
+        self._args = args
+        self._listers = handle.resources
+        self._tracker = ClaimTracker(handle.resources.resource_claims)
+        self._cel = CelCache(CEL_CACHE_SIZE)
+        self._features = Features()
+        self._writer = ClaimWriter(handle.client, self._tracker)
+        self._background: set[asyncio.Task[None]] = set()
+
+    # ---- events ----------------------------------------------------------------------
+
+    def events_to_register(self) -> Sequence[Registration]:
+        return (
+            # Device availability can depend on node labels (ResourceSlice node selectors).
+            ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL
+                         | ActionType.UPDATE_NODE_ALLOCATABLE),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE),
+                self._after_claim_change),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                self._after_pod_change),
+            ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
+            ClusterEvent(Resource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE),
+        )
+
+    def _after_claim_change(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
+        original, modified = objects_as(resource.ResourceClaim, old, new)
+        assert modified is not None
+        try:
+            uses = any(claim.metadata.uid == modified.metadata.uid
+                       for claim in pod_claims_mod.pod_claims(pod.pod, self._tracker.get))
+        except ClaimUnavailableError:
+            return QueueingHint.QUEUE_SKIP
+        if (original is not None and original.status.allocation is not None
+                and modified.status.allocation is None):
+            return QueueingHint.QUEUE  # deallocated: its devices are free again
+        if not uses:
+            return QueueingHint.QUEUE_SKIP
+        if original is None:
+            return QueueingHint.QUEUE
+        if original.status == modified.status:
+            return QueueingHint.QUEUE_SKIP  # e.g. a driver added a finalizer
+        return QueueingHint.QUEUE
+
+    def _after_pod_change(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
+        _, modified = objects_as(PodInfo, old, new)
+        assert modified is not None
+        if modified.uid != pod.uid:
+            return QueueingHint.QUEUE_SKIP
+        try:
+            pod_claims_mod.pod_claims(modified.pod, self._tracker.get)
+        except ClaimUnavailableError:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    # ---- PreEnqueue ------------------------------------------------------------------
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        if not pod.pod.spec.resource_claims:
+            return SUCCESS
+        try:
+            pod_claims_mod.pod_claims(pod.pod, self._tracker.get)
+        except ClaimUnavailableError as error:
+            return Status.unresolvable(str(error))
+        return SUCCESS
+
+    # ---- PreFilter -------------------------------------------------------------------
 
     def pre_filter(self, state: CycleState, pod: PodInfo,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status]:
         # Written before any verdict, as upstream does: PostFilter tells "PreFilter ran
         # and found no claims" from "PreFilter never ran" by this key.
-        state.write(_STATE_KEY, True)
-        if pod.pod.spec.resource_claims:
-            return None, Status.unresolvable(CLAIMS_UNSUPPORTED)
-        return None, Status.skip()
+        data = _State()
+        state.write(_STATE_KEY, data)
+        if not pod.pod.spec.resource_claims:
+            return None, Status.skip()
+        try:
+            claims = pod_claims_mod.pod_claims(pod.pod, self._tracker.get)
+        except ClaimUnavailableError as error:
+            return None, Status.unresolvable(str(error))
+        if not claims:
+            return None, Status.skip()
+        infos = [_ClaimInfo() for _ in claims]
+        to_allocate = 0
+        for claim, info in zip(claims, infos, strict=True):
+            allocation = claim.status.allocation
+            if allocation is not None:
+                info.available_on = allocation.node_selector
+                continue
+            to_allocate += 1
+            if self._tracker.pending_allocation(claim.metadata.uid) is not None:
+                return None, Status.unresolvable(
+                    f"resource claim {_kobj(claim)} is in the process of being allocated")
+            status = self._check_requests(claim)
+            if not status.ok:
+                return None, status
+        data.claims, data.infos = claims, infos
+        if to_allocate:
+            taken = self._tracker.allocated()
+            data.allocator = Allocator(
+                self._features,
+                AllocatedState(taken.devices, taken.shared_device_ids,
+                               taken.consumed_capacity),
+                self._listers.device_classes.get,
+                list(self._listers.resource_slices.values()),
+                self._cel)
+        return None, SUCCESS
 
-    def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        return SUCCESS  # only reached for pods without claims, which need nothing here
+    def _check_requests(self, claim: resource.ResourceClaim) -> Status:
+        for request in claim.spec.devices.requests:
+            if request.exactly is not None:
+                status = self._check_class(request.exactly.device_class_name, request.name)
+            elif request.first_available:
+                for sub in request.first_available:
+                    status = self._check_class(
+                        sub.device_class_name,
+                        pod_claims_mod.sub_request_ref(request.name, sub.name))
+                    if not status.ok:
+                        return status
+            else:
+                status = Status.unresolvable(
+                    f"resource claim {_kobj(claim)}, request {request.name}: "
+                    "unknown request type")
+            if not status.ok:
+                return status
+        return SUCCESS
+
+    def _check_class(self, class_name: str, request_name: str) -> Status:
+        if not class_name:
+            return Status.error(f"request {request_name}: unsupported request type")
+        if self._listers.device_classes.get(class_name) is None:
+            # Unschedulable until a DeviceClass event: the class may still be created.
+            return Status.unresolvable(
+                f"request {request_name}: device class {class_name} does not exist")
+        return SUCCESS
+
+    # ---- Filter ----------------------------------------------------------------------
+
+    def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None:
+            return Status.error(STATE_NOT_FOUND)
+        if not data.claims:
+            return SUCCESS
+        node = node_info.node
+        assert node is not None
+        unavailable = []
+        for index, claim in enumerate(data.claims):
+            selector = data.infos[index].available_on
+            if selector is not None and not node_selector_matches(
+                    selector, node.metadata.labels, node.metadata.name):
+                unavailable.append(index)
+                continue
+            if claim.status.allocation is None:
+                continue
+            ready, failure = claim_ready_for_binding(claim)
+            if failure is not None or (
+                    not ready and claim_binding_timed_out(
+                        claim, self._args.binding_timeout_seconds)):
+                unavailable.append(index)
+        allocations: list[resource.AllocationResult] = []
+        if data.allocator is not None:
+            to_allocate: list[resource.ResourceClaim] = []
+            pending: list[resource.AllocationResult] = []
+            for index in data.to_allocate():
+                reserved = data.infos[index].allocation
+                if reserved is not None:
+                    pending.append(reserved)
+                else:
+                    to_allocate.append(data.claims[index])
+            deadline = (time.monotonic() + self._args.filter_timeout_seconds
+                        if self._args.filter_timeout_seconds > 0 else None)
+            try:
+                results = data.allocator.allocate(node, to_allocate, deadline=deadline)
+            except TimeoutError:
+                # Potentially transient: an Error sends the pod to backoff, not to wait
+                # for a cluster event.
+                return Status.error(
+                    f"node {node.metadata.name}: timed out trying to allocate devices")
+            except AllocationError as error:
+                if error.on_node:
+                    return Status.unresolvable(str(error))
+                return Status.error(str(error))
+            if results is None or len(results) != len(to_allocate):
+                return Status.unresolvable(CANNOT_ALLOCATE_ALL)
+            allocations = [*results, *pending]
+        if unavailable:
+            data.unavailable.update(unavailable)
+            return Status.unresolvable(NOT_AVAILABLE_ON_NODE)
+        if data.allocator is not None:
+            data.node_allocations[node.metadata.name] = allocations
+        return SUCCESS
+
+    # ---- PostFilter ------------------------------------------------------------------
 
     def post_filter(self, state: CycleState, pod: PodInfo,
                     statuses: dict[str, Status]) -> tuple[PostFilterResult | None, Status]:
-        if state.get(_STATE_KEY) is None:
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None:
             return None, Status.error(STATE_NOT_FOUND)
-        return None, Status.unschedulable(NO_CLAIMS_TO_DEALLOCATE)
+        if not data.claims:
+            return None, Status.unschedulable(NO_CLAIMS_TO_DEALLOCATE)
+        # Upstream picks one at random (map order); the lowest index is as good a pick.
+        for index in sorted(data.unavailable):
+            claim = data.claims[index]
+            reserved = claim.status.reserved_for
+            if not reserved or (len(reserved) == 1 and reserved[0].uid == pod.uid):
+                self._spawn(self._writer.deallocate(claim))
+                return None, Status.unschedulable(DEALLOCATED)
+        return None, Status.unschedulable(STILL_NOT_SCHEDULABLE)
+
+    def _spawn(self, work: object) -> None:
+        assert asyncio.iscoroutine(work)
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ---- Score -----------------------------------------------------------------------
+
+    def score(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> tuple[int, Status]:
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None:
+            return 0, Status.error(STATE_NOT_FOUND)
+        if not data.claims or node_info.node is None:
+            return 0, SUCCESS
+        allocations = data.node_allocations.get(node_info.node.metadata.name)
+        if allocations is None:
+            return 0, SUCCESS
+        score = 0
+        next_new = 0
+        for claim in data.claims:
+            allocation = claim.status.allocation
+            if allocation is None:
+                if next_new >= len(allocations):
+                    return 0, Status.error(
+                        f"number of allocations {len(allocations)} is smaller than number "
+                        "of claims needing allocation")
+                allocation = allocations[next_new]
+                next_new += 1
+            chosen = {result.request for result in allocation.devices.results
+                      if pod_claims_mod.is_sub_request_ref(result.request)}
+            for request in claim.spec.devices.requests:
+                if request.exactly is not None:
+                    continue
+                for position, sub in enumerate(request.first_available):
+                    if pod_claims_mod.sub_request_ref(request.name, sub.name) in chosen:
+                        score += FIRST_AVAILABLE_MAX_SIZE - position
+        return score, SUCCESS
+
+    def score_extensions(self) -> DynamicResources:
+        return self
+
+    def normalize_score(self, state: CycleState, pod: PodInfo,
+                        scores: list[NodeScore]) -> Status:
+        default_normalize_score(scores, reverse=False)
+        return SUCCESS
+
+    # ---- Reserve / Unreserve -----------------------------------------------------------
+
+    def reserve(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None:
+            return Status.error(STATE_NOT_FOUND)
+        to_allocate = data.to_allocate()
+        if not data.claims or not to_allocate or data.allocator is None:
+            return SUCCESS
+        allocations = data.node_allocations.get(node_name)
+        if not allocations:
+            return Status.error("claim allocation not found for node")
+        if len(allocations) != len(to_allocate):
+            return Status.error(
+                f"internal error, have {len(allocations)} allocations, {len(to_allocate)} "
+                f"claims to allocate, want {len(to_allocate)} claims")
+        for index, allocation in zip(to_allocate, allocations, strict=True):
+            data.infos[index].allocation = allocation
+            claim = data.claims[index]
+            finalizers = claim.metadata.finalizers
+            meta = msgspec.structs.replace(
+                claim.metadata,
+                finalizers=finalizers if FINALIZER in finalizers else [*finalizers, FINALIZER])
+            pending = msgspec.structs.replace(
+                claim, metadata=meta,
+                status=msgspec.structs.replace(claim.status, allocation=allocation))
+            self._tracker.signal_pending_allocation(pending)
+        return SUCCESS
+
+    def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None or not data.claims:
+            return
+        for claim in data.claims:
+            if self._tracker.maybe_remove_pending_allocation(claim.metadata.uid):
+                self._tracker.restore(_kobj(claim))
+            if (claim.status.allocation is not None
+                    and pod_claims_mod.is_reserved_for_pod(pod.pod, claim)):
+                self._spawn(self._writer.unreserve(claim, pod.pod))
+
+    # ---- PreBind ---------------------------------------------------------------------
+
+    async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None:
+            return Status.error(STATE_NOT_FOUND)
+        if not data.claims:
+            return SUCCESS
+        for index, claim in enumerate(data.claims):
+            if pod_claims_mod.is_reserved_for_pod(pod.pod, claim):
+                continue
+            allocation = data.infos[index].allocation
+            try:
+                data.claims[index] = await self._writer.bind(claim, allocation, pod.pod)
+            except ClaimWriteError as error:
+                return Status.error(str(error))
+            finally:
+                if allocation is not None:
+                    self._tracker.maybe_remove_pending_allocation(
+                        claim.metadata.uid, force=True)
+        return await self._writer.wait_for_binding_conditions(
+            data.claims, self._args.binding_timeout_seconds)
 
 
-def new(args: None, handle: Handle) -> DynamicResources:
-    return DynamicResources()
+def new(args: object, handle: Handle) -> DynamicResources:
+    return DynamicResources(handle, parse_args(args))
 
 
-SPEC = PluginSpec(NAME, DynamicResources, new)
+SPEC = PluginSpec(NAME, DynamicResources, new, DynamicResourcesArgs)

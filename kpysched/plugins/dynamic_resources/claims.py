@@ -1,0 +1,96 @@
+"""Which ResourceClaims a pod uses (upstream's resourceclaim.Name, IsForPod,
+IsReservedForPod and the plugin's foreachPodResourceClaim).
+
+A pod names its claims directly (resourceClaimName) or through a template, whose
+claim the resourceclaim controller creates and records in the pod's
+status.resourceClaimStatuses. Until then, or while a named claim does not exist
+or is being deleted, the pod cannot be scheduled: the texts below are upstream's,
+because they end up in the pod's FailedScheduling events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kpysched.objects import api, resource
+
+ClaimLookup = Callable[[str], resource.ResourceClaim | None]  # by namespace/name
+
+API_GROUP_CORE = ""
+RESOURCE_PODS = "pods"
+
+
+class ClaimUnavailableError(Exception):
+    """The pod cannot use its claims yet; str() is upstream's error text."""
+
+
+def claim_name(pod: api.Pod, pod_claim: api.PodResourceClaim) -> tuple[str | None, bool]:
+    """(the claim's name, whether the pod must own it). The name is None when the
+    controller decided no claim is needed for this entry."""
+    if pod_claim.resource_claim_name is not None:
+        return pod_claim.resource_claim_name, False
+    meta = pod.metadata
+    if pod_claim.resource_claim_template_name is not None:
+        for claim_status in pod.status.resource_claim_statuses:
+            if claim_status.name == pod_claim.name:
+                return claim_status.resource_claim_name, True
+        raise ClaimUnavailableError(
+            f'pod "{meta.namespace}/{meta.name}": ResourceClaim not created yet')
+    raise ClaimUnavailableError(
+        f'pod "{meta.namespace}/{meta.name}", spec.resourceClaim "{pod_claim.name}": '
+        "none of the supported fields are set")
+
+
+def _check_owner(pod: api.Pod, claim: resource.ResourceClaim) -> None:
+    pod_meta, claim_meta = pod.metadata, claim.metadata
+    if claim_meta.namespace != pod_meta.namespace:
+        raise ClaimUnavailableError(
+            f"ResourceClaim {claim_meta.namespace}/{claim_meta.name} is not in the same "
+            f"namespace as Pod {pod_meta.namespace}/{pod_meta.name}")
+    controlled = any(ref.controller and ref.uid == pod_meta.uid
+                     for ref in claim_meta.owner_references)
+    if not controlled:
+        raise ClaimUnavailableError(
+            f"ResourceClaim {claim_meta.namespace}/{claim_meta.name} was not created for "
+            f"Pod {pod_meta.namespace}/{pod_meta.name} (Pod is not owner)")
+
+
+def pod_claims(pod: api.Pod, lookup: ClaimLookup) -> list[resource.ResourceClaim]:
+    """The pod's claims in spec order, skipping entries that need none; raises
+    ClaimUnavailableError with upstream's text when one is missing or unusable."""
+    claims: list[resource.ResourceClaim] = []
+    namespace = pod.metadata.namespace
+    for pod_claim in pod.spec.resource_claims:
+        name, must_check_owner = claim_name(pod, pod_claim)
+        if name is None:
+            continue
+        claim = lookup(f"{namespace}/{name}")
+        if claim is None:
+            # The lister's NotFound error, as upstream passes it on.
+            raise ClaimUnavailableError(f'resourceclaim.resource.k8s.io "{name}" not found')
+        if claim.metadata.deletion_timestamp is not None:
+            raise ClaimUnavailableError(f'resourceclaim "{name}" is being deleted')
+        if must_check_owner:
+            _check_owner(pod, claim)
+        claims.append(claim)
+    return claims
+
+
+def is_reserved_for_pod(pod: api.Pod, claim: resource.ResourceClaim) -> bool:
+    uid = pod.metadata.uid
+    return any(reserved.uid == uid for reserved in claim.status.reserved_for)
+
+
+def consumer_reference(pod: api.Pod) -> resource.ResourceClaimConsumerReference:
+    """How a claim's status.reservedFor names the pod."""
+    return resource.ResourceClaimConsumerReference(
+        api_group=API_GROUP_CORE, resource=RESOURCE_PODS, name=pod.metadata.name,
+        uid=pod.metadata.uid)
+
+
+def is_sub_request_ref(request: str) -> bool:
+    return request.count("/") == 1
+
+
+def sub_request_ref(request: str, sub_request: str) -> str:
+    return f"{request}/{sub_request}"
