@@ -41,6 +41,8 @@ def check_kind(scenario: Scenario, outcome: Outcome) -> None:
         assert outcome.node is not None and not outcome.victims, outcome.describe()
     elif scenario.expect == "pending":
         assert outcome.node is None and outcome.message, outcome.describe()
+    elif scenario.expect == "gated":
+        assert outcome.node is None and outcome.message is None, outcome.describe()
     else:
         assert outcome.node is not None and outcome.victims, outcome.describe()
     if scenario.expect_node is not None:
@@ -49,6 +51,10 @@ def check_kind(scenario: Scenario, outcome: Outcome) -> None:
     volumes = {claim.role: claim.volume for claim in outcome.claims}
     for claim, volume in scenario.expect_claims.items():
         assert volumes.get(claim) == volume, outcome.describe()
+    devices = {rc.claim: tuple(f"{d.pool}/{d.device}" for d in rc.devices)
+               for rc in outcome.resource_claims}
+    for resource_claim, wanted in scenario.expect_devices.items():
+        assert devices.get(resource_claim) == wanted, outcome.describe()
 
 
 async def same_decision(api: client.ApiClient, scenario: Scenario) -> None:

@@ -11,6 +11,12 @@ A CSI driver or provisioner named by a bare word ("disk") is a role too: it
 becomes `disk-<suffix>.provisioner.kpysched.test`, served by the test provisioner
 (tests/cluster/provisioner.py). A name with a dot or a slash ("pd.csi.storage.gke.io",
 "kubernetes.io/no-provisioner") is used as it is.
+
+Dynamic resource allocation (DRA) objects follow the same rule: DeviceClasses and
+ResourceSlices are cluster-scoped and get unique names, and so do resource pools
+(a pool is named by a role, by default its node's) and the extended resource names
+that DeviceClasses back; ResourceClaims and ResourceClaimTemplates keep their roles.
+A device driver's name ("gpu.example.com") is used as it is: nothing serves it.
 """
 
 from __future__ import annotations
@@ -118,13 +124,64 @@ class CapacitySpec:
 
 
 @dataclass(frozen=True)
+class DeviceClassSpec:
+    role: str
+    selectors: tuple[str, ...] = ()  # CEL expressions, each a `cel` device selector
+    # A resource name like "example.com/gpu" that pods may request in their
+    # containers' resources; a role, made unique per run like the class's name.
+    extended_resource_name: str | None = None
+
+
+@dataclass(frozen=True)
+class SliceSpec:
+    """A ResourceSlice published for one node (as a driver's kubelet plugin would)."""
+
+    role: str
+    node: str  # role of the node: spec.nodeName
+    devices: tuple[dict[str, Any], ...]  # API shape (name, attributes, capacity, taints, ...)
+    driver: str = "gpu.example.com"
+    pool: str | None = None  # a pool role; default the node's role
+    shared_counters: tuple[dict[str, Any], ...] = ()  # API shape (name, counters)
+
+
+@dataclass(frozen=True)
+class DeviceResult:
+    """One device of an allocation: which request got which device (pool is a role)."""
+
+    request: str
+    driver: str
+    pool: str
+    device: str
+    admin_access: bool = False
+
+
+@dataclass(frozen=True)
+class ResourceClaimSpec:
+    """A ResourceClaim (or, with `template`, a ResourceClaimTemplate) named by role."""
+
+    role: str
+    # DeviceRequests in API shape; every `deviceClassName` in them is a DeviceClassSpec
+    # role (in `exactly` and in each `firstAvailable` entry).
+    requests: tuple[dict[str, Any], ...]
+    constraints: tuple[dict[str, Any], ...] = ()  # API shape, e.g. {"matchAttribute": ...}
+    template: bool = False
+    # Pre-allocated: this allocation (available on `allocated_node` only) is written
+    # through the status subresource before the incoming pod comes, reserved for
+    # these existing pods (roles).
+    allocated: tuple[DeviceResult, ...] = ()
+    allocated_node: str | None = None
+    reserved_for: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str
     nodes: tuple[NodeSpec, ...]
     incoming: PodSpec
     existing: tuple[PodSpec, ...] = ()
     pdbs: tuple[PdbSpec, ...] = ()
-    # "bound": lands on a node; "pending": FailedScheduling; "preempted": victims go.
+    # "bound": lands on a node; "pending": FailedScheduling; "preempted": victims go;
+    # "gated": held before any attempt (a PreEnqueue plugin), no node and no event.
     expect: str = "bound"
     storage_classes: tuple[StorageClassSpec, ...] = ()
     pvs: tuple[PvSpec, ...] = ()
@@ -137,6 +194,12 @@ class Scenario:
     expect_node: str | None = None
     expect_reason: str = ""  # a substring of the FailedScheduling note
     expect_claims: dict[str, str] = field(default_factory=dict)  # claim role -> volume
+    device_classes: tuple[DeviceClassSpec, ...] = ()
+    slices: tuple[SliceSpec, ...] = ()
+    resource_claims: tuple[ResourceClaimSpec, ...] = ()  # claims and templates
+    namespace_labels: dict[str, str] = field(default_factory=dict)
+    # ResourceClaim role (see AllocationState) -> its allocated devices, "pool/device".
+    expect_devices: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -156,6 +219,20 @@ class VolumeState:
 
 
 @dataclass(frozen=True)
+class AllocationState:
+    """A ResourceClaim of the run's namespace after the incoming pod's decision."""
+
+    # The claim's name for a claim the scenario made; "<pod role>/<claim entry name>"
+    # for one the resourceclaim controller made from a template (from the pod's
+    # status.resourceClaimStatuses); "<pod role>/<extended resources>" for the claim
+    # a scheduler made for DRA-backed extended resources.
+    claim: str
+    node: str | None  # role of the node the allocation's nodeSelector names
+    devices: tuple[DeviceResult, ...]  # status.allocation.devices.results, in order
+    reserved_for: tuple[str, ...]  # pod roles in status.reservedFor, sorted
+
+
+@dataclass(frozen=True)
 class Outcome:
     node: str | None  # role of the node the incoming pod ended on
     # FailedScheduling note (first one), with unique names and the namespace replaced
@@ -164,6 +241,7 @@ class Outcome:
     victims: frozenset[str] = frozenset()  # roles of existing pods that were deleted
     claims: tuple[ClaimState, ...] = ()  # every claim of the namespace, by role
     volumes: tuple[VolumeState, ...] = ()  # the scenario's PersistentVolumes, by role
+    resource_claims: tuple[AllocationState, ...] = ()  # DRA claims, by role
 
     def describe(self) -> str:
         text = f"node={self.node} victims={sorted(self.victims)} message={self.message!r}"
@@ -172,4 +250,9 @@ class Outcome:
                      f"selected-node={claim.selected_node}")
         for volume in self.volumes:
             text += f"\n   pv {volume.role}: {volume.phase} claim={volume.claim}"
+        for rc in self.resource_claims:
+            devices = ", ".join(f"{d.request}->{d.driver}/{d.pool}/{d.device}"
+                                + (" (admin)" if d.admin_access else "") for d in rc.devices)
+            text += (f"\n   resourceclaim {rc.claim}: node={rc.node} devices=[{devices}] "
+                     f"reserved-for={list(rc.reserved_for)}")
         return text

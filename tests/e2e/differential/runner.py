@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import copy
+import datetime
+import json
 import re
 import secrets
 from dataclasses import dataclass
@@ -14,14 +17,18 @@ from kubernetes_asyncio.client.rest import ApiException
 
 from tests.cluster import kube, provisioner
 from tests.e2e.differential.model import (
+    AllocationState,
     CapacitySpec,
     ClaimState,
     CSIDriverSpec,
     CSINodeSpec,
+    DeviceClassSpec,
+    DeviceResult,
     Outcome,
     PodSpec,
     PvcSpec,
     PvSpec,
+    ResourceClaimSpec,
     Scenario,
     StorageClassSpec,
     VolumeState,
@@ -36,6 +43,8 @@ PRIORITY_CLASSES = {"low": (100, "PreemptLowerPriority"), "mid": (500, "PreemptL
 # machine can delay an informer by a second or more.
 SETTLE_SECONDS = 2.5
 OUTCOME_TIMEOUT_SECONDS = 30.0
+# How long a pod expected to be held before any attempt is watched for an attempt.
+GATED_OBSERVE_SECONDS = 3 * SETTLE_SECONDS
 # The PV controller finishes a binding in a few writes after the scheduler's PreBind
 # returns (the claim's phase comes last); a half-done binding that stays is an outcome.
 STORAGE_SETTLE_SECONDS = 10.0
@@ -43,6 +52,11 @@ STORAGE_SETTLE_SECONDS = 10.0
 # else whether a scheduler first sees the pod or the ephemeral volume controller's
 # claim is a race, and so is a first "waiting for ephemeral volume controller" event.
 CLAIMS_GATE = "kpysched.test/ephemeral-claims"
+# resource.k8s.io/v1, read and written as plain JSON.
+RESOURCE = ("resource.k8s.io", "v1")
+MERGE_PATCH = "application/merge-patch+json"
+# The role of the claim a scheduler makes for a pod's DRA-backed extended resources.
+EXTENDED_RESOURCES_CLAIM = "extended-resources"
 
 
 async def ensure_priority_classes(api: client.ApiClient) -> None:
@@ -104,14 +118,24 @@ def _ephemeral_claims(spec: PodSpec) -> list[str]:
     return [f"{spec.role}-{v['name']}" for v in spec.spec.get("volumes", ()) if "ephemeral" in v]
 
 
-def _pod_body(spec: PodSpec, scheduler_name: str, names: _Names) -> dict[str, Any]:
+def _pod_body(spec: PodSpec, scheduler_name: str, names: _Names,
+              extended_resources: frozenset[str] = frozenset()) -> dict[str, Any]:
     body = kube.pod_body(spec.role, scheduler_name=scheduler_name, cpu=spec.cpu,
                          memory=spec.memory, labels=spec.labels,
                          priority_class=spec.priority_class)
-    body["spec"].update(spec.spec)
+    body["spec"].update(copy.deepcopy(spec.spec))
     if "volumes" in spec.spec:
         body["spec"]["volumes"] = _volumes(spec.spec["volumes"], names)
-    body["spec"]["containers"][0].update(spec.container)
+    container = body["spec"]["containers"][0]
+    container.update(copy.deepcopy(spec.container))
+    resources = container.setdefault("resources", {})
+    for kind in ("requests", "limits"):  # DRA-backed extended resource names are roles
+        if kind in resources:
+            resources[kind] = {names.of(k) if k in extended_resources else k: v
+                               for k, v in resources[kind].items()}
+    if spec.spec.get("resourceClaims") and "claims" not in resources:
+        # The container uses every claim of the pod, as a real workload would.
+        resources["claims"] = [{"name": c["name"]} for c in spec.spec["resourceClaims"]]
     if spec.node is not None:
         body["spec"]["nodeName"] = names.of(spec.node)
     return body
@@ -172,6 +196,125 @@ def _capacity_body(spec: CapacitySpec, names: _Names) -> dict[str, Any]:
     return body
 
 
+def _device_class_body(spec: DeviceClassSpec, names: _Names) -> dict[str, Any]:
+    body: dict[str, Any] = {"metadata": {"name": names.of(spec.role)}, "spec": {
+        "selectors": [{"cel": {"expression": e}} for e in spec.selectors]}}
+    if spec.extended_resource_name is not None:
+        body["spec"]["extendedResourceName"] = names.of(spec.extended_resource_name)
+    return body
+
+
+def _slice_bodies(scenario: Scenario, names: _Names) -> list[dict[str, Any]]:
+    """The scenario's ResourceSlices; a slice's shared counters go in a slice of their
+    own (the API allows counters or devices in one slice, not both), in the same pool."""
+    bodies: list[dict[str, Any]] = []
+    for spec in scenario.slices:
+        common = {"driver": spec.driver, "nodeName": names.of(spec.node),
+                  "pool": {"name": names.of(spec.pool or spec.node), "generation": 1}}
+        if spec.shared_counters:
+            bodies.append({"metadata": {"name": names.of(f"{spec.role}-counters")}, "spec": {
+                **copy.deepcopy(common),
+                "sharedCounters": copy.deepcopy(list(spec.shared_counters))}})
+        bodies.append({"metadata": {"name": names.of(spec.role)}, "spec": {
+            **copy.deepcopy(common), "devices": copy.deepcopy(list(spec.devices))}})
+    per_pool = collections.Counter(
+        (b["spec"]["driver"], b["spec"]["pool"]["name"]) for b in bodies)
+    for body in bodies:
+        body["spec"]["pool"]["resourceSliceCount"] = per_pool[
+            body["spec"]["driver"], body["spec"]["pool"]["name"]]
+    return bodies
+
+
+def _device_requests(requests: tuple[dict[str, Any], ...], names: _Names,
+                     ) -> list[dict[str, Any]]:
+    """DeviceRequests with their class roles replaced by this run's names."""
+    mapped = copy.deepcopy(list(requests))
+    for request in mapped:
+        for entry in [request.get("exactly"), *request.get("firstAvailable", ())]:
+            if entry and entry.get("deviceClassName"):
+                entry["deviceClassName"] = names.of(entry["deviceClassName"])
+    return mapped
+
+
+def _claim_body(spec: ResourceClaimSpec, names: _Names) -> dict[str, Any]:
+    devices: dict[str, Any] = {"requests": _device_requests(spec.requests, names)}
+    if spec.constraints:
+        devices["constraints"] = copy.deepcopy(list(spec.constraints))
+    if spec.template:
+        return {"metadata": {"name": spec.role}, "spec": {"spec": {"devices": devices}}}
+    return {"metadata": {"name": spec.role}, "spec": {"devices": devices}}
+
+
+def _result_body(result: DeviceResult, names: _Names) -> dict[str, Any]:
+    body: dict[str, Any] = {"request": result.request, "driver": result.driver,
+                            "pool": names.of(result.pool), "device": result.device}
+    if result.admin_access:
+        body["adminAccess"] = True
+    return body
+
+
+async def _create_dra(api: client.ApiClient, scenario: Scenario, names: _Names) -> None:
+    custom = client.CustomObjectsApi(api)
+    for device_class in scenario.device_classes:
+        await custom.create_cluster_custom_object(
+            *RESOURCE, "deviceclasses", _device_class_body(device_class, names))
+    for body in _slice_bodies(scenario, names):
+        await custom.create_cluster_custom_object(*RESOURCE, "resourceslices", body)
+    for claim in scenario.resource_claims:
+        plural = "resourceclaimtemplates" if claim.template else "resourceclaims"
+        await custom.create_namespaced_custom_object(
+            *RESOURCE, names.namespace, plural, _claim_body(claim, names))
+
+
+async def _allocate_claims(api: client.ApiClient, scenario: Scenario, names: _Names) -> None:
+    """Write the pre-allocated claims' status (as if a scheduler had allocated them and
+    the existing pods had reserved them), then wait until it has stuck."""
+    custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
+    allocated = [c for c in scenario.resource_claims if c.allocated and not c.template]
+    for claim in allocated:
+        # A scheduler stamps the allocations it makes; upstream's PreBind stamps an
+        # unstamped one when it adds a reservation, and the API server then refuses
+        # the update (status.allocation is immutable).
+        allocation: dict[str, Any] = {
+            "devices": {"results": [_result_body(r, names) for r in claim.allocated]},
+            "allocationTimestamp": datetime.datetime.now(datetime.UTC).strftime(
+                "%Y-%m-%dT%H:%M:%SZ")}
+        if claim.allocated_node is not None:
+            allocation["nodeSelector"] = {"nodeSelectorTerms": [{"matchFields": [{
+                "key": "metadata.name", "operator": "In",
+                "values": [names.of(claim.allocated_node)]}]}]}
+        reserved = []
+        for pod in claim.reserved_for:
+            uid = (await core.read_namespaced_pod(pod, names.namespace)).metadata.uid
+            reserved.append({"resource": "pods", "name": pod, "uid": uid})
+        status: dict[str, Any] = {"allocation": allocation}
+        if reserved:
+            status["reservedFor"] = reserved
+        await custom.patch_namespaced_custom_object_status(
+            *RESOURCE, names.namespace, "resourceclaims", claim.role, {"status": status},
+            _content_type=MERGE_PATCH)
+
+    async def stuck() -> bool:
+        for claim in allocated:
+            body = await custom.get_namespaced_custom_object(
+                *RESOURCE, names.namespace, "resourceclaims", claim.role)
+            status = body.get("status", {})
+            reserved = {r["name"] for r in status.get("reservedFor", ())}
+            if "allocation" not in status or not set(claim.reserved_for) <= reserved:
+                return False
+        return True
+
+    await kube.wait_for(stuck, kube.SETTLE_TIMEOUT_SECONDS,
+                        f"claims {[c.role for c in allocated]} allocated and reserved")
+
+
+def _template_entries(spec: PodSpec, scenario: Scenario) -> set[str]:
+    """The pod's claim entries made from one of the scenario's templates."""
+    templates = {c.role for c in scenario.resource_claims if c.template}
+    return {c["name"] for c in spec.spec.get("resourceClaims", ())
+            if c.get("resourceClaimTemplateName") in templates}
+
+
 async def _create_storage(api: client.ApiClient, scenario: Scenario, names: _Names) -> None:
     core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
     for driver in scenario.csi_drivers:
@@ -216,12 +359,20 @@ async def _wait_storage_ready(api: client.ApiClient, scenario: Scenario, names: 
                         f"{sorted(to_bind)} Bound, ephemeral claims {sorted(ephemeral)})")
 
 
+def _extended_resources(scenario: Scenario) -> frozenset[str]:
+    return frozenset(c.extended_resource_name for c in scenario.device_classes
+                     if c.extended_resource_name is not None)
+
+
 async def _create_incoming(api: client.ApiClient, scenario: Scenario, scheduler_name: str,
                            names: _Names) -> None:
-    core = client.CoreV1Api(api)
-    body = _pod_body(scenario.incoming, scheduler_name, names)
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    body = _pod_body(scenario.incoming, scheduler_name, names, _extended_resources(scenario))
     claims = set(_ephemeral_claims(scenario.incoming))
-    if not claims:
+    # ResourceClaims the resourceclaim controller makes from templates: else whether a
+    # scheduler first sees the pod before them is a race too.
+    entries = _template_entries(scenario.incoming, scenario)
+    if not claims and not entries:
         await core.create_namespaced_pod(names.namespace, body)
         return
     body["spec"]["schedulingGates"] = [{"name": CLAIMS_GATE}]
@@ -229,10 +380,21 @@ async def _create_incoming(api: client.ApiClient, scenario: Scenario, scheduler_
 
     async def created() -> bool:
         listed = await core.list_namespaced_persistent_volume_claim(names.namespace)
-        return claims <= {c.metadata.name for c in listed.items}
+        if not claims <= {c.metadata.name for c in listed.items}:
+            return False
+        if not entries:
+            return True
+        pod = await core.read_namespaced_pod(scenario.incoming.role, names.namespace)
+        made = {s.name: s.resource_claim_name
+                for s in pod.status.resource_claim_statuses or ()}
+        resource_claims = await custom.list_namespaced_custom_object(
+            *RESOURCE, names.namespace, "resourceclaims")
+        existing = {c["metadata"]["name"] for c in resource_claims["items"]}
+        return all(made.get(entry) in existing for entry in entries)
 
     await kube.wait_for(created, kube.SETTLE_TIMEOUT_SECONDS,
-                        f"ephemeral claims {sorted(claims)} created")
+                        f"ephemeral claims {sorted(claims)} and template claims "
+                        f"{sorted(entries)} created")
     await asyncio.sleep(SETTLE_SECONDS)  # the schedulers' informers have the claims
     await core.patch_namespaced_pod(scenario.incoming.role, names.namespace,
                                     [{"op": "remove", "path": "/spec/schedulingGates"}])
@@ -253,16 +415,22 @@ async def run_scenario(api: client.ApiClient, scenario: Scenario,
             # Returns once node lifecycle has settled the taints: both schedulers see
             # the same final Node before any pod arrives.
             await kube.create_node(api, body)
+        if scenario.namespace_labels:
+            await core.patch_namespace(namespace,
+                                       {"metadata": {"labels": scenario.namespace_labels}})
         await _create_storage(api, scenario, names)
+        await _create_dra(api, scenario, names)
         for pdb in scenario.pdbs:
             await client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(namespace, {
                 "metadata": {"name": pdb.role},
                 "spec": {"maxUnavailable": pdb.max_unavailable,
                          "selector": {"matchLabels": pdb.selector}}})
         for existing in scenario.existing:
-            await core.create_namespaced_pod(namespace,
-                                             _pod_body(existing, scheduler_name, names))
+            await core.create_namespaced_pod(
+                namespace, _pod_body(existing, scheduler_name, names,
+                                     _extended_resources(scenario)))
         await _wait_storage_ready(api, scenario, names)
+        await _allocate_claims(api, scenario, names)
         await asyncio.sleep(SETTLE_SECONDS)
         await _create_incoming(api, scenario, scheduler_name, names)
         outcome = await _observe(api, scenario, names)
@@ -276,18 +444,24 @@ async def run_scenario(api: client.ApiClient, scenario: Scenario,
 
 
 async def _failed_scheduling_note(api: client.ApiClient, namespace: str) -> str | None:
-    listed = await client.EventsV1Api(api).list_namespaced_event(
-        namespace, field_selector="regarding.name=incoming")
-    notes = [e for e in listed.items if e.reason == "FailedScheduling"]
-    notes.sort(key=lambda e: e.metadata.creation_timestamp)
-    return notes[0].note if notes else None
+    # Read as plain JSON: an event a controller recorded through core/v1 (say, the
+    # resourceclaim controller's about a missing template) has no eventTime, which
+    # the client's events.k8s.io model refuses.
+    response = await client.EventsV1Api(api).list_namespaced_event(
+        namespace, field_selector="regarding.name=incoming", _preload_content=False)
+    listed = json.loads(await response.read())
+    notes = [e for e in listed["items"] if e.get("reason") == "FailedScheduling"]
+    notes.sort(key=lambda e: e["metadata"]["creationTimestamp"])
+    note: str | None = notes[0].get("note") if notes else None
+    return note
 
 
 async def _observe(api: client.ApiClient, scenario: Scenario, names: _Names) -> Outcome:
     core = client.CoreV1Api(api)
     namespace = names.namespace
     existing = {p.role for p in scenario.existing}
-    deadline = asyncio.get_running_loop().time() + OUTCOME_TIMEOUT_SECONDS
+    deadline = asyncio.get_running_loop().time() + (
+        GATED_OBSERVE_SECONDS if scenario.expect == "gated" else OUTCOME_TIMEOUT_SECONDS)
     message: str | None = None
     node: str | None = None
     while asyncio.get_running_loop().time() < deadline:
@@ -304,8 +478,49 @@ async def _observe(api: client.ApiClient, scenario: Scenario, names: _Names) -> 
         await asyncio.sleep(0.2)
     remaining = {p.metadata.name for p in (await core.list_namespaced_pod(namespace)).items}
     claims, volumes = await _settled_storage(api, scenario, names)
+    resource_claims = await _resource_claims(api, scenario, names)
     return Outcome(node, names.text(message) if message is not None else None,
-                   frozenset(existing - remaining), claims, volumes)
+                   frozenset(existing - remaining), claims, volumes, resource_claims)
+
+
+async def _resource_claims(api: client.ApiClient, scenario: Scenario, names: _Names,
+                           ) -> tuple[AllocationState, ...]:
+    """The namespace's ResourceClaims by role, with their allocations."""
+    if not (scenario.resource_claims or scenario.device_classes):
+        return ()
+    core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
+    roles: dict[str, str] = {}  # claim name -> role, for claims made for pods
+    uids: dict[str, str] = {}  # pod uid -> pod role
+    for pod in (await core.list_namespaced_pod(names.namespace)).items:
+        uids[pod.metadata.uid] = pod.metadata.name
+        for status in pod.status.resource_claim_statuses or ():
+            if status.resource_claim_name:
+                roles[status.resource_claim_name] = f"{pod.metadata.name}/{status.name}"
+        extended = pod.status.extended_resource_claim_status
+        if extended is not None and extended.resource_claim_name:
+            roles[extended.resource_claim_name] = (
+                f"{pod.metadata.name}/{EXTENDED_RESOURCES_CLAIM}")
+    listed = await custom.list_namespaced_custom_object(*RESOURCE, names.namespace,
+                                                        "resourceclaims")
+    states = []
+    for claim in listed["items"]:
+        name = claim["metadata"]["name"]
+        status = claim.get("status", {})
+        allocation = status.get("allocation") or {}
+        node = None
+        for term in (allocation.get("nodeSelector") or {}).get("nodeSelectorTerms", ()):
+            for requirement in (*term.get("matchFields", ()),
+                                *term.get("matchExpressions", ())):
+                if requirement["key"] in ("metadata.name", HOSTNAME):
+                    node = names.role(requirement["values"][0])
+        devices = tuple(
+            DeviceResult(r["request"], r["driver"], names.role(r["pool"]), r["device"],
+                         bool(r.get("adminAccess")))
+            for r in (allocation.get("devices") or {}).get("results", ()))
+        reserved = tuple(sorted(uids.get(r.get("uid", ""), r["name"])
+                                for r in status.get("reservedFor", ())))
+        states.append(AllocationState(roles.get(name, name), node, devices, reserved))
+    return tuple(sorted(states, key=lambda s: s.claim))
 
 
 async def _storage_state(api: client.ApiClient, scenario: Scenario, names: _Names,
@@ -369,6 +584,16 @@ async def _clean_up(api: client.ApiClient, scenario: Scenario, names: _Names) ->
                  + [(storage.delete_csi_driver, names.driver(d.role))
                     for d in scenario.csi_drivers]
                  + [(storage.delete_csi_node, names.of(n.node)) for n in scenario.csi_nodes])
+    custom = client.CustomObjectsApi(api)
+    for plural, dra_names in (
+            ("deviceclasses", [names.of(c.role) for c in scenario.device_classes]),
+            ("resourceslices", [b["metadata"]["name"] for b in _slice_bodies(scenario, names)])):
+        for name in dra_names:
+            try:
+                await custom.delete_cluster_custom_object(*RESOURCE, plural, name)
+            except ApiException as error:
+                if error.status != 404:
+                    raise
     for delete, name in deletions:
         try:
             await delete(name)
