@@ -333,11 +333,11 @@ def dump(results: list[r.AllocationResult] | None) -> Any:
     return None if results is None else msgspec.to_builtins(results)
 
 
-def with_range_policy(name: str, capacity: dict[str, str]) -> r.Device:
+def with_range_policy(name: str, capacity: dict[str, str], shared: bool = True) -> r.Device:
     """upstream's withCapacityRequestPolicyRange: default 2, range 2..4 in steps of 2."""
     policy = r.CapacityRequestPolicy(default="2", valid_range=r.CapacityRequestPolicyRange(
         min="2", step="2", max="4"))
-    return r.Device(name=name, allow_multiple_allocations=True, capacity={
+    return r.Device(name=name, allow_multiple_allocations=True if shared else None, capacity={
         key: r.DeviceCapacity(value=value, request_policy=policy)
         for key, value in capacity.items()})
 
