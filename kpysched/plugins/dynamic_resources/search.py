@@ -123,7 +123,7 @@ class RequestView:
                    False, sub.selectors, sub.tolerations, sub.capacity)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Candidate:
     device_id: DeviceID
     device: Device
@@ -148,7 +148,7 @@ class RequestData:
         return f"{self.parent.name}/{self.request.name}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class DeviceResult:
     request: RequestView
     parent_request: str  # "" unless `request` is a subrequest
