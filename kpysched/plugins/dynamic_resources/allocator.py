@@ -155,7 +155,7 @@ class Allocator:
             raise AllocationError(f"gather pool information: {error}") from None
         search = Search(self, node, claims, pools, deadline)
         self._prepare(search)
-        if not search.allocate_one((0, 0, 0, 0), False, (0, 0, 0)):
+        if not search.run():
             if any(pool.invalid for pool in pools):
                 raise AllocationError("invalid resource pools were encountered", on_node=True)
             return None

@@ -238,6 +238,15 @@ class Search:
 
     # -- the search -------------------------------------------------------------------
 
+    def run(self) -> bool:
+        """Search from the first device of the first claim."""
+        try:
+            return self.allocate_one((0, 0, 0, 0), False, _ORIGIN)
+        except _MaxSizeExceededError:
+            # Only the first claim can let this escape (later claims turn it into "no");
+            # upstream then returns the sentinel itself as the error.
+            raise AllocationError("allocation max size exceeded") from None
+
     def allocate_one(self, indices: DeviceIndices, allocating_sub_request: bool,
                      start: Location) -> bool:
         """Pick the device `indices` names and, recursively, all after it. True once
