@@ -13,6 +13,7 @@ from kubernetes_asyncio import client
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.informers import Reflector
 from kpysched.objects import api, resource, storage
+from kpysched.objects.extended_resource_classes import ExtendedResourceClasses
 
 
 class _Meta(Protocol):
@@ -190,6 +191,14 @@ class ResourceListers(_RequeueingListers):
         self.resource_claim_templates: Index[resource.ResourceClaimTemplate] = Index()
         self.resource_slices: Index[resource.ResourceSlice] = Index()
         self.device_classes: Index[resource.DeviceClass] = Index()
+        # Extended resource name -> DeviceClass (DRAExtendedResource), current before
+        # a DeviceClass change requeues anyone.
+        self.extended_resource_classes = ExtendedResourceClasses()
+        self.device_classes.observers.append(self.extended_resource_classes.observe)
+
+    def device_class_for_extended_resource(self, name: str) -> resource.DeviceClass | None:
+        """The DeviceClass backing extended resource `name`, explicitly or implicitly."""
+        return self.extended_resource_classes.device_class(name)
 
     def _by_resource(self) -> list[tuple[Resource, Index[Any]]]:
         return [

@@ -123,6 +123,12 @@ class ResourceListers(Protocol):
     @property
     def device_classes(self) -> ObservedLister[resource.DeviceClass]: ...
 
+    def device_class_for_extended_resource(self, name: str) -> resource.DeviceClass | None:
+        """The DeviceClass that backs extended resource `name` through DRA (its
+        spec.extendedResourceName, or deviceclass.resource.kubernetes.io/<class>), as
+        upstream's DeviceClassResolver.GetDeviceClass answers; None when none does."""
+        ...
+
 
 class SharedHandle(Protocol):
     """What the scheduler offers every profile's framework."""

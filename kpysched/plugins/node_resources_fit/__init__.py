@@ -13,10 +13,15 @@ that now requests less of something the rejected pod asks for; a node only if th
 pod fits its whole allocatable and, when updated, the node now offers more of
 something the pod requests (or more pods).
 
-Not carried over: DRA-backed extended resources (upstream lets the
-DynamicResources plugin check an extended resource that a DeviceClass maps
-when the node does not offer it, and registers DeviceClass events for it), since
-kpysched has no DRA.
+DRA-backed extended resources (DRAExtendedResource, on by default in v1.36): an
+extended resource the pod requests that some DeviceClass maps (its
+extendedResourceName, or deviceclass.resource.kubernetes.io/<class>) is not checked
+on a node that does not advertise it; DynamicResources allocates it there as devices.
+The node hint counts it as available the same way, and a DeviceClass that starts
+mapping a requested name requeues the pod. Not carried over yet: scoring such a
+resource when scoringStrategy.resources names it (upstream then counts, for a node
+without it in allocatable, the ResourceSlice devices the class selects and how many
+are allocated); kpysched scores it as a resource the node does not offer (left out).
 
 Vectorised forms: `filter_vector` and `score_vector` return a value for every
 node of the snapshot (row order), or None when the per-node form must be used.
@@ -24,7 +29,7 @@ node of the snapshot (row order), or None when the per-node form must be used.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -46,6 +51,7 @@ from kpysched.framework.interfaces import (
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
+from kpysched.objects.resource import IMPLICIT_EXTENDED_RESOURCE_PREFIX, DeviceClass
 from kpysched.plugins._args import qualified_name_errors
 from kpysched.plugins._resource_allocation import (
     ResourceAllocationScorer,
@@ -76,7 +82,7 @@ from kpysched.plugins.node_resources_fit.fit import (
     PodRequest,
     fits_request,
 )
-from kpysched.plugins.node_resources_fit.hints import EVENTS
+from kpysched.plugins.node_resources_fit.hints import events
 
 __all__ = [
     "LEAST_ALLOCATED", "MOST_ALLOCATED", "NAME", "REASON_INSUFFICIENT_CPU",
@@ -84,7 +90,7 @@ __all__ = [
     "REASON_INSUFFICIENT_PREFIX", "REASON_TOO_MANY_PODS", "REQUESTED_TO_CAPACITY_RATIO", "SPEC",
     "InsufficientResource", "NodeResourcesFit", "NodeResourcesFitArgs",
     "RequestedToCapacityRatioParam", "ScoringStrategy", "UtilizationShapePoint",
-    "fits_request", "is_extended_resource_name", "new",
+    "fits_request", "is_dra_extended_resource_name", "is_extended_resource_name", "new",
 ]
 
 NAME = "NodeResourcesFit"
@@ -101,6 +107,12 @@ def is_extended_resource_name(name: str) -> bool:
     if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
         return False
     return not qualified_name_errors("requests." + name)
+
+
+def is_dra_extended_resource_name(name: str) -> bool:
+    """Upstream's IsDRAExtendedResourceName: an extended resource name, or an implicit
+    deviceclass.resource.kubernetes.io/<class> one."""
+    return is_extended_resource_name(name) or name.startswith(IMPLICIT_EXTENDED_RESOURCE_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,13 +139,17 @@ def _build_scorer(strategy: ScoringStrategy) -> ResourceAllocationScorer:
 class NodeResourcesFit(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, VectorScorePlugin):
     NAME: ClassVar[str] = NAME
 
-    def __init__(self, args: NodeResourcesFitArgs) -> None:
+    def __init__(self, args: NodeResourcesFitArgs,
+                 device_class_for: Callable[[str], DeviceClass | None] | None = None) -> None:
         self._ignored_resources = frozenset(args.ignored_resources)
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         self._scorer = _build_scorer(args.scoring_strategy)
+        # Extended resource name -> the DeviceClass backing it (None: no DRA at all).
+        self._device_class_for = device_class_for
+        self._events = events(device_class_for) if device_class_for is not None else events()
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        return EVENTS
+        return self._events
 
     def _ignored(self, name: str) -> bool:
         if not is_extended_resource_name(name):
@@ -144,8 +160,11 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, Vect
         requests = pod.requests
         scalars = tuple((name, amount) for name, amount in requests.scalar.items()
                         if amount != 0 and not self._ignored(name))
+        resolve = self._device_class_for
+        dra_backed = (frozenset(name for name, _ in scalars if resolve(name) is not None)
+                      if resolve is not None and scalars else frozenset[str]())
         return PodRequest(requests.milli_cpu, requests.memory, requests.ephemeral_storage,
-                               scalars)
+                          scalars, dra_backed)
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -200,7 +219,8 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, Vect
 
 
 def new(args: NodeResourcesFitArgs | None, handle: Handle) -> NodeResourcesFit:
-    return NodeResourcesFit(args if args is not None else NodeResourcesFitArgs())
+    return NodeResourcesFit(args if args is not None else NodeResourcesFitArgs(),
+                            handle.resources.device_class_for_extended_resource)
 
 
 SPEC = PluginSpec(NAME, NodeResourcesFit, new, NodeResourcesFitArgs)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.objects.resources import CPU, EPHEMERAL_STORAGE, MEMORY
@@ -32,6 +32,9 @@ class PodRequest:
     ephemeral_storage: int
     # Scalar requests that are checked (Filter leaves out zeros and ignored resources).
     scalars: tuple[tuple[str, int], ...]
+    # Those of `scalars` a DeviceClass maps (DRAExtendedResource): a node that does not
+    # advertise one leaves it to DynamicResources (upstream's shouldDelegateResourceToDRA).
+    dra_backed: frozenset[str] = field(default_factory=frozenset)
 
 
 def fits_request(request: PodRequest, node: NodeInfo) -> list[InsufficientResource]:
@@ -60,6 +63,8 @@ def fits_request(request: PodRequest, node: NodeInfo) -> list[InsufficientResour
             want > allocatable.ephemeral_storage))
     for name, want in request.scalars:
         capacity = allocatable.scalar.get(name, 0)
+        if capacity <= 0 and name in request.dra_backed:
+            continue
         in_use = used.scalar.get(name, 0)
         if want > capacity - in_use:
             insufficient.append(InsufficientResource(

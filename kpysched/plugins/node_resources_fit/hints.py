@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cluster_events import (
     ActionType,
@@ -12,32 +14,46 @@ from kpysched.framework.cluster_events import (
     objects_as,
 )
 from kpysched.objects import api
+from kpysched.objects.extended_resource_classes import implicit_extended_resource_name
 from kpysched.objects.pod import PodInfo
+from kpysched.objects.resource import DeviceClass
 from kpysched.objects.resources import Resource as Resources
 from kpysched.plugins.node_resources_fit.fit import PodRequest, fits_request
 
 # In-place resize is GA, so a pod scaled down may free room as a deleted one does.
 _POD_EVENT = ClusterEvent(Resource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN)
 _NODE_EVENT = ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)
+# A pod may wait for a class that maps an extended resource it requests.
+_DEVICE_CLASS_EVENT = ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE)
+
+# Extended resource name -> the DeviceClass backing it through DRA, or None.
+Resolver = Callable[[str], DeviceClass | None]
 
 
-def _full_request(pod: PodInfo) -> PodRequest:
+def _no_classes(name: str) -> DeviceClass | None:
+    return None
+
+
+def _full_request(pod: PodInfo, resolver: Resolver = _no_classes) -> PodRequest:
     """The pod's requests with nothing ignored, as upstream's hints compute them."""
     requests = pod.requests
     return PodRequest(requests.milli_cpu, requests.memory, requests.ephemeral_storage,
-                      tuple(requests.scalar.items()))
+                      tuple(requests.scalar.items()),
+                      frozenset(name for name, amount in requests.scalar.items()
+                                if amount != 0 and resolver(name) is not None))
 
 
-def _fits_empty_node(pod: PodInfo, node: api.Node) -> bool:
+def _fits_empty_node(pod: PodInfo, node: api.Node, resolver: Resolver = _no_classes) -> bool:
     """Whether the pod fits the node's allocatable with no pod on it (upstream's isFit)."""
     info = NodeInfo(node.metadata.name)
     info.set_node(node)
-    return not fits_request(_full_request(pod), info)
+    return not fits_request(_full_request(pod, resolver), info)
 
 
-def _requested_resources_grew(pod: PodInfo, old: api.Node, new: api.Node) -> bool:
+def _requested_resources_grew(pod: PodInfo, old: api.Node, new: api.Node,
+                              resolver: Resolver = _no_classes) -> bool:
     """Upstream's haveAnyRequestedResourcesIncreased: more room for pods, or more of a
-    resource the pod requests."""
+    resource the pod requests, or a requested resource the new node leaves to DRA."""
     before = Resources.from_mapping(old.status.allocatable)
     after = Resources.from_mapping(new.status.allocatable)
     if after.allowed_pod_number > before.allowed_pod_number:
@@ -51,8 +67,10 @@ def _requested_resources_grew(pod: PodInfo, old: api.Node, new: api.Node) -> boo
             or (wanted.ephemeral_storage > 0
                 and after.ephemeral_storage > before.ephemeral_storage)):
         return True
-    return any(amount != 0 and after.scalar.get(name, 0) > before.scalar.get(name, 0)
-               for name, amount in wanted.scalar.items())
+    return any(amount != 0 and (
+        after.scalar.get(name, 0) > before.scalar.get(name, 0)
+        or (after.scalar.get(name, 0) <= 0 and resolver(name) is not None))
+        for name, amount in wanted.scalar.items())
 
 
 def _scale_down_helps(target: PodInfo, old: PodInfo, new: PodInfo) -> bool:
@@ -87,19 +105,49 @@ def schedulable_after_pod_event(pod: PodInfo, old: object, new: object) -> Queue
     return QueueingHint.QUEUE
 
 
-def schedulable_after_node_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
-    """A node added or its allocatable changed: could `pod` fit there now?"""
+def schedulable_after_node_change(pod: PodInfo, old: object, new: object,
+                                  resolver: Resolver = _no_classes) -> QueueingHint:
+    """A node added or its allocatable changed: could `pod` fit there now?
+
+    An extended resource the node does not advertise but a DeviceClass maps counts as
+    available (DynamicResources decides on it), as upstream's isFit does."""
     original, modified = objects_as(api.Node, old, new)
-    if modified is None or not _fits_empty_node(pod, modified):
+    if modified is None or not _fits_empty_node(pod, modified, resolver):
         return QueueingHint.QUEUE_SKIP  # too small for the pod even when empty
     if original is None:
         return QueueingHint.QUEUE
-    if not _requested_resources_grew(pod, original, modified):
+    if not _requested_resources_grew(pod, original, modified, resolver):
         return QueueingHint.QUEUE_SKIP
     return QueueingHint.QUEUE
 
 
-EVENTS = (
-    ClusterEventWithHint(_POD_EVENT, schedulable_after_pod_event),
-    ClusterEventWithHint(_NODE_EVENT, schedulable_after_node_change),
-)
+def schedulable_after_device_class_event(pod: PodInfo, old: object,
+                                         new: object) -> QueueingHint:
+    """A DeviceClass added or updated: does it now map an extended resource `pod`
+    requests (upstream's isSchedulableAfterDeviceClassEvent)?"""
+    original, modified = objects_as(DeviceClass, old, new)
+    if modified is None:
+        raise ValueError("a DeviceClass event without the new class")
+    requested = pod.requests.scalar
+    explicit = modified.spec.extended_resource_name
+    if original is not None:
+        if (original.spec.extended_resource_name or "") == (explicit or ""):
+            return QueueingHint.QUEUE_SKIP  # the names it maps did not change
+    elif implicit_extended_resource_name(modified.metadata.name) in requested:
+        return QueueingHint.QUEUE  # the implicit name only matters when a class is added
+    if explicit is not None and explicit in requested:
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def events(resolver: Resolver = _no_classes) -> tuple[ClusterEventWithHint, ...]:
+    """NodeResourcesFit's registrations; `resolver` answers which DeviceClass backs an
+    extended resource (DRAExtendedResource, on by default in v1.36)."""
+    def node_hint(pod: PodInfo, old: object, new: object) -> QueueingHint:
+        return schedulable_after_node_change(pod, old, new, resolver)
+
+    return (
+        ClusterEventWithHint(_POD_EVENT, schedulable_after_pod_event),
+        ClusterEventWithHint(_NODE_EVENT, node_hint),
+        ClusterEventWithHint(_DEVICE_CLASS_EVENT, schedulable_after_device_class_event),
+    )

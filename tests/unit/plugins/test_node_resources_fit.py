@@ -587,4 +587,5 @@ def test_spec_and_events() -> None:
     assert registered(plugin()) == [
         (ClusterEvent(Resource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN), True),
         (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE), True),
+        (ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE), True),
     ]
