@@ -57,17 +57,17 @@ from kpysched.plugins.dynamic_resources.pools import (
     node_matches,
     slice_pool_id,
 )
-from kpysched.plugins.dynamic_resources.search import (
+from kpysched.plugins.dynamic_resources.request_data import (
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocationError,
     AllocationTimeoutError,
     CompiledSelector,
     RequestData,
     RequestView,
-    Search,
     SelectorCompiler,
     klog_name,
 )
+from kpysched.plugins.dynamic_resources.search import Search
 
 __all__ = [
     "AllocatedState",

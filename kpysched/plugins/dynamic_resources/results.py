@@ -15,7 +15,7 @@ from kpysched.objects.resource import (
     DeviceRequestAllocationResult,
     ResourceClaim,
 )
-from kpysched.plugins.dynamic_resources.search import AllocationError, DeviceResult
+from kpysched.plugins.dynamic_resources.request_data import AllocationError, DeviceResult
 
 if TYPE_CHECKING:
     from kpysched.plugins.dynamic_resources.search import Search
