@@ -144,6 +144,50 @@ class ClaimWriter:
                         "reservedFor": msgspec.to_builtins(reserved)}},
             "status", what)
 
+    async def create(self, body: dict[str, Any]) -> resource.ResourceClaim:
+        """POST the claim for a pod's DRA-backed extended resources."""
+        namespace = body["metadata"]["namespace"]
+        response = await self._client.request(
+            "POST", f"/apis/{resource.API_VERSION}/namespaces/{namespace}/resourceclaims", body)
+        if not response.ok:
+            name = body["metadata"].get("generateName", "")
+            raise ClaimWriteError(f"create claim for extended resources {namespace}/{name}: "
+                                  f"{response.message()}")
+        return msgspec.json.decode(response.body, type=resource.ResourceClaim)
+
+    async def record_extended_claim(self, pod: api.Pod, claim: resource.ResourceClaim,
+                                    mappings: list[api.ContainerExtendedResourceRequest],
+                                    ) -> None:
+        """The pod's status.extendedResourceClaimStatus: which claim and which of its
+        requests serve each container's extended resources."""
+        meta = pod.metadata
+        status = api.PodExtendedResourceClaimStatus(
+            request_mappings=mappings, resource_claim_name=claim.metadata.name)
+        body = {"status": {"extendedResourceClaimStatus": msgspec.to_builtins(status)}}
+        response = await self._client.request(
+            "PATCH", f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}/status", body,
+            content_type=STRATEGIC_MERGE_PATCH)
+        if not response.ok:
+            raise ClaimWriteError(f"update pod {meta.namespace}/{meta.name} "
+                                  f"ExtendedResourceClaimStatus: {response.message()}")
+
+    async def delete(self, claim: resource.ResourceClaim) -> None:
+        """Delete a claim the scheduler made for extended resources, its finalizer
+        first (else the claim would wait for a controller that never removes it)."""
+        finalizers = [f for f in claim.metadata.finalizers if f != FINALIZER]
+        if finalizers != claim.metadata.finalizers:
+            response = await self._client.request(
+                "PATCH", claim_path(claim), {"metadata": {"finalizers": finalizers or None}},
+                content_type=MERGE_PATCH)
+            if not response.ok and response.status != 404:
+                log.warning("removing the finalizer failed", claim=_kobj(claim),
+                            error=response.message())
+                return
+        response = await self._client.request("DELETE", claim_path(claim))
+        if not response.ok and response.status != 404:
+            log.warning("deleting the extended resource claim failed", claim=_kobj(claim),
+                        error=response.message())
+
     async def unreserve(self, claim: resource.ResourceClaim, pod: api.Pod) -> None:
         """Take the pod out of reservedFor; a strategic merge patch removes one entry
         without needing the latest claim."""

@@ -59,6 +59,7 @@ from kpysched.objects.labels import node_selector_matches
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins._helper import default_normalize_score
 from kpysched.plugins.dynamic_resources import claims as pod_claims_mod
+from kpysched.plugins.dynamic_resources import extended_resources as er
 from kpysched.plugins.dynamic_resources.allocator import (
     AllocatedState,
     AllocationError,
@@ -85,6 +86,7 @@ _STATE_KEY = "PreFilter" + NAME
 STATE_NOT_FOUND = "not found"
 NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 DEALLOCATED = "deallocation of ResourceClaim completed"
+EXTENDED_CLAIM_DELETED = "deletion of ResourceClaim completed"
 STILL_NOT_SCHEDULABLE = "still not schedulable"
 NOT_AVAILABLE_ON_NODE = "resourceclaim not available on the node"
 CANNOT_ALLOCATE_ALL = "cannot allocate all claims"
@@ -115,9 +117,25 @@ class _State:
     unavailable: set[int] = field(default_factory=set)
     # Filter's allocations per node name, in the order of the claims to allocate.
     node_allocations: dict[str, list[resource.AllocationResult]] = field(default_factory=dict)
+    # DRAExtendedResource: the claim for extended resources DeviceClasses back, last in
+    # `claims` (in memory until PreBind creates it, or made by an earlier attempt), the
+    # pod's scalar requests, and per node the claim's requests there and the
+    # container mappings PreBind records in the pod's status.
+    extended_index: int | None = None
+    extended_initial_uid: str = ""
+    pod_scalars: dict[str, int] = field(default_factory=dict)
+    node_extended: dict[str, tuple[resource.ResourceClaim | None,
+                                   list[api.ContainerExtendedResourceRequest]]] = field(
+        default_factory=dict)
 
     def to_allocate(self) -> list[int]:
         return [i for i, claim in enumerate(self.claims) if claim.status.allocation is None]
+
+    def extended_claim(self) -> resource.ResourceClaim | None:
+        return None if self.extended_index is None else self.claims[self.extended_index]
+
+    def no_user_claim(self) -> bool:
+        return len(self.claims) - (self.extended_index is not None) == 0
 
 
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
@@ -200,17 +218,20 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         # and found no claims" from "PreFilter never ran" by this key.
         data = _State()
         state.write(_STATE_KEY, data)
-        if not pod.pod.spec.resource_claims:
-            return None, Status.skip()
         try:
             claims = pod_claims_mod.pod_claims(pod.pod, self._tracker.get)
         except ClaimUnavailableError as error:
             return None, Status.unresolvable(str(error))
+        extended = self._extended_claim(pod, data)
+        if extended is not None:
+            data.extended_index = len(claims)
+            data.extended_initial_uid = extended.metadata.uid
+            claims.append(extended)
         if not claims:
             return None, Status.skip()
         infos = [_ClaimInfo() for _ in claims]
         to_allocate = 0
-        for claim, info in zip(claims, infos, strict=True):
+        for index, (claim, info) in enumerate(zip(claims, infos, strict=True)):
             allocation = claim.status.allocation
             if allocation is not None:
                 info.available_on = allocation.node_selector
@@ -219,6 +240,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             if self._tracker.pending_allocation(claim.metadata.uid) is not None:
                 return None, Status.unresolvable(
                     f"resource claim {_kobj(claim)} is in the process of being allocated")
+            if index == data.extended_index:
+                continue  # its requests are made per node, in Filter
             status = self._check_requests(claim)
             if not status.ok:
                 return None, status
@@ -233,6 +256,18 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 list(self._listers.resource_slices.values()),
                 self._cel)
         return None, SUCCESS
+
+    def _extended_claim(self, pod: PodInfo, data: _State) -> resource.ResourceClaim | None:
+        """The claim for the pod's DRA-backed extended resources: the one an earlier
+        attempt created, or a new one in memory; None when DRA backs none of them."""
+        resolver = self._listers.device_class_for_extended_resource
+        scalars = pod.requests.scalar
+        if not er.has_device_class_mapped_extended_resource(scalars, resolver):
+            return None
+        data.pod_scalars = dict(scalars)
+        found = er.find_extended_resource_claim(
+            pod.pod, self._listers.resource_claims.in_namespace(pod.pod.metadata.namespace))
+        return found if found is not None else er.new_special_claim(pod.pod)
 
     def _check_requests(self, claim: resource.ResourceClaim) -> Status:
         for request in claim.spec.devices.requests:
@@ -272,6 +307,14 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return SUCCESS
         node = node_info.node
         assert node is not None
+        node_claim, mappings, rejection = er.filter_extended_resources(
+            pod.pod, data.pod_scalars, node_info.allocatable.scalar,
+            self._listers.device_class_for_extended_resource, data.no_user_claim(),
+            data.extended_claim())
+        if rejection is not None:
+            return Status.unresolvable(rejection)
+        if node_claim is None and data.no_user_claim():
+            return SUCCESS  # device plugins provide all of it here
         unavailable = []
         for index, claim in enumerate(data.claims):
             selector = data.infos[index].available_on
@@ -294,6 +337,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 reserved = data.infos[index].allocation
                 if reserved is not None:
                     pending.append(reserved)
+                elif index == data.extended_index and node_claim is not None:
+                    to_allocate.append(node_claim)
                 else:
                     to_allocate.append(data.claims[index])
             deadline = (time.monotonic() + self._args.filter_timeout_seconds
@@ -317,6 +362,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return Status.unresolvable(NOT_AVAILABLE_ON_NODE)
         if data.allocator is not None:
             data.node_allocations[node.metadata.name] = allocations
+            data.node_extended[node.metadata.name] = (node_claim, mappings)
         return SUCCESS
 
     # ---- PostFilter ------------------------------------------------------------------
@@ -328,13 +374,24 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return None, Status.error(STATE_NOT_FOUND)
         if not data.claims:
             return None, Status.unschedulable(NO_CLAIMS_TO_DEALLOCATE)
+        extended = data.extended_claim()
+        stale_extended = extended is not None and not er.is_special_claim_name(
+            extended.metadata.name)
         # Upstream picks one at random (map order); the lowest index is as good a pick.
         for index in sorted(data.unavailable):
+            if index == data.extended_index:
+                if stale_extended:
+                    break
+                continue
             claim = data.claims[index]
             reserved = claim.status.reserved_for
             if not reserved or (len(reserved) == 1 and reserved[0].uid == pod.uid):
                 self._spawn(self._writer.deallocate(claim))
                 return None, Status.unschedulable(DEALLOCATED)
+        if extended is not None and stale_extended:
+            # Made by an earlier attempt that did not bind: start afresh.
+            self._spawn(self._writer.delete(extended))
+            return None, Status.unschedulable(EXTENDED_CLAIM_DELETED)
         return None, Status.unschedulable(STILL_NOT_SCHEDULABLE)
 
     def _spawn(self, work: object) -> None:
@@ -394,6 +451,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return SUCCESS
         allocations = data.node_allocations.get(node_name)
         if not allocations:
+            if all(index == data.extended_index for index in to_allocate):
+                return SUCCESS  # device plugins on this node provide the extended resources
             return Status.error("claim allocation not found for node")
         if len(allocations) != len(to_allocate):
             return Status.error(
@@ -402,6 +461,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         for index, allocation in zip(to_allocate, allocations, strict=True):
             data.infos[index].allocation = allocation
             claim = data.claims[index]
+            if index == data.extended_index:
+                claim = data.node_extended.get(node_name, (None, []))[0] or claim
             finalizers = claim.metadata.finalizers
             meta = msgspec.structs.replace(
                 claim.metadata,
@@ -416,12 +477,20 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         data: _State | None = state.get(_STATE_KEY)
         if data is None or not data.claims:
             return
-        for claim in data.claims:
+        for index, claim in enumerate(data.claims):
+            if index == data.extended_index:
+                continue
             if self._tracker.maybe_remove_pending_allocation(claim.metadata.uid):
                 self._tracker.restore(_kobj(claim))
             if (claim.status.allocation is not None
                     and pod_claims_mod.is_reserved_for_pod(pod.pod, claim)):
                 self._spawn(self._writer.unreserve(claim, pod.pod))
+        extended = data.extended_claim()
+        if extended is not None:
+            if self._tracker.maybe_remove_pending_allocation(data.extended_initial_uid):
+                self._tracker.restore(_kobj(extended))
+            if not er.is_special_claim_name(extended.metadata.name):
+                self._spawn(self._writer.delete(extended))
 
     # ---- PreBind ---------------------------------------------------------------------
 
@@ -436,7 +505,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 continue
             allocation = data.infos[index].allocation
             try:
-                data.claims[index] = await self._writer.bind(claim, allocation, pod.pod)
+                if index == data.extended_index:
+                    if allocation is None and not claim.spec.devices.requests:
+                        continue  # device plugins provide the extended resources
+                    data.claims[index] = await self._bind_extended(
+                        data, claim, allocation, pod, node_name)
+                else:
+                    data.claims[index] = await self._writer.bind(claim, allocation, pod.pod)
             except ClaimWriteError as error:
                 return Status.error(str(error))
             finally:
@@ -445,6 +520,30 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                         claim.metadata.uid, force=True)
         return await self._writer.wait_for_binding_conditions(
             data.claims, self._args.binding_timeout_seconds)
+
+
+    async def _bind_extended(self, data: _State, claim: resource.ResourceClaim,
+                             allocation: resource.AllocationResult | None, pod: PodInfo,
+                             node_name: str) -> resource.ResourceClaim:
+        """Create the in-memory claim for extended resources (named by the API server),
+        write its allocation like any claim's, then tell the pod which claim and
+        requests serve its containers (status.extendedResourceClaimStatus)."""
+        node_claim, mappings = data.node_extended.get(node_name, (None, []))
+        if er.is_special_claim_name(claim.metadata.name):
+            if node_claim is None:
+                raise ClaimWriteError(
+                    f"extended resource claim not found for node {node_name}")
+            claim = await self._writer.create(er.claim_create_body(node_claim, pod.pod))
+            # From now on Unreserve and PostFilter delete the real claim.
+            data.claims[data.extended_index or 0] = claim
+        bound = await self._writer.bind(claim, allocation, pod.pod)
+        if not mappings:
+            meta = pod.pod.metadata
+            raise ClaimWriteError(
+                f"nil or empty request mappings, no update of pod {meta.namespace}/"
+                f"{meta.name} ExtendedResourceClaimStatus")
+        await self._writer.record_extended_claim(pod.pod, bound, mappings)
+        return bound
 
 
 def new(args: object, handle: Handle) -> DynamicResources:

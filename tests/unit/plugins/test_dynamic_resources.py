@@ -274,3 +274,40 @@ async def test_prebind_reports_a_claim_deleted_in_the_meantime() -> None:
     assert (status.code, status.message()) == (
         Code.ERROR, "claim d/c got deleted in the meantime")
     assert world.plugin._tracker.pending_allocation("uid-c") is None
+
+
+async def test_dra_backed_extended_resource_gets_a_claim_made_at_prebind() -> None:
+    gpu_class = msgspec.convert({"metadata": {"name": "gpu"},
+                                 "spec": {"extendedResourceName": "example.com/gpu"}},
+                                resource.DeviceClass)
+    made = msgspec.structs.replace(_claim("p-extended-resources-x"), status=msgspec.convert(
+        {"allocation": {"devices": {"results": []}}}, resource.ResourceClaimStatus))
+    recording = RecordingApi(answers={
+        ("POST", "/namespaces/d/resourceclaims"): ApiResponse(201, msgspec.json.encode(
+            _claim("p-extended-resources-x"))),
+        ("PATCH", "/resourceclaims/p-extended-resources-x"): ApiResponse(
+            200, msgspec.json.encode(_claim("p-extended-resources-x"))),
+        ("PATCH", "/resourceclaims/p-extended-resources-x/status"): ApiResponse(
+            200, msgspec.json.encode(made))})
+    world = World(gpu_class, _slice("n1", "gpu-0"), api_client=recording)
+    world.handle.resource_listers.device_classes.on_add(gpu_class)
+    pod = PodInfo.of(msgspec.convert(
+        {"metadata": {"name": "p", "namespace": "d", "uid": "uid-p"},
+         "spec": {"containers": [{"name": "c", "resources": {
+             "requests": {"example.com/gpu": "1"}}}]}}, api.Pod))
+    state, verdicts = world.cycle(pod, "n1", "n2")
+    assert verdicts["n1"].ok
+    assert verdicts["n2"].message() == "cannot allocate all claims"
+    assert world.plugin.reserve(state, pod, "n1").ok
+    status = await world.plugin.pre_bind(state, pod, "n1")
+    assert status.ok, status.message()
+    [created] = recording.sent("POST", "/namespaces/d/resourceclaims")
+    assert created["metadata"]["generateName"] == "p-extended-resources-"
+    [request] = created["spec"]["devices"]["requests"]
+    assert request["name"] == "container-0-request-0"
+    assert request["exactly"]["deviceClassName"] == "gpu"
+    [pod_status] = recording.sent("PATCH", "/pods/p/status")
+    assert pod_status["status"]["extendedResourceClaimStatus"] == {
+        "requestMappings": [{"containerName": "c", "resourceName": "example.com/gpu",
+                             "requestName": "container-0-request-0"}],
+        "resourceClaimName": "p-extended-resources-x"}
