@@ -43,6 +43,9 @@ def check_kind(scenario: Scenario, outcome: Outcome) -> None:
         assert outcome.node is None and outcome.message, outcome.describe()
     elif scenario.expect == "gated":
         assert outcome.node is None and outcome.message is None, outcome.describe()
+    elif scenario.expect == "retried":
+        assert outcome.node is not None and outcome.message and not outcome.victims, \
+            outcome.describe()
     else:
         assert outcome.node is not None and outcome.victims, outcome.describe()
     if scenario.expect_node is not None:

@@ -171,6 +171,15 @@ SHARED_AND_ALLOCATED: list[Scenario] = [
              slices=tuple(gpus(n, gpu("gpu-0")) for n in ("n0", "n1", "n2")),
              resource_claims=(allocated("gpu", "n2", "gpu-0"),), existing=(_busy("n2"),),
              expect_node="n2", expect_devices={"gpu": ("n2/gpu-0",)}),
+    # Allocated on n0, which is full, and reserved by nobody: PostFilter deallocates the
+    # claim, and the next attempt allocates it on n1.
+    Scenario("dra-unreserved-claim-on-full-node-deallocated", TWO, P("incoming", uses("gpu")),
+             device_classes=(GPU,),
+             slices=(gpus("n0", gpu("gpu-0")), gpus("n1", gpu("gpu-0"))),
+             resource_claims=(allocated("gpu", "n0", "gpu-0"),),
+             existing=(PodSpec("full-n0", node="n0", cpu="4"),), expect="retried",
+             expect_node="n1", expect_reason="deallocation of ResourceClaim completed",
+             expect_devices={"gpu": ("n1/gpu-0",)}),
     # The claim's node is full, and a running pod holds the claim: nowhere to go.
     Scenario("dra-shared-claim-node-full", TWO, P("incoming", uses("shared")),
              device_classes=(GPU,),

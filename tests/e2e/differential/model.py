@@ -181,7 +181,8 @@ class Scenario:
     existing: tuple[PodSpec, ...] = ()
     pdbs: tuple[PdbSpec, ...] = ()
     # "bound": lands on a node; "pending": FailedScheduling; "preempted": victims go;
-    # "gated": held before any attempt (a PreEnqueue plugin), no node and no event.
+    # "gated": held before any attempt (a PreEnqueue plugin), no node and no event;
+    # "retried": a first attempt fails (FailedScheduling), a later one binds.
     expect: str = "bound"
     storage_classes: tuple[StorageClassSpec, ...] = ()
     pvs: tuple[PvSpec, ...] = ()

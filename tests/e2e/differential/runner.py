@@ -472,7 +472,7 @@ async def _observe(api: client.ApiClient, scenario: Scenario, names: _Names) -> 
         if incoming.spec.node_name:
             node = names.role(incoming.spec.node_name)
             break
-        if message is not None and scenario.expect != "preempted":
+        if message is not None and scenario.expect not in ("preempted", "retried"):
             await asyncio.sleep(SETTLE_SECONDS)  # a second attempt must not change anything
             break
         await asyncio.sleep(0.2)
