@@ -575,7 +575,8 @@ async def test_dashboard_and_alerts_query_only_metrics_kpysched_exports(
 # --- the smoke test: what a working kpysched visibly does ---------------------------------
 
 SMOKE_STEPS = ("lease-acquired", "lease-renewed", "pods-bound", "failed-scheduling-event",
-               "pod-scheduled-condition", "preemption", "volumes-bound")
+               "pod-scheduled-condition", "preemption", "volumes-bound", "devices-allocated",
+               "stale-claim-replaced")
 STEP_TIMEOUT_SECONDS = 30.0
 
 
@@ -597,7 +598,10 @@ class SmokeWorld:
     claims for VolumeBinding's PreBind writes: one a static PV on the roomy node
     matches (PreBind patches the PV's claimRef), one of a provisioning class (PreBind
     patches the claim's selected-node annotation; the smoke then plays the
-    provisioner)."""
+    provisioner), and a ResourceClaim for a device published on the roomy node
+    (DynamicResources' PreBind adds its finalizer, then writes the allocation and the
+    pod's reservation), and a pod asking for an extended resource that class backs
+    (PreBind creates its claim and records it in the pod's status)."""
 
     namespace: str
     scheduler_name: str
@@ -623,6 +627,14 @@ class SmokeWorld:
     def provisioned_volume(self) -> str:
         return f"{self.label}-provisioned"
 
+    @property
+    def device_class(self) -> str:
+        return f"{self.label}-gpu"
+
+    @property
+    def device_slice(self) -> str:
+        return f"{self.label}-gpus"
+
     @classmethod
     async def create(cls, api: client.ApiClient, namespace: str, config: Mapping[str, Any],
                      nodes_to_clean: list[str]) -> SmokeWorld:
@@ -646,7 +658,42 @@ class SmokeWorld:
                 name, scheduler_name=world.scheduler_name,
                 node_selector={"smoke": f"{label}-{node}"}, **spec))
         await world._create_volumes(api)
+        await world._create_devices(api, nodes_to_clean[-2])
         return world
+
+    async def _create_devices(self, api: client.ApiClient, node: str) -> None:
+        resource = client.ResourceV1Api(api)
+        await resource.create_device_class({"metadata": {"name": self.device_class},
+                                            "spec": {"extendedResourceName": self.gpu}})
+        await resource.create_resource_slice({
+            "metadata": {"name": self.device_slice},
+            "spec": {"driver": "gpu.smoke.kpysched.test", "nodeName": node,
+                     "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": f"gpu-{i}"} for i in range(3)]}})
+        await resource.create_namespaced_resource_claim(self.namespace, {
+            "metadata": {"name": "device"},
+            "spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": self.device_class}}]}}})
+        body = kube.pod_body("uses-device", scheduler_name=self.scheduler_name)
+        body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "device"}]
+        await kube.create_pod(api, self.namespace, body)
+        # An extended resource no node advertises, backed by the class: kpysched makes
+        # the pod's claim for it.
+        body = kube.pod_body("uses-extended", scheduler_name=self.scheduler_name)
+        body["spec"]["containers"][0]["resources"]["requests"][self.gpu] = "1"
+        body["spec"]["containers"][0]["resources"]["limits"] = {self.gpu: "1"}
+        await kube.create_pod(api, self.namespace, body)
+        # The same, gated until the smoke has left a claim for it as an attempt that
+        # did not bind would: kpysched must delete that claim and make a new one.
+        body = kube.pod_body("uses-extended-again", scheduler_name=self.scheduler_name)
+        body["spec"]["containers"][0]["resources"]["requests"][self.gpu] = "1"
+        body["spec"]["containers"][0]["resources"]["limits"] = {self.gpu: "1"}
+        body["spec"]["schedulingGates"] = [{"name": "smoke.kpysched.test/stale-claim"}]
+        await kube.create_pod(api, self.namespace, body)
+
+    @property
+    def gpu(self) -> str:
+        return f"{self.label}.kpysched.test/gpu"
 
     async def _create_volumes(self, api: client.ApiClient) -> None:
         core, storage = client.CoreV1Api(api), client.StorageV1Api(api)
@@ -674,6 +721,9 @@ class SmokeWorld:
                      for name in (self.low_priority, self.high_priority)]
         deletions += [(storage.delete_storage_class, name)
                       for name in (self.static_class, self.provisioned_class)]
+        resource = client.ResourceV1Api(api)
+        deletions += [(resource.delete_resource_slice, self.device_slice),
+                      (resource.delete_device_class, self.device_class)]
         # Retained PVs outlive the namespace's claims; they go here.
         deletions += [(core.delete_persistent_volume, name)
                       for name in (self.static_volume, self.provisioned_volume)]
@@ -763,11 +813,52 @@ class SmokeWorld:
             return (static.spec.volume_name == self.static_volume and selected is not None
                     and all(p is not None and p.spec.node_name for p in pods))
 
+        async def devices_allocated() -> bool:
+            claim = await client.ResourceV1Api(api).read_namespaced_resource_claim(
+                "device", self.namespace)
+            users = [await pod("uses-device"), await pod("uses-extended")]
+            extended = users[1].status.extended_resource_claim_status if users[1] else None
+            return bool(claim.status and claim.status.allocation and claim.status.reserved_for
+                        and extended is not None and extended.resource_claim_name
+                        and all(p is not None and p.spec.node_name for p in users))
+
+        async def stale_claim_replaced() -> bool:
+            resource = client.ResourceV1Api(api)
+            if "stale" not in seen:
+                gated = await pod("uses-extended-again")
+                seen["roomy"] = (await pod("uses-device")).spec.node_name
+                seen["stale"] = await resource.create_namespaced_resource_claim(
+                    self.namespace, {
+                        "metadata": {
+                            "name": "stale", "finalizers": [
+                                "resource.kubernetes.io/delete-protection"],
+                            "annotations": {
+                                "resource.kubernetes.io/extended-resource-claim": "true"},
+                            "ownerReferences": [{
+                                "apiVersion": "v1", "kind": "Pod", "name": gated.metadata.name,
+                                "uid": gated.metadata.uid, "controller": True}]},
+                        "spec": {"devices": {"requests": [{"name": "container-0-request-0",
+                                                           "exactly": {"deviceClassName":
+                                                                       self.device_class}}]}}})
+                await core.patch_namespaced_pod("uses-extended-again", self.namespace,
+                                                {"spec": {"schedulingGates": None}})
+            claims = await resource.list_namespaced_resource_claim(self.namespace)
+            if "stale" in {c.metadata.name for c in claims.items}:
+                return False
+            if "nudged" not in seen:
+                # DynamicResources does not register claim deletion (nor does upstream):
+                # a node label change is what retries the pod after PostFilter's delete.
+                seen["nudged"] = await core.patch_node(seen["roomy"], {"metadata": {
+                    "labels": {"smoke-nudge": "stale-claim-gone"}}})
+            replaced = await pod("uses-extended-again")
+            return replaced is not None and bool(replaced.spec.node_name)
+
         checks: dict[str, Callable[[], Awaitable[bool]]] = {
             "lease-acquired": lease_acquired, "lease-renewed": lease_renewed,
             "pods-bound": pods_bound, "failed-scheduling-event": failed_scheduling_event,
             "pod-scheduled-condition": pod_scheduled_condition, "preemption": preemption,
-            "volumes-bound": volumes_bound,
+            "volumes-bound": volumes_bound, "devices-allocated": devices_allocated,
+            "stale-claim-replaced": stale_claim_replaced,
         }
         assert tuple(checks) == SMOKE_STEPS
         outcome = SmokeOutcome()
