@@ -50,6 +50,7 @@ from kpysched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
     ReservePlugin,
+    ScoreExtensions,
     ScorePlugin,
 )
 from kpysched.framework.registry import PluginSpec
@@ -139,7 +140,7 @@ class _State:
 
 
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
-                       ScorePlugin, ReservePlugin, PreBindPlugin):
+                       ScorePlugin, ScoreExtensions, ReservePlugin, PreBindPlugin):
     NAME = NAME
 
     def __init__(self, handle: Handle, args: DynamicResourcesArgs) -> None:
@@ -431,9 +432,6 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                     if pod_claims_mod.sub_request_ref(request.name, sub.name) in chosen:
                         score += FIRST_AVAILABLE_MAX_SIZE - position
         return score, SUCCESS
-
-    def score_extensions(self) -> DynamicResources:
-        return self
 
     def normalize_score(self, state: CycleState, pod: PodInfo,
                         scores: list[NodeScore]) -> Status:

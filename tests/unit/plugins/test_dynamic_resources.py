@@ -13,7 +13,7 @@ import pytest
 from kpysched.apiclient import ApiResponse
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.interfaces import NodeScore
+from kpysched.framework.interfaces import NodeScore, ScoreExtensions
 from kpysched.framework.status import Code
 from kpysched.objects import api, resource
 from kpysched.objects.pod import PodInfo
@@ -230,6 +230,8 @@ def test_prioritized_list_scores_earlier_choices_higher() -> None:
     assert [s.score for s in scores] == [8, 7]
     world.plugin.normalize_score(state, pod, scores)
     assert [s.score for s in scores] == [100, 87]
+    # The framework normalises only plugins that declare ScoreExtensions.
+    assert ScoreExtensions in type(world.plugin).__mro__
 
 
 async def test_prebind_adds_the_finalizer_then_allocation_and_reservation() -> None:
