@@ -6,16 +6,28 @@ mount it read-only), AWS EBS volume, iSCSI IQN (unless both read-only) or RBD im
 pod's claims (a missing one is unresolvable) and counts how many of its
 ReadWriteOncePod claims some scheduled pod already uses; while any is, every node
 fails, and preemption may help by removing that user (AddPod/RemovePod keep the count).
+
+Queueing hints (spec.volumes is immutable, so no pod update can help): a deleted pod
+in the same namespace helps when it held a disk the pod conflicts with or used one of
+the same claims (its access mode is not looked up); a new claim helps when the pod
+names it; a new node always may.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    objects_as,
+)
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     FilterPlugin,
@@ -38,14 +50,6 @@ REASON_READ_WRITE_ONCE_POD_CONFLICT = (
     "already in-use by another pod")
 
 _PRE_FILTER_KEY = "PreFilter" + NAME
-
-# Upstream's registrations with queueing hints on (GA in v1.36): spec.volumes is
-# immutable, so only a pod going away, a new node or a claim appearing can help.
-_EVENTS = (
-    ClusterEvent(Resource.POD, ActionType.DELETE),
-    ClusterEvent(Resource.NODE, ActionType.ADD),
-    ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,14 +102,58 @@ def _conflicts(volume: api.Volume, existing: api.Volume) -> bool:
             and not _both_read_only(rbd, other_rbd))
 
 
-def _satisfies_disk_conflicts(pod: PodInfo, node: NodeInfo) -> bool:
-    for volume in pod.pod.spec.volumes:
-        if not _needs_disk_check(volume):
-            continue
-        for other in node.pods.values():
-            if any(_conflicts(volume, existing) for existing in other.pod.spec.volumes):
-                return False
-    return True
+def _satisfies_disk_conflicts(pod: PodInfo, others: Iterable[PodInfo]) -> bool:
+    """Whether none of `others` (the pods on a node) mounts a disk `pod` conflicts with."""
+    wanted = [volume for volume in pod.pod.spec.volumes if _needs_disk_check(volume)]
+    if not wanted:
+        return True
+    return not any(_conflicts(volume, existing)
+                   for other in others for existing in other.pod.spec.volumes
+                   for volume in wanted)
+
+
+def _claim_names(pod: PodInfo) -> set[str]:
+    return {volume.persistent_volume_claim.claim_name for volume in pod.pod.spec.volumes
+            if volume.persistent_volume_claim is not None}
+
+
+def schedulable_after_pod_deleted(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """Did the deleted pod (same namespace) hold a conflicting disk, or use one of the
+    pod's claims? Upstream does not fetch the claim to check for ReadWriteOncePod."""
+    deleted, _ = objects_as(PodInfo, old, new)
+    if deleted is None:
+        raise ValueError("a pod deletion without the deleted pod")
+    if deleted.namespace != pod.namespace:
+        return QueueingHint.QUEUE_SKIP
+    if not _satisfies_disk_conflicts(pod, (deleted,)):
+        return QueueingHint.QUEUE
+    if _claim_names(pod) & _claim_names(deleted):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def schedulable_after_claim_added(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """Is the new claim one the pod names (and PreFilter found missing)?"""
+    _, claim = objects_as(storage.PersistentVolumeClaim, old, new)
+    if claim is None:
+        raise ValueError("a claim addition without the claim")
+    if claim.metadata.namespace != pod.namespace:
+        return QueueingHint.QUEUE_SKIP
+    if claim.metadata.name in _claim_names(pod):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+# Upstream's registrations with queueing hints on (GA in v1.36): spec.volumes is
+# immutable, so only a pod going away, a new node or a claim appearing can help. The
+# node event has no hint: any new node may do.
+_EVENTS = (
+    ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE),
+                         schedulable_after_pod_deleted),
+    ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD)),
+    ClusterEventWithHint(ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
+                         schedulable_after_claim_added),
+)
 
 
 class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
@@ -114,7 +162,7 @@ class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
     def __init__(self, handle: Handle) -> None:
         self._handle = handle
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
 
     def pre_filter(
@@ -176,7 +224,7 @@ class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
         return SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        if not _satisfies_disk_conflicts(pod, node):
+        if not _satisfies_disk_conflicts(pod, node.pods.values()):
             return Status.unschedulable(REASON_DISK_CONFLICT, plugin=NAME)
         computed: _PreFilterState | None = state.get(_PRE_FILTER_KEY)
         if computed is None:

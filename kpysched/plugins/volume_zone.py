@@ -7,6 +7,11 @@ waiting for their first consumer are left to VolumeBinding. Missing claims, clas
 PVs are unresolvable. Filter passes nodes without any topology label (a single-zone
 cluster) and otherwise wants every PV label's value on the node, a beta PV label also
 matching the node's GA label.
+
+Queueing hints: a new StorageClass helps only if it waits for the first consumer
+(volumeBindingMode is immutable, so class updates are not heard); an added or updated
+claim only if the pod names it (same namespace); a new PV always, an updated one only
+if its topology labels changed. Node additions and label changes need no hint.
 """
 
 from __future__ import annotations
@@ -16,7 +21,14 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    objects_as,
+)
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import FilterPlugin, Handle, PreFilterPlugin, PreFilterResult
 from kpysched.framework.registry import PluginSpec
@@ -48,15 +60,6 @@ _GA_LABEL = {ZONE_BETA: ZONE, REGION_BETA: REGION}
 # k8s.io/cloud-provider's LabelMultiZoneDelimiter.
 _MULTI_ZONE_DELIMITER = "__"
 
-# Upstream's registrations with queueing hints on (GA in v1.36). volumeBindingMode is
-# immutable, so only new StorageClasses count; claims and PVs count when added or changed.
-_EVENTS = (
-    ClusterEvent(Resource.STORAGE_CLASS, ActionType.ADD),
-    ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
-    ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
-    ClusterEvent(Resource.PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE),
-)
-
 
 @dataclass(frozen=True, slots=True)
 class _PVTopology:
@@ -83,13 +86,65 @@ def _pv_topologies(pv: storage.PersistentVolume) -> list[_PVTopology]:
     return found
 
 
+def schedulable_after_storage_class_added(pod: PodInfo, old: object,
+                                          new: object) -> QueueingHint:
+    """A class that waits for the first consumer leaves the pod's claim to VolumeBinding."""
+    _, added = objects_as(storage.StorageClass, old, new)
+    if added is None:
+        raise ValueError("a StorageClass addition without the class")
+    if added.volume_binding_mode != storage.BINDING_WAIT_FOR_FIRST_CONSUMER:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
+
+
+def schedulable_after_claim_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """Only the pod's own claims (by name, in its namespace) matter."""
+    _, claim = objects_as(storage.PersistentVolumeClaim, old, new)
+    if claim is None or claim.metadata.namespace != pod.namespace:
+        return QueueingHint.QUEUE_SKIP
+    if any(volume.persistent_volume_claim is not None
+           and volume.persistent_volume_claim.claim_name == claim.metadata.name
+           for volume in pod.pod.spec.volumes):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+def schedulable_after_pv_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """A new PV, or changed topology labels (spec.nodeAffinity is immutable)."""
+    before, after = objects_as(storage.PersistentVolume, old, new)
+    if before is None:
+        return QueueingHint.QUEUE
+    if after is None:
+        raise ValueError("a PersistentVolume update without the new PV")
+    if _pv_topologies(before) != _pv_topologies(after):
+        return QueueingHint.QUEUE
+    return QueueingHint.QUEUE_SKIP
+
+
+# Upstream's registrations with queueing hints on (GA in v1.36). volumeBindingMode is
+# immutable, so only new StorageClasses count; claims and PVs count when added or changed.
+# Any new node, or a node whose labels changed, may do: no hint.
+_EVENTS = (
+    ClusterEventWithHint(ClusterEvent(Resource.STORAGE_CLASS, ActionType.ADD),
+                         schedulable_after_storage_class_added),
+    ClusterEventWithHint(ClusterEvent(Resource.NODE,
+                                      ActionType.ADD | ActionType.UPDATE_NODE_LABEL)),
+    ClusterEventWithHint(ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM,
+                                      ActionType.ADD | ActionType.UPDATE),
+                         schedulable_after_claim_change),
+    ClusterEventWithHint(ClusterEvent(Resource.PERSISTENT_VOLUME,
+                                      ActionType.ADD | ActionType.UPDATE),
+                         schedulable_after_pv_change),
+)
+
+
 class VolumeZone(PreFilterPlugin, FilterPlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, handle: Handle) -> None:
         self._storage = handle.storage
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
 
     def pre_filter(

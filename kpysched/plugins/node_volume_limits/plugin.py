@@ -7,7 +7,9 @@ its StorageClass's provisioner with a handle of its own, a generic ephemeral vol
 the claim "<pod>-<volume>" the pod must own, and a migratable inline volume is
 translated like a PV. The node's load is the unique volumes of its pods plus those
 its VolumeAttachments hold for PVs no pod there uses. The driver-presence check of the
-VolumeLimitScaling gate (alpha, off in v1.36) is not carried over.
+VolumeLimitScaling gate (alpha, off in v1.36) is not carried over. Queueing hints
+(hints.py) retry a rejected pod on a new CSINode, a raised limit, a freed volume or
+its own claim appearing.
 """
 
 from __future__ import annotations
@@ -19,7 +21,12 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    Resource,
+)
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     FilterPlugin,
@@ -32,7 +39,7 @@ from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins._volume_helpers import PVC_RESOURCE, claim_class, namespaced, not_found
-from kpysched.plugins.node_volume_limits import translation
+from kpysched.plugins.node_volume_limits import hints, translation
 
 NAME = "NodeVolumeLimits"
 
@@ -40,21 +47,22 @@ REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
 
 _PRE_FILTER_KEY = "PreFilter" + NAME
 
-# Upstream registers no Node event: a node's limits live in its CSINode.
+# Upstream's registrations with queueing hints (GA in v1.36). No Node event: a node's
+# limits live in its CSINode, and any new CSINode may help (no hint).
 _EVENTS = (
-    ClusterEvent(Resource.CSI_NODE, ActionType.ADD | ActionType.UPDATE),
-    ClusterEvent(Resource.POD, ActionType.DELETE),
-    ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
-    ClusterEvent(Resource.VOLUME_ATTACHMENT, ActionType.DELETE),
+    ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, ActionType.ADD)),
+    ClusterEventWithHint(ClusterEvent(Resource.CSI_NODE, ActionType.UPDATE),
+                         hints.after_csi_node_updated),
+    ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE),
+                         hints.after_pod_deleted),
+    ClusterEventWithHint(ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
+                         hints.after_claim_added),
+    ClusterEventWithHint(ClusterEvent(Resource.VOLUME_ATTACHMENT, ActionType.DELETE),
+                         hints.after_volume_attachment_deleted),
 )
 
 # Unique volume name ("<driver>/<handle>") -> driver.
 Volumes = dict[str, str]
-
-
-def _counts_here(volume: api.Volume) -> bool:
-    return (volume.persistent_volume_claim is not None or volume.ephemeral is not None
-            or translation.inline_plugin(volume) is not None)
 
 
 def _limits(csi_node: storage.CSINode | None) -> dict[str, int]:
@@ -83,13 +91,13 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         alphabet = string.ascii_lowercase + string.digits
         self._unbound_prefix = "".join(secrets.choice(alphabet) for _ in range(32))
 
-    def events_to_register(self) -> Sequence[ClusterEvent]:
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
-        if not any(_counts_here(volume) for volume in pod.pod.spec.volumes):
+        if not any(hints.counts_here(volume) for volume in pod.pod.spec.volumes):
             return None, Status.skip()
         # Every Filter call may need its node's VolumeAttachments; index them once.
         state.write(_PRE_FILTER_KEY, self._attachments_by_node())

@@ -91,6 +91,16 @@ def inline_handle(plugin: InTreePlugin, volume: api.Volume) -> Translated:
     return _TRANSLATIONS[plugin.name][0](source)
 
 
+def inline_translation_problem(plugin: InTreePlugin, volume: api.Volume) -> str:
+    """Why csi-translation-lib cannot translate this inline volume to CSI ("" when it
+    can), for any of the seven plugins, whether or not the scheduler migrates it: of
+    Azure File and vSphere, whose translations are not carried over, neither fails."""
+    translate = _TRANSLATIONS.get(plugin.name)
+    if translate is None:
+        return ""
+    return translate[0](plugin.inline_source(volume) or {})[1]
+
+
 def pv_handle(plugin: InTreePlugin, pv: storage.PersistentVolume) -> Translated:
     """The CSI volume handle of a migrated PV; call only when migration_on."""
     source = plugin.pv_source(pv) or {}

@@ -27,6 +27,7 @@ from kpysched.objects import api
 from kpysched.plugins import node_declared_features as ndf
 from kpysched.plugins.node_declared_features import features as ft
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod
+from tests.unit.plugins.hints import registered
 from tests.unit.plugins.runner import run_filter
 
 V = ft.Version.parse
@@ -279,7 +280,7 @@ def test_node_update_event_for_declared_features(old: list[str], new: list[str],
 
 
 def _registered() -> tuple[ClusterEvent, ...]:
-    return tuple(ndf.NodeDeclaredFeatures().events_to_register())
+    return tuple(event for event, _ in registered(ndf.NodeDeclaredFeatures()))
 
 
 @pytest.mark.parametrize(("incoming", "heard"), [

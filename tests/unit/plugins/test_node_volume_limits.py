@@ -20,6 +20,7 @@ from kpysched.plugins import node_volume_limits as nvl
 from kpysched.plugins.node_volume_limits import translation
 from kpysched.plugins.node_volume_limits.ebs_volume_id import ebs_volume_id
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod
+from tests.unit.plugins.hints import registered
 
 EBS = "ebs.csi.aws.com"
 GCE = "pd.csi.storage.gke.io"
@@ -445,9 +446,10 @@ def test_ebs_volume_id(kubernetes_id: str, want: tuple[str, str]) -> None:
 
 def test_spec_and_events() -> None:
     assert nvl.SPEC.extension_points() == ["preFilter", "filter"]
-    assert make_plugin((EBS,)).events_to_register() == (
-        ClusterEvent(Resource.CSI_NODE, ActionType.ADD | ActionType.UPDATE),
-        ClusterEvent(Resource.POD, ActionType.DELETE),
-        ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
-        ClusterEvent(Resource.VOLUME_ATTACHMENT, ActionType.DELETE),
-    )
+    assert registered(make_plugin((EBS,))) == [
+        (ClusterEvent(Resource.CSI_NODE, ActionType.ADD), False),
+        (ClusterEvent(Resource.CSI_NODE, ActionType.UPDATE), True),
+        (ClusterEvent(Resource.POD, ActionType.DELETE), True),
+        (ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD), True),
+        (ClusterEvent(Resource.VOLUME_ATTACHMENT, ActionType.DELETE), True),
+    ]

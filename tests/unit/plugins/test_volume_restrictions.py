@@ -14,6 +14,7 @@ from kpysched.framework.status import Code, Status
 from kpysched.objects import api, storage
 from kpysched.plugins import volume_restrictions as vr
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod, make_snapshot
+from tests.unit.plugins.hints import registered
 
 GCE_FOO = {"gce_persistent_disk": {"pdName": "foo"}}
 GCE_BAR = {"gce_persistent_disk": {"pdName": "bar"}}
@@ -216,8 +217,8 @@ def test_filter_without_pre_filter_state_is_an_error() -> None:
 
 def test_spec_and_events() -> None:
     assert vr.SPEC.extension_points() == ["preFilter", "filter"]
-    assert plugin().events_to_register() == (
-        ClusterEvent(Resource.POD, ActionType.DELETE),
-        ClusterEvent(Resource.NODE, ActionType.ADD),
-        ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD),
-    )
+    assert registered(plugin()) == [
+        (ClusterEvent(Resource.POD, ActionType.DELETE), True),
+        (ClusterEvent(Resource.NODE, ActionType.ADD), False),
+        (ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD), True),
+    ]

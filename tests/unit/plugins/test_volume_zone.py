@@ -14,6 +14,7 @@ from kpysched.framework.status import Code
 from kpysched.objects import api, storage
 from kpysched.plugins import volume_zone as vz
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod
+from tests.unit.plugins.hints import registered
 
 ZONE_BETA, REGION_BETA = vz.ZONE_BETA, vz.REGION_BETA
 ZONE, REGION = vz.ZONE, vz.REGION
@@ -221,9 +222,10 @@ def test_label_with_a_blank_zone_is_ignored() -> None:
 
 def test_spec_and_events() -> None:
     assert vz.SPEC.extension_points() == ["preFilter", "filter"]
-    assert plugin([], []).events_to_register() == (
-        ClusterEvent(Resource.STORAGE_CLASS, ActionType.ADD),
-        ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
-        ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
-        ClusterEvent(Resource.PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE),
-    )
+    assert registered(plugin([], [])) == [
+        (ClusterEvent(Resource.STORAGE_CLASS, ActionType.ADD), True),
+        (ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL), False),
+        (ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD | ActionType.UPDATE),
+         True),
+        (ClusterEvent(Resource.PERSISTENT_VOLUME, ActionType.ADD | ActionType.UPDATE), True),
+    ]
