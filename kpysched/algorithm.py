@@ -14,6 +14,7 @@ import numpy as np
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
+from kpysched.decisions.record import Decision, Rejection
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import PreFilterResult
@@ -34,6 +35,13 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
         percentage = max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
     wanted = num_all_nodes * min(percentage, 100) // 100
     return max(wanted, MIN_FEASIBLE_NODES_TO_FIND)
+
+
+def record_rejections(decision: Decision, diagnosis: Diagnosis) -> None:
+    """The per-node verdicts of the Filter chain, first failing plugin first."""
+    for name, status in diagnosis.node_to_status.items():
+        decision.rejected[name] = Rejection(status.plugin, list(status.reasons),
+                                            status.code.label)
 
 
 @dataclass(slots=True)
@@ -61,6 +69,10 @@ class Algorithm:
         feasible, processed, diagnosis = found
         if not feasible:
             return diagnosis
+        decision = state.decision
+        if decision is not None:
+            decision.evaluated_nodes = processed
+            decision.feasible = [info.name for info in feasible]
         if len(feasible) == 1:
             # Nothing to compare: upstream skips PreScore/Score for a single candidate.
             return ScheduleResult(feasible[0].name, processed, 1)
@@ -71,7 +83,13 @@ class Algorithm:
         totals, status = framework.run_score(state, pod, feasible, snapshot, rows)
         if not status.ok:
             return status
-        return ScheduleResult(self._select_host(feasible, totals), processed, len(feasible))
+        chosen = self._select_host(feasible, totals)
+        if decision is not None:
+            decision.totals = totals
+            best = max(totals)
+            decision.ties = [info.name for info, total in zip(feasible, totals, strict=True)
+                             if total == best]
+        return ScheduleResult(chosen, processed, len(feasible))
 
     def _find_nodes_that_fit(
         self, framework: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot
@@ -79,7 +97,13 @@ class Algorithm:
         """Feasible nodes, how many nodes were examined, and why the others failed."""
         all_nodes = snapshot.node_infos
         diagnosis = Diagnosis(len(all_nodes))
+        decision = state.decision
+        if decision is not None:
+            decision.total_nodes = len(all_nodes)
         pre_result, status, restricting = framework.run_pre_filter(state, pod, all_nodes)
+        if decision is not None:
+            decision.pre_filter_nodes = (sorted(pre_result.node_names)
+                                         if pre_result.node_names is not None else None)
         if not status.ok:
             if status.code == Code.ERROR:
                 return status
@@ -87,9 +111,13 @@ class Algorithm:
             diagnosis.pre_filter_msg = status.message()
             diagnosis.unschedulable_plugins |= restricting | {status.plugin}
             diagnosis.absent_status = status
+            if decision is not None:
+                decision.pre_filter_message = status.message()
             return [], 0, diagnosis
 
         nominated = self._evaluate_nominated_node(framework, state, pod, snapshot, pre_result)
+        if decision is not None and pod.pod.status.nominated_node_name:
+            decision.nominated_node_tried = pod.pod.status.nominated_node_name
         if nominated is not None:
             return [nominated], 1, diagnosis
 
@@ -152,6 +180,8 @@ class Algorithm:
                 else:
                     diagnosis.node_to_status[info.name] = node_status
                     diagnosis.unschedulable_plugins.add(node_status.plugin)
+        if decision is not None and mask is not None and feasible:
+            decision.vector_rejected = int(count - int(mask.sum()))
         if mask is not None and not feasible:
             # Reasons for rows the vector verdict rejected are only needed now: get them
             # from the full per-node chain so the first failing plugin is reported.
@@ -164,6 +194,8 @@ class Algorithm:
                 diagnosis.unschedulable_plugins.add(node_status.plugin)
         # Upstream advances the index modulo all nodes, even when PreFilter narrowed them.
         self._next_start_node_index = (self._next_start_node_index + processed) % len(all_nodes)
+        if decision is not None:
+            record_rejections(decision, diagnosis)
         return feasible, processed, diagnosis
 
     @staticmethod

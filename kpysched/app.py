@@ -15,6 +15,7 @@ from kpysched.apiclient import RawApi, make_api_client
 from kpysched.binding import Binder
 from kpysched.cache.cache import Cache
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
+from kpysched.decisions.store import DecisionStore
 from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.event_recorder import EventRecorder
 from kpysched.framework.cluster_events import ActionType, ClusterEvent
@@ -52,6 +53,7 @@ def build_scheduler(
     metrics: SchedulerMetrics | None = None,
     *,
     max_unschedulable_seconds: float = UNSCHEDULABLE_MAX_SECONDS,
+    decision_records: int = 0,
 ) -> Scheduler:
     handle = SchedulerHandle(Binder(raw), listers or Listers(), raw)
     frameworks = {
@@ -85,6 +87,8 @@ def build_scheduler(
     scheduler = Scheduler(frameworks, queue, Cache(), algorithm, recorder, status_writer,
                           metrics)
     handle.scheduler = scheduler
+    if decision_records > 0:
+        scheduler.decisions = DecisionStore(decision_records)
     # When a preemption finishes, its preemptor's PreEnqueue hold must be re-checked.
     handle.executor = PreemptionExecutor(raw, recorder, status_writer, queue.nominator,
                                          on_finished=queue.activate_gated)
@@ -146,7 +150,8 @@ async def run(
         listers = Listers()
         scheduler = build_scheduler(
             config, profiles, registry, raw, listers, metrics,
-            max_unschedulable_seconds=settings.pod_max_in_unschedulable_pods_duration)
+            max_unschedulable_seconds=settings.pod_max_in_unschedulable_pods_duration,
+            decision_records=settings.decision_records)
         # A namespace's labels decide namespaceSelector matches (InterPodAffinity).
         listers.namespaces = Index(
             lambda _, old, new: scheduler.queue.move_on_event(NAMESPACE_CHANGE, old, new))

@@ -18,6 +18,8 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
 
 import msgspec
 import structlog
@@ -25,6 +27,9 @@ import structlog
 from kpysched.algorithm import Algorithm, ScheduleResult
 from kpysched.cache.cache import Cache
 from kpysched.cache.snapshot import Snapshot
+from kpysched.decisions import record as decisions
+from kpysched.decisions.record import Decision
+from kpysched.decisions.store import DecisionStore
 from kpysched.event_recorder import EventRecorder
 from kpysched.framework.cluster_events import ASSIGNED_POD_DELETE
 from kpysched.framework.cycle_state import CycleState
@@ -52,6 +57,7 @@ class Attempt:
     queued: QueuedPodInfo
     state: CycleState
     started: float  # perf_counter at the start of the scheduling cycle
+    recorded: bool = False  # its decision is in the scheduler's DecisionStore
 
 
 class Scheduler:
@@ -79,6 +85,8 @@ class Scheduler:
         self.busy_since: float | None = None
         self._binding_tasks: set[asyncio.Task[None]] = set()
         self.preemption: PreemptionExecutor | None = None  # set by the application
+        # The last decisions, for `kpysched explain`; None when recording is off.
+        self.decisions: DecisionStore | None = None
         self._stopping = False
 
     def responsible_for(self, scheduler_name: str) -> bool:
@@ -146,6 +154,10 @@ class Scheduler:
             return
         sampled = self.metrics.should_sample() if self.metrics is not None else False
         attempt = Attempt(framework, queued, CycleState(sampled), time.perf_counter())
+        if self.decisions is not None:
+            attempt.state.decision = Decision(
+                pod.key, pod.uid, framework.profile_name, queued.attempts,
+                datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"))
         try:
             self._schedule(attempt)
         except Exception as error:
@@ -210,6 +222,7 @@ class Scheduler:
             self.cache.forget_pod(pod.uid)
             self._fail(attempt, None, status)
             return
+        self._record(attempt, outcome=decisions.SCHEDULED, node=node)
         task = asyncio.get_running_loop().create_task(
             self._binding_cycle(attempt, assumed, node), name=_binding_task_name(pod.uid))
         self._binding_tasks.add(task)
@@ -241,6 +254,7 @@ class Scheduler:
                 queued.attempts, None if first is None else time.monotonic() - first,
                 after_flush=self.queue.was_flushed(assumed.uid))
         self.recorder.scheduled(assumed.pod, framework.profile_name, node)
+        self._record(attempt, outcome=decisions.BOUND)
         self.queue.done(assumed.uid)
         await framework.run_post_bind(attempt.state, assumed, node)
 
@@ -311,6 +325,8 @@ class Scheduler:
         if still_pending and nominated_node is not None:
             self.queue.nominator.add(pod, nominated_node)
         self.queue.add_unschedulable(queued, error=is_error)
+        self._record(attempt, outcome=decisions.ERROR if is_error else decisions.UNSCHEDULABLE,
+                     message=message, nominated_node=nominated_node)
         if not still_pending:
             return
         log.info("pod.unschedulable" if not is_error else "pod.schedule_error",
@@ -318,6 +334,21 @@ class Scheduler:
         latest = queued.pod_info.pod
         self.recorder.failed_scheduling(latest, framework.profile_name, message)
         self.status_writer.set_unschedulable_condition(latest, reason, message, nominated_node)
+
+
+    def _record(self, attempt: Attempt, **fields: Any) -> None:
+        """Store the attempt's decision on first call, update it on later ones (a
+        binding that completes or fails after the scheduling cycle)."""
+        decision = attempt.state.decision
+        if decision is None or self.decisions is None:
+            return
+        if attempt.recorded:
+            self.decisions.update(decision, **fields)
+            return
+        for name, value in fields.items():
+            setattr(decision, name, value)
+        attempt.recorded = True
+        self.decisions.add(decision)
 
 
 def _binding_task_name(uid: str) -> str:

@@ -69,6 +69,11 @@ class Settings(BaseSettings):
     # A watch silent this long (no event, no bookmark) is a dead connection: relist.
     # The API server sends bookmarks about every 60 s, so keep this above that.
     watch_progress_deadline_seconds: float = Field(default=90.0, gt=0)
+    # Decision records for `kpysched explain`: how many scheduling attempts the leader
+    # keeps (0 records nothing), and whether /debug/decisions serves them (sensitive:
+    # they name pods and nodes; protected like /metrics).
+    decision_records: int = Field(default=1000, ge=0)
+    enable_decision_endpoint: bool = False
 
     @model_validator(mode="after")
     def _tls_pair(self) -> Self:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kpysched.decisions.record import Decision
 
 
 class CycleState:
     """A plain keyed store; each plugin uses its own key (usually its NAME + suffix)."""
 
-    __slots__ = ("_data", "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "decision", "record_plugin_metrics", "skip_filter_plugins",
+                 "skip_score_plugins")
 
     def __init__(self, record_plugin_metrics: bool = False) -> None:
         self._data: dict[str, Any] = {}
@@ -16,6 +20,9 @@ class CycleState:
         self.record_plugin_metrics = record_plugin_metrics
         self.skip_filter_plugins: set[str] = set()
         self.skip_score_plugins: set[str] = set()
+        # The cycle's decision record while recording is on (kpysched.decisions); the
+        # algorithm, the framework and PostFilter plugins add what they decide.
+        self.decision: Decision | None = None
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import numpy.typing as npt
 
+from kpysched.decisions.record import PluginScores
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.guard import plugin_raised
@@ -42,6 +43,9 @@ def _normalize_error(plugin: str, status: Status) -> Status:
 
 
 class SchedulingPoints(Instrumented):
+    # The raw scores of the plugin just scored, kept only while a decision is recorded.
+    _raw_scores: Sequence[int] = ()
+
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[fw.PreFilterResult, Status, set[str]]:
@@ -295,7 +299,11 @@ class SchedulingPoints(Instrumented):
                     f'"{plugin.NAME}" returns an invalid score {int(values[invalid[0]])}, it '
                     f"should in the range of [{fw.MIN_NODE_SCORE}, {fw.MAX_NODE_SCORE}] "
                     "after normalizing", plugin.NAME)
-            totals += values * self.weights.get(plugin.NAME, 1)
+            weight = self.weights.get(plugin.NAME, 1)
+            totals += values * weight
+            if state.decision is not None:
+                state.decision.scores.append(PluginScores(
+                    plugin.NAME, weight, list(self._raw_scores), values.tolist()))
         return totals.tolist(), SUCCESS
 
     def _node_scores(self, state: CycleState, pod: PodInfo, plugin: fw.ScorePlugin,
@@ -309,6 +317,8 @@ class SchedulingPoints(Instrumented):
                 if not status.ok:
                     return _NO_SCORES, _score_error(plugin.NAME, status)
                 scores.append(fw.NodeScore(node.name, value))
+            if state.decision is not None:
+                self._raw_scores = [s.score for s in scores]
             if fw.ScoreExtensions in type(plugin).__mro__:
                 point = "ScoreExtensionNormalize"
                 status = cast(fw.ScoreExtensions, plugin).normalize_score(state, pod, scores)
@@ -334,6 +344,8 @@ class SchedulingPoints(Instrumented):
         if every_row is None:
             return None
         values = every_row[rows]
+        if state.decision is not None:
+            self._raw_scores = values.tolist()
         if fw.VectorNormalizePlugin in mro:
             return cast(fw.VectorNormalizePlugin, plugin).normalize_vector(state, pod, values)
         return values

@@ -31,6 +31,7 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.decisions.record import Preemption, PreemptionCandidate
 from kpysched.framework.cluster_events import (
     ActionType,
     ClusterEvent,
@@ -56,6 +57,7 @@ from kpysched.plugins.default_preemption.selection import (
     aggregate_errors,
     more_important_pod,
     pick_one_node,
+    pick_one_node_and_criterion,
     sort_by_importance,
     split_by_pdb_violation,
     terminating_by_preemption,
@@ -218,6 +220,11 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             return PostFilterResult(""), Status.unschedulable(fit_error.message())
 
         best = self.select_candidate(candidates)
+        if state.decision is not None:
+            state.decision.preemption = Preemption(
+                [PreemptionCandidate(c.name, [v.key for v in c.victims], c.num_pdb_violations)
+                 for c in candidates],
+                best.name, pick_one_node_and_criterion(candidates, self._now)[1])
         self._handle.preempt(pod, best.name, best.victims, NAME)
         return PostFilterResult(best.name), SUCCESS
 

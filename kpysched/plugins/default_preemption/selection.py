@@ -142,10 +142,21 @@ def split_by_pdb_violation(
 
 
 def pick_one_node(candidates: Sequence[Candidate], now: int) -> Candidate:
+    """Upstream's pickOneNodeForPreemption (see pick_one_node_and_criterion)."""
+    return pick_one_node_and_criterion(candidates, now)[0]
+
+
+# What decided between candidates, as decision records name it.
+ONLY_CANDIDATE = "only candidate"
+FIRST_REMAINING = "first of the remaining candidates"
+
+
+def pick_one_node_and_criterion(candidates: Sequence[Candidate],
+                                now: int) -> tuple[Candidate, str]:
     """Upstream's pickOneNodeForPreemption, criteria in order until one node is left:
     fewest PDB violations, lowest highest-victim priority, smallest sum of (offset)
     victim priorities, fewest victims, latest earliest start among the top-priority
-    victims; then the first remaining candidate."""
+    victims; then the first remaining candidate. Also says which criterion decided."""
     def fewest_violations(c: Candidate) -> int:
         return -c.num_pdb_violations
 
@@ -162,14 +173,20 @@ def pick_one_node(candidates: Sequence[Candidate], now: int) -> Candidate:
         return earliest_start_of_top_priority(c.victims, now)
 
     remaining = list(candidates)
-    for score in (fewest_violations, lowest_top_priority, smallest_priority_sum,
-                  fewest_victims, latest_start):
+    if len(remaining) == 1:
+        return remaining[0], ONLY_CANDIDATE
+    criteria = (("fewest PDB violations", fewest_violations),
+                ("lowest highest victim priority", lowest_top_priority),
+                ("smallest victim priority sum", smallest_priority_sum),
+                ("fewest victims", fewest_victims),
+                ("latest start of the top-priority victims", latest_start))
+    for criterion, score in criteria:
         scores = [score(c) for c in remaining]
         best = max(scores)
         remaining = [c for c, value in zip(remaining, scores, strict=True) if value == best]
         if len(remaining) == 1:
-            break
-    return remaining[0]
+            return remaining[0], criterion
+    return remaining[0], FIRST_REMAINING
 
 
 def aggregate_errors(messages: Sequence[str]) -> str:
