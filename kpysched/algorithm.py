@@ -127,6 +127,8 @@ class Algorithm:
                      if (found := snapshot.get(name)) is not None]
             diagnosis.absent_status = Status.unresolvable(
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(restricting))}]")
+            if decision is not None:
+                decision.absent_reason = diagnosis.absent_status.reasons[0]
             diagnosis.unschedulable_plugins |= restricting
         count = len(nodes)
         if count == 0:

@@ -15,6 +15,7 @@ from kpysched.apiclient import RawApi, make_api_client
 from kpysched.binding import Binder
 from kpysched.cache.cache import Cache
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
+from kpysched.decisions.endpoint import advertised_url, lease_annotations
 from kpysched.decisions.store import DecisionStore
 from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.event_recorder import EventRecorder
@@ -217,7 +218,9 @@ async def run(
                     HealthCheck.of("sched-handler-sync", synced,
                                    "handlers are not fully synchronized"),
                     HealthCheck.of("shutdown", lambda: not stop.is_set(),
-                                   "process is shutting down")])
+                                   "process is shutting down")],
+            decisions=_decision_lookup(scheduler) if settings.enable_decision_endpoint
+            else None)
         log.info("scheduler.starting", profiles=[p.scheduler_name for p in profiles],
                  leader_elect=election.leader_elect)
         exit_code = 0
@@ -225,6 +228,15 @@ async def run(
         http = ServerThread(server) if settings.secure_port != 0 else None
         if http is not None:
             http.start()
+        if elector is not None:
+            # Where `kpysched explain` finds the leader (kpysched.decisions.endpoint); a
+            # previous leader's address is cleared when this one serves no decisions.
+            elector.annotate(lease_annotations(
+                advertised_url("http" if settings.insecure_serving else "https",
+                               settings.bind_address, http.port, settings.pod_ip),
+                settings.pod_namespace, settings.pod_name)
+                if http is not None and settings.enable_decision_endpoint
+                else lease_annotations())
         try:
             async with asyncio.TaskGroup() as group:
                 background = [group.create_task(r.run(), name=f"informer {r.resource}")
@@ -264,6 +276,15 @@ async def run(
                 loop.remove_signal_handler(signum)
     log.info("scheduler.stopped", exit_code=exit_code)
     return exit_code
+
+
+def _decision_lookup(scheduler: Scheduler) -> Callable[[str, str], list[dict[str, Any]]]:
+    store = scheduler.decisions
+    if store is None:
+        log.warning("decisions.endpoint_empty", reason="--decision-records=0: nothing is "
+                    "recorded, so /debug/decisions answers 404 for every pod")
+        return lambda namespace, name: []
+    return store.for_pod
 
 
 def server_config(settings: Settings) -> ServerConfig:

@@ -38,7 +38,7 @@ import random
 import socket
 import time
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -122,8 +122,10 @@ class _LeaseLock:
     """client-go's resourcelock.LeaseLock: remembers the last Lease object it read or
     wrote, whose resourceVersion makes every update conditional."""
 
-    def __init__(self, raw: RawApi, namespace: str, name: str, timeout: float) -> None:
+    def __init__(self, raw: RawApi, namespace: str, name: str, timeout: float,
+                 annotations: Mapping[str, str]) -> None:
         self._raw = raw
+        self.annotations = dict(annotations)
         self._namespace = namespace
         self._name = name
         self._timeout = timeout
@@ -136,6 +138,14 @@ class _LeaseLock:
 
     def _keep(self, response: ApiResponse) -> None:
         self._lease = msgspec.json.decode(response.body)
+
+    def _annotated(self, metadata: dict[str, Any]) -> dict[str, Any]:
+        """`metadata`'s annotations with ours set; ours with an empty value are removed
+        (a previous holder's, which no longer hold)."""
+        if not self.annotations:
+            return {}
+        merged = {**(metadata.get("annotations") or {}), **self.annotations}
+        return {"annotations": {key: value for key, value in merged.items() if value}}
 
     async def get(self) -> LeaseRecord | None:
         """The current record, or None when the Lease does not exist."""
@@ -150,7 +160,8 @@ class _LeaseLock:
 
     async def create(self, record: LeaseRecord) -> None:
         body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": self._name, "namespace": self._namespace},
+                "metadata": {"name": self._name, "namespace": self._namespace,
+                             **self._annotated({})},
                 "spec": record.to_spec()}
         response = await self._request("POST", self._collection, body)
         if not response.ok:
@@ -160,7 +171,11 @@ class _LeaseLock:
     async def update(self, record: LeaseRecord) -> None:
         if self._lease is None:
             raise RuntimeError("lease not read yet: get or create it first")
-        body = {**self._lease, "spec": record.to_spec()}
+        metadata = self._lease.get("metadata") or {}
+        if record.holder_identity:
+            # Only the holder writes the Lease: its annotations describe the holder.
+            metadata = {**metadata, **self._annotated(metadata)}
+        body = {**self._lease, "metadata": metadata, "spec": record.to_spec()}
         response = await self._request("PUT", f"{self._collection}/{self._name}", body)
         if not response.ok:
             raise _LockError("update lease", response)
@@ -195,6 +210,7 @@ class LeaderElector:
         release_on_cancel: bool = True,
         metrics: SchedulerMetrics | None = None,
         metric_name: str | None = None,
+        annotations: Mapping[str, str] | None = None,
     ) -> None:
         # NewLeaderElector's checks; the Lease holds whole seconds, hence >= 1s.
         if lease_duration < 1:
@@ -222,8 +238,11 @@ class LeaderElector:
         self._metrics = metrics
         self._metric_name = metric_name or name
         # NewFromKubeconfig: one hung request must not use up the whole renewDeadline.
+        # `annotations` (e.g. where this replica serves) are written on the Lease with
+        # every acquire and renewal, so whoever reads the holder also finds them.
         self._lock = _LeaseLock(RawApi(api_client, qps=0), namespace, name,
-                                timeout=max(1.0, renew_deadline / 2))
+                                timeout=max(1.0, renew_deadline / 2),
+                                annotations=annotations or {})
         self._observed: LeaseRecord | None = None
         self._observed_time = 0.0
         self._reported_leader = ""
@@ -238,6 +257,11 @@ class LeaderElector:
             metrics.set_leader(self._metric_name, False)
 
     # --- public ------------------------------------------------------------------
+
+    def annotate(self, annotations: Mapping[str, str]) -> None:
+        """Annotations written on the Lease from the next acquire or renewal on; an
+        empty value removes the key."""
+        self._lock.annotations = dict(annotations)
 
     @property
     def is_leader(self) -> bool:

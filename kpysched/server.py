@@ -1,4 +1,5 @@
-"""The HTTP endpoints kube-scheduler serves: /healthz, /livez, /readyz and /metrics.
+"""The HTTP endpoints kube-scheduler serves: /healthz, /livez, /readyz and /metrics,
+and kpysched's /debug/decisions/<namespace>/<pod> when decision records are served.
 
 Served over TLS with delegated authentication and authorization when configured
 (kpysched.serving holds how); this module is about the endpoints themselves.
@@ -20,11 +21,13 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
+import msgspec
 import structlog
 from aiohttp import web
 
+from kpysched.decisions.endpoint import PATH_PREFIX
 from kpysched.metrics import CONTENT_TYPE, SchedulerMetrics
 from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, server_context
 
@@ -90,7 +93,10 @@ class Server:
         healthz: Sequence[HealthCheck] = (),
         livez: Sequence[HealthCheck] = (),
         readyz: Sequence[HealthCheck] = (),
+        decisions: DecisionLookup | None = None,
     ) -> None:
+        """`decisions` (a pod's decision records as JSON, read on the server's thread, so
+        thread-safe) serves /debug/decisions; None serves no such path."""
         self._config = config
         self._metrics = metrics
         self._runner: web.AppRunner | None = None
@@ -100,6 +106,8 @@ class Server:
         for endpoint, checks in zip(ENDPOINTS, (healthz, livez, readyz), strict=True):
             _install(app, endpoint, (PING, *checks))
         app.router.add_get("/metrics", self._serve_metrics)
+        if decisions is not None:
+            app.router.add_get(PATH_PREFIX + "/{namespace}/{pod}", _decisions(decisions))
         self._app = app
 
     @property
@@ -172,6 +180,30 @@ class Server:
 
     async def _serve_metrics(self, _: web.Request) -> web.Response:
         return web.Response(body=self._metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+
+DecisionLookup = Callable[[str, str], list[dict[str, Any]]]
+
+
+def _decisions(lookup: DecisionLookup) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def handler(request: web.Request) -> web.Response:
+        namespace, name = request.match_info["namespace"], request.match_info["pod"]
+        pod = f"{namespace}/{name}"
+        found = lookup(namespace, name)
+        if not found:
+            body: dict[str, Any] = {
+                "pod": pod, "decisions": [],
+                "message": f"no scheduling decision is kept for pod {pod}: this scheduler "
+                           "has not tried it since it became leader, or its record was "
+                           "evicted (--decision-records)"}
+            return web.json_response(body, status=404, dumps=_dumps)
+        return web.json_response({"pod": pod, "decisions": found}, dumps=_dumps)
+
+    return handler
+
+
+def _dumps(value: Any) -> str:
+    return msgspec.json.encode(value).decode()
 
 
 def _install(app: web.Application, endpoint: str, checks: Sequence[HealthCheck]) -> None:

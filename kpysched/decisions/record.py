@@ -66,6 +66,9 @@ class Decision:
     total_nodes: int = 0
     pre_filter_message: str = ""  # a PreFilter rejection, shared by every node
     pre_filter_nodes: list[str] | None = None  # PreFilterResult's node set, if any
+    # The reason of every node outside that set ("node(s) didn't satisfy plugin(s) [..]"),
+    # counted for the nodes not in `rejected`, as the FailedScheduling event counts them.
+    absent_reason: str = ""
     nominated_node_tried: str | None = None  # evaluated first (preemption made room)
     evaluated_nodes: int = 0
     rejected: dict[str, Rejection] = field(default_factory=dict)

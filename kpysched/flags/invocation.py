@@ -38,7 +38,7 @@ _SETTINGS: Final = (
     "authorization-webhook-cache-unauthorized-ttl", "authorization-always-allow-paths",
     "client-ca-file", "authentication-skip-lookup", "authentication-tolerate-lookup-failure",
     "disabled-metrics", "pod-max-in-unschedulable-pods-duration", "log-level", "log-format",
-    "event-loop", "insecure-serving",
+    "event-loop", "insecure-serving", "decision-records", "enable-decision-endpoint",
 )
 # Deprecated flags mirroring a config field (ignored with --config).
 _DEPRECATED: Final = {
@@ -128,6 +128,8 @@ REFUSALS: Final[tuple[Refusal, ...]] = (
     Refusal("logging-format", lambda v, _: v not in _LOGGING_FORMATS, "must be text or json"),
     Refusal("vmodule", _set, "not implemented: per-file verbosity is klog's"),
     Refusal("v", lambda v, _: not isinstance(v, int) or v < 0, "must be 0 or more"),
+    Refusal("decision-records", lambda v, _: not isinstance(v, int) or v < 0,
+            "must be 0 or more"),
     Refusal("version", lambda v, _: v not in ("true", "false", "raw"),
             "kpysched reports its own version only (true, false or raw)"),
 )

@@ -126,4 +126,9 @@ FLAGS: Final[tuple[Flag, ...]] = (
     Flag("event-loop", S, "uvloop | asyncio", KPYSCHED, default="uvloop"),
     Flag("insecure-serving", B, "serve plain HTTP without authentication (local runs "
          "only; never in a cluster)", KPYSCHED, default="false"),
+    Flag("decision-records", N, "scheduling attempts kept for `kpysched explain` (0: "
+         "record nothing)", KPYSCHED, default="1000"),
+    Flag("enable-decision-endpoint", B, "serve the kept decisions at /debug/decisions/"
+         "<namespace>/<pod> (sensitive; authorized as /metrics is)", KPYSCHED,
+         default="false"),
 )

@@ -125,3 +125,10 @@ def test_the_content_type_flag_says_it_changes_nothing_on_the_wire() -> None:
     invocation = interpret(["--kube-api-content-type=application/json"])
     assert invocation.config == {"clientConnection": {"contentType": "application/json"}}
     assert [flag for flag, _ in invocation.ignored] == ["kube-api-content-type"]
+
+
+def test_decision_record_flags_set_their_settings() -> None:
+    invocation = interpret(["--decision-records=50", "--enable-decision-endpoint"])
+    assert invocation.settings == {"decision_records": 50, "enable_decision_endpoint": True}
+    with pytest.raises(FlagError, match="--decision-records=-1: must be 0 or more"):
+        interpret(["--decision-records=-1"])

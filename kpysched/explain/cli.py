@@ -1,0 +1,153 @@
+"""`kpysched explain [NAMESPACE/]POD` and the kubectl plugin `kubectl kpysched ...`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from kpysched.explain.client import (
+    DEFAULT_LEASE_NAME,
+    DEFAULT_LEASE_NAMESPACE,
+    Target,
+    UnreachableError,
+    context_namespace,
+    fetch,
+)
+from kpysched.explain.render import DEFAULT_TOP, render
+
+EXIT_EXPLAINED: Final = 0
+EXIT_NOT_SEEN: Final = 1
+EXIT_USAGE: Final = 2
+EXIT_UNREACHABLE: Final = 3
+
+DESCRIPTION = """\
+Why the scheduler placed a pod where it did, or why it is pending, from the decisions
+the leading kpysched recorded when it tried the pod (the last --decision-records
+attempts, kept in its memory): the outcome and the FailedScheduling text; the nodes
+each Filter plugin rejected, with counts (those of the FailedScheduling event) and
+examples; the top-scored nodes with each Score plugin's normalised score times its
+weight, the totals and ties; preemption candidates, their victims and the criterion
+that chose.
+
+The leader is found through its Lease (holder and the kpysched.io/serving-address
+annotation it writes while --enable-decision-endpoint is on) and asked with your
+kubeconfig's credentials: through the API server's pod proxy in a cluster, directly
+outside one, or at --scheduler-url. kpysched authorizes /debug/decisions as /metrics:
+you need a role with nonResourceURLs ["/debug/decisions/*"], verbs ["get"].
+"""
+
+EPILOG = """\
+exit codes:
+  0  the pod's decisions were shown
+  1  the scheduler kept no decision for the pod (never tried by this leader, or evicted)
+  2  usage error
+  3  the scheduler could not be found or asked (no Lease or leader, endpoint off,
+     unreachable, or not authorized)
+
+examples:
+  kpysched explain default/web-0
+  kpysched explain -n shop web-0 --lease-namespace kpysched -o json
+  kubectl kpysched explain shop/web-0 --context prod
+  kubectl port-forward -n kpysched pod/kpysched-abc 10259 &
+  kpysched explain shop/web-0 --scheduler-url https://127.0.0.1:10259
+"""
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog, description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("pod", metavar="[NAMESPACE/]POD")
+    parser.add_argument("-n", "--namespace", help="the pod's namespace when POD has none "
+                        "(default: the context's namespace, else default)")
+    parser.add_argument("--kubeconfig", type=Path,
+                        help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+    parser.add_argument("--context", help="kubeconfig context (default: the current one)")
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table",
+                        help="table (default) or json: the records as the scheduler "
+                             "serves them")
+    parser.add_argument("--top", type=int, default=DEFAULT_TOP,
+                        help=f"scored nodes shown (default {DEFAULT_TOP})")
+    parser.add_argument("--all", action="store_true", dest="every_attempt",
+                        help="show every kept attempt in full, not only the latest")
+    parser.add_argument("--lease-name", default=DEFAULT_LEASE_NAME,
+                        help=f"kpysched's Lease (default {DEFAULT_LEASE_NAME}; the chart's "
+                             "is the release's full name)")
+    parser.add_argument("--lease-namespace", default=DEFAULT_LEASE_NAMESPACE,
+                        help=f"its namespace (default {DEFAULT_LEASE_NAMESPACE}; the "
+                             "chart's is the release namespace)")
+    parser.add_argument("--scheduler-url",
+                        help="ask the scheduler here (e.g. https://127.0.0.1:10259 "
+                             "through kubectl port-forward) instead of finding the leader")
+    parser.add_argument("--scheduler-ca", type=Path,
+                        help="CA that signed the scheduler's serving certificate; without "
+                             "it an https scheduler's certificate is not verified")
+    parser.add_argument("--request-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="per request (default 10)")
+    return parser
+
+
+def main(args: Sequence[str], prog: str = "kpysched explain") -> int:
+    parser = _parser(prog)
+    try:
+        options = parser.parse_args(list(args))
+    except SystemExit as stop:  # --help (0) or a usage error (2)
+        return int(stop.code or 0)
+    namespace, slash, name = options.pod.rpartition("/")
+    if not slash:
+        namespace = options.namespace or context_namespace(options.kubeconfig,
+                                                           options.context)
+    elif options.namespace and options.namespace != namespace:
+        parser.print_usage(sys.stderr)
+        print(f"{prog}: error: {options.pod} names namespace {namespace}, -n says "
+              f"{options.namespace}", file=sys.stderr)
+        return EXIT_USAGE
+    if not namespace or not name:
+        parser.print_usage(sys.stderr)
+        print(f"{prog}: error: expected NAMESPACE/POD or POD, got {options.pod!r}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    target = Target(options.kubeconfig, options.context, options.lease_name,
+                    options.lease_namespace, options.scheduler_url, options.scheduler_ca,
+                    options.request_timeout)
+    try:
+        answer = asyncio.run(fetch(target, namespace, name))
+    except UnreachableError as error:
+        print(f"{prog}: {error}", file=sys.stderr)
+        return EXIT_UNREACHABLE
+    if options.output == "json":
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(answer.body)).decode() + "\n")
+    elif answer.status == 200:
+        sys.stdout.write(render(answer.body, options.top, options.every_attempt))
+    if answer.status != 200:
+        print(f"The scheduler ({answer.source}) kept no decision for pod {namespace}/{name}:"
+              " it has not tried this pod since it became leader (a pod for another "
+              "scheduler name, or one bound before), or the record was evicted "
+              "(--decision-records).", file=sys.stderr)
+        return EXIT_NOT_SEEN
+    return EXIT_EXPLAINED
+
+
+KUBECTL_USAGE = """\
+usage: kubectl kpysched explain [NAMESPACE/]POD [flags]   (--help for more)
+       kubectl kpysched version
+"""
+
+
+def kubectl_plugin(argv: Sequence[str] | None = None) -> int:
+    """`kubectl-kpysched`: kubectl runs it with everything after `kubectl kpysched`."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["explain"]:
+        return main(args[1:], prog="kubectl kpysched explain")
+    if args[:1] in (["version"], ["simulate"], ["snapshot"]):
+        from kpysched.cli import main as kpysched_main
+
+        return kpysched_main(args)
+    sys.stderr.write(KUBECTL_USAGE)
+    return 0 if args[:1] in (["-h"], ["--help"], ["help"]) else EXIT_USAGE
