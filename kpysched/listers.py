@@ -95,7 +95,13 @@ class Listers:
         self.resources = ResourceListers()
 
     def reflectors(self, api_client: client.ApiClient) -> list[Reflector[Any]]:
-        specs: list[tuple[str, type[Any], type[Any], Index[Any], str]] = [
+        return [Reflector(api_client, path, kind, list_kind, index, resource=resource)
+                for path, kind, list_kind, index, resource in self.specs()]
+
+    def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:
+        """(collection path, object type, list type, index, resource) per informer:
+        what `reflectors` watches and what `kpysched snapshot` lists."""
+        return [
             ("/api/v1/namespaces", api.Namespace, api.NamespaceList, self.namespaces,
              "namespaces"),
             ("/apis/policy/v1/poddisruptionbudgets", api.PodDisruptionBudget,
@@ -111,8 +117,6 @@ class Listers:
             *self.storage.specs(),
             *self.resources.specs(),
         ]
-        return [Reflector(api_client, path, kind, list_kind, index, resource=resource)
-                for path, kind, list_kind, index, resource in specs]
 
 
 class _RequeueingListers:
