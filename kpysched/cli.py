@@ -20,8 +20,12 @@ EXIT_CONFIG_ERROR = 2
 KUBE_SCHEDULER_FLAGS_VERSION = "v1.36.4"
 
 USAGE = """\
-usage: kpysched run [flags]      run the scheduler (the word "run" may be left out)
-       kpysched version          print the version
+usage: kpysched run [flags]              run the scheduler (the word "run" may be left out)
+       kpysched explain NAMESPACE/POD    why the scheduler placed a pod where it did, or
+                                         why it is pending (--help for more)
+       kpysched snapshot                 write the cluster's scheduling state as JSON
+       kpysched simulate                 where pods would go, without writing anything
+       kpysched version                  print the version
 """
 
 
@@ -120,6 +124,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args[:1] == ["run"]:
         return _run(args[1:])
+    if args[:1] == ["explain"]:
+        from kpysched.explain.cli import main as explain
+
+        return explain(args[1:])
+    if args[:1] in (["snapshot"], ["simulate"]):
+        from kpysched.simulate.cli import main as simulate
+
+        return simulate(args)
     if not args or args[0].startswith("-"):
         # kube-scheduler takes flags only: `kpysched --leader-elect=true ...` runs.
         return _run(args)
