@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import msgspec
+
 from benchmarks import cluster, promtext, schedulers, workloads
 from benchmarks.kubeapi import BenchApi, encode
 from benchmarks.observer import BindingObserver
@@ -31,7 +33,7 @@ from benchmarks.stats import (
     sampled_share,
     throughput_samples,
 )
-from tests.cluster.cluster import log_tail
+from tests.cluster.cluster import ClusterError, log_tail
 
 ALGORITHM_HISTOGRAM = "scheduler_scheduling_algorithm_duration_seconds"
 ATTEMPTS_COUNTER = "scheduler_schedule_attempts_total"
@@ -65,7 +67,8 @@ def run_once(spec: RunSpec, scheduler_name: str, repeat: int,
     started = time.monotonic()
     load = os.getloadavg()[0]
     progress(f"[{scheduler_name} #{repeat}] starting a fresh cluster (load average {load:.2f})")
-    bench = cluster.start(spec.workdir)
+    bench = cluster.start(spec.workdir,
+                          resource_claim_controller=spec.workload.dra is not None)
     try:
         result = asyncio.run(_run(spec, bench, scheduler_name, repeat, started, progress))
         result.load_average = load
@@ -80,6 +83,8 @@ async def _populate(api: BenchApi, spec: RunSpec, scheduler_name: str) -> None:
         await api.must("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
     await api.create_all(("/api/v1/nodes", encode(workload.node(i)))
                          for i in range(sizes.nodes))
+    if workload.dra is not None:
+        await _create_dra_objects(api, workload.dra, sizes.nodes)
     await _create_claims(api, workloads.INIT_NAMESPACE, workload.init_pod,
                          [f"init-{i}" for i in range(sizes.init_pods)])
     await _create_claims(api, workloads.MEASURED_NAMESPACE, workload.measured_pod,
@@ -89,6 +94,69 @@ async def _populate(api: BenchApi, spec: RunSpec, scheduler_name: str) -> None:
         (init_path, encode(workload.init_pod.body(
             f"init-{i}", scheduler_name, f"node-{workload.place_init(i, sizes.nodes)}")))
         for i in range(sizes.init_pods))
+    if workload.dra is not None and workload.init_pod.resource_claim:
+        await _allocate_init_claims(api, spec)
+
+
+DRA_PATH = "/apis/resource.k8s.io/v1"
+CLAIMS_READY_TIMEOUT_SECONDS = 300.0
+
+
+async def _create_dra_objects(api: BenchApi, dra: workloads.DraSetup, nodes: int) -> None:
+    """The driver's ResourceSlices (one per node), the DeviceClass and the claim
+    template in both namespaces, as scheduler_perf's createResourceDriver and
+    createAny ops make them."""
+    await api.must("POST", f"{DRA_PATH}/deviceclasses", dra.device_class())
+    for namespace in (workloads.INIT_NAMESPACE, workloads.MEASURED_NAMESPACE):
+        await api.must("POST", f"{DRA_PATH}/namespaces/{namespace}/resourceclaimtemplates",
+                       dra.claim_template(namespace))
+    await api.create_all((f"{DRA_PATH}/resourceslices", encode(dra.resource_slice(f"node-{i}")))
+                         for i in range(nodes))
+
+
+async def _allocate_init_claims(api: BenchApi, spec: RunSpec) -> None:
+    """Initial pods are bound from the start; their claims must hold devices as if a
+    scheduler had allocated them: claim `init-i` gets device instance-(i // nodes) of
+    the node pod `init-i` is bound to, reserved for that pod (uid from a list)."""
+    dra, sizes = spec.workload.dra, spec.sizes
+    assert dra is not None
+    namespace = workloads.INIT_NAMESPACE
+    claims_path = f"{DRA_PATH}/namespaces/{namespace}/resourceclaims"
+    names = [f"init-{i}" for i in range(sizes.init_pods)]
+    await api.create_all((claims_path, encode(dra.allocated_claim(namespace, name)))
+                         for name in names)
+    listing = msgspec.json.decode(await api.must(
+        "GET", f"/api/v1/namespaces/{namespace}/pods"))
+    uids = {item["metadata"]["name"]: item["metadata"]["uid"] for item in listing["items"]}
+    patches = []
+    for i, name in enumerate(names):
+        node = f"node-{spec.workload.place_init(i, sizes.nodes)}"
+        patches.append((f"{claims_path}/{name}/status", encode(
+            dra.allocation_status(node, i // sizes.nodes, name, uids[name]))))
+    await api.create_all(patches, method="PATCH",
+                         content_type="application/merge-patch+json")
+
+
+async def _wait_for_template_claims(api: BenchApi, spec: RunSpec, progress: Progress
+                                    ) -> float:
+    """Until the resourceclaim controller has made every measured pod's claim
+    (pod.status.resourceClaimStatuses set): before that no scheduler may place the
+    pod. Returns the seconds waited."""
+    started = time.monotonic()
+    path = f"/api/v1/namespaces/{workloads.MEASURED_NAMESPACE}/pods"
+    while True:
+        listing = msgspec.json.decode(await api.must("GET", path))
+        ready = sum(1 for item in listing["items"]
+                    if (item.get("status") or {}).get("resourceClaimStatuses"))
+        if ready >= spec.sizes.pods:
+            waited = time.monotonic() - started
+            progress(f"the resourceclaim controller made {ready} claims ({waited:.1f}s)")
+            return waited
+        if time.monotonic() - started > CLAIMS_READY_TIMEOUT_SECONDS:
+            raise ClusterError(
+                f"only {ready}/{spec.sizes.pods} measured pods got their ResourceClaim "
+                f"within {CLAIMS_READY_TIMEOUT_SECONDS:.0f}s")
+        await asyncio.sleep(1.0)
 
 
 async def _create_claims(api: BenchApi, namespace: str, shape: workloads.PodShape,
@@ -274,6 +342,8 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             creating_started = time.monotonic()
             await api.create_all(bodies, on_created)
             creating_seconds = time.monotonic() - creating_started
+            if spec.workload.measured_pod.claim_template is not None:
+                await _wait_for_template_claims(api, spec, progress)
 
         scheduler = schedulers.make(scheduler_name, bench.scheduler_state, spec.qps,
                                     spec.burst)
