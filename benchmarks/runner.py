@@ -37,6 +37,8 @@ from tests.cluster.cluster import ClusterError, log_tail
 
 ALGORITHM_HISTOGRAM = "scheduler_scheduling_algorithm_duration_seconds"
 ATTEMPTS_COUNTER = "scheduler_schedule_attempts_total"
+EVENTS_DROPPED = "kpysched_events_dropped_total"
+QUEUE_INCOMING = "scheduler_queue_incoming_pods_total"
 SETTLE_MAX_SECONDS = 5.0
 CreateMode = Literal["live", "before"]
 
@@ -206,6 +208,20 @@ async def _churn(api: BenchApi, spec: RunSpec, scheduler_name: str,
     return created
 
 
+async def _create_blocked(api: BenchApi, spec: RunSpec, scheduler_name: str) -> int:
+    """The workload's fixed never-fitting pods (Workload.blocked_pods), all at once."""
+    workload = spec.workload
+    if workload.blocked_pods is None:
+        return 0
+    shape = workload.churn_pod
+    assert shape is not None
+    count = workload.blocked_pods(spec.sizes.nodes)
+    path = f"/api/v1/namespaces/{workloads.CHURN_NAMESPACE}/pods"
+    await api.create_all((path, encode(shape.body(f"{shape.prefix}-{i}", scheduler_name)))
+                         for i in range(count))
+    return count
+
+
 async def _sample_scheduled(scheduler: schedulers.SchedulerUnderTest,
                             timeline: list[float]) -> None:
     """Once a second, the scheduler's own count of scheduled pods (bind done), to
@@ -264,6 +280,21 @@ def _attempts(before: promtext.Samples, after: promtext.Samples) -> dict[str, fl
             for result, count in promtext.by_label(after, ATTEMPTS_COUNTER, "result").items()}
 
 
+def _delta_by(before: promtext.Samples, after: promtext.Samples, name: str,
+              key: Callable[[dict[str, str]], str]) -> dict[str, float]:
+    """A counter's growth during the run, summed by key(labels), zeros left out."""
+
+    def sums(samples: promtext.Samples) -> dict[str, float]:
+        found: dict[str, float] = {}
+        for labels, value in samples.get(name, []):
+            found[key(labels)] = found.get(key(labels), 0.0) + value
+        return found
+
+    start, end = sums(before), sums(after)
+    return {k: end[k] - start.get(k, 0.0) for k in sorted(end)
+            if end[k] - start.get(k, 0.0) > 0}
+
+
 def _rate(count: int, seconds: float) -> float:
     return count / seconds if count and seconds > 0 else math.nan
 
@@ -314,6 +345,8 @@ def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[flo
         "algorithm_p50_ms": ms(promtext.quantile(0.5, algorithm)),
         "algorithm_p99_ms": ms(promtext.quantile(0.99, algorithm)),
         "attempts_per_pod": attempts / pods,
+        "attempts_unschedulable": _attempts(scheduler_before, scheduler_after).get(
+            "unschedulable", 0.0),
         "cpu_seconds": cpu_seconds,
         "cpu_ms_per_pod": cpu_seconds * 1000 / pods,
         "peak_rss_mib": cpu_after.peak_rss_mib,
@@ -330,6 +363,9 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
     async with BenchApi(bench.state, concurrency=spec.concurrency) as api:
         progress(f"{tag} creating {sizes.nodes} nodes and {sizes.init_pods} initial pods")
         await _populate(api, spec, scheduler_name)
+        blocked = await _create_blocked(api, spec, scheduler_name)
+        if blocked:
+            progress(f"{tag} created {blocked} never-fitting pods before the scheduler")
         bodies = _measured_bodies(spec, scheduler_name)
         acked = [math.nan] * len(bodies)
 
@@ -384,13 +420,13 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
                 creator = asyncio.create_task(api.create_all(bodies, on_created))
             stop_churn = asyncio.Event()
             churn = (asyncio.create_task(_churn(api, spec, scheduler_name, stop_churn))
-                     if spec.workload.churn_pod is not None else None)
+                     if spec.workload.churn_pod is not None and not blocked else None)
             scheduled_timeline: list[float] = []
             sampler = asyncio.create_task(_sample_scheduled(scheduler, scheduled_timeline))
             complete = await observer.wait(spec.bind_timeout())
             sampler.cancel()
             stop_churn.set()
-            churn_pods = await churn if churn is not None else 0
+            churn_pods = await churn if churn is not None else blocked
             if creator is not None:
                 await creator
                 creating_seconds = max(a for a in acked if not math.isnan(a)) - t0
@@ -433,4 +469,9 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         api_writes_by_kind=_writes_by_kind(server_before, server_after),
         created_per_second=sizes.pods / creating_seconds if creating_seconds > 0 else math.nan,
         setup_seconds=setup_seconds, churn_pods=churn_pods, scheduler_log=scheduler_log,
-        profile=profile)
+        profile=profile,
+        events_dropped=_delta_by(scheduler_before, scheduler_after, EVENTS_DROPPED,
+                                 lambda labels: labels.get("reason", "")),
+        queue_incoming=_delta_by(scheduler_before, scheduler_after, QUEUE_INCOMING,
+                                 lambda labels: f"{labels.get('event', '')} -> "
+                                                f"{labels.get('queue', '')}"))

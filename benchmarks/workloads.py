@@ -223,6 +223,10 @@ class Workload:
     # Pods created during the measurement that never fit (Unschedulable).
     churn_pod: PodShape | None = None
     churn_interval_seconds: float = 0.2
+    # Never-fitting pods (churn_pod's shape) created once, before the measured pods
+    # and the scheduler, instead of the churn: (nodes) -> count. Not upstream's
+    # shape; it makes unschedulable attempts count retries, not run length.
+    blocked_pods: Callable[[int], int] | None = None
     # Largest measured pod count that can all be placed: (nodes, init) -> pods.
     capacity: Callable[[int, int], int] | None = None
     # DRA: ResourceSlices, DeviceClass and claim templates made before the run, and
@@ -282,6 +286,14 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
         zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
         default_init_pods=lambda nodes: max(1, nodes // 50),
         default_pods=lambda nodes: max(2 * nodes, 3000), churn_pod=LARGE_CPU_POD),
+    Workload(
+        "unschedulable-fixed", "Unschedulable",
+        "as unschedulable, but a fixed nodes/10 never-fitting 9-CPU pods exist before "
+        "the scheduler starts (no churn): each retry shows in the unschedulable attempts",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
+        default_init_pods=lambda nodes: max(1, nodes // 50),
+        default_pods=lambda nodes: max(2 * nodes, 3000), churn_pod=LARGE_CPU_POD,
+        blocked_pods=lambda nodes: max(1, nodes // 10)),
     Workload(
         "dra-claim-templates", "SchedulingWithResourceClaimTemplate",
         "every pod gets its own ResourceClaim from a template: one of the 10 devices "
