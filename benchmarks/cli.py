@@ -141,7 +141,7 @@ def _list() -> int:
         sizes = [workloads.sizes_for(workload, n, None, None) for n in (100, 1000, 5000)]
         defaults = "; ".join(f"{s.nodes} nodes: {s.init_pods} init, {s.pods} measured"
                              for s in sizes)
-        print(f"{workload.name:20} {workload.upstream:26} {workload.summary}\n"
+        print(f"{workload.name:20} {workload.upstream:36} {workload.summary}\n"
               f"{'':20} defaults: {defaults}")
     return 0
 

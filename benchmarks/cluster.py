@@ -16,6 +16,11 @@ benchmark-only changes:
   admin's `system:masters` group is not), and the server's
   `apiserver_flowcontrol_dispatched_requests_total{flow_schema=...}` counts exactly
   its requests.
+
+Workloads with DRA (ResourceClaimTemplates) also get kube-controller-manager
+running only its resourceclaim controller, which makes each pod's claim from its
+template and records it in pod.status.resourceClaimStatuses (no scheduler places
+such a pod before that). The same for both schedulers.
 """
 
 from __future__ import annotations
@@ -29,7 +34,9 @@ from pathlib import Path
 
 from benchmarks.kubeapi import BenchApi
 from benchmarks.promtext import parse
+from tests.cluster import certs, controller_manager, kubeconfig, processes
 from tests.cluster import cluster as harness
+from tests.cluster.state import Component
 
 SCHEDULER_USER = "kpysched-bench-scheduler"
 FLOW_SCHEMA = SCHEDULER_USER
@@ -51,8 +58,13 @@ class BenchCluster:
         return Path(self.state.dir)
 
 
-def start(parent: Path | None = None) -> BenchCluster:
-    """Start etcd + kube-apiserver with the benchmark flags; return once ready."""
+RESOURCE_CLAIM_CONTROLLER = "resourceclaim-controller"  # its name in v1.36
+
+
+def start(parent: Path | None = None, *, resource_claim_controller: bool = False
+          ) -> BenchCluster:
+    """Start etcd + kube-apiserver with the benchmark flags (and, when asked,
+    kube-controller-manager's resourceclaim controller); return once ready."""
     parent = parent or Path(tempfile.gettempdir())
     parent.mkdir(parents=True, exist_ok=True)
     directory = Path(tempfile.mkdtemp(prefix="kpysched-bench-", dir=parent))
@@ -77,6 +89,8 @@ def start(parent: Path | None = None) -> BenchCluster:
         scheduler_state = dataclasses.replace(state, kubeconfig=str(scheduler_kubeconfig))
         bench = BenchCluster(state, scheduler_state, token)
         asyncio.run(_grant_scheduler(bench))
+        if resource_claim_controller:
+            _start_resource_claim_controller(state)
     except BaseException:
         stop(directory)
         raise
@@ -86,6 +100,34 @@ def start(parent: Path | None = None) -> BenchCluster:
 def stop(directory: Path) -> None:
     """Stop etcd and kube-apiserver and remove the directory (scheduler workdirs too)."""
     harness.down(directory)
+
+
+def _start_resource_claim_controller(state: harness.ClusterState) -> None:
+    """kube-controller-manager with the harness's flags (its own identity, each
+    controller under its ServiceAccount) but only the resourceclaim controller, and
+    a client rate limit as high as the schedulers' (5000) so that making the claims
+    is not what the setup waits on. Recorded in the state: `stop` ends it."""
+    cert, key = certs.client_certificate(state.pki, "controller-manager",
+                                         controller_manager.USER)
+    kubeconfig.write(Path(state.dir, "controller-manager.kubeconfig"), server=state.server,
+                     ca_file=state.ca_file, user=controller_manager.USER, cert=cert, key=key)
+    port = processes.free_port()
+    replaced = {"--controllers": RESOURCE_CLAIM_CONTROLLER,
+                "--kube-api-qps": "5000", "--kube-api-burst": "5000"}
+    args = []
+    for arg in controller_manager.command(state, port, None):
+        flag = arg.split("=", 1)[0]
+        args.append(f"{flag}={replaced[flag]}" if flag in replaced else arg)
+    log = Path(state.dir, f"{controller_manager.NAME}.log")
+    component = Component(controller_manager.NAME, processes.spawn(args, log), args,
+                          str(log), health_url=f"https://127.0.0.1:{port}/healthz")
+    state.components.append(component)
+    state.save()
+    processes.wait_until(
+        controller_manager.NAME, component.pid, component.log,
+        lambda: processes.http_get(component.health_url,
+                                   context=processes.insecure_tls()).strip() == "ok",
+        controller_manager.READY_TIMEOUT_SECONDS)
 
 
 async def _grant_scheduler(bench: BenchCluster) -> None:

@@ -112,6 +112,11 @@ def targets(info: dict[str, Any], summary: dict[str, dict[str, Spread]],
         found.append(Target(f"{info['upstream']} 1000 nodes, equal QPS: throughput "
                             f"kpysched/kube-scheduler ≥ 0.8 ({throughput})",
                             ratio[key], 0.8, True))
+    if (info["upstream"] == "Unschedulable" and info["nodes"] == 1000 and equal_qps
+            and ratio):
+        found.append(Target(f"{info['workload']} 1000 nodes, equal QPS: unschedulable "
+                            "attempts kpysched/kube-scheduler ≤ 1.1",
+                            ratio["attempts_unschedulable"], 1.1, False))
     return found
 
 
@@ -157,6 +162,8 @@ def rebuild(doc: dict[str, Any]) -> dict[str, Any]:
         if doc["meta"].get("create_mode") != "live":
             active -= figures["startup_s"]
         figures["sampled_share"] = sampled_share(samples, bound, active)
+        figures.setdefault("attempts_unschedulable",
+                           fields["attempts_by_result"].get("unschedulable", 0.0))
         if "throughput_ready" not in figures:
             figures["throughput_ready"] = bound / active if bound and active > 0 else math.nan
         fields["figures"] = figures
@@ -165,6 +172,10 @@ def rebuild(doc: dict[str, Any]) -> dict[str, Any]:
     profiled = doc.get("profile_run")
     return document(doc["meta"], [run_of(r) for r in doc["runs"]],
                     run_of(profiled) if profiled else None)
+
+
+def _counts(counts: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v:g}" for k, v in counts.items())
 
 
 def _number(value: float, digits: int) -> str:
@@ -233,13 +244,21 @@ def markdown(doc: dict[str, Any]) -> str:
                          f"{run['bound']}/{run['pods']} pods before the timeout.")
     extras = []
     for run in doc["runs"]:
+        # Pods moved by a cluster event or timer, not their own add or failure.
+        requeues = {k: v for k, v in run.get("queue_incoming", {}).items()
+                    if not k.startswith(("PodAdd ", "UnschedulablePodAdd ",
+                                              "ScheduleAttemptFailure "))}
         writes = ", ".join(f"{k} {v:g}" for k, v in run["api_writes_by_kind"].items())
         extras.append(f"- {run['scheduler']} #{run['repeat']}: pods created at "
                       f"{run['created_per_second']:.0f}/s, load average "
                       f"{run['load_average']:.2f} at start, attempts "
                       f"{ {k: round(v) for k, v in run['attempts_by_result'].items()} }, "
                       f"writes: {writes or 'none'}"
-                      + (f", churn pods {run['churn_pods']}" if run["churn_pods"] else ""))
+                      + (f", never-fitting pods {run['churn_pods']}" if run["churn_pods"]
+                         else "")
+                      + (f", events dropped {_counts(run['events_dropped'])}"
+                         if run.get("events_dropped") else "")
+                      + (f", requeues {_counts(requeues)}" if requeues else ""))
     lines += [*extras, ""]
     for target in doc["targets"]:
         verdict = "**met**" if target["met"] else "**missed**"

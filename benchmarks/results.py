@@ -35,6 +35,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure("algorithm_p50_ms", "algorithm latency p50 (ms)", "lower", 2),
     Figure("algorithm_p99_ms", "algorithm latency p99 (ms)", "lower", 2),
     Figure("attempts_per_pod", "scheduling attempts per measured pod", "lower", 2),
+    Figure("attempts_unschedulable", "unschedulable attempts (any pod)", "lower", 0),
     Figure("cpu_seconds", "scheduler CPU (s)", "lower"),
     Figure("cpu_ms_per_pod", "scheduler CPU per pod (ms)", "lower", 2),
     Figure("peak_rss_mib", "scheduler peak RSS (MiB)", "lower"),
@@ -62,6 +63,10 @@ class RunResult:
     created_per_second: float  # how fast the benchmark created the measured pods
     setup_seconds: float  # cluster + nodes + initial pods
     load_average: float = 0.0  # 1-minute load average when the run began
-    churn_pods: int = 0
+    churn_pods: int = 0  # never-fitting pods: churned, or created up front (blocked_pods)
+    # kpysched_events_dropped_total during the run, by reason (kpysched only).
+    events_dropped: dict[str, float] = field(default_factory=dict)
+    # scheduler_queue_incoming_pods_total during the run, by "event -> queue".
+    queue_incoming: dict[str, float] = field(default_factory=dict)
     scheduler_log: str = ""  # last log lines when the run did not complete
     profile: dict[str, object] | None = field(default=None)

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import msgspec
+
 from benchmarks import cluster, promtext, schedulers, workloads
 from benchmarks.kubeapi import BenchApi, encode
 from benchmarks.observer import BindingObserver
@@ -31,10 +33,12 @@ from benchmarks.stats import (
     sampled_share,
     throughput_samples,
 )
-from tests.cluster.cluster import log_tail
+from tests.cluster.cluster import ClusterError, log_tail
 
 ALGORITHM_HISTOGRAM = "scheduler_scheduling_algorithm_duration_seconds"
 ATTEMPTS_COUNTER = "scheduler_schedule_attempts_total"
+EVENTS_DROPPED = "kpysched_events_dropped_total"
+QUEUE_INCOMING = "scheduler_queue_incoming_pods_total"
 SETTLE_MAX_SECONDS = 5.0
 CreateMode = Literal["live", "before"]
 
@@ -65,7 +69,8 @@ def run_once(spec: RunSpec, scheduler_name: str, repeat: int,
     started = time.monotonic()
     load = os.getloadavg()[0]
     progress(f"[{scheduler_name} #{repeat}] starting a fresh cluster (load average {load:.2f})")
-    bench = cluster.start(spec.workdir)
+    bench = cluster.start(spec.workdir,
+                          resource_claim_controller=spec.workload.dra is not None)
     try:
         result = asyncio.run(_run(spec, bench, scheduler_name, repeat, started, progress))
         result.load_average = load
@@ -80,6 +85,8 @@ async def _populate(api: BenchApi, spec: RunSpec, scheduler_name: str) -> None:
         await api.must("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
     await api.create_all(("/api/v1/nodes", encode(workload.node(i)))
                          for i in range(sizes.nodes))
+    if workload.dra is not None:
+        await _create_dra_objects(api, workload.dra, sizes.nodes)
     await _create_claims(api, workloads.INIT_NAMESPACE, workload.init_pod,
                          [f"init-{i}" for i in range(sizes.init_pods)])
     await _create_claims(api, workloads.MEASURED_NAMESPACE, workload.measured_pod,
@@ -89,6 +96,69 @@ async def _populate(api: BenchApi, spec: RunSpec, scheduler_name: str) -> None:
         (init_path, encode(workload.init_pod.body(
             f"init-{i}", scheduler_name, f"node-{workload.place_init(i, sizes.nodes)}")))
         for i in range(sizes.init_pods))
+    if workload.dra is not None and workload.init_pod.resource_claim:
+        await _allocate_init_claims(api, spec)
+
+
+DRA_PATH = "/apis/resource.k8s.io/v1"
+CLAIMS_READY_TIMEOUT_SECONDS = 300.0
+
+
+async def _create_dra_objects(api: BenchApi, dra: workloads.DraSetup, nodes: int) -> None:
+    """The driver's ResourceSlices (one per node), the DeviceClass and the claim
+    template in both namespaces, as scheduler_perf's createResourceDriver and
+    createAny ops make them."""
+    await api.must("POST", f"{DRA_PATH}/deviceclasses", dra.device_class())
+    for namespace in (workloads.INIT_NAMESPACE, workloads.MEASURED_NAMESPACE):
+        await api.must("POST", f"{DRA_PATH}/namespaces/{namespace}/resourceclaimtemplates",
+                       dra.claim_template(namespace))
+    await api.create_all((f"{DRA_PATH}/resourceslices", encode(dra.resource_slice(f"node-{i}")))
+                         for i in range(nodes))
+
+
+async def _allocate_init_claims(api: BenchApi, spec: RunSpec) -> None:
+    """Initial pods are bound from the start; their claims must hold devices as if a
+    scheduler had allocated them: claim `init-i` gets device instance-(i // nodes) of
+    the node pod `init-i` is bound to, reserved for that pod (uid from a list)."""
+    dra, sizes = spec.workload.dra, spec.sizes
+    assert dra is not None
+    namespace = workloads.INIT_NAMESPACE
+    claims_path = f"{DRA_PATH}/namespaces/{namespace}/resourceclaims"
+    names = [f"init-{i}" for i in range(sizes.init_pods)]
+    await api.create_all((claims_path, encode(dra.allocated_claim(namespace, name)))
+                         for name in names)
+    listing = msgspec.json.decode(await api.must(
+        "GET", f"/api/v1/namespaces/{namespace}/pods"))
+    uids = {item["metadata"]["name"]: item["metadata"]["uid"] for item in listing["items"]}
+    patches = []
+    for i, name in enumerate(names):
+        node = f"node-{spec.workload.place_init(i, sizes.nodes)}"
+        patches.append((f"{claims_path}/{name}/status", encode(
+            dra.allocation_status(node, i // sizes.nodes, name, uids[name]))))
+    await api.create_all(patches, method="PATCH",
+                         content_type="application/merge-patch+json")
+
+
+async def _wait_for_template_claims(api: BenchApi, spec: RunSpec, progress: Progress
+                                    ) -> float:
+    """Until the resourceclaim controller has made every measured pod's claim
+    (pod.status.resourceClaimStatuses set): before that no scheduler may place the
+    pod. Returns the seconds waited."""
+    started = time.monotonic()
+    path = f"/api/v1/namespaces/{workloads.MEASURED_NAMESPACE}/pods"
+    while True:
+        listing = msgspec.json.decode(await api.must("GET", path))
+        ready = sum(1 for item in listing["items"]
+                    if (item.get("status") or {}).get("resourceClaimStatuses"))
+        if ready >= spec.sizes.pods:
+            waited = time.monotonic() - started
+            progress(f"the resourceclaim controller made {ready} claims ({waited:.1f}s)")
+            return waited
+        if time.monotonic() - started > CLAIMS_READY_TIMEOUT_SECONDS:
+            raise ClusterError(
+                f"only {ready}/{spec.sizes.pods} measured pods got their ResourceClaim "
+                f"within {CLAIMS_READY_TIMEOUT_SECONDS:.0f}s")
+        await asyncio.sleep(1.0)
 
 
 async def _create_claims(api: BenchApi, namespace: str, shape: workloads.PodShape,
@@ -136,6 +206,20 @@ async def _churn(api: BenchApi, spec: RunSpec, scheduler_name: str,
         except TimeoutError:
             continue
     return created
+
+
+async def _create_blocked(api: BenchApi, spec: RunSpec, scheduler_name: str) -> int:
+    """The workload's fixed never-fitting pods (Workload.blocked_pods), all at once."""
+    workload = spec.workload
+    if workload.blocked_pods is None:
+        return 0
+    shape = workload.churn_pod
+    assert shape is not None
+    count = workload.blocked_pods(spec.sizes.nodes)
+    path = f"/api/v1/namespaces/{workloads.CHURN_NAMESPACE}/pods"
+    await api.create_all((path, encode(shape.body(f"{shape.prefix}-{i}", scheduler_name)))
+                         for i in range(count))
+    return count
 
 
 async def _sample_scheduled(scheduler: schedulers.SchedulerUnderTest,
@@ -196,6 +280,21 @@ def _attempts(before: promtext.Samples, after: promtext.Samples) -> dict[str, fl
             for result, count in promtext.by_label(after, ATTEMPTS_COUNTER, "result").items()}
 
 
+def _delta_by(before: promtext.Samples, after: promtext.Samples, name: str,
+              key: Callable[[dict[str, str]], str]) -> dict[str, float]:
+    """A counter's growth during the run, summed by key(labels), zeros left out."""
+
+    def sums(samples: promtext.Samples) -> dict[str, float]:
+        found: dict[str, float] = {}
+        for labels, value in samples.get(name, []):
+            found[key(labels)] = found.get(key(labels), 0.0) + value
+        return found
+
+    start, end = sums(before), sums(after)
+    return {k: end[k] - start.get(k, 0.0) for k in sorted(end)
+            if end[k] - start.get(k, 0.0) > 0}
+
+
 def _rate(count: int, seconds: float) -> float:
     return count / seconds if count and seconds > 0 else math.nan
 
@@ -246,6 +345,8 @@ def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[flo
         "algorithm_p50_ms": ms(promtext.quantile(0.5, algorithm)),
         "algorithm_p99_ms": ms(promtext.quantile(0.99, algorithm)),
         "attempts_per_pod": attempts / pods,
+        "attempts_unschedulable": _attempts(scheduler_before, scheduler_after).get(
+            "unschedulable", 0.0),
         "cpu_seconds": cpu_seconds,
         "cpu_ms_per_pod": cpu_seconds * 1000 / pods,
         "peak_rss_mib": cpu_after.peak_rss_mib,
@@ -262,6 +363,9 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
     async with BenchApi(bench.state, concurrency=spec.concurrency) as api:
         progress(f"{tag} creating {sizes.nodes} nodes and {sizes.init_pods} initial pods")
         await _populate(api, spec, scheduler_name)
+        blocked = await _create_blocked(api, spec, scheduler_name)
+        if blocked:
+            progress(f"{tag} created {blocked} never-fitting pods before the scheduler")
         bodies = _measured_bodies(spec, scheduler_name)
         acked = [math.nan] * len(bodies)
 
@@ -274,6 +378,8 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             creating_started = time.monotonic()
             await api.create_all(bodies, on_created)
             creating_seconds = time.monotonic() - creating_started
+            if spec.workload.measured_pod.claim_template is not None:
+                await _wait_for_template_claims(api, spec, progress)
 
         scheduler = schedulers.make(scheduler_name, bench.scheduler_state, spec.qps,
                                     spec.burst)
@@ -314,13 +420,13 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
                 creator = asyncio.create_task(api.create_all(bodies, on_created))
             stop_churn = asyncio.Event()
             churn = (asyncio.create_task(_churn(api, spec, scheduler_name, stop_churn))
-                     if spec.workload.churn_pod is not None else None)
+                     if spec.workload.churn_pod is not None and not blocked else None)
             scheduled_timeline: list[float] = []
             sampler = asyncio.create_task(_sample_scheduled(scheduler, scheduled_timeline))
             complete = await observer.wait(spec.bind_timeout())
             sampler.cancel()
             stop_churn.set()
-            churn_pods = await churn if churn is not None else 0
+            churn_pods = await churn if churn is not None else blocked
             if creator is not None:
                 await creator
                 creating_seconds = max(a for a in acked if not math.isnan(a)) - t0
@@ -363,4 +469,9 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         api_writes_by_kind=_writes_by_kind(server_before, server_after),
         created_per_second=sizes.pods / creating_seconds if creating_seconds > 0 else math.nan,
         setup_seconds=setup_seconds, churn_pods=churn_pods, scheduler_log=scheduler_log,
-        profile=profile)
+        profile=profile,
+        events_dropped=_delta_by(scheduler_before, scheduler_after, EVENTS_DROPPED,
+                                 lambda labels: labels.get("reason", "")),
+        queue_incoming=_delta_by(scheduler_before, scheduler_after, QUEUE_INCOMING,
+                                 lambda labels: f"{labels.get('event', '')} -> "
+                                                f"{labels.get('queue', '')}"))

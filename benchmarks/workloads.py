@@ -38,13 +38,25 @@ class PodShape:
     spread: list[dict[str, Any]] | None = None
     # Mounts the PersistentVolumeClaim named like the pod (see volume_bodies).
     claim: bool = False
+    # CPU/memory requests (and limits); False: the container requests nothing
+    # (scheduler_perf's DRA pod templates).
+    requests: bool = True
+    # DRA: the container uses one claim, `resource`, made from this
+    # ResourceClaimTemplate by the resourceclaim controller...
+    claim_template: str | None = None
+    # ...or the ResourceClaim named like the pod (pre-allocated initial pods).
+    resource_claim: bool = False
 
     def body(self, name: str, scheduler_name: str, node_name: str | None = None
              ) -> dict[str, Any]:
-        requests = {"cpu": self.cpu, "memory": self.memory}
-        resources: dict[str, Any] = {"requests": requests}
-        if self.limits:
-            resources["limits"] = dict(requests)
+        resources: dict[str, Any] = {}
+        if self.requests:
+            requests = {"cpu": self.cpu, "memory": self.memory}
+            resources["requests"] = requests
+            if self.limits:
+                resources["limits"] = dict(requests)
+        if self.claim_template is not None or self.resource_claim:
+            resources["claims"] = [{"name": "resource"}]
         spec: dict[str, Any] = {
             "schedulerName": scheduler_name,
             "containers": [{"name": "pause", "image": PAUSE_IMAGE,
@@ -62,6 +74,11 @@ class PodShape:
             spec["nodeName"] = node_name
         if self.claim:
             spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]
+        if self.claim_template is not None:
+            spec["resourceClaims"] = [{"name": "resource",
+                                       "resourceClaimTemplateName": self.claim_template}]
+        elif self.resource_claim:
+            spec["resourceClaims"] = [{"name": "resource", "resourceClaimName": name}]
         metadata: dict[str, Any] = {"name": name}
         if self.labels:
             metadata["labels"] = dict(self.labels)
@@ -112,6 +129,81 @@ def volume_bodies(namespace: str, name: str) -> tuple[dict[str, Any], dict[str, 
     return claim, volume
 
 
+DRA_DRIVER = "test-driver.cdi.k8s.io"
+DRA_DEVICE_CLASS = "test-class"
+DRA_CLAIM_TEMPLATE = "test-claim-template"
+DRA_REQUEST = "req-0"
+DRA_POD = PodShape("test-dra", requests=False, claim_template=DRA_CLAIM_TEMPLATE)
+DRA_INIT_POD = PodShape("test-dra", requests=False, resource_claim=True)
+
+
+@dataclass(frozen=True, slots=True)
+class DraSetup:
+    """scheduler_perf's DRA scaffolding (test/integration/scheduler_perf/dra.go and
+    dra/templates): one ResourceSlice per node from one driver with
+    `devices_per_node` devices (its createResourceDriver, maxClaimsPerNode), the
+    DeviceClass `test-class` selecting that driver by CEL, and the
+    ResourceClaimTemplate `test-claim-template` (one device of that class) in the
+    initial and the measured namespace."""
+
+    devices_per_node: int
+
+    def device_class(self) -> dict[str, Any]:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+                "metadata": {"name": DRA_DEVICE_CLASS},
+                "spec": {"selectors": [{"cel": {
+                    "expression": f'device.driver == "{DRA_DRIVER}"'}}]}}
+
+    @staticmethod
+    def claim_spec() -> dict[str, Any]:
+        return {"devices": {"requests": [{"name": DRA_REQUEST, "exactly": {
+            "deviceClassName": DRA_DEVICE_CLASS}}]}}
+
+    def claim_template(self, namespace: str) -> dict[str, Any]:
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+                "metadata": {"name": DRA_CLAIM_TEMPLATE, "namespace": namespace},
+                "spec": {"spec": self.claim_spec()}}
+
+    def resource_slice(self, node_name: str) -> dict[str, Any]:
+        """As dra.go's resourceSlice(): pool and slice named after the node."""
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
+                "metadata": {"name": node_name},
+                "spec": {"driver": DRA_DRIVER, "nodeName": node_name,
+                         "pool": {"name": node_name, "generation": 0,
+                                  "resourceSliceCount": 1},
+                         "devices": [{
+                             "name": f"instance-{i}",
+                             "attributes": {
+                                 "model": {"string": "A100"},
+                                 "family": {"string": "GPU"},
+                                 "driverVersion": {"version": "1.2.3"},
+                                 "dra.example.com/numa": {"int": i}},
+                             "capacity": {"memory": {"value": "1Gi"}},
+                         } for i in range(self.devices_per_node)]}}
+
+    def allocated_claim(self, namespace: str, name: str) -> dict[str, Any]:
+        """An initial pod's claim as the scheduler leaves it (its finalizer set); the
+        allocation is written to status apart (allocation_status)."""
+        return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": namespace,
+                             "finalizers": ["resource.kubernetes.io/delete-protection"]},
+                "spec": self.claim_spec()}
+
+    @staticmethod
+    def allocation_status(node_name: str, device: int, pod_name: str,
+                          pod_uid: str) -> dict[str, Any]:
+        return {"status": {
+            "allocation": {
+                "devices": {"results": [{"request": DRA_REQUEST, "driver": DRA_DRIVER,
+                                         "pool": node_name,
+                                         "device": f"instance-{device}"}]},
+                "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [{
+                    "key": "metadata.name", "operator": "In", "values": [node_name]}]}]},
+            },
+            "reservedFor": [{"resource": "pods", "name": pod_name, "uid": pod_uid}],
+        }}
+
+
 def _round_robin(index: int, nodes: int) -> int:
     return index % nodes
 
@@ -131,12 +223,21 @@ class Workload:
     # Pods created during the measurement that never fit (Unschedulable).
     churn_pod: PodShape | None = None
     churn_interval_seconds: float = 0.2
+    # Never-fitting pods (churn_pod's shape) created once, before the measured pods
+    # and the scheduler, instead of the churn: (nodes) -> count. Not upstream's
+    # shape; it makes unschedulable attempts count retries, not run length.
+    blocked_pods: Callable[[int], int] | None = None
     # Largest measured pod count that can all be placed: (nodes, init) -> pods.
     capacity: Callable[[int, int], int] | None = None
+    # DRA: ResourceSlices, DeviceClass and claim templates made before the run, and
+    # kube-controller-manager's resourceclaim controller running beside the server.
+    dra: DraSetup | None = None
+    node_labels: tuple[tuple[str, str], ...] = ()
 
     def node(self, index: int) -> dict[str, Any]:
         return node_body(f"node-{index}",
-                         labels={ZONE_KEY: self.zones[index % len(self.zones)]})
+                         labels={ZONE_KEY: self.zones[index % len(self.zones)],
+                                 **dict(self.node_labels)})
 
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (
@@ -185,6 +286,24 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
         zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
         default_init_pods=lambda nodes: max(1, nodes // 50),
         default_pods=lambda nodes: max(2 * nodes, 3000), churn_pod=LARGE_CPU_POD),
+    Workload(
+        "unschedulable-fixed", "Unschedulable",
+        "as unschedulable, but a fixed nodes/10 never-fitting 9-CPU pods exist before "
+        "the scheduler starts (no churn): each retry shows in the unschedulable attempts",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
+        default_init_pods=lambda nodes: max(1, nodes // 50),
+        default_pods=lambda nodes: max(2 * nodes, 3000), churn_pod=LARGE_CPU_POD,
+        blocked_pods=lambda nodes: max(1, nodes // 10)),
+    Workload(
+        "dra-claim-templates", "SchedulingWithResourceClaimTemplate",
+        "every pod gets its own ResourceClaim from a template: one of the 10 devices "
+        "of its node's ResourceSlice (DRA, structured parameters)",
+        zones=("zone1", "zone2", "zone3"), init_pod=DRA_INIT_POD, measured_pod=DRA_POD,
+        # Upstream's 5000pods_500nodes: 10 devices per node, half of them taken by
+        # initial pods, the measured pods fill the rest.
+        default_init_pods=lambda nodes: 5 * nodes, default_pods=lambda nodes: 5 * nodes,
+        capacity=lambda nodes, init: 10 * nodes - init,
+        dra=DraSetup(devices_per_node=10), node_labels=(("node-with-dra", "true"),)),
 )}
 
 
@@ -204,6 +323,9 @@ def sizes_for(workload: Workload, nodes: int, init_pods: int | None,
     if workload.name == "pod-anti-affinity" and init > nodes:
         raise ValueError(f"pod-anti-affinity puts one initial pod per node: "
                          f"--init-pods {init} > --nodes {nodes}")
+    if workload.dra is not None and init > workload.dra.devices_per_node * nodes:
+        raise ValueError(f"{workload.name}: {init} initial pods need more than the "
+                         f"{workload.dra.devices_per_node} devices of each of {nodes} nodes")
     if workload.capacity is not None and measured > workload.capacity(nodes, init):
         raise ValueError(f"{workload.name} can place at most "
                          f"{workload.capacity(nodes, init)} measured pods on {nodes} nodes "

@@ -137,6 +137,11 @@ class PodEventHandler:
             for event in ev.pod_update_events(before, info):
                 queue.move_on_event(event, before, info)
             return
+        if cache.is_assumed(new.metadata.uid) and new.metadata.deletion_timestamp is None:
+            # Being bound: its own updates (such as the nominatedNodeName the binding
+            # cycle writes) must not make it a queued or nominated pod again (upstream
+            # ignores updates of assumed pods too).
+            return
         if self._pending_and_ours(new):
             info = self._info(new)
             if info is not None:

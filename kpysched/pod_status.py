@@ -68,6 +68,11 @@ class PodStatusWriter:
             status["nominatedNodeName"] = nominated_node or None
         self.patch(pod, status)
 
+    def set_nominated_node(self, pod: api.Pod, node: str) -> None:
+        """status.nominatedNodeName = node, unless it already is."""
+        if pod.status.nominated_node_name != node:
+            self.patch(pod, {"nominatedNodeName": node})
+
     def patch(self, pod: api.Pod, status: dict[str, Any]) -> None:
         """Queue a strategic-merge patch of the pod's status, merged into any patch
         for the same pod that has not gone out yet (later keys win)."""

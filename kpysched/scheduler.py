@@ -261,6 +261,13 @@ class Scheduler:
     async def _bind_steps(self, attempt: Attempt, assumed: PodInfo, node: str) -> Status:
         """WaitOnPermit, PreBind and Bind; Success once the pod is bound."""
         framework, state = attempt.framework, attempt.state
+        # NominatedNodeNameForExpectation (beta, on in v1.36): when Permit or PreBind
+        # will hold the pod a while, announce where it is going first.
+        pre_flight = framework.run_pre_bind_pre_flights(state, assumed, node)
+        if pre_flight.code == Code.ERROR or pre_flight.is_rejected:
+            return pre_flight
+        if pre_flight.ok or framework.will_wait_on_permit(assumed):
+            self.status_writer.set_nominated_node(assumed.pod, node)
         stage = "Permit"
         status = await framework.wait_on_permit(assumed)
         if status.ok:

@@ -16,7 +16,13 @@ if [ -d tests/plugin_package ]; then
     .venv/bin/python -m pip install --quiet -c constraints.txt -e tests/plugin_package
 fi
 .venv/bin/python -m pip check
-.venv/bin/python -m tests.cluster build
+# KPYSCHED_SETUP_CORE_ONLY=1 (scripts/test.sh): only what a cluster needs to start and
+# most tests use; the caller builds the rest in the background.
+if [ -n "${KPYSCHED_SETUP_CORE_ONLY:-}" ]; then
+    .venv/bin/python -m tests.cluster build --core
+else
+    .venv/bin/python -m tests.cluster build
+fi
 # The real node (`up --with-node`, tests/e2e/test_real_node.py): kubelet, containerd,
 # runc and the CNI plugins, built from Go modules into the same cache. runc links
 # libseccomp so pods' seccomp profiles work; its headers come from Debian.
@@ -24,4 +30,6 @@ if [ ! -f /usr/include/seccomp.h ]; then
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp-dev >/dev/null
 fi
-.venv/bin/python -m tests.cluster.realnode build
+if [ -z "${KPYSCHED_SETUP_CORE_ONLY:-}" ]; then
+    .venv/bin/python -m tests.cluster.realnode build
+fi

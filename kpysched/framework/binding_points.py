@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import cast
 
+from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.guard import plugin_raised
 from kpysched.framework.instrumented import Instrumented
@@ -101,6 +103,42 @@ class BindingPoints(Instrumented):
         if status.code == Code.ERROR:  # e.g. preempted while waiting
             return Status.error(f"waiting on permit for pod: {status.message()}", status.plugin)
         return status
+
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo,
+                                 node_name: str) -> Status:
+        """Upstream's RunPreBindPreFlights: Success when some PreBind plugin has work,
+        Skip when none has, Error as soon as one fails or answers something else."""
+        started = time.perf_counter()
+        outcome = self._run_pre_bind_pre_flights(state, pod, node_name)
+        self.observe("PreBindPreFlight", outcome, started)
+        return outcome
+
+    def _run_pre_bind_pre_flights(self, state: CycleState, pod: PodInfo,
+                                  node_name: str) -> Status:
+        outcome = Status.skip()
+        for plugin in self.pre_bind_plugins:
+            if fw.PreBindPreFlightPlugin not in type(plugin).__mro__:
+                continue  # upstream's default answer for plugins without one: Skip
+            try:
+                status = cast(fw.PreBindPreFlightPlugin, plugin).pre_bind_pre_flight(
+                    state, pod, node_name)
+            except Exception as error:
+                status = plugin_raised(plugin.NAME, "PreBindPreFlight", error)
+            if status.code == Code.ERROR:
+                return Status.error(
+                    f'running PreBindPreFlight "{plugin.NAME}": {status.message()}',
+                    plugin.NAME)
+            if status.ok:
+                outcome = SUCCESS
+            elif status.code != Code.SKIP:
+                return Status.error(
+                    f'PreBindPreFlight {plugin.NAME} returned "{status.code.label}", which '
+                    "is unsupported. It is supposed to return Success, Skip, or Error status",
+                    plugin.NAME)
+        return outcome
+
+    def will_wait_on_permit(self, pod: PodInfo) -> bool:
+        return pod.uid in self.waiting_pods
 
     async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         started = time.perf_counter()

@@ -331,6 +331,15 @@ class PreBindPlugin(Plugin, Protocol):
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status: ...
 
 
+class PreBindPreFlightPlugin(PreBindPlugin, Protocol):
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """Whether PreBind will have work for this pod (upstream's PreBindPreFlight):
+        Success, Skip (nothing to do), or Error. When some plugin answers Success the
+        binding cycle first writes the node as the pod's nominatedNodeName, so other
+        components (the cluster autoscaler) know where the pod is about to go."""
+        ...
+
+
 class BindPlugin(Plugin, Protocol):
     async def bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         """Bind, or return Skip to let the next Bind plugin do it."""

@@ -18,7 +18,10 @@ from tests.cluster.realnode import node as real_node
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m tests.cluster", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("build", help="build the pinned upstream binaries and KWOK")
+    build_parser = commands.add_parser(
+        "build", help="build the pinned upstream binaries and KWOK")
+    build_parser.add_argument("--core", action="store_true",
+                              help="only what a cluster needs to start and most tests use")
 
     def with_dir(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
         sub.add_argument("--dir", type=Path, default=cluster.DEFAULT_DIR,
@@ -82,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "build":
-            print(build.ensure_built())
+            print(build.ensure_built(build.CORE if args.core else None))
         elif args.command == "up":
             addons = cluster.BARE if args.bare else dataclasses.replace(
                 cluster.FULL, node_monitor_grace_period=args.node_monitor_grace_period)

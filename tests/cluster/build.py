@@ -13,13 +13,15 @@ when missing, so CI pays the cold build once.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,15 +134,53 @@ BINARIES: tuple[Binary, ...] = (
 )
 
 
-def binary_path(name: str) -> Path:
+# What a cluster needs to start, and the tools most tests use. The rest (Prometheus,
+# the dashboard linter, kube-proxy for the real node) may build in the background
+# while tests run: scripts/test.sh does that, and binary_path waits for them.
+CORE = frozenset({"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+                  "kubectl", "helm", "kwok"})
+
+
+@contextmanager
+def build_lock() -> Iterator[None]:
+    """One builder at a time per cache (test workers, a background build): a waiter
+    finds the binary built when it gets the lock."""
+    base = _cache_base()
+    base.mkdir(parents=True, exist_ok=True)
+    with (base / ".build.lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _binary(name: str) -> Binary:
     for binary in BINARIES:
         if binary.name == name:
-            return binary.path
+            return binary
     raise KeyError(name)
 
 
-def missing_binaries() -> list[Binary]:
-    return [b for b in BINARIES if not b.path.is_file()]
+def binary_path(name: str) -> Path:
+    """The binary, built first if it is missing (or waited for while another process
+    builds it)."""
+    binary = _binary(name)
+    if not binary.path.is_file():
+        _ensure(binary)
+    return binary.path
+
+
+def missing_binaries(names: Iterable[str] | None = None) -> list[Binary]:
+    wanted = None if names is None else set(names)
+    return [b for b in BINARIES
+            if (wanted is None or b.name in wanted) and not b.path.is_file()]
+
+
+def _ensure(binary: Binary) -> None:
+    with build_lock():
+        if not binary.path.is_file():
+            _build_one(binary)
 
 
 def go_build(name: str, package: str, output: Path, module_dir: Path, *,
@@ -179,9 +219,10 @@ def _build_one(binary: Binary) -> None:
              ldflags=binary.ldflags, tags=binary.tags)
 
 
-def ensure_built() -> Path:
-    """Build whatever is missing and return the directory of the Kubernetes binaries."""
-    todo = missing_binaries()
+def ensure_built(names: Iterable[str] | None = None) -> Path:
+    """Build whatever is missing (of `names`, or of all) and return the directory of the
+    Kubernetes binaries."""
+    todo = missing_binaries(names)
     if not todo:
         print(f"[build] all binaries cached in {_cache_base()}", flush=True)
         return cache_root()
@@ -193,7 +234,7 @@ def ensure_built() -> Path:
         flush=True,
     )
     for binary in todo:
-        _build_one(binary)
+        _ensure(binary)
     return cache_root()
 
 

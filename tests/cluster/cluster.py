@@ -148,7 +148,7 @@ def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE) -> ClusterState:
     if (directory / "state.json").exists():
         raise ClusterError(
             f"{directory} already holds a cluster: run `down --dir {directory}` first")
-    bin_dir = build.ensure_built()
+    bin_dir = build.ensure_built(build.CORE)
     directory.mkdir(parents=True, exist_ok=True)
     certs.generate(directory / "pki")
     token = secrets.token_hex(24)

@@ -29,7 +29,7 @@ from tests.unit.framework.fake_plugins import Script, fake
 
 RAISER = "Raiser"
 RAISER_POINTS = ("preFilter", "filter", "preScore", "score", "normalize", "reserve",
-                 "permit", "preBind", "bind", "postBind")
+                 "permit", "preBind", "preBindPreFlight", "bind", "postBind")
 
 
 @dataclass
@@ -307,3 +307,39 @@ async def test_a_lost_lease_stops_every_binding_before_it_writes(harness: Harnes
     harness.scheduler.recorder.failed_scheduling(pods[0], "kpysched", "after the loss")
     await asyncio.sleep(0.01)
     assert harness.api.sent("POST", "/events") == []
+
+
+# --- NominatedNodeNameForExpectation: announce the node before a PreBind with work ------
+
+def _nominations(recording: RecordingApi, name: str) -> list[Any]:
+    return [body["status"].get("nominatedNodeName")
+            for body in recording.sent("PATCH", f"/pods/{name}/status")
+            if "nominatedNodeName" in body.get("status", {})]
+
+
+async def test_prebind_with_work_announces_the_node_as_nominated_first(
+        harness: Harness) -> None:
+    harness.script.pre_bind_pre_flight = Status()
+    p = pod("p")
+    await harness.add_and_schedule(p)
+    log = harness.script.log
+    assert log.index("Raiser.preBindPreFlight") < log.index("Raiser.preBind")
+    [nominated] = _nominations(harness.api, "p")
+    assert nominated in ("n1", "n2")
+    assert harness.api.sent("POST", "/pods/p/binding")
+
+
+async def test_prebind_without_work_writes_no_nomination(harness: Harness) -> None:
+    await harness.add_and_schedule(pod("p"))  # the fake's pre-flight says Skip
+    assert _nominations(harness.api, "p") == []
+    assert harness.api.sent("POST", "/pods/p/binding")
+
+
+async def test_a_failing_pre_flight_fails_the_binding_with_upstream_text(
+        harness: Harness) -> None:
+    harness.script.pre_bind_pre_flight = Status.error("no pod volume found for node")
+    await harness.add_and_schedule(pod("p"))
+    assert "Raiser.preBind" not in harness.script.log
+    assert not harness.api.sent("POST", "/pods/p/binding")
+    [note] = harness.api.events("FailedScheduling")
+    assert note == 'running PreBindPreFlight "Raiser": no pod volume found for node'

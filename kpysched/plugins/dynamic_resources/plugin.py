@@ -45,7 +45,7 @@ from kpysched.framework.interfaces import (
     NodeScore,
     PostFilterPlugin,
     PostFilterResult,
-    PreBindPlugin,
+    PreBindPreFlightPlugin,
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
@@ -140,7 +140,8 @@ class _State:
 
 
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
-                       ScorePlugin, ScoreExtensions, ReservePlugin, PreBindPlugin):
+                       ScorePlugin, ScoreExtensions, ReservePlugin,
+                       PreBindPreFlightPlugin):
     NAME = NAME
 
     def __init__(self, handle: Handle, args: DynamicResourcesArgs) -> None:
@@ -491,6 +492,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 self._spawn(self._writer.delete(extended))
 
     # ---- PreBind ---------------------------------------------------------------------
+
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        """PreBind has work whenever the pod has claims (upstream's PreBindPreFlight)."""
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None:
+            return Status.error(STATE_NOT_FOUND)
+        return SUCCESS if data.claims else Status.skip()
 
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         data: _State | None = state.get(_STATE_KEY)

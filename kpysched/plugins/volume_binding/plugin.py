@@ -20,7 +20,7 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     FilterPlugin,
     Handle,
-    PreBindPlugin,
+    PreBindPreFlightPlugin,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
@@ -97,7 +97,7 @@ class _State:
 
 
 class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin,
-                    PreBindPlugin):
+                    PreBindPreFlightPlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: VolumeBindingArgs, handle: Handle, *,

@@ -162,7 +162,10 @@ def ensure_built() -> Path:
         print(f"[build] real node: kubelet {cluster_build.KUBERNETES_VERSION}, containerd "
               f"{CONTAINERD_VERSION}, runc {RUNC_VERSION}, CNI plugins {CNI_PLUGINS_VERSION}: "
               f"building {', '.join(p.name for p in todo)} into {cache_dir()}", flush=True)
-    for program in todo:
-        _build_one(program)
-    images.ensure_archives()
+    # Under the cache's build lock: a background build (scripts/test.sh) and a test that
+    # needs the node never build the same program twice.
+    with cluster_build.build_lock():
+        for program in missing_programs():
+            _build_one(program)
+        images.ensure_archives()
     return cache_dir()

@@ -57,6 +57,7 @@ class Script:
     permit: Status = field(default_factory=Status)
     permit_timeout: float = 0.0
     pre_bind: Status = field(default_factory=Status)
+    pre_bind_pre_flight: Status = field(default_factory=Status.skip)
     bind: Status = field(default_factory=Status)
     # Extension points (as logged: "filter", "postBind", ...) where the plugin raises.
     raise_at: set[str] = field(default_factory=set)
@@ -115,6 +116,10 @@ class _Behaviour:
         self._log("permit")
         return self.script.permit, self.script.permit_timeout
 
+    def pre_bind_pre_flight(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+        self._log("preBindPreFlight")
+        return self.script.pre_bind_pre_flight
+
     async def pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
         self._log("preBind")
         await asyncio.sleep(0)
@@ -138,6 +143,7 @@ _PROTOCOLS: dict[str, type[Any]] = {
     "reserve": fw.ReservePlugin,
     "permit": fw.PermitPlugin,
     "preBind": fw.PreBindPlugin,
+    "preBindPreFlight": fw.PreBindPreFlightPlugin,
     "bind": fw.BindPlugin,
     "postBind": fw.PostBindPlugin,
 }
@@ -145,7 +151,12 @@ _PROTOCOLS: dict[str, type[Any]] = {
 
 def fake(name: str, *points: str) -> PluginSpec:
     """A PluginSpec for a plugin `name` implementing exactly `points`."""
-    bases: tuple[type, ...] = (_Behaviour, *(_PROTOCOLS[point] for point in points))
+    protocols = [_PROTOCOLS[point] for point in points]
+    # A protocol another one extends (PreBind under PreBindPreFlight) goes: Python
+    # needs the subclass alone to order the bases.
+    protocols = [p for p in protocols
+                 if not any(p is not other and p in other.__mro__ for other in protocols)]
+    bases: tuple[type, ...] = (_Behaviour, *protocols)
     plugin_class = type(name, bases, {"NAME": name})
 
     def new(args: Script | None, handle: fw.Handle) -> Any:
