@@ -4,6 +4,7 @@ and run them as one supervised task group until a signal asks us to stop."""
 from __future__ import annotations
 
 import asyncio
+import random
 import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -55,6 +56,7 @@ def build_scheduler(
     *,
     max_unschedulable_seconds: float = UNSCHEDULABLE_MAX_SECONDS,
     decision_records: int = 0,
+    tie_break_seed: int | None = None,
 ) -> Scheduler:
     handle = SchedulerHandle(Binder(raw), listers or Listers(), raw)
     frameworks = {
@@ -79,7 +81,8 @@ def build_scheduler(
         max_backoff_seconds=config.pod_max_backoff_seconds,
         max_unschedulable_seconds=max_unschedulable_seconds,
     )
-    algorithm = Algorithm(config.percentage_of_nodes_to_score)
+    algorithm = Algorithm(config.percentage_of_nodes_to_score,
+                          rng=random.Random(tie_break_seed))
     # Events get a rate limiter of their own, as kube-scheduler's separate event client
     # has: at the default QPS, events must not halve the binding rate.
     recorder = EventRecorder(raw.sibling())
@@ -152,7 +155,8 @@ async def run(
         scheduler = build_scheduler(
             config, profiles, registry, raw, listers, metrics,
             max_unschedulable_seconds=settings.pod_max_in_unschedulable_pods_duration,
-            decision_records=settings.decision_records)
+            decision_records=settings.decision_records,
+            tie_break_seed=settings.tie_break_seed)
         # A namespace's labels decide namespaceSelector matches (InterPodAffinity).
         listers.namespaces = Index(
             lambda _, old, new: scheduler.queue.move_on_event(NAMESPACE_CHANGE, old, new))

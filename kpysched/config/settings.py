@@ -73,6 +73,9 @@ class Settings(BaseSettings):
     # keeps (0 records nothing), and whether /debug/decisions serves them (sensitive:
     # they name pods and nodes; protected like /metrics).
     decision_records: int = Field(default=1000, ge=0)
+    # Seeds the choice among equally scored nodes (random, as upstream). Only for
+    # reproducing a run, e.g. against `kpysched simulate --seed`: unset in production.
+    tie_break_seed: int | None = None
     enable_decision_endpoint: bool = False
     # Where this replica is, written on the Lease while it leads so `kpysched explain`
     # finds it: the chart sets them from the downward API (status.podIP, metadata.name,

@@ -13,7 +13,6 @@ here can reach a cluster: the scheduler never holds a connection.
 from __future__ import annotations
 
 import asyncio
-import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,6 @@ from typing import Any, cast
 
 import msgspec
 
-from kpysched.algorithm import Algorithm
 from kpysched.apiclient import ApiResponse, RawApi
 from kpysched.app import build_scheduler
 from kpysched.config import EffectiveProfile, SchedulerConfiguration
@@ -152,10 +150,11 @@ class Simulation:
         self.listers = Listers()
         # Decisions are read back after every step, so the store only needs the
         # attempts of one step.
+        # The seed breaks ties as a live kpysched started with the same tie_break_seed
+        # (KPYSCHED_TIE_BREAK_SEED) does.
         self.scheduler = build_scheduler(config, profiles, registry, cast(RawApi, self.api),
-                                         self.listers, decision_records=10_000)
-        self.scheduler.algorithm = Algorithm(config.percentage_of_nodes_to_score,
-                                             rng=random.Random(seed))
+                                         self.listers, decision_records=10_000,
+                                         tie_break_seed=seed)
         queue = self.scheduler.queue
         # Wired as `kpysched run` wires them (app.run).
         self.listers.namespaces.on_change = (
