@@ -125,7 +125,9 @@ def main(args: Sequence[str], prog: str = "kpysched explain") -> int:
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(answer.body)).decode() + "\n")
     elif answer.status == 200:
         sys.stdout.write(render(answer.body, options.top, options.every_attempt))
-    if answer.status != 200:
+    if answer.status == 200:
+        print(f"({prog}: asked {answer.source})", file=sys.stderr)
+    else:
         print(f"The scheduler ({answer.source}) kept no decision for pod {namespace}/{name}:"
               " it has not tried this pod since it became leader (a pod for another "
               "scheduler name, or one bound before), or the record was evicted "

@@ -1,19 +1,26 @@
 """Reach the leader's /debug/decisions with the user's kubeconfig.
 
-In order: --scheduler-url as given; else the Lease's holder, through the API server's
-pod proxy when the holder names its pod (in a cluster, where the pod network is rarely
-reachable from a laptop), directly at its advertised address otherwise (a scheduler
-run outside the cluster: scripts/run-local.sh, the test harness).
+In order: --scheduler-url as given; else the Lease's holder. When the holder names its
+pod (in a cluster, where the pod network is rarely reachable from a laptop) the request
+goes through `kubectl port-forward` to that pod (kubectl is there whenever explain runs
+as a kubectl plugin), or, without kubectl, through the API server's pod proxy; a
+scheduler run outside the cluster (scripts/run-local.sh, the test harness) is asked
+directly at its advertised address.
 
+Direct and port-forwarded requests carry the kubeconfig's token or client certificate,
+and kpysched authorizes them as /metrics (delegated TokenReview/SubjectAccessReview).
 Through the pod proxy the API server authorizes the user (get pods/proxy on the
 scheduler's pod) but does not pass the user's credentials on, so kpysched sees an
-anonymous request; direct requests carry the kubeconfig's token or client certificate
-and kpysched authorizes them as /metrics (delegated TokenReview/SubjectAccessReview).
+anonymous request, which the chart's RBAC refuses.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
+import re
+import shutil
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,6 +90,10 @@ async def fetch(target: Target, namespace: str, name: str) -> Answer:
         raw = RawApi(api_client, qps=0)
         address, pod = await _leader(raw, target)
         if pod is not None:
+            kubectl = os.environ.get("KPYSCHED_KUBECTL") or shutil.which("kubectl")
+            if kubectl is not None:
+                return await _port_forwarded(kubectl, target, configuration, address, pod,
+                                             namespace, name)
             return await _proxied(raw, target, address, pod, namespace, name)
         return await _direct(target, configuration, address, namespace, name)
 
@@ -130,6 +141,44 @@ async def _proxied(raw: RawApi, target: Target, address: str, pod: str, namespac
     source = f"pod {pod} through the API server's pod proxy"
     response = await _api(raw, "GET", proxy, target)
     return _answer(response.status, response.body, source)
+
+
+_FORWARDING = re.compile(rb"Forwarding from 127\.0\.0\.1:(\d+)")
+
+
+async def _port_forwarded(kubectl: str, target: Target, configuration: client.Configuration,
+                          address: str, pod: str, namespace: str, name: str) -> Answer:
+    """Ask the leader pod through `kubectl port-forward` on a free local port."""
+    parts = urlsplit(address)
+    pod_namespace, _, pod_name = pod.partition("/")
+    command = [kubectl, "port-forward", "--address", "127.0.0.1", "-n", pod_namespace,
+               f"pod/{pod_name}", f":{parts.port}"]
+    if target.kubeconfig is not None:
+        command += ["--kubeconfig", str(target.kubeconfig)]
+    if target.context is not None:
+        command += ["--context", target.context]
+    process = await asyncio.create_subprocess_exec(
+        *command, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        try:
+            line = await asyncio.wait_for(process.stdout.readline(), target.timeout)
+        except TimeoutError:
+            line = b""
+        found = _FORWARDING.search(line)
+        if found is None:
+            process.terminate()
+            error = (await process.stderr.read()).decode(errors="replace").strip()
+            raise UnreachableError(f"kubectl port-forward to pod {pod}: "
+                                   f"{error or 'no local port within the timeout'}")
+        local = f"{parts.scheme}://127.0.0.1:{found.group(1).decode()}"
+        answer = await _direct(target, configuration, local, namespace, name)
+        return Answer(answer.status, answer.body, f"pod {pod} through kubectl port-forward")
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
 
 
 async def _direct(target: Target, configuration: client.Configuration, url: str,

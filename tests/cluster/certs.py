@@ -44,6 +44,14 @@ def generate(pki: Path) -> None:
     )
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=pki)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=pki)
+    # The API server's identity towards kubelets (logs, exec, port-forward on the real
+    # node), in system:masters as kubeadm's apiserver-kubelet-client once was: the
+    # kubelet authorizes it with a SubjectAccessReview.
+    client_certificate(pki, KUBELET_CLIENT, "kube-apiserver-kubelet-client",
+                       ("system:masters",))
+
+
+KUBELET_CLIENT = "apiserver-kubelet-client"
 
 
 def client_certificate(pki: Path, name: str, user: str,

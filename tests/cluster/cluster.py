@@ -139,6 +139,12 @@ def _apiserver_command(directory: Path, etcd_port: int, port: int,
         # The reconciler would publish 127.0.0.1 as the `kubernetes` Service's endpoint,
         # which Endpoints validation rejects (loopback); nothing here routes to it.
         "--endpoint-reconciler-type=none",
+        # Logs, exec and port-forward reach the real node's kubelet at the Node's
+        # InternalIP (its name resolves nowhere), authenticated with a client certificate.
+        "--kubelet-preferred-address-types=InternalIP,Hostname,InternalDNS,ExternalDNS,"
+        "ExternalIP",
+        f"--kubelet-client-certificate={pki / (certs.KUBELET_CLIENT + '.crt')}",
+        f"--kubelet-client-key={pki / (certs.KUBELET_CLIENT + '.key')}",
     ]
 
 

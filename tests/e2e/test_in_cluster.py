@@ -39,6 +39,7 @@ import os
 import re
 import ssl
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -212,9 +213,11 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
     kpysched_image.build()
     kpysched_image.import_into_node(in_cluster.directory)
 
-    # 2. helm install, default values except the image.
+    # 2. helm install, default values except the image and the decision endpoint (for
+    #    `kpysched explain`, step 4).
     _helm(state, "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace",
-          "--set", f"image.repository={kpysched_image.REPOSITORY}", "--wait", "--timeout", "5m")
+          "--set", f"image.repository={kpysched_image.REPOSITORY}",
+          "--set", "decisions.endpoint=true", "--wait", "--timeout", "5m")
 
     # 3. Both replicas Ready on the real node, non-root, read-only root; one leads.
     pods = _wait("two Ready kpysched pods", 120,
@@ -313,6 +316,22 @@ def _place_workload(state: ClusterState) -> None:
     _wait("FailedScheduling for fits-nowhere", 60, lambda: any(
         e["reason"] == "FailedScheduling" and e["regarding"]["name"] == "fits-nowhere"
         for e in kubectl.get_json(state, "events.events.k8s.io", "-n", "work")["items"]))
+    _explain_in_cluster(state)
+
+
+def _explain_in_cluster(state: ClusterState) -> None:
+    """`kpysched explain` with the admin's kubeconfig and no scheduler flag: it finds
+    the leader pod through the Lease and asks it through `kubectl port-forward`."""
+    explained = subprocess.run(
+        [sys.executable, "-m", "kpysched.cli", "explain", "work/fits-nowhere",
+         "--lease-namespace", NAMESPACE, "--lease-name", LEASE],
+        capture_output=True, text=True, timeout=120,
+        env={**os.environ, "KUBECONFIG": state.kubeconfig,
+             "KPYSCHED_KUBECTL": str(build.binary_path("kubectl"))})
+    assert explained.returncode == 0, explained.stderr
+    assert "Unschedulable" in explained.stdout, explained.stdout
+    assert "nodes are available" in explained.stdout, explained.stdout
+    assert "through kubectl port-forward" in explained.stderr, explained.stderr
 
 
 def _wait_policy_effective(state: ClusterState, namespace: str) -> None:
