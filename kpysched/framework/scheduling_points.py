@@ -44,7 +44,7 @@ def _normalize_error(plugin: str, status: Status) -> Status:
 
 class SchedulingPoints(Instrumented):
     # The raw scores of the plugin just scored, kept only while a decision is recorded.
-    _raw_scores: Sequence[int] = ()
+    _raw_scores: npt.NDArray[np.int64] | None = None
 
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -302,8 +302,14 @@ class SchedulingPoints(Instrumented):
             weight = self.weights.get(plugin.NAME, 1)
             totals += values * weight
             if state.decision is not None:
+                # Arrays, not lists (decisions.record): a copy of each, as a vector
+                # plugin may hand out a view of a buffer it reuses.
+                raw = self._raw_scores if self._raw_scores is not None else values
                 state.decision.scores.append(PluginScores(
-                    plugin.NAME, weight, list(self._raw_scores), values.tolist()))
+                    plugin.NAME, weight, raw, values.copy()))
+                self._raw_scores = None
+        if state.decision is not None:
+            state.decision.totals = totals  # an array (decisions.record); not changed again
         return totals.tolist(), SUCCESS
 
     def _node_scores(self, state: CycleState, pod: PodInfo, plugin: fw.ScorePlugin,
@@ -318,7 +324,8 @@ class SchedulingPoints(Instrumented):
                     return _NO_SCORES, _score_error(plugin.NAME, status)
                 scores.append(fw.NodeScore(node.name, value))
             if state.decision is not None:
-                self._raw_scores = [s.score for s in scores]
+                self._raw_scores = np.fromiter((s.score for s in scores), dtype=np.int64,
+                                               count=len(scores))
             if fw.ScoreExtensions in type(plugin).__mro__:
                 point = "ScoreExtensionNormalize"
                 status = cast(fw.ScoreExtensions, plugin).normalize_score(state, pod, scores)
@@ -345,7 +352,7 @@ class SchedulingPoints(Instrumented):
             return None
         values = every_row[rows]
         if state.decision is not None:
-            self._raw_scores = values.tolist()
+            self._raw_scores = values.copy()
         if fw.VectorNormalizePlugin in mro:
             return cast(fw.VectorNormalizePlugin, plugin).normalize_vector(state, pod, values)
         return values

@@ -71,7 +71,7 @@ def test_the_chosen_node_is_the_single_top_total() -> None:
     assert isinstance(outcome, ScheduleResult) and outcome.node_name == "n2"
     assert decision.ties == ["n2"]
     assert dict(zip(decision.feasible, decision.totals, strict=True))["n2"] == 180
-    assert decision.scores[0].raw == decision.scores[0].normalized  # no ScoreExtensions
+    assert list(decision.scores[0].raw) == list(decision.scores[0].normalized)  # no ScoreExtensions
 
 
 def test_unschedulable_counts_equal_the_failed_scheduling_message() -> None:
