@@ -15,7 +15,7 @@ import numpy as np
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
-from kpysched.decisions.record import Decision, Rejection
+from kpysched.decisions.record import Decision, Rejection, RejectionGroup
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import PreFilterResult
@@ -43,9 +43,12 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
 
 def record_rejections(decision: Decision, diagnosis: Diagnosis) -> None:
     """The per-node verdicts of the Filter chain, first failing plugin first."""
+    groups: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
     for name, status in diagnosis.node_to_status.items():
-        decision.rejected[name] = Rejection(status.plugin, list(status.reasons),
-                                            status.code.label)
+        groups.setdefault((status.plugin, tuple(status.reasons), status.code.label),
+                          []).append(name)
+    decision.rejections = [RejectionGroup(Rejection(plugin, list(reasons), code), nodes)
+                           for (plugin, reasons, code), nodes in groups.items()]
 
 
 @dataclass(slots=True)

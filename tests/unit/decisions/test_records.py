@@ -181,3 +181,27 @@ def test_store_reads_from_another_thread_while_written() -> None:
     stop.set()
     reader.join()
     assert len(store) == 50 and max(seen, default=0) <= 50
+
+
+def test_rejections_are_grouped_by_verdict_and_expand_per_node_in_json() -> None:
+    from kpysched.algorithm import record_rejections
+    from kpysched.decisions.record import Decision
+    from kpysched.framework.diagnosis import Diagnosis
+    from kpysched.framework.status import Status
+
+    diagnosis = Diagnosis(4)
+    for name in ("a", "b", "c"):
+        diagnosis.node_to_status[name] = Status.unschedulable("Insufficient cpu",
+                                                              plugin="NodeResourcesFit")
+    diagnosis.node_to_status["d"] = Status.unresolvable("node(s) were unschedulable",
+                                                        plugin="NodeUnschedulable")
+    decision = Decision("ns/p", "u", "kpysched", 1, "t")
+    record_rejections(decision, diagnosis)
+    # One shared verdict per group, the nodes as a list of names.
+    assert [(g.rejection.plugin, g.nodes) for g in decision.rejections] == [
+        ("NodeResourcesFit", ["a", "b", "c"]), ("NodeUnschedulable", ["d"])]
+    rejected = decision.to_json()["rejected"]
+    assert rejected["b"] == {"plugin": "NodeResourcesFit", "reasons": ["Insufficient cpu"],
+                             "code": "Unschedulable"}
+    assert rejected["d"]["code"] == "UnschedulableAndUnresolvable"
+    assert set(rejected) == {"a", "b", "c", "d"}

@@ -24,13 +24,12 @@ def pending() -> Decision:
                  message="0/6 nodes are available: 4 Insufficient cpu, 1 Insufficient "
                          "memory, 2 node(s) had untolerated taint {a: b}.")
     for name in ("n1", "n2", "n3"):
-        d.rejected[name] = Rejection("NodeResourcesFit", ["Insufficient cpu"], "Unschedulable")
-    d.rejected["n4"] = Rejection("NodeResourcesFit", ["Insufficient cpu",
-                                                      "Insufficient memory"], "Unschedulable")
+        d.reject(name, Rejection("NodeResourcesFit", ["Insufficient cpu"], "Unschedulable"))
+    d.reject("n4", Rejection("NodeResourcesFit", ["Insufficient cpu", "Insufficient memory"],
+                             "Unschedulable"))
     for name in ("n5", "n6"):
-        d.rejected[name] = Rejection("TaintToleration",
-                                     ["node(s) had untolerated taint {a: b}"],
-                                     "UnschedulableAndUnresolvable")
+        d.reject(name, Rejection("TaintToleration", ["node(s) had untolerated taint {a: b}"],
+                                 "UnschedulableAndUnresolvable"))
     return d
 
 
@@ -51,8 +50,8 @@ def test_nodes_outside_pre_filter_set_are_counted_not_named() -> None:
     d = Decision("ns/p", "u", "kpysched", 1, "t", total_nodes=5, outcome="Unschedulable",
                  pre_filter_nodes=["n1"],
                  absent_reason="node(s) didn't satisfy plugin(s) [NodeAffinity]")
-    d.rejected["n1"] = Rejection("NodePorts", ["node(s) didn't have free ports"],
-                                 "Unschedulable")
+    d.reject("n1", Rejection("NodePorts", ["node(s) didn't have free ports"],
+                             "Unschedulable"))
     text = render(body(d))
     row = next(line for line in text.splitlines() if line.split()[:2] == ["PreFilter", "4"])
     assert row.split()[1] == "4" and "4 nodes" in row
@@ -65,7 +64,7 @@ def scheduled() -> Decision:
                  node="c", outcome="Bound")
     d.scores = [PluginScores("NodeResourcesFit", 1, [50, 70, 70], [50, 70, 70]),
                 PluginScores("TaintToleration", 3, [0, 1, 1], [33, 46, 46])]
-    d.rejected["d"] = Rejection("NodeAffinity", ["node(s) didn't match"], "Unschedulable")
+    d.reject("d", Rejection("NodeAffinity", ["node(s) didn't match"], "Unschedulable"))
     return d
 
 
