@@ -207,14 +207,21 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     def _after_claim_change(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
         original, modified = objects_as(resource.ResourceClaim, old, new)
         assert modified is not None
+        deallocated = (original is not None and original.status.allocation is not None
+                       and modified.status.allocation is None)
+        if not deallocated and not pod_claims_mod.names_claim(pod.pod, modified):
+            # Neither freed devices nor one of the pod's claims: upstream's answer is
+            # QueueSkip whatever the pod's other claims are. Checked first because this
+            # hint runs for every held pod on every claim event (at start-up, pods
+            # that synced before their claims meet each claim's Add).
+            return QueueingHint.QUEUE_SKIP
         try:
             uses = any(claim.metadata.uid == modified.metadata.uid
                        for claim in pod_claims_mod.pod_claims(pod.pod, self._tracker.get))
         except ClaimUnavailableError:
             return QueueingHint.QUEUE_SKIP
-        if (original is not None and original.status.allocation is not None
-                and modified.status.allocation is None):
-            return QueueingHint.QUEUE  # deallocated: its devices are free again
+        if deallocated:
+            return QueueingHint.QUEUE  # its devices are free again
         if not uses:
             return QueueingHint.QUEUE_SKIP
         if original is None:
