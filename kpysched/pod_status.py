@@ -68,10 +68,15 @@ class PodStatusWriter:
             status["nominatedNodeName"] = nominated_node or None
         self.patch(pod, status)
 
-    def set_nominated_node(self, pod: api.Pod, node: str) -> None:
-        """status.nominatedNodeName = node, unless it already is."""
-        if pod.status.nominated_node_name != node:
-            self.patch(pod, {"nominatedNodeName": node})
+    async def write_nominated_node(self, pod: api.Pod, node: str) -> None:
+        """status.nominatedNodeName = node, written now, before the binding goes on (a
+        queued patch could reach the API server after the binding, which refuses a
+        nominated node on a bound pod); unless it already is. A failure is logged and
+        the binding goes on, as upstream's."""
+        if self._aborted or pod.status.nominated_node_name == node:
+            return
+        meta = pod.metadata
+        await self._write(_Pending(meta.namespace, meta.name, {"nominatedNodeName": node}))
 
     def patch(self, pod: api.Pod, status: dict[str, Any]) -> None:
         """Queue a strategic-merge patch of the pod's status, merged into any patch

@@ -267,7 +267,7 @@ class Scheduler:
         if pre_flight.code == Code.ERROR or pre_flight.is_rejected:
             return pre_flight
         if pre_flight.ok or framework.will_wait_on_permit(assumed):
-            self.status_writer.set_nominated_node(assumed.pod, node)
+            await self.status_writer.write_nominated_node(assumed.pod, node)
         stage = "Permit"
         status = await framework.wait_on_permit(assumed)
         if status.ok:

@@ -150,7 +150,8 @@ async def world(api: client.ApiClient, scheduler: str) -> AsyncIterator[World]:
         await kube.delete_namespace(api, namespace)
 
 
-async def test_pods_racing_for_the_last_devices_never_share_one(world: World) -> None:
+async def test_pods_racing_for_the_last_devices_never_share_one(
+        world: World, request: pytest.FixtureRequest) -> None:
     node = await world.node("racing")
     gpu = await world.device_class("gpu")
     await world.devices(node, {"name": "gpu-0"}, {"name": "gpu-1"})
@@ -183,6 +184,12 @@ async def test_pods_racing_for_the_last_devices_never_share_one(world: World) ->
             taken += [r.device for r in allocation.devices.results]
             assert [r.uid for r in claim.status.reserved_for] != []
     assert sorted(taken) == ["gpu-0", "gpu-1"], taken  # each device in exactly one claim
+    process = getattr(request.node, "kpysched", None)
+    if process is not None:
+        # The expected node is written before the binding (NominatedNodeNameForExpectation):
+        # the API server accepted every status write.
+        refused = [e for e in process.log_events() if e.get("event") == "pod_status.patch_failed"]
+        assert refused == [], refused
 
 
 async def test_claim_deleted_during_binding_is_reported_and_the_pod_retried(

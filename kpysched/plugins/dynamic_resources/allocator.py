@@ -37,6 +37,7 @@ from kpysched.objects.resource import (
     ALLOCATION_MODE_ALL,
     ALLOCATION_MODE_EXACT_COUNT,
     AllocationResult,
+    Device,
     DeviceClass,
     DeviceRequest,
     ResourceClaim,
@@ -52,10 +53,8 @@ from kpysched.plugins.dynamic_resources.pools import (
     NodeSelectionError,
     Pool,
     PoolID,
-    build_pool,
-    gather_pools,
+    SliceCatalog,
     node_matches,
-    slice_pool_id,
 )
 from kpysched.plugins.dynamic_resources.request_data import (
     ALLOCATION_RESULTS_MAX_SIZE,
@@ -67,6 +66,7 @@ from kpysched.plugins.dynamic_resources.request_data import (
     SelectorCompiler,
     klog_name,
 )
+from kpysched.plugins.dynamic_resources.results import check_node_selectors
 from kpysched.plugins.dynamic_resources.search import Search
 
 __all__ = [
@@ -118,39 +118,53 @@ class Allocator:
         features: Features,
         allocated_state: AllocatedState,
         class_lookup: Callable[[str], DeviceClass | None],
-        slices: Sequence[ResourceSlice],
+        slices: Sequence[ResourceSlice] | SliceCatalog,
         cel_cache: SelectorCompiler,
         new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     ) -> None:
+        """`slices`: all ResourceSlices, or a SliceCatalog of them kept from an earlier
+        cycle (built with the same partitionable_devices setting and CEL cache)."""
         self.features = features
         self.allocated_state = allocated_state
         self.class_lookup = class_lookup
         self.cel_cache = cel_cache
         self.new_share_id = new_share_id
-        self._slices_on_node: dict[str, list[ResourceSlice]] = {}
-        self._slices_shared: list[ResourceSlice] = []
-        self._slices_by_pool: dict[PoolID, list[ResourceSlice]] = {}
-        for resource_slice in slices:
-            node_name = resource_slice.spec.node_name
-            if not node_name or resource_slice.spec.shared_counters:
-                self._slices_shared.append(resource_slice)
-            else:
-                self._slices_on_node.setdefault(node_name, []).append(resource_slice)
-            self._slices_by_pool.setdefault(slice_pool_id(resource_slice), []).append(
-                resource_slice)
-        self._devices_allocated = allocated_state.devices_in_use()
+        if (not isinstance(slices, SliceCatalog)
+                or slices.partitionable_devices != features.partitionable_devices):
+            slices = SliceCatalog(
+                slices.slices if isinstance(slices, SliceCatalog) else slices,
+                features.partitionable_devices)
+        self.catalog = slices
         # Memos over inputs that do not change for the Allocator's lifetime.
-        self._pools: dict[tuple[PoolID, tuple[int, ...], bool], Pool] = {}
+        self._devices_allocated: set[DeviceID] | None = None
         self._available_counters: dict[PoolID, dict[str, dict[str, Fraction]]] = {}
         self._classes: dict[str, DeviceClass | None] = {}
         self._selectors: dict[str, CompiledSelector | SelectorError] = {}
+        # id(claim) -> (claim, its validated (sub)requests): validation does not depend
+        # on the node, so a claim that passed it once skips it on the other nodes.
+        self._validated: dict[int, tuple[ResourceClaim, list[list[RequestData]]]] = {}
 
     def allocate(self, node: api.Node, claims: Sequence[ResourceClaim],
                  deadline: float | None = None) -> list[AllocationResult] | None:
-        slices_for_node = self._slices_on_node.get(node.metadata.name, []) + self._slices_shared
+        search = self._search(node, claims, deadline)
+        return None if search is None else search.results()
+
+    def fits(self, node: api.Node, claims: Sequence[ResourceClaim],
+             deadline: float | None = None) -> bool:
+        """Whether allocate() would return results, without building them (it raises
+        as allocate() does). The search is deterministic for one Allocator, so
+        allocate() later finds the same devices."""
+        search = self._search(node, claims, deadline)
+        if search is None:
+            return False
+        check_node_selectors(search)
+        return True
+
+    def _search(self, node: api.Node, claims: Sequence[ResourceClaim],
+                deadline: float | None) -> Search | None:
+        """The search that found a solution, or None."""
         try:
-            pools = gather_pools(slices_for_node, node, self.features.partitionable_devices,
-                                 self._slices_by_pool, self._build_pool)
+            pools = self.catalog.pools_for(node)
         except NodeSelectionError as error:
             raise AllocationError(f"gather pool information: {error}") from None
         search = Search(self, node, claims, pools, deadline)
@@ -159,18 +173,9 @@ class Allocator:
             if any(pool.invalid for pool in pools):
                 raise AllocationError("invalid resource pools were encountered", on_node=True)
             return None
-        return search.results()
+        return search
 
     # -- per-cycle memos --------------------------------------------------------------
-
-    def _build_pool(self, pool_id: PoolID, slices: list[ResourceSlice],
-                    all_slices: list[ResourceSlice] | None) -> Pool:
-        key = (pool_id, tuple(id(s) for s in slices), all_slices is not None)
-        pool = self._pools.get(key)
-        if pool is None:
-            pool = build_pool(pool_id, slices, self.features.partitionable_devices, all_slices)
-            self._pools[key] = pool
-        return pool
 
     def device_class(self, name: str) -> DeviceClass | None:
         if name not in self._classes:
@@ -190,12 +195,30 @@ class Allocator:
             raise compiled
         return compiled
 
+    def selector_matches(self, expression: str, compiled: CompiledSelector, driver: str,
+                         device: Device) -> bool:
+        """compiled.matches(driver, device), remembered in the catalog across cycles
+        (a device's driver is its slice's); raises SelectorError as it does."""
+        key = (expression, id(device))
+        result = self.catalog.selector_results.get(key)
+        if result is None:
+            try:
+                result = compiled.matches(driver, device)
+            except SelectorError as error:
+                result = str(error)
+            self.catalog.remember_selector_result(key, result)
+        if isinstance(result, str):
+            raise SelectorError(result)
+        return result
+
     def available_counters(self, pool: Pool) -> dict[str, dict[str, Fraction]]:
         """The pool's shared counters minus what allocated devices consume (may go
         negative). Claims being allocated are accounted separately by the search."""
         available = self._available_counters.get(pool.pool_id)
         if available is not None:
             return available
+        if self._devices_allocated is None:
+            self._devices_allocated = self.allocated_state.devices_in_use()
         available = {
             counter_set.name: {name: parse_amount(counter.value)
                                for name, counter in counter_set.counters.items()}
@@ -217,19 +240,47 @@ class Allocator:
 
     def _prepare(self, search: Search) -> None:
         for claim_index, claim in enumerate(search.claims):
-            min_devices = 0
-            for request_index, request in enumerate(claim.spec.devices.requests):
-                min_devices += self._prepare_request(search, claim_index, claim,
-                                                     request_index, request)
+            validated = self._validated.get(id(claim))
+            if validated is not None and validated[0] is claim:
+                min_devices = self._prepare_validated(search, claim_index, validated[1])
+            else:
+                min_devices = 0
+                requests: list[list[RequestData]] = []
+                for request_index, request in enumerate(claim.spec.devices.requests):
+                    min_devices += self._prepare_request(search, claim_index, claim,
+                                                         request_index, request, requests)
+                self._validated[id(claim)] = (claim, requests)
             if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
                 raise AllocationError(
                     f"claim {klog_name(claim)}: number of requested devices {min_devices} "
                     f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}")
             search.add_constraints(claim_index, claim)
 
+    def _prepare_validated(self, search: Search, claim_index: int,
+                           requests: list[list[RequestData]]) -> int:
+        """_prepare_request for a claim that passed validation for an earlier node:
+        only what depends on the node (allocation mode All) is worked out again."""
+        min_devices = 0
+        for request_index, sub_requests in enumerate(requests):
+            fewest = -1
+            for sub_index, validated in enumerate(sub_requests):
+                key = (claim_index, request_index, sub_index)
+                data = RequestData(validated.request, validated.parent, validated.device_class)
+                if data.request.allocation_mode == ALLOCATION_MODE_EXACT_COUNT:
+                    data.num_devices = data.request.count
+                else:
+                    search.collect_all_devices(key, data)
+                search.request_data[key] = data
+                if fewest < 0 or data.num_devices < fewest:
+                    fewest = data.num_devices
+            min_devices += fewest
+        return min_devices
+
     def _prepare_request(self, search: Search, claim_index: int, claim: ResourceClaim,
-                         request_index: int, request: DeviceRequest) -> int:
-        """Record what each (sub)request needs; the fewest devices it can take."""
+                         request_index: int, request: DeviceRequest,
+                         record: list[list[RequestData]]) -> int:
+        """Record what each (sub)request needs; the fewest devices it can take. The
+        request's data goes to `record` too (one entry per subrequest)."""
         name = klog_name(claim)
         if request.first_available and not self.features.prioritized_list:
             raise AllocationError(
@@ -248,16 +299,20 @@ class Allocator:
         if request.first_available:
             parent = RequestView.of_request(request)
             fewest = -1
+            sub_requests: list[RequestData] = []
             for sub_index, sub_request in enumerate(request.first_available):
                 data = self._validate_request(search, (claim_index, request_index, sub_index),
                                               RequestView.of_sub_request(sub_request), parent)
                 search.request_data[(claim_index, request_index, sub_index)] = data
+                sub_requests.append(data)
                 if fewest < 0 or data.num_devices < fewest:
                     fewest = data.num_devices
+            record.append(sub_requests)
             return fewest
         data = self._validate_request(search, (claim_index, request_index, 0),
                                       RequestView.of_request(request), None)
         search.request_data[(claim_index, request_index, 0)] = data
+        record.append([data])
         return data.num_devices
 
     def _validate_request(self, search: Search, key: tuple[int, int, int],

@@ -76,6 +76,19 @@ def pod_claims(pod: api.Pod, lookup: ClaimLookup) -> list[resource.ResourceClaim
     return claims
 
 
+def names_claim(pod: api.Pod, claim: resource.ResourceClaim) -> bool:
+    """Whether the pod refers to a claim of this namespace and name, directly or through
+    the claim the resourceclaim controller recorded for one of its templates (no
+    lookup: a cheap test before pod_claims)."""
+    meta = claim.metadata
+    if meta.namespace != pod.metadata.namespace:
+        return False
+    name = meta.name
+    return (any(entry.resource_claim_name == name for entry in pod.spec.resource_claims)
+            or any(status.resource_claim_name == name
+                   for status in pod.status.resource_claim_statuses))
+
+
 def is_reserved_for_pod(pod: api.Pod, claim: resource.ResourceClaim) -> bool:
     uid = pod.metadata.uid
     return any(reserved.uid == uid for reserved in claim.status.reserved_for)

@@ -75,6 +75,7 @@ from kpysched.plugins.dynamic_resources.binding_conditions import (
 from kpysched.plugins.dynamic_resources.cel import CelCache
 from kpysched.plugins.dynamic_resources.claim_writes import FINALIZER, ClaimWriteError, ClaimWriter
 from kpysched.plugins.dynamic_resources.claims import ClaimUnavailableError
+from kpysched.plugins.dynamic_resources.pools import SliceCatalog
 from kpysched.plugins.dynamic_resources.tracker import ClaimTracker
 
 log = structlog.get_logger(__name__)
@@ -116,8 +117,12 @@ class _State:
     allocator: Allocator | None = None
     # Indices of allocated claims that some node could not use (for PostFilter).
     unavailable: set[int] = field(default_factory=set)
-    # Filter's allocations per node name, in the order of the claims to allocate.
+    # Filter's allocations per node name, in the order of the claims to allocate; kept
+    # only when Score reads them (a claim has subrequests), else Reserve allocates
+    # again on the chosen node among those Filter passed.
     node_allocations: dict[str, list[resource.AllocationResult]] = field(default_factory=dict)
+    scores_subrequests: bool = False
+    nodes_to_allocate_again: dict[str, api.Node] = field(default_factory=dict)
     # DRAExtendedResource: the claim for extended resources DeviceClasses back, last in
     # `claims` (in memory until PreBind creates it, or made by an earlier attempt), the
     # pod's scalar requests, and per node the claim's requests there and the
@@ -131,6 +136,22 @@ class _State:
 
     def to_allocate(self) -> list[int]:
         return [i for i, claim in enumerate(self.claims) if claim.status.allocation is None]
+
+    def claims_for_node(self, node_claim: resource.ResourceClaim | None) -> tuple[
+            list[resource.ResourceClaim], list[resource.AllocationResult]]:
+        """The claims the allocator allocates on a node (with the node's extended
+        resource claim) and the allocations Reserve already holds for the others."""
+        to_allocate: list[resource.ResourceClaim] = []
+        pending: list[resource.AllocationResult] = []
+        for index in self.to_allocate():
+            reserved = self.infos[index].allocation
+            if reserved is not None:
+                pending.append(reserved)
+            elif index == self.extended_index and node_claim is not None:
+                to_allocate.append(node_claim)
+            else:
+                to_allocate.append(self.claims[index])
+        return to_allocate, pending
 
     def extended_claim(self) -> resource.ResourceClaim | None:
         return None if self.extended_index is None else self.claims[self.extended_index]
@@ -151,8 +172,20 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self._tracker = ClaimTracker(handle.resources.resource_claims)
         self._cel = CelCache(CEL_CACHE_SIZE)
         self._features = Features()
+        # What the allocator derives from the slices alone, kept until one changes.
+        self._slice_catalog: SliceCatalog | None = None
+        handle.resources.resource_slices.observers.append(self._forget_slice_catalog)
         self._writer = ClaimWriter(handle.client, self._tracker)
         self._background: set[asyncio.Task[None]] = set()
+
+    def _forget_slice_catalog(self, action: ActionType, old: object, new: object) -> None:
+        self._slice_catalog = None
+
+    def _slices(self) -> SliceCatalog:
+        if self._slice_catalog is None:
+            self._slice_catalog = SliceCatalog(self._listers.resource_slices.values(),
+                                               self._features.partitionable_devices)
+        return self._slice_catalog
 
     # ---- events ----------------------------------------------------------------------
 
@@ -174,14 +207,21 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
     def _after_claim_change(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
         original, modified = objects_as(resource.ResourceClaim, old, new)
         assert modified is not None
+        deallocated = (original is not None and original.status.allocation is not None
+                       and modified.status.allocation is None)
+        if not deallocated and not pod_claims_mod.names_claim(pod.pod, modified):
+            # Neither freed devices nor one of the pod's claims: upstream's answer is
+            # QueueSkip whatever the pod's other claims are. Checked first because this
+            # hint runs for every held pod on every claim event (at start-up, pods
+            # that synced before their claims meet each claim's Add).
+            return QueueingHint.QUEUE_SKIP
         try:
             uses = any(claim.metadata.uid == modified.metadata.uid
                        for claim in pod_claims_mod.pod_claims(pod.pod, self._tracker.get))
         except ClaimUnavailableError:
             return QueueingHint.QUEUE_SKIP
-        if (original is not None and original.status.allocation is not None
-                and modified.status.allocation is None):
-            return QueueingHint.QUEUE  # deallocated: its devices are free again
+        if deallocated:
+            return QueueingHint.QUEUE  # its devices are free again
         if not uses:
             return QueueingHint.QUEUE_SKIP
         if original is None:
@@ -248,6 +288,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             if not status.ok:
                 return None, status
         data.claims, data.infos = claims, infos
+        data.scores_subrequests = any(request.first_available for claim in claims
+                                      for request in claim.spec.devices.requests)
         if to_allocate:
             taken = self._tracker.allocated()
             data.allocator = Allocator(
@@ -255,7 +297,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 AllocatedState(taken.devices, taken.shared_device_ids,
                                taken.consumed_capacity),
                 self._listers.device_classes.get,
-                list(self._listers.resource_slices.values()),
+                self._slices(),
                 self._cel)
         return None, SUCCESS
 
@@ -331,22 +373,21 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                     not ready and claim_binding_timed_out(
                         claim, self._args.binding_timeout_seconds)):
                 unavailable.append(index)
-        allocations: list[resource.AllocationResult] = []
+        allocations: list[resource.AllocationResult] | None = None
         if data.allocator is not None:
-            to_allocate: list[resource.ResourceClaim] = []
-            pending: list[resource.AllocationResult] = []
-            for index in data.to_allocate():
-                reserved = data.infos[index].allocation
-                if reserved is not None:
-                    pending.append(reserved)
-                elif index == data.extended_index and node_claim is not None:
-                    to_allocate.append(node_claim)
-                else:
-                    to_allocate.append(data.claims[index])
+            to_allocate, pending = data.claims_for_node(node_claim)
             deadline = (time.monotonic() + self._args.filter_timeout_seconds
                         if self._args.filter_timeout_seconds > 0 else None)
             try:
-                results = data.allocator.allocate(node, to_allocate, deadline=deadline)
+                if data.scores_subrequests:
+                    results = data.allocator.allocate(node, to_allocate, deadline=deadline)
+                    if results is not None and len(results) == len(to_allocate):
+                        allocations = [*results, *pending]
+                elif data.allocator.fits(node, to_allocate, deadline=deadline):
+                    # Only Reserve needs the results, for one node: it makes them again
+                    # (the same: the allocator is deterministic) rather than every
+                    # feasible node keeping its own until the cycle ends.
+                    allocations = []
             except TimeoutError:
                 # Potentially transient: an Error sends the pod to backoff, not to wait
                 # for a cluster event.
@@ -356,15 +397,18 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 if error.on_node:
                     return Status.unresolvable(str(error))
                 return Status.error(str(error))
-            if results is None or len(results) != len(to_allocate):
+            if allocations is None:
                 return Status.unresolvable(CANNOT_ALLOCATE_ALL)
-            allocations = [*results, *pending]
         if unavailable:
             data.unavailable.update(unavailable)
             return Status.unresolvable(NOT_AVAILABLE_ON_NODE)
         if data.allocator is not None:
-            data.node_allocations[node.metadata.name] = allocations
-            data.node_extended[node.metadata.name] = (node_claim, mappings)
+            if data.scores_subrequests:
+                data.node_allocations[node.metadata.name] = allocations or []
+            else:
+                data.nodes_to_allocate_again[node.metadata.name] = node
+            if node_claim is not None or mappings:
+                data.node_extended[node.metadata.name] = (node_claim, mappings)
         return SUCCESS
 
     # ---- PostFilter ------------------------------------------------------------------
@@ -449,6 +493,17 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if not data.claims or not to_allocate or data.allocator is None:
             return SUCCESS
         allocations = data.node_allocations.get(node_name)
+        node = data.nodes_to_allocate_again.get(node_name)
+        if allocations is None and node is not None:
+            node_claim = data.node_extended.get(node_name, (None, []))[0]
+            claims, held = data.claims_for_node(node_claim)
+            try:
+                results = data.allocator.allocate(node, claims)
+            except AllocationError as error:
+                return Status.error(str(error))
+            if results is None:
+                return Status.error("claim allocation not found for node")
+            allocations = [*results, *held]
         if not allocations:
             if all(index == data.extended_index for index in to_allocate):
                 return SUCCESS  # device plugins on this node provide the extended resources

@@ -1,6 +1,12 @@
 """Resource pools as one node sees them: which ResourceSlices reach the node, grouped
 into pools by (driver, pool name), keeping only each pool's newest generation, and
 whether each pool is complete and valid enough to allocate from.
+
+A SliceCatalog holds what follows from one set of slices alone, so that it is worked
+out once for as long as the slices stay the same (the plugin keeps one across
+scheduling cycles until a slice changes): the slices grouped by node and by pool, each
+node's pools, and per device what the allocator would otherwise recompute for every
+node and cycle (whether it fits its own capacity, CEL selector results).
 """
 
 from __future__ import annotations
@@ -10,7 +16,8 @@ from dataclasses import dataclass, field
 
 from kpysched.objects import api
 from kpysched.objects.labels import node_selector_matches
-from kpysched.objects.resource import CounterSet, ResourceSlice
+from kpysched.objects.resource import CounterSet, Device, ResourceSlice
+from kpysched.plugins.dynamic_resources.capacity import DeviceID, request_fits_capacity
 from kpysched.plugins.node_affinity import term_errors
 
 PoolID = tuple[str, str]
@@ -77,6 +84,8 @@ class Pool:
     other_device_slices: list[ResourceSlice] = field(default_factory=list)
     counter_sets: dict[str, CounterSet] = field(default_factory=dict)
     has_binding_conditions: bool = False
+    # Per device slice (same order), the IDs of its devices.
+    device_ids: list[list[DeviceID]] = field(default_factory=list)
 
 
 def slice_pool_id(resource_slice: ResourceSlice) -> PoolID:
@@ -191,6 +200,9 @@ def _with_binding_flag(pool: Pool) -> Pool:
     pool.has_binding_conditions = any(
         device.binding_conditions
         for resource_slice in pool.device_slices for device in resource_slice.spec.devices)
+    driver, pool_name = pool.pool_id
+    pool.device_ids = [[(driver, pool_name, device.name) for device in s.spec.devices]
+                       for s in pool.device_slices]
     return pool
 
 
@@ -249,3 +261,68 @@ def gather_pools(
     plain.sort(key=lambda p: p.pool_id)
     with_binding_conditions.sort(key=lambda p: p.pool_id)
     return plain + with_binding_conditions
+
+
+_MAX_SELECTOR_RESULTS = 1 << 18
+
+
+class SliceCatalog:
+    """What the allocator derives from one set of ResourceSlices alone, kept while the
+    slices stay the same. Device-keyed memos go by the device object's identity: the
+    catalog holds its slices, so an identity cannot be reused while it lives."""
+
+    def __init__(self, slices: Sequence[ResourceSlice], partitionable_devices: bool) -> None:
+        self.partitionable_devices = partitionable_devices
+        self.slices = list(slices)
+        self.slices_on_node: dict[str, list[ResourceSlice]] = {}
+        self.slices_shared: list[ResourceSlice] = []
+        self.slices_by_pool: dict[PoolID, list[ResourceSlice]] = {}
+        for resource_slice in slices:
+            node_name = resource_slice.spec.node_name
+            if not node_name or resource_slice.spec.shared_counters:
+                self.slices_shared.append(resource_slice)
+            else:
+                self.slices_on_node.setdefault(node_name, []).append(resource_slice)
+            self.slices_by_pool.setdefault(slice_pool_id(resource_slice), []).append(
+                resource_slice)
+        self._pools: dict[tuple[PoolID, tuple[int, ...], bool], Pool] = {}
+        # Node name -> (the Node object the pools were gathered for, its pools).
+        self._node_pools: dict[str, tuple[api.Node, list[Pool]]] = {}
+        self._fits_alone: dict[int, bool] = {}
+        # (CEL expression, id(device)) -> whether it matches, or the runtime error text.
+        self.selector_results: dict[tuple[str, int], bool | str] = {}
+
+    def pools_for(self, node: api.Node) -> list[Pool]:
+        """gather_pools for the node (the same list again while the Node object is the
+        same). Raises NodeSelectionError."""
+        name = node.metadata.name
+        cached = self._node_pools.get(name)
+        if cached is not None and cached[0] is node:
+            return cached[1]
+        pools = gather_pools(self.slices_on_node.get(name, []) + self.slices_shared, node,
+                             self.partitionable_devices, self.slices_by_pool, self._build_pool)
+        self._node_pools[name] = (node, pools)
+        return pools
+
+    def _build_pool(self, pool_id: PoolID, slices: list[ResourceSlice],
+                    all_slices: list[ResourceSlice] | None) -> Pool:
+        key = (pool_id, tuple(id(s) for s in slices), all_slices is not None)
+        pool = self._pools.get(key)
+        if pool is None:
+            pool = build_pool(pool_id, slices, self.partitionable_devices, all_slices)
+            self._pools[key] = pool
+        return pool
+
+    def fits_alone(self, device: Device) -> bool:
+        """Whether a request without capacity requests fits the device while nothing
+        else consumes any of its capacity (request_fits_capacity's answer then)."""
+        fits = self._fits_alone.get(id(device))
+        if fits is None:
+            fits = self._fits_alone[id(device)] = bool(
+                request_fits_capacity({}, None, device.capacity, {}))
+        return fits
+
+    def remember_selector_result(self, key: tuple[str, int], result: bool | str) -> None:
+        if len(self.selector_results) >= _MAX_SELECTOR_RESULTS:
+            self.selector_results.clear()
+        self.selector_results[key] = result

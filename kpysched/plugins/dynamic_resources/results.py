@@ -5,6 +5,7 @@ says where the allocated devices can be used.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from kpysched.objects import api
@@ -22,6 +23,14 @@ if TYPE_CHECKING:
 
 CONFIG_FROM_CLASS = "FromClass"
 CONFIG_FROM_CLAIM = "FromClaim"
+
+
+def check_node_selectors(search: Search) -> None:
+    """Raise what allocation_results would raise for the found solution."""
+    for claim_index, claim in enumerate(search.claims):
+        error = _node_selector_error(search.device_results[claim_index])
+        if error is not None:
+            raise AllocationError(f"create NodeSelector for claim {claim.metadata.name}: {error}")
 
 
 def allocation_results(search: Search) -> list[AllocationResult]:
@@ -116,10 +125,42 @@ def _contains(requirements: list[api.NodeSelectorRequirement],
                and set(r.values) == values for r in requirements)
 
 
+def _node_selector_error(results: list[DeviceResult]) -> str | None:
+    """Why node_selector_for cannot make the selector: the first slice (or device)
+    selector with several terms before any device local to the node."""
+    for result in results:
+        spec = result.candidate.slice.spec
+        device = result.candidate.device
+        if spec.per_device_node_selection:
+            local_to, selector = device.node_name, device.node_selector
+        else:
+            local_to, selector = spec.node_name, spec.node_selector
+        if local_to is not None or device.binds_to_node:
+            return None
+        if selector is not None and len(selector.node_selector_terms) > 1:
+            return (f"unsupported ResourceSlice.NodeSelector with "
+                    f"{len(selector.node_selector_terms)} terms")
+    return None
+
+
+@lru_cache(maxsize=16384)
+def _local_node_selector(node_name: str) -> api.NodeSelector:
+    """The selector for just this node. One object per node, shared by every
+    allocation result that names it (nothing modifies an allocation's selector): Filter
+    makes a result for each feasible node, and fewer objects to keep until the cycle
+    ends means less work for the garbage collector."""
+    return api.NodeSelector(node_selector_terms=[api.NodeSelectorTerm(match_fields=[
+        api.NodeSelectorRequirement(key="metadata.name", operator="In",
+                                    values=[node_name])])])
+
+
 def node_selector_for(results: list[DeviceResult], node_name: str) -> api.NodeSelector | None:
     """Where the claim's devices are usable: just this node if any device is local to
     it (or binds to it), else the union of the slices' selector requirements, else
     anywhere (None). ValueError for a selector with several terms."""
+    error = _node_selector_error(results)
+    if error is not None:
+        raise ValueError(error)
     fields: list[api.NodeSelectorRequirement] = []
     expressions: list[api.NodeSelectorRequirement] = []
     for result in results:
@@ -130,14 +171,9 @@ def node_selector_for(results: list[DeviceResult], node_name: str) -> api.NodeSe
         else:
             local_to, selector = spec.node_name, spec.node_selector
         if local_to is not None or device.binds_to_node:
-            return api.NodeSelector(node_selector_terms=[api.NodeSelectorTerm(match_fields=[
-                api.NodeSelectorRequirement(key="metadata.name", operator="In",
-                                            values=[node_name])])])
+            return _local_node_selector(node_name)
         if selector is None or not selector.node_selector_terms:
             continue
-        if len(selector.node_selector_terms) > 1:
-            raise ValueError(f"unsupported ResourceSlice.NodeSelector with "
-                             f"{len(selector.node_selector_terms)} terms")
         term = selector.node_selector_terms[0]
         for requirement in term.match_fields:
             if not _contains(fields, requirement):

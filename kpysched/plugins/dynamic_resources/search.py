@@ -7,7 +7,8 @@ consumed capacity).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
@@ -66,6 +67,22 @@ class _MaxSizeExceededError(Exception):
     """More devices than an allocation result may hold: back off further than usual."""
 
 
+@dataclass(slots=True)
+class _Tentative:
+    """What _allocate_device did for one device (upstream's allocateDeviceState)."""
+
+    claim_index: int
+    candidate: Candidate
+    base_request: str
+    sub_request: str
+    results_before: int
+    constraints_added: int = 0
+    marked: bool = False
+    counters_reserved: bool = False
+    inserted: dict[str, Fraction] | None = None
+    entry_existed: bool = False
+
+
 class Search:
     def __init__(self, allocator: Allocator, node: api.Node, claims: Sequence[ResourceClaim],
                  pools: list[Pool], deadline: float | None) -> None:
@@ -111,9 +128,10 @@ class Search:
                     f"claim {klog_name(claim)}, request {data.request.name}: asks for all "
                     f"devices, but resource pool {pool.pool_id[0]}/{pool.pool_id[1]} is "
                     f"currently {state}")
-            for resource_slice in pool.device_slices:
-                for device in resource_slice.spec.devices:
-                    device_id = (pool.pool_id[0], pool.pool_id[1], device.name)
+            for resource_slice, device_ids in zip(pool.device_slices, pool.device_ids,
+                                                  strict=True):
+                for device, device_id in zip(resource_slice.spec.devices, device_ids,
+                                             strict=True):
                     if not self._is_selectable(key, data, resource_slice, device, device_id):
                         continue
                     if (self.features.consumable_capacity
@@ -168,55 +186,59 @@ class Search:
         following = (claim_index, request_index, sub_index, device_index + 1)
 
         if all_mode:
-            undo = self._allocate_device(indices, data.all_devices[device_index], must=True)
-            if undo is None:
+            tentative = self._allocate_device(indices, data.all_devices[device_index],
+                                              must=True)
+            if tentative is None:
                 return False
             try:
                 done = self.allocate_one(following, allocating_sub_request, _ORIGIN)
             except Exception:
-                undo()
+                self._deallocate_device(tentative)
                 raise
             if not done:
-                undo()
+                self._deallocate_device(tentative)
             return done
 
+        admin_access = request.admin_access
+        allocated_devices = self.allocator.allocated_state.allocated_devices
+        allocating_devices = self._allocating_devices
         for pool_index in range(start[0], len(self.pools)):
             pool = self.pools[pool_index]
             if pool.incomplete or pool.invalid:
                 continue
-            driver, pool_name = pool.pool_id
             first_slice = start[1] if pool_index == start[0] else 0
             for slice_index in range(first_slice, len(pool.device_slices)):
                 resource_slice = pool.device_slices[slice_index]
                 devices = resource_slice.spec.devices
+                device_ids = pool.device_ids[slice_index]
                 first_device = (start[2] if pool_index == start[0] and slice_index == start[1]
                                 else 0)
                 for candidate_index in range(first_device, len(devices)):
-                    device = devices[candidate_index]
-                    device_id = (driver, pool_name, device.name)
-                    if request.admin_access:
-                        if claim_index in self._allocating_devices.get(device_id, ()):
+                    device_id = device_ids[candidate_index]
+                    if admin_access:
+                        if claim_index in allocating_devices.get(device_id, ()):
                             continue
-                    elif self._device_in_use(device_id):
-                        continue
+                    elif device_id in allocated_devices or allocating_devices.get(device_id):
+                        continue  # _device_in_use
+                    device = devices[candidate_index]
                     if not self._is_selectable(key, data, resource_slice, device, device_id):
                         continue
                     if (self.features.consumable_capacity
                             and not self._fits_capacity(request, device_id, device)):
                         continue
                     candidate = Candidate(device_id, device, resource_slice, pool)
-                    undo = self._allocate_device(indices, candidate, must=False)
-                    if undo is None:
+                    tentative = self._allocate_device(indices, candidate, must=False)
+                    if tentative is None:
                         continue
                     try:
                         done = self.allocate_one(following, allocating_sub_request,
                                                  (pool_index, slice_index, candidate_index + 1))
                     except Exception:
-                        undo()
+                        self._deallocate_device(tentative)
                         raise
                     if done:
                         return True
-                    undo()
+                    self._deallocate_device(tentative)
         return False
 
     def _allocate_first_available(self, indices: DeviceIndices, data: RequestData) -> bool:
@@ -241,9 +263,10 @@ class Search:
         return False
 
     def _allocate_device(self, indices: DeviceIndices, candidate: Candidate,
-                         must: bool) -> Callable[[], None] | None:
-        """Tentatively allocate a selectable candidate; returns how to undo it, or None
-        when it cannot be used (raises when `must` and a constraint forbids it)."""
+                         must: bool) -> _Tentative | None:
+        """Tentatively allocate a selectable candidate; returns what _deallocate_device
+        needs to undo it, or None when it cannot be used (raises when `must` and a
+        constraint forbids it)."""
         claim_index = indices[0]
         data = self.request_data[indices[:3]]
         request = data.request
@@ -268,64 +291,66 @@ class Search:
         else:
             base_request, sub_request = data.parent.name, request.name
             parent_name = data.parent.name
-        constraints = self.constraints[claim_index]
-        added = 0
-        marked = False
-        inserted: dict[str, Fraction] | None = None
-        entry_existed = False
         results = self.device_results[claim_index]
-        results_before = len(results)
+        tentative = _Tentative(claim_index, candidate, base_request, sub_request, len(results),
+                               counters_reserved=counters_reserved)
 
-        def undo() -> None:
-            del results[results_before:]
-            if inserted is not None:
-                remove_consumed(self._allocating_capacity, device_id, inserted)
-                if entry_existed:
-                    # The entry marks the device as shared; an earlier share still needs it.
-                    self._allocating_capacity.setdefault(device_id, {})
-            if marked:
-                self._allocating_devices[device_id].discard(claim_index)
-            for constraint in reversed(constraints[:added]):
-                constraint.remove(base_request, sub_request, device, device_id)
-            if counters_reserved:
-                self._release_counters(candidate)
-
-        if self.features.device_taints and taint_prevents_allocation(device, request):
-            undo()
+        if (self.features.device_taints and device.taints
+                and taint_prevents_allocation(device, request)):
+            self._deallocate_device(tentative)
             return None
-        for constraint in constraints:
+        for constraint in self.constraints[claim_index]:
             if not constraint.add(base_request, sub_request, device, device_id):
-                undo()
+                self._deallocate_device(tentative)
                 if must:
                     raise AllocationError(
                         f"claim {klog_name(self.claims[claim_index])}, request {request.name}: "
                         f"cannot add device {'/'.join(device_id)} because a claim constraint "
                         "would not be satisfied")
                 return None
-            added += 1
+            tentative.constraints_added += 1
 
         if not shared:
             self._allocating_devices.setdefault(device_id, set()).add(claim_index)
-            marked = True
+            tentative.marked = True
 
         consumed: dict[str, Amount] = {}
         share_id: str | None = None
         if self.features.consumable_capacity:
             if not self._fits_capacity(request, device_id, device):
-                undo()
+                self._deallocate_device(tentative)
                 return None
             if shared:
                 consumed = consumed_by_request(request.capacity, device.capacity)
                 share_id = self.allocator.new_share_id()
-                entry_existed = device_id in self._allocating_capacity
-                inserted = {name: amount.exact for name, amount in consumed.items()}
-                insert_consumed(self._allocating_capacity, device_id, inserted)
+                tentative.entry_existed = device_id in self._allocating_capacity
+                tentative.inserted = {name: amount.exact for name, amount in consumed.items()}
+                insert_consumed(self._allocating_capacity, device_id, tentative.inserted)
 
         results.append(DeviceResult(
             request=request, parent_request=parent_name, candidate=candidate,
             share_id=share_id, consumed=consumed or None,
             admin_access=True if request.admin_access else None))
-        return undo
+        return tentative
+
+    def _deallocate_device(self, tentative: _Tentative) -> None:
+        """Take back what _allocate_device did (so far)."""
+        claim_index = tentative.claim_index
+        candidate = tentative.candidate
+        device, device_id = candidate.device, candidate.device_id
+        del self.device_results[claim_index][tentative.results_before:]
+        if tentative.inserted is not None:
+            remove_consumed(self._allocating_capacity, device_id, tentative.inserted)
+            if tentative.entry_existed:
+                # The entry marks the device as shared; an earlier share still needs it.
+                self._allocating_capacity.setdefault(device_id, {})
+        if tentative.marked:
+            self._allocating_devices[device_id].discard(claim_index)
+        constraints = self.constraints[claim_index]
+        for constraint in reversed(constraints[:tentative.constraints_added]):
+            constraint.remove(tentative.base_request, tentative.sub_request, device, device_id)
+        if tentative.counters_reserved:
+            self._release_counters(candidate)
 
     # -- checks -----------------------------------------------------------------------
 
@@ -338,10 +363,15 @@ class Search:
                 or device_id in self._allocating_capacity)
 
     def _fits_capacity(self, request: RequestView, device_id: DeviceID, device: Device) -> bool:
-        allocated = self.allocator.allocated_state.aggregated_capacity.get(device_id, {})
-        allocating = self._allocating_capacity.get(device_id, {})
-        return bool(request_fits_capacity(allocated, request.capacity, device.capacity,
-                                          allocating))
+        allocated = self.allocator.allocated_state.aggregated_capacity.get(device_id)
+        allocating = self._allocating_capacity.get(device_id)
+        if allocated is None and allocating is None and (
+                request.capacity is None or not request.capacity.requests):
+            # The common case (nothing shares the device, no capacity requested):
+            # the same answer every time, worked out once per device.
+            return self.allocator.catalog.fits_alone(device)
+        return bool(request_fits_capacity(allocated or {}, request.capacity, device.capacity,
+                                          allocating or {}))
 
     def _is_selectable(self, key: RequestKey, data: RequestData, resource_slice: ResourceSlice,
                        device: Device, device_id: DeviceID) -> bool:
@@ -377,7 +407,8 @@ class Search:
                 raise AllocationError(
                     f"{owner}: selector #{index}: CEL compile error: {error}") from None
             try:
-                matches = compiled.matches(device_id[0], device)
+                matches = self.allocator.selector_matches(selector.cel.expression, compiled,
+                                                          device_id[0], device)
             except SelectorError as error:
                 raise AllocationError(
                     f"{owner}: selector #{index}: CEL runtime error: {error}") from None

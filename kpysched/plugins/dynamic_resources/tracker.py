@@ -90,6 +90,8 @@ class ClaimTracker:
     def __init__(self, claims: ObservedLister[resource.ResourceClaim]) -> None:
         self._claims = claims
         self._held: dict[str, _Holdings] = {}  # claim uid -> what the informer's copy holds
+        # The entries of _held that consume capacity (few: shares of shareable devices).
+        self._consuming: dict[str, _Holdings] = {}
         self._device_counts: Counter[DeviceID] = Counter()
         self._share_counts: Counter[SharedDeviceID] = Counter()
         self._assumed: dict[str, resource.ResourceClaim] = {}  # namespace/name
@@ -117,6 +119,8 @@ class ClaimTracker:
         if not (held.devices or held.shares):
             return
         self._held[claim.metadata.uid] = held
+        if held.consumed:
+            self._consuming[claim.metadata.uid] = held
         self._device_counts.update(held.devices)
         self._share_counts.update(held.shares)
 
@@ -124,6 +128,7 @@ class ClaimTracker:
         held = self._held.pop(uid, None)
         if held is None:
             return
+        self._consuming.pop(uid, None)
         self._device_counts.subtract(held.devices)
         self._share_counts.subtract(held.shares)
         for device in held.devices:
@@ -146,15 +151,15 @@ class ClaimTracker:
 
     def allocated(self) -> AllocatedSnapshot:
         snapshot = AllocatedSnapshot(set(self._device_counts), set(self._share_counts), {})
-        for held in self._held.values():
+        for held in self._consuming.values():
             self._add_consumed(snapshot, held)
         # Assumed and in-flight claims count unless the informer's copy of the same
         # claim already holds an allocation (which is then the same one).
-        seen = set(self._held)
+        seen: set[str] = set()
         extra = [*self._assumed.values(),
                  *(in_flight.claim for in_flight in self._in_flight.values())]
         for claim in extra:
-            if claim.metadata.uid in seen:
+            if claim.metadata.uid in self._held or claim.metadata.uid in seen:
                 continue
             seen.add(claim.metadata.uid)
             held = holdings(claim)

@@ -313,3 +313,59 @@ async def test_dra_backed_extended_resource_gets_a_claim_made_at_prebind() -> No
         "requestMappings": [{"containerName": "c", "resourceName": "example.com/gpu",
                              "requestName": "container-0-request-0"}],
         "resourceClaimName": "p-extended-resources-x"}
+
+
+# --- queueing hints (upstream's isSchedulableAfterClaimChange / AfterPodChange) ---------
+
+ALLOCATED = {"allocation": {"devices": {"results": [
+    {"request": "gpu", "driver": DRIVER, "pool": "n1", "device": "gpu-0"}]}}}
+
+
+def _hint(world: World, pod: PodInfo, old: Any, new: Any) -> str:
+    registration = next(r for r in world.plugin.events_to_register()
+                        if getattr(r, "hint", None) is not None
+                        and r.event.resource.value == "ResourceClaim")
+    return str(registration.hint(pod, old, new).value)
+
+
+@pytest.mark.parametrize(("held", "old", "new", "want"), [
+    # The pod's own claim appears: Queue.
+    (False, None, _claim("c"), "Queue"),
+    # Someone else's claim appears while the pod's exists: QueueSkip.
+    (True, None, _claim("other"), "QueueSkip"),
+    # The pod's claim got an allocation (status changed): Queue.
+    (True, _claim("c"), _claim("c", **ALLOCATED), "Queue"),
+    # Only metadata changed (a driver's finalizer): QueueSkip.
+    (True, _claim("c"), _claim("c"), "QueueSkip"),
+    # Another claim freed its devices and the pod's claims exist: Queue.
+    (True, _claim("other", **ALLOCATED), _claim("other"), "Queue"),
+    # ... but while the pod's own claim is missing: QueueSkip.
+    (False, _claim("other", **ALLOCATED), _claim("other"), "QueueSkip"),
+    # A claim of the same name elsewhere: QueueSkip.
+    (True, None, msgspec.structs.replace(_claim("c"), metadata=api.ObjectMeta(
+        name="c", namespace="elsewhere", uid="uid-x")), "QueueSkip"),
+])
+def test_claim_change_hint(held: bool, old: Any, new: Any, want: str) -> None:
+    world = World(*([_claim("c")] if held else []), _class())
+    if not held and new is not None and new.metadata.name == "c":
+        world.handle.resource_listers.resource_claims.on_add(new)
+    assert _hint(world, _pod([_uses("c")]), old, new) == want
+
+
+def test_pod_change_hint_queues_only_the_pod_whose_claims_now_exist() -> None:
+    world = World(_claim("made"), _class())
+    registration = next(r for r in world.plugin.events_to_register()
+                        if getattr(r, "hint", None) is not None
+                        and r.event.resource.value == "Pod")
+    template = [{"name": "gpu", "resourceClaimTemplateName": "t"}]
+    waiting = _pod(template)
+    other = _pod(template, name="other")
+    assert registration.hint(waiting, waiting, other).value == "QueueSkip"
+    assert registration.hint(waiting, waiting, waiting).value == "QueueSkip"  # not created
+    owned = msgspec.structs.replace(_claim("made"), metadata=msgspec.convert(
+        {"name": "made", "namespace": "d", "uid": "uid-made",
+         "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p",
+                              "uid": "uid-p", "controller": True}]}, api.ObjectMeta))
+    world.handle.resource_listers.resource_claims.on_update(_claim("made"), owned)
+    made = _pod(template, statuses=({"name": "gpu", "resourceClaimName": "made"},))
+    assert registration.hint(waiting, waiting, made).value == "Queue"
