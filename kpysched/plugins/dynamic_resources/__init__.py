@@ -3,10 +3,16 @@ parameters (upstream's pkg/scheduler/framework/plugins/dynamicresources with the
 allocator of k8s.io/dynamic-resource-allocation/structured).
 
 - plugin.py: the extension points (PreEnqueue, PreFilter, Filter, PostFilter, Score,
-  Reserve/Unreserve, PreBind) and the events it registers;
-- claims.py: which ResourceClaims a pod uses;
+  Reserve/Unreserve, PreBindPreFlight, PreBind) and the events it registers;
+  hints.py: their queueing hints; args.py: DynamicResourcesArgs;
+- claims.py: which ResourceClaims a pod uses; claim_writes.py: every write to them
+  (finalizer, allocation and reservation, deallocation, extended-resource claims);
+  binding_conditions.py: devices that must be ready before the pod binds;
 - tracker.py: devices held by allocated, assumed and in-flight claims;
-- allocator.py and its helpers: choosing devices for claims on one node;
+- extended_resources.py: extended resources a DeviceClass backs (DRAExtendedResource);
+- allocator.py with search.py, pools.py, request_data.py, constraints.py,
+  capacity.py and results.py: choosing devices for claims on one node (upstream's
+  structured allocator);
 - cel.py: device selectors in CEL.
 """
 

@@ -33,10 +33,8 @@ from kpysched.framework.cluster_events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
-    QueueingHint,
     Registration,
     Resource,
-    objects_as,
 )
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
@@ -61,6 +59,7 @@ from kpysched.objects.pod import PodInfo
 from kpysched.plugins._helper import default_normalize_score
 from kpysched.plugins.dynamic_resources import claims as pod_claims_mod
 from kpysched.plugins.dynamic_resources import extended_resources as er
+from kpysched.plugins.dynamic_resources import hints
 from kpysched.plugins.dynamic_resources.allocator import (
     AllocatedState,
     AllocationError,
@@ -196,50 +195,15 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                          | ActionType.UPDATE_NODE_ALLOCATABLE),
             ClusterEventWithHint(
                 ClusterEvent(Resource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE),
-                self._after_claim_change),
+                lambda pod, old, new: hints.after_claim_change(self._tracker.get, pod, old,
+                                                               new)),
             ClusterEventWithHint(
                 ClusterEvent(Resource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
-                self._after_pod_change),
+                lambda pod, old, new: hints.after_pod_change(self._tracker.get, pod, old,
+                                                             new)),
             ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
             ClusterEvent(Resource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE),
         )
-
-    def _after_claim_change(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
-        original, modified = objects_as(resource.ResourceClaim, old, new)
-        assert modified is not None
-        deallocated = (original is not None and original.status.allocation is not None
-                       and modified.status.allocation is None)
-        if not deallocated and not pod_claims_mod.names_claim(pod.pod, modified):
-            # Neither freed devices nor one of the pod's claims: upstream's answer is
-            # QueueSkip whatever the pod's other claims are. Checked first because this
-            # hint runs for every held pod on every claim event (at start-up, pods
-            # that synced before their claims meet each claim's Add).
-            return QueueingHint.QUEUE_SKIP
-        try:
-            uses = any(claim.metadata.uid == modified.metadata.uid
-                       for claim in pod_claims_mod.pod_claims(pod.pod, self._tracker.get))
-        except ClaimUnavailableError:
-            return QueueingHint.QUEUE_SKIP
-        if deallocated:
-            return QueueingHint.QUEUE  # its devices are free again
-        if not uses:
-            return QueueingHint.QUEUE_SKIP
-        if original is None:
-            return QueueingHint.QUEUE
-        if original.status == modified.status:
-            return QueueingHint.QUEUE_SKIP  # e.g. a driver added a finalizer
-        return QueueingHint.QUEUE
-
-    def _after_pod_change(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
-        _, modified = objects_as(PodInfo, old, new)
-        assert modified is not None
-        if modified.uid != pod.uid:
-            return QueueingHint.QUEUE_SKIP
-        try:
-            pod_claims_mod.pod_claims(modified.pod, self._tracker.get)
-        except ClaimUnavailableError:
-            return QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE
 
     # ---- PreEnqueue ------------------------------------------------------------------
 

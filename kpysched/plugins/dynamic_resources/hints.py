@@ -1,0 +1,58 @@
+"""DynamicResources' queueing hints (upstream's isSchedulableAfterClaimChange and
+isSchedulableAfterPodChange): which claim and pod changes may let a held or rejected
+pod through."""
+
+from __future__ import annotations
+
+from kpysched.framework.cluster_events import QueueingHint, objects_as
+from kpysched.objects import resource
+from kpysched.objects.pod import PodInfo
+from kpysched.plugins.dynamic_resources.claims import (
+    ClaimLookup,
+    ClaimUnavailableError,
+    names_claim,
+    pod_claims,
+)
+
+
+def after_claim_change(lookup: ClaimLookup, pod: PodInfo, old: object,
+                       new: object) -> QueueingHint:
+    """A claim added or updated (deletions are not registered, as upstream)."""
+    original, modified = objects_as(resource.ResourceClaim, old, new)
+    assert modified is not None
+    deallocated = (original is not None and original.status.allocation is not None
+                   and modified.status.allocation is None)
+    if not deallocated and not names_claim(pod.pod, modified):
+        # Neither freed devices nor one of the pod's claims: upstream's answer is
+        # QueueSkip whatever the pod's other claims are. Checked first because this
+        # hint runs for every held pod on every claim event (at start-up, pods that
+        # synced before their claims meet each claim's Add).
+        return QueueingHint.QUEUE_SKIP
+    try:
+        uses = any(claim.metadata.uid == modified.metadata.uid
+                   for claim in pod_claims(pod.pod, lookup))
+    except ClaimUnavailableError:
+        return QueueingHint.QUEUE_SKIP
+    if deallocated:
+        return QueueingHint.QUEUE  # its devices are free again
+    if not uses:
+        return QueueingHint.QUEUE_SKIP
+    if original is None:
+        return QueueingHint.QUEUE
+    if original.status == modified.status:
+        return QueueingHint.QUEUE_SKIP  # e.g. a driver added a finalizer
+    return QueueingHint.QUEUE
+
+
+def after_pod_change(lookup: ClaimLookup, pod: PodInfo, old: object,
+                     new: object) -> QueueingHint:
+    """The pod's own update that records the claims made from its templates."""
+    _, modified = objects_as(PodInfo, old, new)
+    assert modified is not None
+    if modified.uid != pod.uid:
+        return QueueingHint.QUEUE_SKIP
+    try:
+        pod_claims(modified.pod, lookup)
+    except ClaimUnavailableError:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
