@@ -25,6 +25,7 @@ from tests.cluster.kpysched_process import KpyschedProcess, scheduler_config
 from tests.cluster.upstream import UpstreamScheduler
 
 ZONE = "topology.kubernetes.io/zone"
+CLAIM_SETTLE_SECONDS = 2.0
 NO_ELECTION = scheduler_config(leaderElection={"leaderElect": False})
 # kube-controller-manager runs each controller as its own ServiceAccount.
 PV_CONTROLLER = "system:serviceaccount:kube-system:persistent-volume-binder"
@@ -257,6 +258,10 @@ async def test_volume_deleted_during_prebind_makes_the_pod_retry(
     core = client.CoreV1Api(api)
     await core.create_namespaced_persistent_volume_claim(
         namespace, kube.pvc_body("data", storage_class=storage_class))
+    # The scheduler's claim informer must have the claim before the pod comes, or its
+    # first attempt fails with 'persistentvolumeclaim "data" not found' (seen with
+    # kube-scheduler in a loaded CI run): this test is about the PreBind failure only.
+    await asyncio.sleep(CLAIM_SETTLE_SECONDS)
     await kube.create_pod(api, namespace, _claim_pod("app", scheduler, "data"))
 
     async def prebound() -> bool:
