@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+import pytest
 
 from kpysched.objects import api
 from kpysched.objects import resource as r
 from kpysched.plugins.dynamic_resources.allocator import (
     AllocatedState,
+    AllocationError,
     Allocator,
     Features,
     SharedDeviceID,
@@ -326,6 +328,19 @@ class Case:
                                {k: dict(v) for k, v in self.consumed.items()})
         return Allocator(self.features, state, classes.get, self.slices,
                          cel_cache or FakeCel(), new_share_id=lambda: SHARE_ID)
+
+    def check(self, cel_cache: Any = None) -> None:
+        """Allocate and compare with the expected results or error (text and on_node;
+        the real CEL's errors name no node, so on_node is checked with the stand-in)."""
+        allocator = self.allocator(cel_cache)
+        if self.error is None:
+            assert dump(allocator.allocate(self.node, self.claims)) == dump(self.expect)
+            return
+        with pytest.raises(AllocationError) as raised:
+            allocator.allocate(self.node, self.claims)
+        assert str(raised.value) == self.error
+        if cel_cache is None:
+            assert raised.value.on_node == self.error_on_node
 
 
 def dump(results: list[r.AllocationResult] | None) -> Any:
