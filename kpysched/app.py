@@ -188,7 +188,10 @@ async def run(
                 if elector is not None and elector.lost:
                     await scheduler.abort_writes()  # another replica may lead already
                 else:
-                    await scheduler.drain_writes(SHUTDOWN_GRACE_SECONDS)
+                    # Only placements hold up the Lease's release: queued events and
+                    # status patches are drained after it (below), so a standby takes
+                    # over within a retryPeriod even when the event queue is long.
+                    await scheduler.drain_placements(SHUTDOWN_GRACE_SECONDS)
 
         election = config.leader_election
         elector = LeaderElector(

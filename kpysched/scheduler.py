@@ -136,12 +136,17 @@ class Scheduler:
         await self.recorder.abort()
         await self.status_writer.abort()
 
-    async def drain_writes(self, timeout: float) -> None:
-        """Graceful stop: bindings and victim deletions first (they write events), then
-        what is queued."""
+    async def drain_placements(self, timeout: float) -> None:
+        """Graceful stop, the part that must end before another replica may lead:
+        bindings and victim deletions in flight."""
         await self.drain_bindings(timeout)
         if self.preemption is not None:
             await self.preemption.drain(timeout)
+
+    async def drain_writes(self, timeout: float) -> None:
+        """Graceful stop: placements first (they write events), then the queued events
+        and status patches."""
+        await self.drain_placements(timeout)
         await self.recorder.drain(timeout)
         await self.status_writer.drain(timeout)
 

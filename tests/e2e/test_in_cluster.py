@@ -410,10 +410,25 @@ def _fail_over(state: ClusterState, names: set[str], leader: str) -> None:
     """Step 5: delete the leader pod; the other replica leads within leaseDuration +
     retryPeriod, and the replacement pod comes up Ready on the real node."""
     (standby,) = names - {leader}
+    # The leader's log is gone with its pod: follow it, to show a slow hand-over.
+    follow = subprocess.Popen(
+        [str(build.binary_path("kubectl")), f"--kubeconfig={state.kubeconfig}", "logs",
+         "-f", leader, "-n", NAMESPACE], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    time.sleep(1)
     deleted = time.monotonic()
     kubectl.run(state, "delete", "pod", leader, "-n", NAMESPACE, "--wait=false")
-    _wait("the standby to lead", LEASE_DURATION + RETRY_PERIOD,
-          lambda: _holder(state).startswith(standby), interval=0.2)
+    try:
+        _wait("the standby to lead", LEASE_DURATION + RETRY_PERIOD,
+              lambda: _holder(state).startswith(standby), interval=0.2)
+    except AssertionError:
+        follow.kill()
+        print("leader's log:", *(follow.stdout.read() if follow.stdout else "").splitlines()[-40:],
+              sep="\n")
+        print("standby's log:", kubectl.run(state, "logs", standby, "-n", NAMESPACE,
+                                            "--tail=40", check=False).stdout)
+        raise
+    follow.kill()
     print(f"fail-over took {time.monotonic() - deleted:.1f}s")
     _wait("two Ready kpysched pods again", 120,
           lambda: len([p for p in _scheduler_pods(state) if _ready(p)]) == 2)
