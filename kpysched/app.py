@@ -15,6 +15,7 @@ from kpysched.algorithm import Algorithm
 from kpysched.apiclient import RawApi, make_api_client
 from kpysched.binding import Binder
 from kpysched.cache.cache import Cache
+from kpysched.cache.dump import cache_dump, dump_from
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
 from kpysched.decisions.endpoint import advertised_url, lease_annotations
 from kpysched.decisions.store import DecisionStore
@@ -227,7 +228,10 @@ async def run(
                     HealthCheck.of("shutdown", lambda: not stop.is_set(),
                                    "process is shutting down")],
             decisions=_decision_lookup(scheduler) if settings.enable_decision_endpoint
-            else None)
+            else None,
+            cache_dump=dump_from(loop, lambda: cache_dump(
+                scheduler.cache, scheduler.queue.pending_counts,
+                scheduler.bindings_in_flight)) if settings.enable_cache_endpoint else None)
         log.info("scheduler.starting", profiles=[p.scheduler_name for p in profiles],
                  leader_elect=election.leader_elect)
         exit_code = 0

@@ -112,6 +112,9 @@ class Scheduler:
         self._stopping = True
         self.queue.close()
 
+    def bindings_in_flight(self) -> int:
+        return len(self._binding_tasks)
+
     async def drain_bindings(self, timeout: float) -> None:
         """Graceful stop: let bindings in flight finish (bounded)."""
         if self._binding_tasks:

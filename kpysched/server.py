@@ -1,5 +1,6 @@
 """The HTTP endpoints kube-scheduler serves: /healthz, /livez, /readyz and /metrics,
-and kpysched's /debug/decisions/<namespace>/<pod> when decision records are served.
+and kpysched's /debug/decisions/<namespace>/<pod> when decision records are served and
+/debug/cache when the cache dump is (kpysched.cache.dump).
 
 Served over TLS with delegated authentication and authorization when configured
 (kpysched.serving holds how); this module is about the endpoints themselves.
@@ -27,6 +28,7 @@ import msgspec
 import structlog
 from aiohttp import web
 
+from kpysched.cache.dump import PATH as CACHE_PATH
 from kpysched.decisions.endpoint import PATH_PREFIX
 from kpysched.metrics import CONTENT_TYPE, SchedulerMetrics
 from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, server_context
@@ -94,9 +96,11 @@ class Server:
         livez: Sequence[HealthCheck] = (),
         readyz: Sequence[HealthCheck] = (),
         decisions: DecisionLookup | None = None,
+        cache_dump: CacheDump | None = None,
     ) -> None:
         """`decisions` (a pod's decision records as JSON, read on the server's thread, so
-        thread-safe) serves /debug/decisions; None serves no such path."""
+        thread-safe) serves /debug/decisions; `cache_dump` (a future of the dump, taken
+        on the scheduler's loop) serves /debug/cache. None serves no such path."""
         self._config = config
         self._metrics = metrics
         self._runner: web.AppRunner | None = None
@@ -108,6 +112,8 @@ class Server:
         app.router.add_get("/metrics", self._serve_metrics)
         if decisions is not None:
             app.router.add_get(PATH_PREFIX + "/{namespace}/{pod}", _decisions(decisions))
+        if cache_dump is not None:
+            app.router.add_get(CACHE_PATH, _cache(cache_dump))
         self._app = app
 
     @property
@@ -183,6 +189,22 @@ class Server:
 
 
 DecisionLookup = Callable[[str, str], list[dict[str, Any]]]
+CacheDump = Callable[[], Awaitable[dict[str, Any]]]
+# Longer than any scheduling cycle: the dump waits for the loop to be free.
+CACHE_DUMP_TIMEOUT_SECONDS: Final = 10.0
+
+
+def _cache(dump: CacheDump) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def handler(_: web.Request) -> web.Response:
+        try:
+            body = await asyncio.wait_for(dump(), CACHE_DUMP_TIMEOUT_SECONDS)
+        except TimeoutError:
+            return web.json_response(
+                {"message": "the scheduling loop did not answer within "
+                            f"{CACHE_DUMP_TIMEOUT_SECONDS:.0f}s"}, status=503)
+        return web.json_response(body, dumps=_dumps)
+
+    return handler
 
 
 def _decisions(lookup: DecisionLookup) -> Callable[[web.Request], Awaitable[web.Response]]:

@@ -138,6 +138,14 @@ class Cache:
     def assumed_count(self) -> int:
         return sum(1 for s in self._pods.values() if s.assumed)
 
+    def node_names(self) -> list[str]:
+        """Nodes the informer reported (not placeholders holding early pods)."""
+        return [name for name, info in self._nodes.items() if info.node is not None]
+
+    def placements(self) -> list[tuple[str, str, bool]]:
+        """(uid, node name, assumed) for every pod the cache places."""
+        return [(uid, s.node_name, s.assumed) for uid, s in self._pods.items()]
+
     # --- snapshot ---------------------------------------------------------------
 
     def update_snapshot(self, snapshot: Snapshot) -> None:

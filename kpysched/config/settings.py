@@ -77,6 +77,10 @@ class Settings(BaseSettings):
     # reproducing a run, e.g. against `kpysched simulate --seed`: unset in production.
     tie_break_seed: int | None = None
     enable_decision_endpoint: bool = False
+    # /debug/cache: the leader's cache (nodes, pods by uid) and queue sizes, for
+    # checking it against the API server (kpysched.cache.dump). Off, as upstream's
+    # debugging handlers are: it names every pod.
+    enable_cache_endpoint: bool = False
     # Where this replica is, written on the Lease while it leads so `kpysched explain`
     # finds it: the chart sets them from the downward API (status.podIP, metadata.name,
     # metadata.namespace). Without a pod IP the bind address is advertised (127.0.0.1

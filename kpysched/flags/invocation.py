@@ -39,6 +39,7 @@ _SETTINGS: Final = (
     "client-ca-file", "authentication-skip-lookup", "authentication-tolerate-lookup-failure",
     "disabled-metrics", "pod-max-in-unschedulable-pods-duration", "log-level", "log-format",
     "event-loop", "insecure-serving", "decision-records", "enable-decision-endpoint",
+    "enable-cache-endpoint",
 )
 # Deprecated flags mirroring a config field (ignored with --config).
 _DEPRECATED: Final = {

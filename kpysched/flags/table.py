@@ -131,4 +131,6 @@ FLAGS: Final[tuple[Flag, ...]] = (
     Flag("enable-decision-endpoint", B, "serve the kept decisions at /debug/decisions/"
          "<namespace>/<pod> (sensitive; authorized as /metrics is)", KPYSCHED,
          default="false"),
+    Flag("enable-cache-endpoint", B, "serve the scheduler cache and queue sizes at "
+         "/debug/cache (sensitive; authorized as /metrics is)", KPYSCHED, default="false"),
 )
