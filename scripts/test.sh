@@ -18,7 +18,10 @@ status=0
     .venv/bin/mypy &&
     # Two workers, whole files each: e2e tests mostly wait on real components, and each
     # worker gets its own session cluster, so files never see each other's objects.
-    .venv/bin/python -m pytest -n 2 --dist loadfile "$@"
+    .venv/bin/python -m pytest -n 2 --dist loadfile -m "not soak" "$@" &&
+    # The short reliability soak (tests/soak) alone, so that no other test competes
+    # with the schedulers it times; with arguments, only what they select runs.
+    if [ "$#" -eq 0 ]; then .venv/bin/python -m pytest -m soak tests/soak; fi
 } || status=$?
 if ! wait "$builder"; then
     echo "background build failed; last lines of $build_log:" >&2

@@ -72,7 +72,7 @@ def readyz(state: ClusterState, timeout: float = 2.0) -> str:
         return body.decode()
 
 
-def _wait_etcd(state: ClusterState) -> None:
+def wait_etcd(state: ClusterState) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     url = f"http://127.0.0.1:{state.etcd_client_port}/health"
     while time.monotonic() < deadline:
@@ -90,7 +90,7 @@ def _wait_etcd(state: ClusterState) -> None:
                        f"{state.etcd_log}:\n{log_tail(state.etcd_log)}")
 
 
-def _wait_apiserver(state: ClusterState) -> None:
+def wait_apiserver(state: ClusterState) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_SECONDS
     last_error = ""
     while time.monotonic() < deadline:
@@ -186,10 +186,10 @@ def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE) -> ClusterState:
     )
     state.save()
     try:
-        _wait_etcd(state)
+        wait_etcd(state)
         state.apiserver_pid = _spawn(apiserver_command, apiserver_log)
         state.save()
-        _wait_apiserver(state)
+        wait_apiserver(state)
         kubeconfig.write(Path(state.kubeconfig), server=state.server, ca_file=state.ca_file,
                          user="admin", token=token)
         _start_addons(state, addons)
@@ -261,7 +261,7 @@ def restart_apiserver(directory: Path = DEFAULT_DIR) -> ClusterState:
     _stop(state.apiserver_pid, timeout=APISERVER_RESTART_STOP_SECONDS)
     state.apiserver_pid = _spawn(state.apiserver_command, Path(state.apiserver_log))
     state.save()
-    _wait_apiserver(state)
+    wait_apiserver(state)
     for component in state.components:
         if not _alive(component.pid):
             component.pid = _spawn(component.command, Path(component.log))
