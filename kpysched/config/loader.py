@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import IO, Any, cast
 
 import structlog
 import yaml
@@ -129,10 +129,34 @@ def read_yaml(path: str) -> object:
         raise ConfigError([f"invalid YAML at {where}{err.problem or err.context}"], path) from None
     except yaml.YAMLError as err:
         raise ConfigError([f"invalid YAML: {err}"], path) from None
+    except RecursionError:
+        raise ConfigError(["invalid YAML: nested too deeply"], path) from None
 
 
 class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that rejects a key given twice in one mapping, as upstream does."""
+    """SafeLoader that rejects a key given twice in one mapping, and an alias inside the
+    node it names (a value that contains itself), as upstream's YAML decoder does."""
+
+    def __init__(self, stream: str | bytes | IO[str]) -> None:
+        super().__init__(stream)
+        self._open_anchors: set[str] = set()
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        event: yaml.Event = self.peek_event()  # type: ignore[no-untyped-call]
+        anchor = event.anchor if isinstance(event, yaml.NodeEvent) else None
+        if isinstance(event, yaml.AliasEvent):
+            if anchor in self._open_anchors:
+                raise yaml.composer.ComposerError(
+                    None, None, f"anchor '{anchor}' value contains itself",
+                    cast(yaml.Mark | None, event.start_mark))
+            return super().compose_node(parent, index)
+        if anchor is None:
+            return super().compose_node(parent, index)
+        self._open_anchors.add(anchor)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._open_anchors.discard(anchor)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[str] = set()

@@ -68,6 +68,11 @@ def test_file_is_read_and_resolved(tmp_path: Path) -> None:
                  'profiles[0].plugins.score.enabled[0].name: unknown plugin "NodeResourcesFitt" '
                  '(did you mean "NodeResourcesFit"?)', id="profile-problem"),
     pytest.param(HEADER + "true: 1\n", 'unknown field "true"', id="odd-key"),
+    # Found by tests/unit/fuzz/test_config.py: both escaped as a RecursionError traceback.
+    pytest.param("[" * 5000, "invalid YAML: nested too deeply", id="nested-too-deeply"),
+    pytest.param(HEADER + "profiles: &p [*p]\n",
+                 "invalid YAML at line 3, column 15: anchor 'p' value contains itself",
+                 id="alias-inside-its-anchor"),
 ])
 def test_errors_name_the_file_and_the_place(tmp_path: Path, text: str, expected: str) -> None:
     path = _write(tmp_path, text)
@@ -76,6 +81,17 @@ def test_errors_name_the_file_and_the_place(tmp_path: Path, text: str, expected:
     assert caught.value.problems == (expected,)
     assert caught.value.source == str(path)
     assert str(caught.value) == f"{path}: {expected}"
+
+
+def test_aliases_outside_their_anchor_still_work(tmp_path: Path) -> None:
+    path = _write(tmp_path, HEADER + dedent("""\
+        profiles:
+        - {schedulerName: a, percentageOfNodesToScore: &share 20}
+        - {schedulerName: b, percentageOfNodesToScore: *share}
+    """))
+    _, profiles = load_config(path, REGISTRY)
+    assert [(p.scheduler_name, p.percentage_of_nodes_to_score) for p in profiles] == [
+        ("a", 20), ("b", 20)]
 
 
 def test_missing_file(tmp_path: Path) -> None:
