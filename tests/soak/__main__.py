@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import shutil
 import signal
 import sys
 import tempfile
@@ -46,13 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     directory = Path(tempfile.mkdtemp(prefix="kpysched-soak-")) / "cluster"
     # SIGTERM (timeout, CI) unwinds like Ctrl-C, so the cluster and schedulers stop.
     signal.signal(signal.SIGTERM, _interrupt)
-    report = asyncio.run(run(plan, directory))
-    args.out.mkdir(parents=True, exist_ok=True)
+    report = asyncio.run(run(plan, directory, args.out))
     (args.out / "report.json").write_text(report.to_json())
     (args.out / "report.md").write_text(report.to_markdown())
-    for index, log in enumerate(report.replica_logs):
-        if Path(log).exists():
-            shutil.copy(log, args.out / f"kpysched-{index}.log")
     print(report.to_markdown())
     return 1 if report.verdict() else 0
 

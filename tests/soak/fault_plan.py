@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import subprocess
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from tests.soak.replicas import Replicas
 # cannot renew and must stop before another replica may lead.
 PAUSE_SECONDS: Final = 13.0
 RELIST_TIMEOUT_SECONDS: Final = 30.0
+LEADER_EXIT_SECONDS: Final = 20.0
 POOL_LABEL: Final = "soak.kpysched.io/pool"
 POOL_TAINT: Final = {"key": POOL_LABEL, "value": "pdb", "effect": "NoSchedule"}
 
@@ -71,7 +73,22 @@ def _relists(replicas: Replicas) -> dict[int, float]:
 
 
 async def apiserver_pause(ctx: FaultContext) -> None:
+    """The leader cannot renew for longer than renewDeadline: it must stop, exiting 1
+    as kube-scheduler does, before another replica leads (the report's leader-overlap
+    check compares their binding windows)."""
+    leader = await asyncio.to_thread(ctx.replicas.leader)
+    if leader is None or leader.process.process is None:
+        raise AssertionError("no leader before the pause")
     await asyncio.to_thread(faults.pause_apiserver, ctx.directory, PAUSE_SECONDS)
+    try:
+        code = await asyncio.to_thread(leader.process.process.wait, LEADER_EXIT_SECONDS)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"replica {leader.serial} still runs {LEADER_EXIT_SECONDS:.0f}s "
+                             "after it could not renew its lease") from None
+    if code != 1:
+        raise AssertionError(f"replica {leader.serial} exited {code} after losing its lease")
+    ctx.notes.append(f"apiserver-pause: leader replica {leader.serial} lost the lease and "
+                     "exited 1")
 
 
 async def leader_sigterm(ctx: FaultContext) -> None:

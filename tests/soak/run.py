@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import shutil
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -39,8 +40,9 @@ async def _running(directory: Path) -> AsyncIterator[cluster.ClusterState]:
         await asyncio.to_thread(cluster.down, directory)
 
 
-async def run(plan: SoakPlan, directory: Path) -> SoakReport:
-    """Run `plan` on a cluster of its own in `directory` (removed afterwards)."""
+async def run(plan: SoakPlan, directory: Path, logs: Path) -> SoakReport:
+    """Run `plan` on a cluster of its own in `directory` (removed afterwards); the
+    schedulers' logs are kept in `logs`."""
     report = SoakReport(plan=plan, started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
     async with _running(directory) as state, kube.api_client(state) as api:
         began = time.monotonic()
@@ -60,7 +62,12 @@ async def run(plan: SoakPlan, directory: Path) -> SoakReport:
             report.task_samples = {r.serial: r.task_samples for r in replicas.all}
             await asyncio.to_thread(replicas.stop)
             await asyncio.to_thread(upstream.stop)
-            report.replica_logs = [str(r.process.log_path) for r in replicas.all]
+            logs.mkdir(parents=True, exist_ok=True)
+            for replica in replicas.all:
+                kept = logs / f"kpysched-{replica.serial}.log"
+                shutil.copy(replica.process.log_path, kept)
+                report.replica_logs.append(str(kept))
+            shutil.copy(upstream.log_path, logs / "kube-scheduler.log")
     report.finish()
     return report
 

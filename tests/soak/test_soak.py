@@ -17,8 +17,9 @@ pytestmark = pytest.mark.soak
 
 
 async def test_ci_soak_keeps_every_invariant(tmp_path: Path) -> None:
-    report = await run(PLANS["ci"], tmp_path / "cluster")
-    out = Path(os.environ.get("KPYSCHED_SOAK_REPORT") or tmp_path)
+    # KPYSCHED_SOAK_REPORT keeps the report and the schedulers' logs somewhere known.
+    out = Path(os.environ.get("KPYSCHED_SOAK_REPORT") or tmp_path / "report")
+    report = await run(PLANS["ci"], tmp_path / "cluster", out)
     (out / "report.json").write_text(report.to_json())
     print(report.to_markdown())
     figures = report.figures
