@@ -12,6 +12,8 @@ _DURATION_UNITS = {
     "ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0,
 }
 _DURATION_PART = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h)")
+# time.Duration is an int64 of nanoseconds: Go refuses anything longer (about 292 years).
+_MAX_SECONDS = (1 << 63) / 1e9
 
 
 def parse_go_duration(text: str) -> float:
@@ -26,7 +28,7 @@ def parse_go_duration(text: str) -> float:
             break
         seconds += float(match[1]) * _DURATION_UNITS[match[2]]
         position = match.end()
-    if not body or position != len(body):
+    if not body or position != len(body) or seconds > _MAX_SECONDS:
         raise ValueError(f'invalid duration "{text}"')
     return sign * seconds
 
