@@ -72,8 +72,10 @@ def invalid(title: str, errors: list[tuple[tuple[str | int, ...], str, object]])
 
 
 class _Model(BaseModel):
+    # No NaN or infinity: upstream reads the file as JSON, which has neither.
     model_config = ConfigDict(
-        extra="forbid", strict=True, frozen=True, alias_generator=to_camel
+        extra="forbid", strict=True, frozen=True, alias_generator=to_camel,
+        allow_inf_nan=False,
     )
 
     @classmethod

@@ -28,7 +28,8 @@ def _seconds(value: Any, default: float) -> Any:
 
 
 class DynamicResourcesArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    # A YAML .nan or .inf is no JSON number: upstream never reads one.
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
 
     # How long Filter may search one node for devices; 0 is no limit.
     filter_timeout_seconds: float = Field(default=DEFAULT_FILTER_TIMEOUT_SECONDS,

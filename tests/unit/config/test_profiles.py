@@ -507,3 +507,19 @@ def test_upstream_plugin_missing_here_is_warned_about_not_fatal(
     assert not any(name in missing for names in profile.plugins.values() for name in names)
     warned = [e for e in logs if e["event"] == "config.default_plugins_unavailable"]
     assert warned and missing <= set(warned[0]["plugins"])
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    pytest.param({"filterTimeout": float("nan")},
+                 "profiles[0].pluginConfig[0].args.filterTimeout: Input should be a finite "
+                 "number (got NaN)", id="nan-filter-timeout"),
+    pytest.param({"bindingTimeout": float("inf")},
+                 "profiles[0].pluginConfig[0].args.bindingTimeout: Input should be a finite "
+                 "number (got Infinity)", id="infinite-binding-timeout"),
+])
+def test_non_finite_plugin_args_are_named(args: dict[str, Any], expected: str) -> None:
+    """Found by tests/unit/fuzz: DynamicResources took a YAML .nan or .inf timeout."""
+    with pytest.raises(ConfigError) as caught:
+        _resolve({"pluginConfig": [{"name": "DynamicResources", "args": args}]},
+                 registry=full_registry(IN_TREE))
+    assert caught.value.problems == (expected,)

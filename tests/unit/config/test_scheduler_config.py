@@ -184,6 +184,14 @@ def _problems(data: object) -> tuple[str, ...]:
     pytest.param(document(clientConnection={"burst": -1}),
                  ["clientConnection.burst: Input should be greater than or equal to 0 (got -1)"],
                  id="negative-burst"),
+    # Found by tests/unit/fuzz: a YAML .nan or .inf was accepted; upstream reads the file
+    # as JSON, which has neither.
+    pytest.param(document(clientConnection={"qps": float("nan")}),
+                 ["clientConnection.qps: Input should be a finite number (got NaN)"],
+                 id="nan-qps"),
+    pytest.param(document(clientConnection={"qps": float("inf")}),
+                 ["clientConnection.qps: Input should be a finite number (got Infinity)"],
+                 id="infinite-qps"),
     pytest.param(document(enableProfiling="yes"),
                  ['enableProfiling: Input should be a valid boolean (got "yes")'],
                  id="bool-string"),
