@@ -40,7 +40,7 @@ MAX_CUSTOM_PRIORITY_SCORE = 10
 class ResourceSpec(BaseModel):
     """A resource to score and its weight (v1 ResourceSpec); weight 0 means the default 1."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     name: str
     weight: int = 0

@@ -46,7 +46,7 @@ IntArray = npt.NDArray[np.int64]
 
 
 class NodeResourcesBalancedAllocationArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     resources: list[ResourceSpec] = Field(default_factory=list)
 

@@ -82,7 +82,7 @@ _ABSENT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
 
 class DefaultPreemptionArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     min_candidate_nodes_percentage: int = Field(
         default=_DEFAULT_PERCENTAGE, alias="minCandidateNodesPercentage", strict=True)

@@ -19,17 +19,17 @@ def _seconds(value: Any, default: float) -> Any:
     # An explicit null is an unset pointer upstream, which defaulting fills in.
     if value is None:
         return default
-    if isinstance(value, str):
-        try:
-            return parse_go_duration(value)
-        except ValueError as error:
-            raise ValueError(str(error)) from None
-    return value
+    if not isinstance(value, str):
+        # A metav1.Duration is written as a string; upstream refuses a bare number.
+        raise ValueError('must be a duration such as "10s"')
+    try:
+        return parse_go_duration(value)
+    except ValueError as error:
+        raise ValueError(str(error)) from None
 
 
 class DynamicResourcesArgs(BaseModel):
-    # A YAML .nan or .inf is no JSON number: upstream never reads one.
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     # How long Filter may search one node for devices; 0 is no limit.
     filter_timeout_seconds: float = Field(default=DEFAULT_FILTER_TIMEOUT_SECONDS,

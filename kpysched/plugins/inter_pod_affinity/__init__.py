@@ -74,7 +74,7 @@ _EVENTS = (
 
 
 class InterPodAffinityArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     hard_pod_affinity_weight: int = Field(default=1, alias="hardPodAffinityWeight",
                                           strict=True)

@@ -23,20 +23,20 @@ _STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
 
 
 class UtilizationShapePoint(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     utilization: int = 0
     score: int = 0
 
 
 class RequestedToCapacityRatioParam(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     shape: list[UtilizationShapePoint] = Field(default_factory=list)
 
 
 class ScoringStrategy(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     type: str = ""
     resources: list[ResourceSpec] = Field(default_factory=list)
@@ -64,7 +64,7 @@ def _shape_errors(shape: Sequence[UtilizationShapePoint], path: str) -> list[str
 
 
 class NodeResourcesFitArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     ignored_resources: list[str] = Field(default_factory=list, alias="ignoredResources")
     ignored_resource_groups: list[str] = Field(default_factory=list,

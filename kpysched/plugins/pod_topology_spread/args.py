@@ -35,7 +35,7 @@ SYSTEM_DEFAULT_CONSTRAINTS = (
 class DefaultConstraint(BaseModel):
     """A v1 TopologySpreadConstraint as written in defaultConstraints (Go zero values)."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     max_skew: int = Field(default=0, alias="maxSkew")
     topology_key: str = Field(default="", alias="topologyKey")
@@ -85,7 +85,7 @@ def _constraint_errors(constraints: list[DefaultConstraint], index: int) -> list
 
 
 class PodTopologySpreadArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     default_constraints: list[DefaultConstraint] = Field(default_factory=list,
                                                          alias="defaultConstraints")

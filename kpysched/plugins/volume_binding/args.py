@@ -23,7 +23,7 @@ DEFAULT_BIND_TIMEOUT_SECONDS = 600
 
 
 class UtilizationShapePoint(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     utilization: int = 0
     score: int = 0
@@ -64,7 +64,7 @@ def shape_errors(shape: list[UtilizationShapePoint] | None, *,
 
 
 class VolumeBindingArgs(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     # How long PreBind waits for the PV controller; 0 gives up at once.
     bind_timeout_seconds: int = Field(default=DEFAULT_BIND_TIMEOUT_SECONDS,

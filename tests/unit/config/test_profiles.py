@@ -511,15 +511,44 @@ def test_upstream_plugin_missing_here_is_warned_about_not_fatal(
 
 @pytest.mark.parametrize(("args", "expected"), [
     pytest.param({"filterTimeout": float("nan")},
-                 "profiles[0].pluginConfig[0].args.filterTimeout: Input should be a finite "
-                 "number (got NaN)", id="nan-filter-timeout"),
-    pytest.param({"bindingTimeout": float("inf")},
-                 "profiles[0].pluginConfig[0].args.bindingTimeout: Input should be a finite "
-                 "number (got Infinity)", id="infinite-binding-timeout"),
+                 'profiles[0].pluginConfig[0].args.filterTimeout: Value error, must be a duration '
+                 'such as "10s" (got NaN)', id="nan-filter-timeout"),
+    pytest.param({"bindingTimeout": 30},
+                 'profiles[0].pluginConfig[0].args.bindingTimeout: Value error, must be a duration '
+                 'such as "10s" (got 30)', id="number-binding-timeout"),
+    pytest.param({"bindingTimeout": "99999999999999999999h"},
+                 'profiles[0].pluginConfig[0].args.bindingTimeout: Value error, invalid duration '
+                 '"99999999999999999999h" (got "99999999999999999999h")', id="overflowing-timeout"),
 ])
-def test_non_finite_plugin_args_are_named(args: dict[str, Any], expected: str) -> None:
-    """Found by tests/unit/fuzz: DynamicResources took a YAML .nan or .inf timeout."""
+def test_dynamic_resources_timeouts_are_duration_strings(args: dict[str, Any],
+                                                         expected: str) -> None:
+    """Found by tests/unit/fuzz: DynamicResources took a number (a YAML .nan or .inf too)
+    where upstream's metav1.Duration only reads a string."""
     with pytest.raises(ConfigError) as caught:
         _resolve({"pluginConfig": [{"name": "DynamicResources", "args": args}]},
                  registry=full_registry(IN_TREE))
     assert caught.value.problems == (expected,)
+
+
+@pytest.mark.parametrize(("plugin", "args", "expected"), [
+    pytest.param("VolumeBinding", {"bindTimeoutSeconds": "15"},
+                 'args.bindTimeoutSeconds: Input should be a valid integer (got "15")',
+                 id="string-for-integer"),
+    pytest.param("NodeResourcesFit", {"scoringStrategy": {"resources": [
+                     {"name": "cpu", "weight": True}]}},
+                 "args.scoringStrategy.resources[0].weight: Input should be a valid integer "
+                 "(got true)", id="bool-for-integer"),
+    pytest.param("PodTopologySpread", {"defaultingType": "List", "defaultConstraints": [
+                     {"maxSkew": "1", "topologyKey": "zone",
+                      "whenUnsatisfiable": "DoNotSchedule"}]},
+                 'args.defaultConstraints[0].maxSkew: Input should be a valid integer (got "1")',
+                 id="nested-string-for-integer"),
+])
+def test_plugin_args_are_decoded_strictly(plugin: str, args: dict[str, Any],
+                                          expected: str) -> None:
+    """As upstream's strict decoder: found by tests/unit/fuzz, which saw "15" and true
+    taken for integers."""
+    with pytest.raises(ConfigError) as caught:
+        _resolve({"pluginConfig": [{"name": plugin, "args": args}]},
+                 registry=full_registry(IN_TREE))
+    assert caught.value.problems == (f"profiles[0].pluginConfig[0].{expected}",)
