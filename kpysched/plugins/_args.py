@@ -9,8 +9,9 @@ upstream's field validation words them ("field.path: Invalid value: ...").
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+import msgspec.inspect
 from pydantic_core import PydanticCustomError
 
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -64,3 +65,27 @@ def is_int64(text: str) -> bool:
     if not body or not body.isascii() or not body.isdigit():
         return False
     return -(2**63) <= int(text) < 2**63
+
+
+def unknown_fields(value: object, kind: msgspec.inspect.Type, path: str = "") -> list[str]:
+    """Keys of `value` that the wire struct `kind` does not declare, as paths. The API
+    structs ignore unknown fields (a newer server may send more); args are decoded
+    strictly upstream, so a misspelt field there is an error, not silently dropped."""
+    if isinstance(kind, msgspec.inspect.UnionType):
+        nested = [t for t in kind.types if not isinstance(t, msgspec.inspect.NoneType)]
+        return unknown_fields(value, nested[0], path) if len(nested) == 1 else []
+    if isinstance(kind, msgspec.inspect.ListType) and isinstance(value, list):
+        return [problem for index, item in enumerate(value)
+                for problem in unknown_fields(item, kind.item_type, f"{path}[{index}]")]
+    if isinstance(kind, msgspec.inspect.StructType) and isinstance(value, Mapping):
+        fields = {field.encode_name: field.type for field in kind.fields}
+        problems: list[str] = []
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key in fields:
+                problems += unknown_fields(item, fields[key], where)
+            else:
+                reason = f'unknown field "{key}"'
+                problems.append(f"{path}: {reason}" if path else reason)
+        return problems
+    return []

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import msgspec
+import msgspec.inspect
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kpysched.cache.node_info import NodeInfo
@@ -46,7 +47,13 @@ from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.labels import node_selector_term_matches
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._args import invalid, is_int64, label_value_errors, qualified_name_errors
+from kpysched.plugins._args import (
+    invalid,
+    is_int64,
+    label_value_errors,
+    qualified_name_errors,
+    unknown_fields,
+)
 from kpysched.plugins._helper import default_normalize_score
 
 NAME = "NodeAffinity"
@@ -133,6 +140,9 @@ class NodeAffinityArgs(BaseModel):
     @classmethod
     def _decode(cls, value: Any) -> Any:
         if isinstance(value, Mapping):
+            unknown = unknown_fields(value, msgspec.inspect.type_info(api.NodeAffinity))
+            if unknown:
+                raise ValueError("; ".join(unknown))
             try:
                 return msgspec.convert(value, api.NodeAffinity)
             except msgspec.ValidationError as error:

@@ -245,6 +245,14 @@ def _added_term(requirement: dict[str, object], key: str = "matchExpressions"
         "a label value must", id="bad preferred value"),
     pytest.param({"requiredDuringSchedulingIgnoredDuringExecution": "zone"}, "Expected",
                  id="wrong shape"),
+    # Found by tests/unit/fuzz: misspelt fields were dropped without a word, as the API
+    # structs drop them; upstream decodes args strictly.
+    pytest.param({"requiredDuringSchedulingIgnoredDuringExecutio": {}},
+                 'unknown field "requiredDuringSchedulingIgnoredDuringExecutio"',
+                 id="unknown field"),
+    pytest.param(_added_term({"key": "foo", "operator": "Exists", "valuez": []}),
+                 r"requiredDuringSchedulingIgnoredDuringExecution\.nodeSelectorTerms\[0\]\."
+                 r'matchExpressions\[0\]: unknown field "valuez"', id="nested unknown field"),
 ])
 def test_invalid_args(added: dict[str, object], message: str) -> None:
     with pytest.raises(pydantic.ValidationError, match=message):
