@@ -13,7 +13,10 @@ kube-scheduler's event broadcaster (client-go tools/events, v1.36) writes them.
   a few workers, so a storm of failures never piles up tasks or memory; when the
   queue is full the event is dropped and counted (kpysched_events_dropped_total).
 - Transport errors and 5xx answers are retried (12 tries, about 10 s apart, as
-  upstream); any other rejection abandons the event.
+  upstream); any other rejection abandons the event. A retry waits on a timer, not in
+  a writer: upstream writes each event in a goroutine of its own, so one event waiting
+  to be retried never holds back the others (with writers asleep between tries, an
+  API server that failed a few writes let the queue fill and drop fresh events).
 The scheduling loop never waits on any of this.
 """
 
@@ -46,9 +49,10 @@ MAX_TRIES_PER_EVENT = 12
 FINISH_SECONDS = 6 * 60.0
 REFRESH_SECONDS = 30 * 60.0
 RETRY_SLEEP_SECONDS = 10.0
-# Writers sharing the event client's rate limiter: enough that one slow answer does
-# not hold the rest back.
-WRITERS = 4
+# Writers sharing the event client's rate limiter (which bounds the request rate, as
+# upstream's goroutine per event is bounded only by it): enough that slow answers
+# from a loaded API server do not hold the rest back.
+WRITERS = 16
 NOTE_LENGTH_LIMIT = 1024
 
 
@@ -73,6 +77,7 @@ class _Recorded:
     last_observed_at: float = 0.0  # monotonic
     created: bool = False
     written_count: int = 0  # the count the server last got
+    tries: int = 0  # failed tries of the write in progress
 
 
 def _event_key(body: dict[str, Any]) -> tuple[Any, ...]:
@@ -104,6 +109,7 @@ class EventRecorder:
         self._aborted = False
         self.metrics: DropCounter | None = None
         self.dropped = 0
+        self._retrying = 0  # writes waiting on their retry timer
 
     # --- what callers record ------------------------------------------------------
 
@@ -199,23 +205,33 @@ class EventRecorder:
         while True:
             entry = await queue.get()
             try:
-                await self._write_with_retries(entry)
+                await self._try_write(entry)
             except Exception:
                 log.exception("event.write_crashed", reason=entry.body["reason"])
             finally:
                 queue.task_done()
 
-    async def _write_with_retries(self, entry: _Recorded) -> None:
-        for attempt in range(1, MAX_TRIES_PER_EVENT + 1):
-            status, message = await self._write(entry)
-            if 200 <= status < 300:
-                return
-            retry = status == TRANSPORT_ERROR or status >= 500
-            if not retry or attempt == MAX_TRIES_PER_EVENT:
-                log.warning("event.write_failed", status=status, reason=entry.body["reason"],
-                            message=message, tries=attempt)
-                return
-            await asyncio.sleep(self._retry_sleep * (1 + 0.25 * random.random()))
+    async def _try_write(self, entry: _Recorded) -> None:
+        """One try; a retryable failure comes back through the queue after a pause."""
+        status, message = await self._write(entry)
+        if 200 <= status < 300:
+            entry.tries = 0
+            return
+        entry.tries += 1
+        retry = status == TRANSPORT_ERROR or status >= 500
+        if not retry or entry.tries == MAX_TRIES_PER_EVENT:
+            log.warning("event.write_failed", status=status, reason=entry.body["reason"],
+                        message=message, tries=entry.tries)
+            entry.tries = 0
+            return
+        self._retrying += 1
+        asyncio.get_running_loop().call_later(
+            self._retry_sleep * (1 + 0.25 * random.random()), self._retry, entry)
+
+    def _retry(self, entry: _Recorded) -> None:
+        self._retrying -= 1
+        if not self._aborted:
+            self._enqueue(entry)
 
     async def _write(self, entry: _Recorded) -> tuple[int, str]:
         """Create the Event, or PATCH its series (creating it if it went away)."""
@@ -268,11 +284,20 @@ class EventRecorder:
     # --- shutdown ---------------------------------------------------------------------
 
     async def drain(self, timeout: float) -> None:
-        """Graceful stop: wait (bounded) for queued writes."""
+        """Graceful stop: wait (bounded) for queued writes and their retries."""
         if self._queue is None or self._aborted:
             return
+        queue = self._queue
+
+        async def settled() -> None:
+            while True:
+                await queue.join()
+                if self._retrying == 0:
+                    return
+                await asyncio.sleep(min(self._retry_sleep, 0.1))
+
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._queue.join(), timeout)
+            await asyncio.wait_for(settled(), timeout)
 
     async def abort(self) -> None:
         """The lease is lost: write nothing more, drop what is queued."""

@@ -114,6 +114,32 @@ async def test_server_errors_are_retried_and_rejections_abandoned() -> None:
     assert len(recording.sent("POST", "/events")) == 1
 
 
+async def test_an_event_waiting_for_its_retry_holds_back_no_other() -> None:
+    """Found by the reliability soak: with writers asleep between tries, a few failed
+    writes filled the queue and fresh events were dropped. One writer, a first write
+    that fails and an hour-long retry pause: the next event is still written at once."""
+    recording = RecordingApi()
+    failures = [ApiResponse(503, b"{}")]
+    plain = recording.request
+
+    async def first_fails(method: str, path: str, body: object = None,
+                          **options: object) -> ApiResponse:
+        if failures:
+            recording.requests.append((method, path, body))
+            return failures.pop()
+        return await plain(method, path, body, **options)
+
+    recording.request = first_fails  # type: ignore[method-assign]
+    events = EventRecorder(cast(RawApi, recording), instance="host", writers=1,
+                           retry_sleep=3600)
+    events.failed_scheduling(pod("unlucky"), "kpysched", "no")
+    events.failed_scheduling(pod("next"), "kpysched", "no")
+    await asyncio.sleep(0.05)
+    written = [body["regarding"]["name"] for body in recording.sent("POST", "/events")]
+    assert written == ["unlucky", "next"]  # the first failed, the second went through
+    assert events.dropped == 0
+
+
 async def test_long_notes_are_cut_as_upstream() -> None:
     recording = RecordingApi()
     events = recorder(recording)
