@@ -4,9 +4,12 @@
 
 For each scheduler, on a fresh benchmark cluster (tests' harness, benchmark flags, the
 scheduler as its own user so the API server counts its requests apart):
-1. the pods are created in five equal steps while there is no node; after each step,
-   once the scheduler has found every pod unschedulable, its RSS is sampled, which
-   gives the memory per pending pod (the slope) and shows whether it is linear;
+1. the pods are created in five equal steps while the only node is tainted (so a
+   plugin, TaintToleration, rejects them and they wait in the unschedulable pool for
+   an event, as pods that do not fit do; with no node at all, both schedulers would
+   retry every pod after its backoff instead); after each step, once the scheduler
+   has found every pod unschedulable, its RSS is sampled, which gives the memory per
+   pending pod (the slope) and shows whether it is linear;
 2. for an idle minute with the backlog in place the scheduler's requests per second
    are counted: retrying a backlog must not turn into a request storm;
 3. nodes with room for every pod are added, and the time until all are bound (and the
@@ -20,6 +23,7 @@ import argparse
 import asyncio
 import json
 import math
+import signal
 import sys
 import time
 from pathlib import Path
@@ -30,6 +34,7 @@ from benchmarks.kubeapi import BenchApi, encode
 from tests.cluster.kube import node_body
 
 NAMESPACE: Final = "backlog"
+CLOSED: Final = {"key": "backlog.kpysched.io/closed", "value": "true", "effect": "NoSchedule"}
 STEPS: Final = 5
 PODS_PER_NODE: Final = 100
 IDLE_SECONDS: Final = 60.0
@@ -76,6 +81,7 @@ async def measure(name: str, pods: int, progress: Any) -> dict[str, Any]:
     try:
         async with BenchApi(bench.state, concurrency=32) as api:
             await api.must("POST", "/api/v1/namespaces", {"metadata": {"name": NAMESPACE}})
+            await api.must("POST", "/api/v1/nodes", node_body("closed", taints=[CLOSED]))
             scheduler = schedulers.make(name, bench.scheduler_state, QPS, BURST)
             await asyncio.to_thread(scheduler.start)
             try:
@@ -165,5 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _interrupt(signum: int, _: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 if __name__ == "__main__":
+    # SIGTERM unwinds like Ctrl-C, so the cluster and the scheduler stop.
+    signal.signal(signal.SIGTERM, _interrupt)
     sys.exit(main())
