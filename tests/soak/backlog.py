@@ -107,10 +107,26 @@ async def _measure(api: BenchApi, scheduler: schedulers.SchedulerUnderTest, name
             scheduler, "scheduler_pending_pods", queue="unschedulable") >= created)
         samples.append((created, _rss_bytes(scheduler.pid)))
         progress(f"[{name}] {created} pending, RSS {samples[-1][1] / 2**20:.0f} MiB")
+    # The backlog's own writes (a FailedScheduling event and a PodScheduled condition
+    # per pod, at the client's QPS) trail the attempts: wait for them to end, then
+    # count what an idle scheduler with a backlog sends.
+    tail_started = time.monotonic()
+    last = await _scheduler_requests(api)
+    while time.monotonic() - tail_started < SETTLE_TIMEOUT_SECONDS:
+        await asyncio.sleep(5)
+        now = await _scheduler_requests(api)
+        if now - last < 5:
+            break
+        last = now
+    tail = time.monotonic() - tail_started
+    progress(f"[{name}] the backlog's writes ended {tail:.0f}s after the last attempt")
     idle_before = await _scheduler_requests(api)
+    writes_before = promtext.parse(await api.get_text("/metrics"))
     await asyncio.sleep(IDLE_SECONDS)
     idle_rate = (await _scheduler_requests(api) - idle_before) / IDLE_SECONDS
-    progress(f"[{name}] idle with the backlog: {idle_rate:.2f} requests/s")
+    idle_writes = _requests_by_kind(writes_before,
+                                    promtext.parse(await api.get_text("/metrics")))
+    progress(f"[{name}] idle with the backlog: {idle_rate:.2f} requests/s {idle_writes}")
     nodes = math.ceil(step * STEPS / PODS_PER_NODE)
     before_drain = await _scheduler_requests(api)
     started = time.monotonic()
@@ -128,10 +144,27 @@ async def _measure(api: BenchApi, scheduler: schedulers.SchedulerUnderTest, name
         "rssMiBByPending": [(count, round(rss / 2**20, 1)) for count, rss in samples],
         "bytesPerPendingPod": round(slope),
         "linearity": round(_r_squared(samples, slope), 4),
-        "idleRequestsPerSecond": round(idle_rate, 2),
+        "writesTailSeconds": round(tail, 1),
+        "idleRequestsPerSecond": round(idle_rate, 2), "idleRequestsByKind": idle_writes,
         "drainSeconds": round(drain, 1), "drainPodsPerSecond": round(step * STEPS / drain, 1),
         "drainRequestsPerPod": round(drain_requests / (step * STEPS), 2),
         "peakRssMiB": round(peak, 1)}
+
+
+def _requests_by_kind(before: promtext.Samples, after: promtext.Samples) -> dict[str, float]:
+    """Requests the API server served between two scrapes, by verb and resource."""
+
+    def counts(samples: promtext.Samples) -> dict[str, float]:
+        found: dict[str, float] = {}
+        for labels, value in samples.get("apiserver_request_total", []):
+            sub = labels.get("subresource", "")
+            key = f"{labels.get('verb')} {labels.get('resource')}{'/' + sub if sub else ''}"
+            found[key] = found.get(key, 0.0) + value
+        return found
+
+    start, end = counts(before), counts(after)
+    return {key: end[key] - start.get(key, 0.0) for key in sorted(end)
+            if end[key] - start.get(key, 0.0) > 0}
 
 
 def _slope(samples: list[tuple[int, int]]) -> float:
