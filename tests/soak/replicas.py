@@ -85,8 +85,10 @@ class Replicas:
     def _start(self, first: bool) -> Replica:
         process = KpyschedProcess(
             self.state, CONFIG, log_level="debug", extra_args=("--enable-cache-endpoint",),
-            # The first leads; later ones only need their informers synced to stand by.
-            wait_for="scheduler.started" if first else "scheduler.informers_synced")
+            # The first leads. A replacement, like a Deployment's, need only be running:
+            # after an etcd restart its informers may take minutes to sync (the
+            # control plane is still recovering), and it stands by until they have.
+            wait_for="scheduler.started" if first else "scheduler.starting")
         replica = Replica(process.start(), len(self.all))
         self.all.append(replica)
         return replica

@@ -146,6 +146,13 @@ async def _inject(name: str, context: fault_plan.FaultContext, api: client.ApiCl
     except Exception as failure:
         error = f"{type(failure).__name__}: {failure}"
     ended = time.monotonic()
+    for replica in replicas.all:
+        process = replica.process.process
+        if process is not None and process.poll() is not None and \
+                not any(f"replica {replica.serial} " in note for note in context.notes):
+            # e.g. a leader that could not renew while etcd was down: it must exit 1.
+            context.notes.append(f"{name}: replica {replica.serial} exited "
+                                 f"{process.returncode}")
     await asyncio.to_thread(replicas.replace_dead)
     probe = await _probe(api, observer, f"probe-{name}")
     observer.quiet_since = time.monotonic()
