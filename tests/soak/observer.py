@@ -35,6 +35,8 @@ MAX_BACKOFF_SECONDS: Final = 10.0
 # informer latency under load on this machine (measured: well under a second).
 RACE_WINDOW_SECONDS: Final = 2.0
 WATCH_TIMEOUT_SECONDS: Final = 300
+# The API server sends a bookmark about every minute on a quiet watch.
+WATCH_PROGRESS_SECONDS: Final = 90.0
 
 
 @dataclass
@@ -160,7 +162,16 @@ class Observer:
                                     timeout_seconds=WATCH_TIMEOUT_SECONDS,
                                     _preload_content=False)
             async with response:
-                async for line in response.content:
+                while True:
+                    # A watch silent past the API server's bookmark interval is dead
+                    # (seen once in a 30-minute soak): list again, as kpysched does.
+                    try:
+                        line = await asyncio.wait_for(response.content.readline(),
+                                                      WATCH_PROGRESS_SECONDS)
+                    except TimeoutError:
+                        return
+                    if not line:
+                        break  # the server ended the watch: watch on from `version`
                     event = json.loads(line)
                     if event["type"] == "ERROR":
                         return  # 410 Gone and the like: list again
