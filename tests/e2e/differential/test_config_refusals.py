@@ -1,0 +1,53 @@
+"""Plugin args kube-scheduler's strict decoder refuses, kpysched refuses too.
+
+The fuzzing of the config loader found args kpysched took and kube-scheduler refuses
+(a misspelt field under addedAffinity, a string for an integer). Both binaries read
+the same file here; each must refuse it, naming the field. Config decoding comes
+before any connection, so no cluster is needed; kube-scheduler is the real v1.36.4.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.cluster import build
+
+pytestmark = pytest.mark.e2e
+
+HEAD = """apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+clientConnection: {kubeconfig: /nonexistent}
+profiles:
+- schedulerName: default-scheduler
+  pluginConfig:
+"""
+CASES = {
+    # name: (pluginConfig entry, what both errors must name)
+    "misspelt-added-affinity-field": (
+        "  - name: NodeAffinity\n    args:\n      addedAffinity:\n"
+        "        requiredDuringSchedulingIgnoredDuringExecutio: {nodeSelectorTerms: []}\n",
+        "requiredDuringSchedulingIgnoredDuringExecutio"),
+    "string-for-an-integer": (
+        "  - name: InterPodAffinity\n    args:\n      hardPodAffinityWeight: \"15\"\n",
+        "ardPodAffinityWeight"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_both_schedulers_refuse_the_same_args(case: str, tmp_path: Path) -> None:
+    entry, field = CASES[case]
+    config = tmp_path / "config.yaml"
+    config.write_text(HEAD + entry)
+    upstream = subprocess.run([str(build.binary_path("kube-scheduler")), f"--config={config}"],
+                              capture_output=True, text=True, timeout=60)
+    ours = subprocess.run([sys.executable, "-m", "kpysched.cli", "run", "--config", str(config)],
+                          capture_output=True, text=True, timeout=60)
+    assert upstream.returncode != 0 and field in upstream.stderr, upstream.stderr[-2000:]
+    # kpysched exits 2 (a bad invocation), naming the field's path; upstream exits 1.
+    assert ours.returncode == 2 and field in ours.stderr, ours.stderr[-2000:]
+    assert "Traceback" not in ours.stderr
