@@ -32,6 +32,7 @@ from typing import Any, Final
 from benchmarks import cluster, promtext, schedulers
 from benchmarks.kubeapi import BenchApi, encode
 from tests.cluster.kube import node_body
+from tests.soak.replicas import rss_bytes
 
 NAMESPACE: Final = "backlog"
 CLOSED: Final = {"key": "backlog.kpysched.io/closed", "value": "true", "effect": "NoSchedule"}
@@ -49,13 +50,6 @@ def _pod(name: str, scheduler_name: str) -> dict[str, Any]:
             "spec": {"schedulerName": scheduler_name, "containers": [{
                 "name": "c", "image": "registry.k8s.io/pause:3.10",
                 "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}]}}
-
-
-def _rss_bytes(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def _metric(scheduler: schedulers.SchedulerUnderTest, name: str, **labels: str) -> float:
@@ -96,7 +90,7 @@ async def measure(name: str, pods: int, progress: Any) -> dict[str, Any]:
 async def _measure(api: BenchApi, scheduler: schedulers.SchedulerUnderTest, name: str,
                    pods: int, progress: Any) -> dict[str, Any]:
     path = f"/api/v1/namespaces/{NAMESPACE}/pods"
-    samples = [(0, _rss_bytes(scheduler.pid))]
+    samples = [(0, rss_bytes(scheduler.pid))]
     step = pods // STEPS
     for index in range(STEPS):
         first = index * step
@@ -105,7 +99,7 @@ async def _measure(api: BenchApi, scheduler: schedulers.SchedulerUnderTest, name
         created = first + step
         await _until(f"{created} pods found unschedulable", lambda created=created: _metric(
             scheduler, "scheduler_pending_pods", queue="unschedulable") >= created)
-        samples.append((created, _rss_bytes(scheduler.pid)))
+        samples.append((created, rss_bytes(scheduler.pid)))
         progress(f"[{name}] {created} pending, RSS {samples[-1][1] / 2**20:.0f} MiB")
     # The backlog's own writes (a FailedScheduling event and a PodScheduled condition
     # per pod, at the client's QPS) trail the attempts: wait for them to end, then

@@ -49,16 +49,7 @@ class Replica:
 
     def rss_bytes(self) -> int:
         process = self.process.process
-        if process is None:
-            return 0
-        try:
-            status = Path(f"/proc/{process.pid}/status").read_text()
-        except OSError:
-            return 0  # it has just exited
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-        return 0
+        return rss_bytes(process.pid) if process is not None else 0
 
     def dump(self) -> dict[str, Any] | None:
         """GET /debug/cache, or None when it does not answer."""
@@ -72,6 +63,18 @@ class Replica:
         """(timestamp, pod) of every binding this replica logged."""
         return [(str(e.get("timestamp")), str(e.get("pod"))) for e in self.process.log_events()
                 if e.get("event") == "pod.bound"]
+
+
+def rss_bytes(pid: int) -> int:
+    """A process's resident memory now (VmRSS); 0 once it has exited."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    for line in status.splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 class Replicas:
