@@ -21,6 +21,8 @@ from kpysched.decisions.endpoint import advertised_url, lease_annotations
 from kpysched.decisions.store import DecisionStore
 from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.event_recorder import EventRecorder
+from kpysched.features import DEFAULT as DEFAULT_FEATURES
+from kpysched.features import Features
 from kpysched.framework.cluster_events import ActionType, ClusterEvent
 from kpysched.framework.cluster_events import Resource as EventResource
 from kpysched.framework.registry import PluginSpec
@@ -32,6 +34,8 @@ from kpysched.leader import LeaderElector, LeaseLostError
 from kpysched.listers import Index, Listers
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects.pod import PodInfo
+from kpysched.pod_group_cycle import PodGroupCycle
+from kpysched.pod_group_status import PodGroupConditionWriter
 from kpysched.pod_status import PodStatusWriter
 from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.hints import QueueingHints
@@ -58,6 +62,7 @@ def build_scheduler(
     max_unschedulable_seconds: float = UNSCHEDULABLE_MAX_SECONDS,
     decision_records: int = 0,
     tie_break_seed: int | None = None,
+    features: Features = DEFAULT_FEATURES,
 ) -> Scheduler:
     handle = SchedulerHandle(Binder(raw), listers or Listers(), raw)
     frameworks = {
@@ -81,6 +86,7 @@ def build_scheduler(
         initial_backoff_seconds=config.pod_initial_backoff_seconds,
         max_backoff_seconds=config.pod_max_backoff_seconds,
         max_unschedulable_seconds=max_unschedulable_seconds,
+        pod_groups=features.generic_workload,
     )
     algorithm = Algorithm(config.percentage_of_nodes_to_score,
                           rng=random.Random(tie_break_seed))
@@ -89,9 +95,12 @@ def build_scheduler(
     recorder = EventRecorder(raw.sibling())
     recorder.metrics = metrics
     status_writer = PodStatusWriter(raw)
-    scheduler = Scheduler(frameworks, queue, Cache(), algorithm, recorder, status_writer,
-                          metrics)
+    scheduler = Scheduler(frameworks, queue, Cache(pod_groups=features.generic_workload),
+                          algorithm, recorder, status_writer, metrics)
     handle.scheduler = scheduler
+    if features.generic_workload:
+        scheduler.pod_group_cycle = PodGroupCycle(scheduler)
+        scheduler.pod_group_writer = PodGroupConditionWriter(raw)
     if decision_records > 0:
         scheduler.decisions = DecisionStore(decision_records)
     # When a preemption finishes, its preemptor's PreEnqueue hold must be re-checked.
@@ -151,19 +160,24 @@ async def run(
     async with api_client:
         connection = config.client_connection
         raw = RawApi(api_client, qps=connection.qps, burst=connection.burst)
-        metrics = SchedulerMetrics(disabled=frozenset(settings.disabled_metrics))
-        listers = Listers()
+        metrics = SchedulerMetrics(disabled=frozenset(settings.disabled_metrics),
+                                   generic_workload=settings.features.generic_workload)
+        features = settings.features
+        listers = Listers(generic_workload=features.generic_workload)
         scheduler = build_scheduler(
             config, profiles, registry, raw, listers, metrics,
             max_unschedulable_seconds=settings.pod_max_in_unschedulable_pods_duration,
             decision_records=settings.decision_records,
-            tie_break_seed=settings.tie_break_seed)
+            tie_break_seed=settings.tie_break_seed, features=features)
         # A namespace's labels decide namespaceSelector matches (InterPodAffinity).
         listers.namespaces = Index(
             lambda _, old, new: scheduler.queue.move_on_event(NAMESPACE_CHANGE, old, new))
         listers.storage.requeue_with(scheduler.queue.move_on_event)
         listers.resources.requeue_with(scheduler.queue.move_on_event)
-        pod_handler = PodEventHandler(scheduler, scheduler.recorder)
+        if listers.workloads is not None:
+            listers.workloads.requeue_with(scheduler.queue.move_on_event)
+        pod_handler = PodEventHandler(scheduler, scheduler.recorder,
+                                      gang_scheduling=features.gang_scheduling)
         pods = pod_reflector(api_client, pod_handler)
         nodes = node_reflector(api_client, NodeEventHandler(scheduler))
         reflectors: list[Reflector[Any]] = [nodes, pods, *listers.reflectors(api_client)]

@@ -90,7 +90,8 @@ def _run(argv: Sequence[str]) -> int:
         log.warning("flag.ignored", flag=f"--{flag}", reason=reason)
     try:
         registry = full_registry(IN_TREE)
-        config, profiles = load_config(settings.config, registry, invocation.config)
+        config, profiles = load_config(settings.config, registry, invocation.config,
+                                       settings.features)
     except (ConfigError, RegistryError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR

@@ -54,8 +54,10 @@ def _pod_label(pod: api.Pod, action: str) -> str:
 
 
 class PodEventHandler:
-    def __init__(self, scheduler: Scheduler, recorder: EventRecorder) -> None:
+    def __init__(self, scheduler: Scheduler, recorder: EventRecorder, *,
+                 gang_scheduling: bool = False) -> None:
         self._scheduler = scheduler
+        self._gang_scheduling = gang_scheduling
         self._recorder = recorder
         self._reported_malformed: set[str] = set()
         # Malformed pods of ours seen while standing by: only the leader writes, so
@@ -108,7 +110,15 @@ class PodEventHandler:
         elif self._pending_and_ours(pod):
             info = self._info(pod)
             if info is not None:
+                groups = self._scheduler.cache.pod_groups
+                if groups is not None:
+                    groups.add_or_update(info)
                 self._scheduler.queue.add(info)
+                if self._gang_scheduling:
+                    # A new member may complete its gang's minCount: GangScheduling's
+                    # hint releases the members its PreEnqueue held. Upstream moves on
+                    # every unscheduled pod's add while the gate is on.
+                    self._scheduler.queue.move_on_event(ev.UNSCHEDULED_POD_ADD, None, info)
 
     def on_update(self, old: api.Pod, new: api.Pod) -> None:
         with _handling(self._scheduler, _pod_label(new, "Update")):
@@ -145,6 +155,8 @@ class PodEventHandler:
         if self._pending_and_ours(new):
             info = self._info(new)
             if info is not None:
+                if cache.pod_groups is not None:
+                    cache.pod_groups.add_or_update(info)
                 queue.update(info)
         else:
             queue.delete(new.metadata.uid)  # terminating, or handed to another scheduler
@@ -176,6 +188,8 @@ class PodEventHandler:
             self._scheduler.queue.move_on_event(ev.ASSIGNED_POD_DELETE, self._quiet_info(pod),
                                                 None)
         self._scheduler.queue.delete(uid)
+        if not _is_assigned(pod) and self._scheduler.cache.pod_groups is not None:
+            self._scheduler.cache.pod_groups.delete(pod)
         if (not _is_assigned(pod) and pod.status.nominated_node_name
                 and self._scheduler.responsible_for(pod.spec.scheduler_name)):
             self._scheduler.queue.move_on_event(

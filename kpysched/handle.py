@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING
 
 from kpysched.apiclient import RawApi
 from kpysched.binding import Binder
+from kpysched.cache.pod_groups import PodGroupState
+from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
 from kpysched.listers import Listers, ResourceListers, StorageListers
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
+from kpysched.objects.scheduling import PodGroup
 from kpysched.plugins.pod_topology_spread import default_selector
 from kpysched.preemption import PreemptionExecutor
 
@@ -82,6 +85,20 @@ class SchedulerHandle:
         for framework in self._scheduler().frameworks.values():
             if (waiting := framework.waiting_pods.get(uid)) is not None:
                 waiting.reject(plugin, reason)
+
+    def pod_group(self, namespace: str, name: str) -> PodGroup | None:
+        workloads = self._listers.workloads
+        return None if workloads is None else workloads.pod_groups.get(f"{namespace}/{name}")
+
+    def pod_group_state(self, state: CycleState | None, namespace: str,
+                        name: str) -> PodGroupState:
+        if state is not None and state.pod_group is not None:
+            return state.pod_group
+        groups = self._scheduler().cache.pod_groups
+        return groups.get(namespace, name) if groups is not None else PodGroupState()
+
+    def activate(self, pods: Sequence[PodInfo]) -> None:
+        self._scheduler().queue.activate([pod.uid for pod in pods])
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         found = self._listers.namespaces.get(namespace)

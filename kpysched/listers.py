@@ -12,7 +12,7 @@ from kubernetes_asyncio import client
 
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.informers import Reflector
-from kpysched.objects import api, resource, storage
+from kpysched.objects import api, resource, scheduling, storage
 from kpysched.objects.extended_resource_classes import ExtendedResourceClasses
 
 
@@ -84,7 +84,7 @@ class Index(Generic[T]):
 class Listers:
     """Indexes of the secondary resources, each fed by its own informer."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, generic_workload: bool = False) -> None:
         self.namespaces: Index[api.Namespace] = Index()
         self.pdbs: Index[api.PodDisruptionBudget] = Index()
         self.services: Index[api.Service] = Index()
@@ -93,6 +93,8 @@ class Listers:
         self.stateful_sets: Index[api.StatefulSet] = Index()
         self.storage = StorageListers()
         self.resources = ResourceListers()
+        # Only when the API server serves scheduling.k8s.io/v1alpha2 (GenericWorkload).
+        self.workloads = WorkloadListers() if generic_workload else None
 
     def reflectors(self, api_client: client.ApiClient) -> list[Reflector[Any]]:
         return [Reflector(api_client, path, kind, list_kind, index, resource=resource)
@@ -116,6 +118,7 @@ class Listers:
              self.stateful_sets, "statefulsets"),
             *self.storage.specs(),
             *self.resources.specs(),
+            *(self.workloads.specs() if self.workloads is not None else ()),
         ]
 
 
@@ -225,3 +228,18 @@ class ResourceListers(_RequeueingListers):
             (f"{base}/deviceclasses", resource.DeviceClass, resource.DeviceClassList,
              self.device_classes, "deviceclasses"),
         ]
+
+
+class WorkloadListers(_RequeueingListers):
+    """The scheduling.k8s.io/v1alpha2 PodGroups GangScheduling reads. Started only with
+    GenericWorkload on, as kube-scheduler does: the API server serves them only then."""
+
+    def __init__(self) -> None:
+        self.pod_groups: Index[scheduling.PodGroup] = Index()
+
+    def _by_resource(self) -> list[tuple[Resource, Index[Any]]]:
+        return [(Resource.POD_GROUP, self.pod_groups)]
+
+    def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:
+        return [(f"/apis/{scheduling.API_VERSION}/podgroups", scheduling.PodGroup,
+                 scheduling.PodGroupList, self.pod_groups, "podgroups")]

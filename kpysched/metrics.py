@@ -83,7 +83,8 @@ class _WithoutCreated:
 class SchedulerMetrics:
     def __init__(self, *, sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT,
                  rng: random.Random | None = None, process_metrics: bool = True,
-                 disabled: frozenset[str] = frozenset()) -> None:
+                 disabled: frozenset[str] = frozenset(),
+                 generic_workload: bool = False) -> None:
         self.registry = CollectorRegistry()
         # Families --disabled-metrics hides (fully qualified names, as upstream).
         self.disabled = disabled
@@ -164,6 +165,24 @@ class SchedulerMetrics:
             ["plugin", "extension_point", "profile"], registry=r)
 
         # --- ALPHA -----------------------------------------------------------------
+        # Pod-group cycles' figures exist only with GenericWorkload on, as upstream's.
+        group_registry = r if generic_workload else CollectorRegistry()
+        self._pod_group_attempts = Counter(
+            "scheduler_podgroup_schedule_attempts_total",
+            "[ALPHA] Number of attempts to schedule pod group, by the result. "
+            "'unschedulable' means a pod group could not be scheduled, while 'error' means "
+            "an internal scheduler problem.",
+            ["result", "profile"], registry=group_registry)
+        self._pod_group_attempt_duration = Histogram(
+            "scheduler_podgroup_scheduling_attempt_duration_seconds",
+            "[ALPHA] Pod group scheduling attempt latency in seconds (scheduling algorithm + "
+            "binding)",
+            ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15),
+            registry=group_registry)
+        self._pod_group_algorithm_duration = Histogram(
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds",
+            "[ALPHA] Pod group scheduling algorithm latency in seconds",
+            buckets=exponential_buckets(0.001, 2, 15), registry=group_registry)
         self._algorithm_duration = Histogram(
             "scheduler_scheduling_algorithm_duration_seconds",
             "[ALPHA] Scheduling algorithm latency in seconds",
@@ -293,6 +312,15 @@ class SchedulerMetrics:
 
     def algorithm_duration(self, seconds: float) -> None:
         self._algorithm_duration.observe(seconds)
+
+    def pod_group_attempt(self, result: str, profile: str, seconds: float) -> None:
+        """One pod-group cycle: result is scheduled, unschedulable, waiting_on_preemption
+        or error (upstream's labels)."""
+        self._pod_group_attempts.labels(result, profile).inc()
+        self._pod_group_attempt_duration.labels(result, profile).observe(seconds)
+
+    def pod_group_algorithm_duration(self, seconds: float) -> None:
+        self._pod_group_algorithm_duration.observe(seconds)
 
     def event_handled(self, event: str, seconds: float) -> None:
         self._event_handling.labels(event).observe(seconds)

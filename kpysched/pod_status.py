@@ -24,7 +24,8 @@ log = structlog.get_logger(__name__)
 WRITERS = 4
 
 
-def _time() -> str:
+def api_time() -> str:
+    """Now, as the API server writes a metav1.Time."""
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -59,7 +60,7 @@ class PodStatusWriter:
         # As podutil.UpdatePodCondition: the transition time moves only with the status.
         since = (current.last_transition_time
                  if current is not None and current.status == "False"
-                 and current.last_transition_time else _time())
+                 and current.last_transition_time else api_time())
         status: dict[str, Any] = {"conditions": [{
             "type": "PodScheduled", "status": "False", "reason": reason, "message": message,
             "lastProbeTime": None, "lastTransitionTime": since,
@@ -81,15 +82,18 @@ class PodStatusWriter:
     def patch(self, pod: api.Pod, status: dict[str, Any]) -> None:
         """Queue a strategic-merge patch of the pod's status, merged into any patch
         for the same pod that has not gone out yet (later keys win)."""
+        meta = pod.metadata
+        self._queue(meta.uid, meta.namespace, meta.name, status)
+
+    def _queue(self, uid: str, namespace: str, name: str, status: dict[str, Any]) -> None:
         if self._aborted:
             return
-        meta = pod.metadata
-        waiting = self._pending.get(meta.uid)
+        waiting = self._pending.get(uid)
         if waiting is not None:
             waiting.status.update(status)
             return
-        self._pending[meta.uid] = _Pending(meta.namespace, meta.name, dict(status))
-        self._start().put_nowait(meta.uid)
+        self._pending[uid] = _Pending(namespace, name, dict(status))
+        self._start().put_nowait(uid)
 
     @property
     def queued(self) -> int:
@@ -123,12 +127,16 @@ class PodStatusWriter:
                 self._in_progress -= 1
                 ready.task_done()
 
+    def _path(self, namespace: str, name: str) -> str:
+        return f"/api/v1/namespaces/{namespace}/pods/{name}/status"
+
     async def _write(self, pending: _Pending) -> None:
         response = await self._raw.request(
-            "PATCH", f"/api/v1/namespaces/{pending.namespace}/pods/{pending.name}/status",
+            "PATCH", self._path(pending.namespace, pending.name),
             {"status": pending.status}, content_type="application/strategic-merge-patch+json")
         if not response.ok and response.status != 404:
-            log.warning("pod_status.patch_failed", pod=f"{pending.namespace}/{pending.name}",
+            log.warning("pod_status.patch_failed", object=f"{pending.namespace}/{pending.name}",
+                        path=self._path(pending.namespace, pending.name),
                         status=response.status, message=response.message())
 
     async def drain(self, timeout: float) -> None:

@@ -19,13 +19,14 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import structlog
 
 from kpysched.algorithm import Algorithm, ScheduleResult
 from kpysched.cache.cache import Cache
+from kpysched.cache.pod_groups import group_name
 from kpysched.cache.snapshot import Snapshot
 from kpysched.decisions import record as decisions
 from kpysched.decisions.record import Decision
@@ -39,9 +40,13 @@ from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects.pod import PodInfo
+from kpysched.pod_group_cycle import PodGroupCycle
 from kpysched.pod_status import PodStatusWriter
 from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.scheduling_queue import SchedulingQueue
+
+if TYPE_CHECKING:
+    from kpysched.pod_group_status import PodGroupConditionWriter
 
 log = structlog.get_logger(__name__)
 
@@ -87,6 +92,10 @@ class Scheduler:
         self.preemption: PreemptionExecutor | None = None  # set by the application
         # The last decisions, for `kpysched explain`; None when recording is off.
         self.decisions: DecisionStore | None = None
+        # Pod groups (GenericWorkload): their members are decided together, and each
+        # decision is written on the PodGroup. Both None while the gate is off.
+        self.pod_group_cycle: PodGroupCycle | None = None
+        self.pod_group_writer: PodGroupConditionWriter | None = None
         self._stopping = False
 
     def responsible_for(self, scheduler_name: str) -> bool:
@@ -138,6 +147,8 @@ class Scheduler:
             await self.preemption.abort()
         await self.recorder.abort()
         await self.status_writer.abort()
+        if self.pod_group_writer is not None:
+            await self.pod_group_writer.abort()
 
     async def drain_placements(self, timeout: float) -> None:
         """Graceful stop, the part that must end before another replica may lead:
@@ -152,20 +163,37 @@ class Scheduler:
         await self.drain_placements(timeout)
         await self.recorder.drain(timeout)
         await self.status_writer.drain(timeout)
+        if self.pod_group_writer is not None:
+            await self.pod_group_writer.drain(timeout)
+
+    def new_attempt(self, framework: Framework, queued: QueuedPodInfo,
+                    started: float | None = None) -> Attempt:
+        """A scheduling attempt of `queued`, with its decision record when recording."""
+        pod = queued.pod_info
+        sampled = self.metrics.should_sample() if self.metrics is not None else False
+        attempt = Attempt(framework, queued, CycleState(sampled),
+                          time.perf_counter() if started is None else started)
+        if self.decisions is not None:
+            attempt.state.decision = Decision(
+                pod.key, pod.uid, framework.profile_name, queued.attempts,
+                datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+        return attempt
+
+    def reset_snapshot(self) -> None:
+        """After a crashed cycle the snapshot may be half-updated: rebuild it next time."""
+        self.snapshot = Snapshot()
 
     def schedule_one(self, queued: QueuedPodInfo) -> None:
         pod = queued.pod_info
+        if self.pod_group_cycle is not None and group_name(pod.pod) is not None:
+            self.pod_group_cycle.run(queued)
+            return
         framework = self.frameworks.get(pod.pod.spec.scheduler_name)
         if framework is None or pod.terminating or self.cache.has_pod(pod.uid):
             # Not ours any more, being deleted, or already assumed/bound: nothing to do.
             self.queue.done(pod.uid)
             return
-        sampled = self.metrics.should_sample() if self.metrics is not None else False
-        attempt = Attempt(framework, queued, CycleState(sampled), time.perf_counter())
-        if self.decisions is not None:
-            attempt.state.decision = Decision(
-                pod.key, pod.uid, framework.profile_name, queued.attempts,
-                datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"))
+        attempt = self.new_attempt(framework, queued)
         try:
             self._schedule(attempt)
         except Exception as error:
@@ -173,8 +201,8 @@ class Scheduler:
             log.exception("scheduling_cycle.crashed", pod=pod.key)
             if self.cache.is_assumed(pod.uid) and not self._binding_started(pod.uid):
                 self.cache.forget_pod(pod.uid)
-            self.snapshot = Snapshot()  # it may be half-updated: the next cycle rebuilds it
-            self._fail(attempt, None, Status.error(
+            self.reset_snapshot()
+            self.fail(attempt, None, Status.error(
                 f"scheduling cycle failed: {type(error).__name__}: {error}"))
 
     def _binding_started(self, uid: str) -> bool:
@@ -188,15 +216,15 @@ class Scheduler:
             self.metrics.algorithm_duration(time.perf_counter() - attempt.started)
 
         if isinstance(outcome, Diagnosis):
-            nominated = self._post_filter(attempt, outcome)
-            self._fail(attempt, outcome, None, nominated)
+            nominated = self.post_filter(attempt, outcome)
+            self.fail(attempt, outcome, None, nominated)
             return
         if isinstance(outcome, Status):
-            self._fail(attempt, None, outcome)
+            self.fail(attempt, None, outcome)
             return
-        self._assume_and_bind(attempt, outcome)
+        self.assume_and_bind(attempt, outcome)
 
-    def _post_filter(self, attempt: Attempt, diagnosis: Diagnosis) -> str | None:
+    def post_filter(self, attempt: Attempt, diagnosis: Diagnosis) -> str | None:
         """Run PostFilter (preemption); returns the node to nominate, "" to clear a
         nomination, or None to leave it as it is."""
         framework = attempt.framework
@@ -210,14 +238,19 @@ class Scheduler:
             diagnosis.post_filter_msg = ", ".join(reasons)
         return result.nominated_node_name if result is not None else None
 
-    def _assume_and_bind(self, attempt: Attempt, result: ScheduleResult) -> None:
-        framework, state = attempt.framework, attempt.state
-        pod = attempt.queued.pod_info
-        node = result.node_name
-        assumed = PodInfo(
+    @staticmethod
+    def assumed_copy(pod: PodInfo, node: str) -> PodInfo:
+        """`pod` as it will be once bound to `node`."""
+        return PodInfo(
             msgspec.structs.replace(pod.pod, spec=msgspec.structs.replace(
                 pod.pod.spec, node_name=node)),
             pod.requests, pod.non_zero_requests, pod.host_ports)
+
+    def assume_and_bind(self, attempt: Attempt, result: ScheduleResult) -> None:
+        framework, state = attempt.framework, attempt.state
+        pod = attempt.queued.pod_info
+        node = result.node_name
+        assumed = self.assumed_copy(pod, node)
         self.cache.assume_pod(assumed, node)
         self.queue.nominator.delete(pod.uid)
         log.debug("pod.assumed", pod=pod.key, node=node)
@@ -228,7 +261,7 @@ class Scheduler:
         if not status.ok and status.code != Code.WAIT:
             framework.run_unreserve(state, assumed, node)
             self.cache.forget_pod(pod.uid)
-            self._fail(attempt, None, status)
+            self.fail(attempt, None, status)
             return
         self._record(attempt, outcome=decisions.SCHEDULED, node=node)
         task = asyncio.get_running_loop().create_task(
@@ -311,12 +344,12 @@ class Scheduler:
         log.info("bind.failed", pod=assumed.key, node=node, reason=status.message())
         attempt.framework.run_unreserve(attempt.state, assumed, node)
         self.cache.forget_pod(assumed.uid)
-        self._fail(attempt, None, status)
+        self.fail(attempt, None, status)
         uid = assumed.uid
         self.queue.move_on_event(ASSIGNED_POD_DELETE, assumed, None,
                                  pre_check=lambda pod: pod.uid != uid)
 
-    def _fail(self, attempt: Attempt, diagnosis: Diagnosis | None, error: Status | None,
+    def fail(self, attempt: Attempt, diagnosis: Diagnosis | None, error: Status | None,
               nominated_node: str | None = None) -> None:
         framework, queued = attempt.framework, attempt.queued
         pod = queued.pod_info

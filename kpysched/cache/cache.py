@@ -15,6 +15,7 @@ import structlog
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.node_tree import NodeTree
+from kpysched.cache.pod_groups import PodGroupStates
 from kpysched.cache.snapshot import Snapshot
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
@@ -30,7 +31,7 @@ class _PodState:
 
 
 class Cache:
-    def __init__(self) -> None:
+    def __init__(self, *, pod_groups: bool = False) -> None:
         # Assumed pods stay until the informer confirms or deletes them, as upstream's
         # since v1.26 (no TTL).
         self._nodes: dict[str, NodeInfo] = {}
@@ -41,6 +42,8 @@ class Cache:
         self._dirty: set[str] = set()
         # The order cycles walk nodes in: zones round-robin, as upstream's nodeTree.
         self._tree = NodeTree()
+        # Members of pod groups and where each stands (only with GenericWorkload on).
+        self.pod_groups: PodGroupStates | None = PodGroupStates() if pod_groups else None
 
     # --- generation bookkeeping -------------------------------------------------
 
@@ -103,6 +106,8 @@ class Cache:
             raise ValueError(f"pod {pod.key} is already in the cache")
         self._place(pod, node_name)
         self._pods[pod.uid] = _PodState(pod, node_name, assumed=True)
+        if self.pod_groups is not None:
+            self.pod_groups.assume(pod)
 
     def forget_pod(self, uid: str) -> None:
         """Drop an assumed pod whose binding failed."""
@@ -111,6 +116,8 @@ class Cache:
             return
         del self._pods[uid]
         self._unplace(uid, state.node_name)
+        if self.pod_groups is not None:
+            self.pod_groups.forget(state.pod)
 
     def is_assumed(self, uid: str) -> bool:
         state = self._pods.get(uid)
@@ -123,11 +130,15 @@ class Cache:
             self._unplace(pod.uid, state.node_name)
         self._place(pod, pod.node_name)
         self._pods[pod.uid] = _PodState(pod, pod.node_name, assumed=False)
+        if self.pod_groups is not None:
+            self.pod_groups.add_or_update(pod)
 
     def remove_pod(self, uid: str) -> None:
         state = self._pods.pop(uid, None)
         if state is not None:
             self._unplace(uid, state.node_name)
+            if self.pod_groups is not None:
+                self.pod_groups.delete(state.pod.pod)
 
     def has_pod(self, uid: str) -> bool:
         return uid in self._pods

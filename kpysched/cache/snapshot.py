@@ -8,12 +8,14 @@ node-list order for vectorised filters and scores.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.objects.pod import PodInfo
 
 IntArray = npt.NDArray[np.int64]
 
@@ -125,3 +127,14 @@ class Snapshot:
                 having[info.name] = info
             else:
                 having.pop(info.name, None)
+
+    def assume_pod(self, pod: PodInfo, node_name: str) -> Callable[[], None]:
+        """Place `pod` on a node of this snapshot only, as a pod-group scheduling cycle
+        does for each member it tries, so the members after it see it there. Returns the
+        undo, which must run in the reverse order of the assumptions (the cycle undoes
+        them all before the snapshot is refreshed from the cache again)."""
+        before = self.by_name[node_name]
+        placed = before.clone()
+        placed.add_pod(pod)
+        self.replace(placed)
+        return lambda: self.replace(before)

@@ -18,6 +18,8 @@ from pydantic import ValidationError
 from kpysched.config.errors import ConfigError, problem, validation_problems
 from kpysched.config.profiles import EffectiveProfile, build_profiles
 from kpysched.config.scheduler_config import API_VERSION, KIND, SchedulerConfiguration
+from kpysched.features import DEFAULT as DEFAULT_FEATURES
+from kpysched.features import Features
 from kpysched.framework.registry import PluginSpec
 
 _REMOVED_FIELD_HINT = (
@@ -30,7 +32,7 @@ _KUBE_SCHEDULER_LEASE = ("kube-system", "kube-scheduler")
 
 def load_config(
     path: str | os.PathLike[str] | None, registry: Mapping[str, PluginSpec],
-    overrides: Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None, features: Features = DEFAULT_FEATURES,
 ) -> tuple[SchedulerConfiguration, list[EffectiveProfile]]:
     """The configuration in `path` (upstream defaults if None) and its profiles,
     resolved against `registry`. `overrides` (fields as written in the file, e.g. from
@@ -45,7 +47,7 @@ def load_config(
         if overrides and isinstance(document, Mapping):
             document = _merged(document, overrides)
         config = parse_config(document)
-        profiles = build_profiles(config, registry)
+        profiles = build_profiles(config, registry, features)
     except ConfigError as err:
         raise (err.with_source(source) if source else err) from None
     _warn_ignored(config)

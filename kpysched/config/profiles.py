@@ -34,6 +34,8 @@ from kpysched.config.scheduler_config import (
     Profile,
     SchedulerConfiguration,
 )
+from kpysched.features import DEFAULT as DEFAULT_FEATURES
+from kpysched.features import GANG_SCHEDULING, Features
 from kpysched.framework.registry import EXTENSION_POINTS, PluginSpec
 
 # Upstream v1.36 getDefaultPlugins() with v1.36's default feature gates: DynamicResources
@@ -61,6 +63,17 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("DefaultBinder", None),
     ("NodeDeclaredFeatures", None),
 )
+
+
+def default_multi_point(features: Features = DEFAULT_FEATURES) -> tuple[
+        tuple[str, int | None], ...]:
+    """Upstream's getDefaultPlugins() under `features`: GangScheduling is appended when
+    its gate is on (applyFeatureGates)."""
+    if features.gang_scheduling:
+        return (*DEFAULT_MULTI_POINT, (GANG_SCHEDULING, None))
+    return DEFAULT_MULTI_POINT
+
+
 # Every in-tree plugin name kube-scheduler v1.36 knows (pkg/scheduler/framework/plugins/names).
 UPSTREAM_PLUGINS = frozenset(name for name, _ in DEFAULT_MULTI_POINT) | {
     "GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount",
@@ -97,13 +110,14 @@ class _Entry:
 
 
 def build_profiles(
-    config: SchedulerConfiguration, registry: Mapping[str, PluginSpec]
+    config: SchedulerConfiguration, registry: Mapping[str, PluginSpec],
+    features: Features = DEFAULT_FEATURES,
 ) -> list[EffectiveProfile]:
     """Every profile of a validated configuration; ConfigError lists what is wrong."""
     problems: list[str] = []
     profiles: list[EffectiveProfile] = []
     for index, profile in enumerate(config.profiles):
-        builder = _ProfileBuilder(index, profile, registry)
+        builder = _ProfileBuilder(index, profile, registry, features)
         built = builder.build()
         problems.extend(builder.problems)
         if built is not None:
@@ -136,8 +150,11 @@ def _queue_sort_differences(profiles: list[EffectiveProfile]) -> list[str]:
 
 
 class _ProfileBuilder:
-    def __init__(self, index: int, profile: Profile, registry: Mapping[str, PluginSpec]) -> None:
+    def __init__(self, index: int, profile: Profile, registry: Mapping[str, PluginSpec],
+                 features: Features = DEFAULT_FEATURES) -> None:
         self.profile = profile
+        self.features = features
+        self.defaults = default_multi_point(features)
         self.registry = registry
         self.base = f"profiles[{index}]"
         self.name = profile.scheduler_name or ""
@@ -173,6 +190,12 @@ class _ProfileBuilder:
                if entry.name in self.registry]
         ))
         args = self._args(needed)
+        if GANG_SCHEDULING in needed and not self.features.gang_scheduling:
+            # Its PodGroups are served, and informed, only with the gates on: without
+            # them the plugin could only hold every member forever.
+            self._fail(f"{self.base}.plugins", f"{GANG_SCHEDULING} needs the feature gates "
+                       "GenericWorkload and GangScheduling on "
+                       "(--feature-gates=GenericWorkload=true,GangScheduling=true)")
         if self.problems:
             return None
         return EffectiveProfile(
@@ -230,7 +253,7 @@ class _ProfileBuilder:
         replaced: set[int] = set()
         unavailable: list[str] = []
         if "*" not in disabled:
-            for name, weight in DEFAULT_MULTI_POINT:
+            for name, weight in self.defaults:
                 if name in disabled:
                     continue
                 if name not in self.registry:

@@ -12,6 +12,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from kpysched.config.scheduler_config import SchedulerConfiguration
+from kpysched.features import DEPENDS_ON, SWITCHABLE, Features
 from kpysched.objects.durations import parse_go_duration
 
 
@@ -64,6 +65,8 @@ class Settings(BaseSettings):
     # Pods unschedulable this long are retried anyway (upstream's deprecated flag).
     pod_max_in_unschedulable_pods_duration: Seconds = 300.0
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
+    # --feature-gates kpysched may turn on (kpysched.features.SWITCHABLE), name -> on.
+    feature_gates: dict[str, bool] = {}
     # /livez fails when pods wait but the scheduling loop decided nothing for this long.
     liveness_stall_seconds: float = Field(default=60.0, gt=0)
     # A watch silent this long (no event, no bookmark) is a dead connection: relist.
@@ -95,6 +98,21 @@ class Settings(BaseSettings):
             raise ValueError("tls_cert_file and tls_private_key_file go together "
                              "(--tls-cert-file, --tls-private-key-file): got only one")
         return self
+
+    @field_validator("feature_gates")
+    @classmethod
+    def _switchable(cls, gates: dict[str, bool]) -> dict[str, bool]:
+        unknown = sorted(set(gates) - SWITCHABLE)
+        if unknown:
+            raise ValueError(f"only {sorted(SWITCHABLE)} can be set, not {unknown}")
+        for name, needed in DEPENDS_ON.items():
+            if gates.get(name) and not all(gates.get(need) for need in needed):
+                raise ValueError(f"{name} is enabled, but depends on {list(needed)}")
+        return gates
+
+    @property
+    def features(self) -> Features:
+        return Features.from_gates(self.feature_gates)
 
     @field_validator("log_level", "log_format", mode="before")
     @classmethod

@@ -2,8 +2,9 @@
 defaults (from `kube-scheduler --help` of that release).
 
 kpysched implements the v1.36 default behaviour. A gate set to its default is
-accepted; a gate changed from it, or one this release does not know, stops start-up:
-kpysched would otherwise claim a behaviour it does not have.
+accepted, and so are the gang gates turned on (kpysched.features); any other gate
+changed from its default, or one this release does not know, stops start-up: kpysched
+would otherwise claim a behaviour it does not have.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from kpysched.features import DEPENDS_ON, SWITCHABLE
 from kpysched.flags.parser import parse_bool
 
 KUBE_COMPONENT: Final = "kube"
@@ -183,8 +185,26 @@ def check_gates(gates: Mapping[str, str]) -> list[str]:
             problems.append(f'"{written}={text}": the value must be true or false')
         elif name not in DEFAULTS:
             problems.append(f'unknown feature gate "{name}"')
-        elif value != DEFAULTS[name]:
+        elif value != DEFAULTS[name] and name not in SWITCHABLE:
             problems.append(f"{name}={text}: kpysched implements the v1.36 default "
                             f"({name}={str(DEFAULTS[name]).lower()}) only")
+    on = gate_values(gates)
+    for name, needed in DEPENDS_ON.items():
+        off = [need for need in needed if not on.get(need)]
+        if on.get(name) and off:
+            # Upstream's wording (component-base featuregate), deps as Go prints a slice.
+            problems.append(f"{name} is enabled, but depends on features that are "
+                            f"disabled: [{' '.join(off)}]")
     return problems
+
+
+def gate_values(gates: Mapping[str, str]) -> dict[str, bool]:
+    """`--feature-gates` entries as name -> bool, "kube:" dropped, the last one winning;
+    entries that are not booleans are left out (check_gates reports them)."""
+    values = {}
+    for written, text in gates.items():
+        value = parse_bool(text.strip())
+        if value is not None:
+            values[written.rpartition(":")[2]] = value
+    return values
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from kpysched.flags.feature_gates import check_gates
+from kpysched.features import SWITCHABLE
+from kpysched.flags.feature_gates import check_gates, gate_values
 from kpysched.flags.parser import FlagError, Parsed, Value, parse
 from kpysched.flags.table import FLAGS
 from kpysched.objects.durations import go_duration
@@ -171,6 +172,10 @@ def interpret(argv: Sequence[str]) -> Invocation:
     for flag in _SETTINGS:
         if flag in values:
             invocation.settings[flag.replace("-", "_")] = _setting(values[flag])
+    switched = {name: on for name, on in gate_values(gates).items()
+                if name in SWITCHABLE} if isinstance(gates, dict) else {}
+    if switched:
+        invocation.settings["feature_gates"] = switched
     if "v" in values:
         verbosity = values["v"]
         assert isinstance(verbosity, int)

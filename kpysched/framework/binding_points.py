@@ -19,6 +19,8 @@ from kpysched.framework.waiting import WaitingPod
 from kpysched.objects.durations import go_duration
 from kpysched.objects.pod import PodInfo
 
+# Added to the Wait status Permit returns (upstream's RunPermitPlugins).
+WAIT_REASON = "one or more plugins asked to wait and no plugin rejected pod"
 # Upstream caps every Permit wait at 15 minutes, whatever a plugin asks for.
 MAX_PERMIT_WAIT_SECONDS = 15 * 60.0
 
@@ -57,14 +59,20 @@ class BindingPoints(Instrumented):
                 # Unreserve cannot fail upstream either: the others still undo theirs.
                 plugin_raised(plugin.NAME, "Unreserve", error)
 
-    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+    def run_permit(self, state: CycleState, pod: PodInfo, node_name: str, *,
+                   hold: bool = True) -> Status:
+        """Success, a rejection, or Wait; with `hold` a pod told to wait is kept among
+        the waiting pods (with its timers) for its binding cycle to wait on. A pod-group
+        scheduling cycle only asks (hold=False): nothing binds from it directly."""
         started = time.perf_counter()
-        outcome = self._run_permit(state, pod, node_name)
+        outcome = self._run_permit(state, pod, node_name, hold)
         self.observe("Permit", outcome, started)
         return outcome
 
-    def _run_permit(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+    def _run_permit(self, state: CycleState, pod: PodInfo, node_name: str,
+                    hold: bool) -> Status:
         waiting_on: dict[str, float] = {}
+        reasons: list[str] = []
         for plugin in self.permit_plugins:
             try:
                 status, timeout = plugin.permit(state, pod, node_name)
@@ -72,6 +80,7 @@ class BindingPoints(Instrumented):
                 status, timeout = plugin_raised(plugin.NAME, "Permit", error), 0.0
             if status.code == Code.WAIT:
                 waiting_on[plugin.NAME] = min(timeout, MAX_PERMIT_WAIT_SECONDS)
+                reasons = list(status.reasons)  # upstream keeps the last waiting plugin's
             elif not status.ok:
                 if status.code == Code.ERROR:
                     return Status.error(
@@ -79,6 +88,8 @@ class BindingPoints(Instrumented):
                 return status.with_plugin(plugin.NAME)
         if not waiting_on:
             return SUCCESS
+        if not hold:
+            return Status(Code.WAIT, [*reasons, WAIT_REASON])
         loop = asyncio.get_running_loop()
         waiting = WaitingPod(pod, set(waiting_on), loop.create_future())
         for name, timeout in waiting_on.items():
@@ -86,7 +97,7 @@ class BindingPoints(Instrumented):
                        f"{name}")
             waiting.timers[name] = loop.call_later(timeout, waiting.reject, name, message)
         self.waiting_pods[pod.uid] = waiting
-        return Status(Code.WAIT)
+        return Status(Code.WAIT, [*reasons, WAIT_REASON])
 
     async def wait_on_permit(self, pod: PodInfo) -> Status:
         waiting = self.waiting_pods.get(pod.uid)

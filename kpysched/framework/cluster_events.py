@@ -33,6 +33,7 @@ class Resource(Enum):
     RESOURCE_CLAIM_TEMPLATE = "ResourceClaimTemplate"
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"
+    POD_GROUP = "PodGroup"  # scheduling.k8s.io/v1alpha2, with GenericWorkload on
     WILDCARD = "*"
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from kpysched.cache.pod_groups import PodGroupState
     from kpysched.decisions.record import Decision
 
 
 class CycleState:
     """A plain keyed store; each plugin uses its own key (usually its NAME + suffix)."""
 
-    __slots__ = ("_data", "decision", "record_plugin_metrics", "skip_filter_plugins",
-                 "skip_score_plugins")
+    __slots__ = ("_data", "decision", "pod_group", "record_plugin_metrics",
+                 "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self, record_plugin_metrics: bool = False) -> None:
         self._data: dict[str, Any] = {}
@@ -23,6 +24,9 @@ class CycleState:
         # The cycle's decision record while recording is on (kpysched.decisions); the
         # algorithm, the framework and PostFilter plugins add what they decide.
         self.decision: Decision | None = None
+        # In a pod-group scheduling cycle: the cycle's copy of the group's members, where
+        # those tried so far are assumed (upstream's IsPodGroupSchedulingCycle).
+        self.pod_group: PodGroupState | None = None
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -39,4 +43,5 @@ class CycleState:
         copy._data = dict(self._data)
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
+        copy.pod_group = self.pod_group
         return copy

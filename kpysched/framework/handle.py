@@ -13,9 +13,11 @@ from kpysched.objects.pod import PodInfo
 if TYPE_CHECKING:
     from kpysched.apiclient import RawApi
     from kpysched.cache.node_info import NodeInfo
+    from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
     from kpysched.framework.runtime import Framework
     from kpysched.objects import api
+    from kpysched.objects.scheduling import PodGroup
 
 
 class ProfileHandle:
@@ -53,6 +55,16 @@ class ProfileHandle:
 
     def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None:
         self._shared.reject_waiting_pod(uid, plugin, reason)
+
+    def pod_group(self, namespace: str, name: str) -> PodGroup | None:
+        return self._shared.pod_group(namespace, name)
+
+    def pod_group_state(self, state: CycleState | None, namespace: str,
+                        name: str) -> PodGroupState:
+        return self._shared.pod_group_state(state, namespace, name)
+
+    def activate(self, pods: Sequence[PodInfo]) -> None:
+        self._shared.activate(pods)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self._shared.namespace_labels(namespace)

@@ -22,8 +22,10 @@ from kpysched.objects.pod import PodInfo
 if TYPE_CHECKING:
     from kpysched.apiclient import RawApi
     from kpysched.cache.node_info import NodeInfo
+    from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
     from kpysched.objects import api, resource, storage
+    from kpysched.objects.scheduling import PodGroup
 
 MAX_NODE_SCORE = 100
 MIN_NODE_SCORE = 0
@@ -159,6 +161,23 @@ class SharedHandle(Protocol):
     def allow_waiting_pod(self, uid: str, plugin: str) -> None: ...
 
     def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None: ...
+
+    def pod_group(self, namespace: str, name: str) -> PodGroup | None:
+        """A scheduling.k8s.io/v1alpha2 PodGroup from its informer (GenericWorkload);
+        None when it does not exist."""
+        ...
+
+    def pod_group_state(self, state: CycleState | None, namespace: str,
+                        name: str) -> PodGroupState:
+        """Where the group's members stand: in a pod-group scheduling cycle (`state` is
+        its CycleState) the cycle's own copy, with the members it has tried assumed;
+        otherwise the cache's."""
+        ...
+
+    def activate(self, pods: Sequence[PodInfo]) -> None:
+        """Move these pods, if they wait among the unschedulable or in backoff, to the
+        active queue (upstream's Handle.Activate)."""
+        ...
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """Labels of a Namespace (namespace informer); None when it is unknown."""

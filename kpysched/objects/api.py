@@ -218,6 +218,13 @@ class Volume(_Wire):
     portworx_volume: dict[str, Any] | None = None
 
 
+class PodSchedulingGroup(_Wire):
+    """spec.schedulingGroup (GenericWorkload, alpha in v1.36): the runtime PodGroup the
+    pod belongs to. Immutable once set."""
+
+    pod_group_name: str | None = None
+
+
 class PodSpec(_Wire):
     node_name: str = ""
     scheduler_name: str = "default-scheduler"
@@ -238,6 +245,7 @@ class PodSpec(_Wire):
     volumes: list[Volume] = []
     host_network: bool = False
     host_users: bool | None = None
+    scheduling_group: PodSchedulingGroup | None = None
 
 
 class PodCondition(_Wire):

@@ -7,6 +7,7 @@ from kpysched.plugins import (
     default_binder,
     default_preemption,
     dynamic_resources,
+    gang_scheduling,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -49,6 +50,7 @@ IN_TREE: dict[str, PluginSpec] = {
         volume_zone.SPEC,
         default_binder.SPEC,
         node_declared_features.SPEC,
+        gang_scheduling.SPEC,
     )
 }
 

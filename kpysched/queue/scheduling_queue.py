@@ -18,10 +18,12 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from kpysched.cache.pod_groups import group_name
 from kpysched.framework.cluster_events import (
+    FORCE_ACTIVATE,
     UNSCHEDULABLE_TIMEOUT,
     UNSCHEDULED_POD_ADD,
     UNSCHEDULED_POD_UPDATE,
@@ -71,8 +73,12 @@ class SchedulingQueue:
         max_backoff_seconds: float = 10.0,
         max_unschedulable_seconds: float = UNSCHEDULABLE_MAX_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        pod_groups: bool = False,
     ) -> None:
         self._less = less
+        # GenericWorkload: members of pod groups retry after backoff, whatever happened
+        # while they were tried (upstream has no event-based requeue for groups yet).
+        self._pod_groups = pod_groups
         self._max_unschedulable_seconds = max_unschedulable_seconds
         self._pre_enqueue = pre_enqueue
         self.hints = hints
@@ -269,7 +275,10 @@ class SchedulingQueue:
         info.timestamp = self._clock()
         self._flushed_at.pop(uid, None)
         # A failure no plugin owns retries after backoff, or it would wait for the flush.
-        strategy = self._in_flight_strategy(info) if rejected else Strategy.AFTER_BACKOFF
+        if not rejected or (self._pod_groups and group_name(info.pod_info.pod) is not None):
+            strategy = Strategy.AFTER_BACKOFF
+        else:
+            strategy = self._in_flight_strategy(info)
         self._in_flight_events.done(uid)
         self._requeue(info, strategy, SCHEDULE_ATTEMPT_FAILURE)
 
@@ -317,6 +326,27 @@ class SchedulingQueue:
                 moved += self._requeue(info, strategy, event.queue_label())
         self._in_flight_events.record(event, old, new)
         return moved
+
+    def activate(self, uids: Iterable[str]) -> None:
+        """Upstream's Activate: pods waiting among the unschedulable (PreEnqueue runs
+        again for gated ones) or in backoff go to the active queue now."""
+        event = FORCE_ACTIVATE.queue_label()
+        for uid in uids:
+            if (info := self._unschedulable.get(uid) or self._gated.get(uid)) is not None:
+                self._to_active(info, event)
+            elif (info := self._backoff.get(uid)) is not None:
+                self._to_active(info, event, from_backoff=True)
+
+    def pop_specific(self, uid: str) -> QueuedPodInfo | None:
+        """Take this pod out of the queue for the scheduling cycle under way (upstream's
+        PopSpecificPod: activate it, then take it from the active queue); None when it
+        is not there to take (in flight, deleted, or held by PreEnqueue)."""
+        self.activate((uid,))
+        entry = self._active_by_uid.pop(uid, None)
+        if entry is None:
+            return None
+        entry.removed = True
+        return self._start(entry.info)
 
     def activate_gated(self) -> None:
         """Re-run PreEnqueue for gated pods (e.g. after their gates were removed)."""

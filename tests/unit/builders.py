@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.pod_groups import PodGroupState, PodGroupStates
 from kpysched.cache.snapshot import Snapshot
+from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
 from kpysched.listers import ResourceListers, StorageListers
-from kpysched.objects import api
+from kpysched.objects import api, scheduling
 from kpysched.objects.pod import PodInfo
+from kpysched.objects.scheduling import PodGroup
 
 Quantity = str | int | float
 
@@ -155,6 +158,11 @@ class PodBuilder:
         self._pod.spec.scheduling_gates = [api.SchedulingGate(name=n) for n in names]
         return self
 
+    def group(self, pod_group_name: str) -> PodBuilder:
+        """A member of this pod group (spec.schedulingGroup, GenericWorkload)."""
+        self._pod.spec.scheduling_group = api.PodSchedulingGroup(pod_group_name=pod_group_name)
+        return self
+
     def obj(self) -> api.Pod:
         return self._pod
 
@@ -271,6 +279,11 @@ class FakeHandle:
     resource_listers: ResourceListers = field(default_factory=ResourceListers)
     # Plugins that write (PreBind) get this as their client, e.g. api_double.RecordingApi.
     api_client: Any = None
+    # GangScheduling's PodGroups (namespace/name) and the cache's member states.
+    pod_groups: dict[str, PodGroup] = field(default_factory=dict)
+    pod_group_states: PodGroupStates = field(default_factory=PodGroupStates)
+    activated: list[str] = field(default_factory=list)  # uids, in order
+    allowed: list[tuple[str, str]] = field(default_factory=list)  # (uid, plugin)
 
     @property
     def snapshot(self) -> Snapshot:
@@ -293,7 +306,19 @@ class FakeHandle:
         return self.bind_status
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
-        return None
+        self.allowed.append((uid, plugin))
+
+    def pod_group(self, namespace: str, name: str) -> PodGroup | None:
+        return self.pod_groups.get(f"{namespace}/{name}")
+
+    def pod_group_state(self, state: CycleState | None, namespace: str,
+                        name: str) -> PodGroupState:
+        if state is not None and state.pod_group is not None:
+            return state.pod_group
+        return self.pod_group_states.get(namespace, name)
+
+    def activate(self, pods: Sequence[PodInfo]) -> None:
+        self.activated.extend(pod.uid for pod in pods)
 
     def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None:
         return None
@@ -319,3 +344,14 @@ class FakeHandle:
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:
         self.preemptions.append((preemptor.key, node_name, [v.key for v in victims], plugin))
+
+
+def make_pod_group(name: str, min_count: int | None = None,
+                   namespace: str = "default") -> PodGroup:
+    """A scheduling.k8s.io/v1alpha2 PodGroup: a gang of `min_count`, or basic policy."""
+    policy = (scheduling.PodGroupSchedulingPolicy(
+        gang=scheduling.GangSchedulingPolicy(min_count=min_count)) if min_count is not None
+        else scheduling.PodGroupSchedulingPolicy(basic=scheduling.BasicSchedulingPolicy()))
+    return PodGroup(metadata=scheduling.PodGroupMeta(name=name, namespace=namespace,
+                                                    uid=f"uid-pg-{name}", generation=1),
+                    spec=scheduling.PodGroupSpec(scheduling_policy=policy))

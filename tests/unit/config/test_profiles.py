@@ -487,22 +487,23 @@ def test_same_queue_sort_in_every_profile_is_fine() -> None:
 
 
 @pytest.mark.parametrize("plugins", [
-    pytest.param({"filter": {"enabled": [{"name": "GangScheduling"}]}},
+    pytest.param({"filter": {"enabled": [{"name": "TopologyPlacementGenerator"}]}},
                  id="upstream plugin named at one point"),
     pytest.param({"multiPoint": {"enabled": [{"name": "PodGroupPodsCount", "weight": 4}]}},
                  id="upstream plugin enabled in multiPoint"),
 ])
 def test_upstream_plugin_missing_here_is_warned_about_not_fatal(
         plugins: dict[str, object]) -> None:
-    """A config copied from kube-scheduler names plugins kpysched lacks (the alpha gang
-    scheduling ones): the profile runs without them and a warning says which, never
+    """A config copied from kube-scheduler names plugins kpysched lacks (the alpha
+    topology-aware workload ones): the profile runs without them and a warning says which, never
     silently."""
     config = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1",
                            "kind": "KubeSchedulerConfiguration",
                            "profiles": [{"schedulerName": "kpysched", "plugins": plugins}]})
     with capture_logs() as logs:
         [profile] = build_profiles(config, full_registry(IN_TREE))
-    missing = {"GangScheduling", "PodGroupPodsCount"} & set(profile.unavailable_defaults)
+    missing = ({"TopologyPlacementGenerator", "PodGroupPodsCount"}
+               & set(profile.unavailable_defaults))
     assert missing
     assert not any(name in missing for names in profile.plugins.values() for name in names)
     warned = [e for e in logs if e["event"] == "config.default_plugins_unavailable"]
@@ -552,3 +553,29 @@ def test_plugin_args_are_decoded_strictly(plugin: str, args: dict[str, Any],
         _resolve({"pluginConfig": [{"name": plugin, "args": args}]},
                  registry=full_registry(IN_TREE))
     assert caught.value.problems == (f"profiles[0].pluginConfig[0].{expected}",)
+
+
+def test_gang_scheduling_joins_the_default_profile_only_with_its_gate() -> None:
+    from kpysched.features import Features
+
+    config = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1",
+                           "kind": "KubeSchedulerConfiguration"})
+    registry = full_registry(IN_TREE)
+    off = build_profiles(config, registry)[0]
+    on = build_profiles(config, registry,
+                        Features(generic_workload=True, gang_scheduling=True))[0]
+    assert "GangScheduling" not in off.args
+    # Appended last, as upstream's applyGangScheduling.
+    assert on.enabled("preEnqueue")[-1] == "GangScheduling"
+    assert on.enabled("preEnqueue")[:-1] == off.enabled("preEnqueue")
+    assert on.enabled("permit")[-1] == "GangScheduling"
+
+
+def test_gang_scheduling_named_without_its_gate_stops_start_up() -> None:
+    config = parse_config({
+        "apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+        "profiles": [{"schedulerName": "s",
+                      "plugins": {"multiPoint": {"enabled": [{"name": "GangScheduling"}]}}}]})
+    with pytest.raises(ConfigError, match="GangScheduling needs the feature gates "
+                                          "GenericWorkload and GangScheduling on"):
+        build_profiles(config, full_registry(IN_TREE))

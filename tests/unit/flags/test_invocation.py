@@ -50,6 +50,9 @@ def test_kubeadm_s_flags() -> None:
                   "--emulated-version=kube=1.36", "--min-compatibility-version=1.35",
                   "--log-flush-frequency=5s", "--disable-http2-serving"], {}, {},
                  id="defaults-accepted"),
+    pytest.param(["--feature-gates=GenericWorkload=true,kube:GangScheduling=true"],
+                 {"feature_gates": {"GenericWorkload": True, "GangScheduling": True}}, {},
+                 id="gang-gates"),
     pytest.param(["--permit-port-sharing", "--tls-min-version=VersionTLS13"],
                  {"permit_port_sharing": True, "tls_min_version": "VersionTLS13"}, {},
                  id="serving"),
@@ -87,6 +90,12 @@ def test_with_config_deprecated_flags_are_ignored_by_name_but_leader_election_ap
     pytest.param(["--feature-gates=SchedulerAsyncAPICalls=true"],
                  "SchedulerAsyncAPICalls=true: kpysched implements the v1.36 default",
                  id="gate-changed"),
+    pytest.param(["--feature-gates=GangScheduling=true"],
+                 "GangScheduling is enabled, but depends on features that are disabled: "
+                 "[GenericWorkload]", id="gang-without-workload"),
+    pytest.param(["--feature-gates=TopologyAwareWorkloadScheduling=true"],
+                 "TopologyAwareWorkloadScheduling=true: kpysched implements the v1.36 "
+                 "default", id="topology-aware-not-implemented"),
     pytest.param(["--feature-gates=Bogus=true"], 'unknown feature gate "Bogus"',
                  id="gate-unknown"),
     pytest.param(["--feature-gates=wardle:A=true"], 'unknown component "wardle"',

@@ -32,6 +32,7 @@ MODULES = {
     "VolumeBinding": "volume_binding",
     "VolumeZone": "volume_zone",
     "NodeDeclaredFeatures": "node_declared_features",
+    "GangScheduling": "gang_scheduling",
 }
 
 

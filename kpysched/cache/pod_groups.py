@@ -1,0 +1,148 @@
+"""What the scheduler knows of each pod group's members (GenericWorkload).
+
+A pod joins a group through spec.schedulingGroup.podGroupName; the group is named
+namespace/podGroupName. For every group the cache tracks each member as unscheduled,
+assumed (reserved by a scheduling cycle, not bound yet) or assigned (bound), as
+upstream's podGroupState does. GangScheduling asks it whether a gang has its
+minCount of members (PreEnqueue) and of placed members (Permit); a pod-group
+scheduling cycle works on a copy, so what it assumes while trying the group is
+never seen outside the cycle.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
+
+
+class Member(Enum):
+    UNSCHEDULED = "unscheduled"
+    ASSUMED = "assumed"
+    ASSIGNED = "assigned"
+
+
+def group_name(pod: api.Pod) -> str | None:
+    """The pod group `pod` belongs to, or None."""
+    group = pod.spec.scheduling_group
+    return group.pod_group_name if group is not None and group.pod_group_name else None
+
+
+def group_key_of(pod: api.Pod) -> str | None:
+    """namespace/name of `pod`'s pod group, or None."""
+    name = group_name(pod)
+    return None if name is None else f"{pod.metadata.namespace}/{name}"
+
+
+class PodGroupState:
+    """The members of one pod group and where each stands."""
+
+    __slots__ = ("_pods", "_where")
+
+    def __init__(self) -> None:
+        self._pods: dict[str, PodInfo] = {}  # by uid, as the informer last reported it
+        self._where: dict[str, Member] = {}
+
+    def add(self, pod: PodInfo) -> None:
+        self._pods[pod.uid] = pod
+        self._where[pod.uid] = Member.ASSIGNED if pod.node_name else Member.UNSCHEDULED
+
+    def update(self, pod: PodInfo) -> None:
+        """A newer version of a member; binding moves it to assigned."""
+        if pod.uid not in self._pods:
+            self.add(pod)
+            return
+        self._pods[pod.uid] = pod
+        if pod.node_name:
+            self._where[pod.uid] = Member.ASSIGNED
+
+    def delete(self, uid: str) -> None:
+        self._pods.pop(uid, None)
+        self._where.pop(uid, None)
+
+    def assume(self, pod: PodInfo) -> None:
+        """A cycle reserved `pod` on a node; a member deleted meanwhile is left out."""
+        stored = self._pods.get(pod.uid)
+        if stored is None:
+            return
+        self._where[pod.uid] = Member.ASSIGNED if stored.node_name else Member.ASSUMED
+
+    def forget(self, uid: str) -> None:
+        """The reservation was undone: the member is unscheduled again, unless bound."""
+        if self._where.get(uid) is Member.ASSUMED:
+            self._where[uid] = Member.UNSCHEDULED
+
+    def empty(self) -> bool:
+        return not self._pods
+
+    def copy(self) -> PodGroupState:
+        clone = PodGroupState()
+        clone._pods = dict(self._pods)
+        clone._where = dict(self._where)
+        return clone
+
+    def _uids(self, member: Member) -> list[str]:
+        return [uid for uid, where in self._where.items() if where is member]
+
+    def all_count(self) -> int:
+        return len(self._pods)
+
+    def scheduled_count(self) -> int:
+        """Members assumed or assigned."""
+        return sum(1 for where in self._where.values() if where is not Member.UNSCHEDULED)
+
+    def unscheduled_pods(self) -> list[PodInfo]:
+        return [self._pods[uid] for uid in self._uids(Member.UNSCHEDULED)]
+
+    def assumed_uids(self) -> list[str]:
+        return self._uids(Member.ASSUMED)
+
+    def where(self, uid: str) -> Member | None:
+        return self._where.get(uid)
+
+
+class PodGroupStates:
+    """Every pod group with at least one known member, by namespace/name."""
+
+    def __init__(self) -> None:
+        self._groups: dict[str, PodGroupState] = {}
+
+    def get(self, namespace: str, name: str) -> PodGroupState:
+        """The group's state; an empty one when no member is known."""
+        return self._groups.get(f"{namespace}/{name}") or PodGroupState()
+
+    def _state(self, pod: PodInfo) -> PodGroupState | None:
+        key = group_key_of(pod.pod)
+        if key is None:
+            return None
+        state = self._groups.get(key)
+        if state is None:
+            state = self._groups[key] = PodGroupState()
+        return state
+
+    def add_or_update(self, pod: PodInfo) -> None:
+        if (state := self._state(pod)) is not None:
+            state.update(pod)
+
+    def delete(self, pod: api.Pod) -> None:
+        key = group_key_of(pod)
+        state = self._groups.get(key) if key is not None else None
+        if state is None:
+            return
+        state.delete(pod.metadata.uid)
+        if state.empty():
+            del self._groups[key]  # type: ignore[arg-type]
+
+    def assume(self, pod: PodInfo) -> None:
+        if (state := self._state(pod)) is not None:
+            state.assume(pod)
+
+    def forget(self, pod: PodInfo) -> None:
+        key = group_key_of(pod.pod)
+        state = self._groups.get(key) if key is not None else None
+        if state is not None:
+            state.forget(pod.uid)
+
+    def __len__(self) -> int:
+        return len(self._groups)

@@ -1,0 +1,316 @@
+"""The pod-group scheduling cycle (GenericWorkload; upstream's scheduleOnePodGroup).
+
+When the loop pops a member of a pod group, every other member still waiting in the
+queue is taken out with it, and the group is decided in one snapshot:
+
+1. Members are tried one by one (priority, then first attempt, first). Each that
+   fits, or that preemption nominates somewhere, is assumed in the snapshot and in
+   the cycle's copy of the group, Reserved, and asked by Permit, so the members after
+   it see it placed. GangScheduling's Permit answers Wait until minCount members are
+   placed, then Success.
+2. Every assumption is undone before anything is written: trying the group holds no
+   resources.
+3. If some member's Permit said Success (the quorum is met), the members that fit go
+   to their binding cycles the ordinary way (assumed in the cache, Reserve, Permit,
+   where the last one lets the others through). Otherwise every member goes back to
+   the queue, and the PodGroup's PodGroupScheduled condition says why.
+
+Nothing here awaits: like the single-pod cycle it runs on the loop from start to end.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import structlog
+
+from kpysched.algorithm import ScheduleResult
+from kpysched.cache.pod_groups import PodGroupState, group_name
+from kpysched.framework.diagnosis import Diagnosis
+from kpysched.framework.interfaces import QueuedPodInfo
+from kpysched.framework.runtime import Framework
+from kpysched.framework.status import SUCCESS, Code, Status
+from kpysched.objects import scheduling
+
+if TYPE_CHECKING:
+    from kpysched.scheduler import Attempt, Scheduler
+
+log = structlog.get_logger(__name__)
+
+# Upstream's errPodGroupUnschedulable, first in the message of every member turned
+# away for its group's sake.
+POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+WAITING_ON_PREEMPTION = "pod group is waiting for preemption to complete"
+
+
+@dataclass(slots=True)
+class MemberResult:
+    """How one member fared in the group's cycle."""
+
+    attempt: Attempt
+    # Success when it fits; else its failure (a Diagnosis's Unschedulable, an Error).
+    status: Status
+    diagnosis: Diagnosis | None = None
+    result: ScheduleResult | None = None  # where it fits
+    nominated: str | None = None  # preemption's nomination ("" clears one)
+    requires_preemption: bool = False
+    permit: Status | None = None  # Success or Wait once it was assumed
+
+    @property
+    def node(self) -> str:
+        if self.result is not None:
+            return self.result.node_name
+        return self.nominated or ""
+
+
+@dataclass(slots=True)
+class GroupOutcome:
+    members: list[MemberResult]
+    status: Status  # Success, Unschedulable (the group cannot go yet) or Error
+    waiting_on_preemption: bool = False
+
+
+class PodGroupCycle:
+    def __init__(self, scheduler: Scheduler) -> None:
+        self._scheduler = scheduler
+
+    # --- which pods -----------------------------------------------------------------
+
+    def run(self, first: QueuedPodInfo) -> None:
+        """Schedule the group of `first` (just popped), with every member the queue holds."""
+        members = self._take_members(first)
+        framework = self._framework(members)
+        if framework is None:
+            return
+        members = self._without_skipped(members)
+        if members:
+            self._cycle(framework, members)
+
+    def _take_members(self, first: QueuedPodInfo) -> list[QueuedPodInfo]:
+        scheduler = self._scheduler
+        pod = first.pod_info
+        groups = scheduler.cache.pod_groups
+        assert groups is not None, "pod-group cycles run only with GenericWorkload on"
+        live = groups.get(pod.namespace, group_name(pod.pod) or "")
+        members = [first]
+        for other in live.unscheduled_pods():
+            if other.uid == pod.uid:
+                continue
+            taken = scheduler.queue.pop_specific(other.uid)
+            if taken is not None:
+                members.append(taken)
+        # Upstream's order: higher priority first, then the longest waiting.
+        members.sort(key=lambda q: (-q.pod_info.priority,
+                                    q.initial_attempt_timestamp or 0.0))
+        return members
+
+    def _framework(self, members: list[QueuedPodInfo]) -> Framework | None:
+        """The one profile of the whole group; members of a mixed group all fail."""
+        scheduler = self._scheduler
+        names = list(dict.fromkeys(m.pod_info.pod.spec.scheduler_name for m in members))
+        if len(names) == 1 and names[0] in scheduler.frameworks:
+            return scheduler.frameworks[names[0]]
+        reason = (f"all pods in a single pod group should have the same .spec.schedulerName "
+                  f'set, got: "{names[-1]}" and "{names[0]}"' if len(names) > 1
+                  else f'profile not found for scheduler name "{names[0]}"')
+        for member in members:
+            framework = scheduler.frameworks.get(member.pod_info.pod.spec.scheduler_name)
+            if framework is None:
+                scheduler.queue.done(member.pod_info.uid)
+                continue
+            scheduler.fail(scheduler.new_attempt(framework, member), None,
+                           Status.error(reason), "")
+        return None
+
+    def _without_skipped(self, members: list[QueuedPodInfo]) -> list[QueuedPodInfo]:
+        """Members being deleted, or already assumed or bound, are not tried again."""
+        scheduler = self._scheduler
+        kept = []
+        for member in members:
+            pod = member.pod_info
+            if pod.terminating or scheduler.cache.has_pod(pod.uid):
+                scheduler.queue.done(pod.uid)
+            else:
+                kept.append(member)
+        return kept
+
+    # --- the cycle ---------------------------------------------------------------------
+
+    def _cycle(self, framework: Framework, members: list[QueuedPodInfo]) -> None:
+        scheduler = self._scheduler
+        started = time.perf_counter()
+        attempts = [scheduler.new_attempt(framework, member, started) for member in members]
+        first = members[0].pod_info
+        groups = scheduler.cache.pod_groups
+        assert groups is not None
+        name = group_name(first.pod) or ""
+        try:
+            scheduler.cache.update_snapshot(scheduler.snapshot)
+            group = groups.get(first.namespace, name).copy()
+            outcome = self._decide(framework, attempts, group)
+        except Exception as error:
+            # A bug in the core must fail this group, not the loop.
+            log.exception("pod_group_cycle.crashed", group=f"{first.namespace}/{name}")
+            scheduler.reset_snapshot()
+            outcome = GroupOutcome([], Status.error(
+                f"pod group scheduling cycle failed: {type(error).__name__}: {error}"))
+        if scheduler.metrics is not None:
+            scheduler.metrics.pod_group_algorithm_duration(time.perf_counter() - started)
+        self._submit(framework, attempts, outcome)
+        self._report(framework, first.namespace, name, outcome, started)
+
+    def _decide(self, framework: Framework, attempts: list[Attempt],
+                group: PodGroupState) -> GroupOutcome:
+        """Upstream's podGroupSchedulingDefaultAlgorithm: try each member in turn on the
+        snapshot, then undo every assumption."""
+        outcome = GroupOutcome([], Status.unschedulable(POD_GROUP_UNSCHEDULABLE))
+        undo: list[Callable[[], None]] = []
+        requires_preemption = False
+        try:
+            for attempt in attempts:
+                member = self._try_member(framework, attempt, group, undo)
+                outcome.members.append(member)
+                if member.permit is None:
+                    if member.status.is_rejected:
+                        continue  # the others may still make the quorum
+                    outcome.status = Status.error(
+                        f"failed to schedule other pod from a pod group: "
+                        f"{member.status.message()}")
+                    outcome.waiting_on_preemption = False
+                    break
+                requires_preemption = requires_preemption or member.requires_preemption
+                if member.permit.ok:
+                    if requires_preemption:
+                        outcome.status = Status.unschedulable(POD_GROUP_UNSCHEDULABLE,
+                                                              WAITING_ON_PREEMPTION)
+                        outcome.waiting_on_preemption = True
+                    else:
+                        outcome.status = SUCCESS
+        finally:
+            for step in reversed(undo):
+                step()
+        return outcome
+
+    def _try_member(self, framework: Framework, attempt: Attempt, group: PodGroupState,
+                    undo: list[Callable[[], None]]) -> MemberResult:
+        """Upstream's podGroupPodSchedulingAlgorithm for one member; on success its undo
+        is pushed onto `undo`."""
+        scheduler = self._scheduler
+        state, pod = attempt.state, attempt.queued.pod_info
+        state.pod_group = group
+        found = scheduler.algorithm.schedule(framework, state, pod, scheduler.snapshot)
+        member = MemberResult(attempt, SUCCESS)
+        if isinstance(found, Status):
+            member.status = found
+            return member
+        if isinstance(found, Diagnosis):
+            member.status = Status.unschedulable(plugin="")
+            member.diagnosis = found
+            member.nominated = scheduler.post_filter(attempt, found)
+            if not member.nominated:
+                return member
+            # Preemption makes room: the members after it must see it placed there.
+            member.requires_preemption = True
+        else:
+            member.result = found
+        node = member.node
+        assumed = scheduler.assumed_copy(pod, node)
+        restore_node = scheduler.snapshot.assume_pod(assumed, node)
+        group.assume(assumed)
+        nominator = scheduler.queue.nominator
+        nominator.delete(pod.uid)
+
+        def revert() -> None:
+            framework.run_unreserve(state, assumed, node)
+            restore_node()
+            group.forget(pod.uid)
+            if pod.pod.status.nominated_node_name:
+                # Assuming dropped the pod's nomination; trying the group must not.
+                nominator.add(pod, pod.pod.status.nominated_node_name)
+
+        status = framework.run_reserve(state, assumed, node)
+        if status.ok:
+            status = framework.run_permit(state, assumed, node, hold=False)
+        if not status.ok and status.code != Code.WAIT:
+            revert()
+            failed = MemberResult(attempt, status, nominated="")
+            if status.is_rejected:
+                # As upstream: a FitError over the one node the member was given.
+                failed.diagnosis = Diagnosis(1, {node: status}, {status.plugin})
+            return failed
+        member.permit = status
+        undo.append(revert)
+        return member
+
+    # --- acting on the decision -------------------------------------------------------
+
+    def _submit(self, framework: Framework, attempts: list[Attempt],
+                outcome: GroupOutcome) -> None:
+        """Upstream's submitPodGroupAlgorithmResult: bind the group or requeue it."""
+        for index, attempt in enumerate(attempts):
+            member = outcome.members[index] if index < len(outcome.members) else None
+            try:
+                self._submit_member(attempt, member, outcome)
+            except Exception as error:
+                # A bug in the core fails this member, never the loop or the others.
+                log.exception("pod_group_cycle.submit_crashed", pod=attempt.queued.pod_info.key)
+                self._scheduler.fail(attempt, None, Status.error(
+                    f"pod group scheduling cycle failed: {type(error).__name__}: {error}"), "")
+
+    def _submit_member(self, attempt: Attempt, member: MemberResult | None,
+                       outcome: GroupOutcome) -> None:
+        scheduler = self._scheduler
+        group_status = outcome.status
+        if group_status.code == Code.ERROR:
+            failure = (member.status if member is not None
+                       and member.status.code == Code.ERROR else group_status)
+            scheduler.fail(attempt, None, failure, "")
+            return
+        assert member is not None  # only an Error leaves members untried
+        if member.permit is not None and not member.requires_preemption:
+            if group_status.ok:
+                attempt.state.pod_group = None
+                assert member.result is not None
+                scheduler.assume_and_bind(attempt, member.result)
+            elif outcome.waiting_on_preemption:
+                scheduler.fail(attempt, None, group_status, member.node)
+            else:
+                scheduler.fail(attempt, None, self._held_back(member), "")
+        elif member.requires_preemption and not outcome.waiting_on_preemption:
+            scheduler.fail(attempt, None, self._held_back(member), "")
+        elif member.diagnosis is not None:
+            scheduler.fail(attempt, member.diagnosis, None, member.nominated)
+        else:
+            scheduler.fail(attempt, None, member.status, member.nominated)
+
+    @staticmethod
+    def _held_back(member: MemberResult) -> Status:
+        """A member that could go, held back because its group cannot: the reason is
+        what its Permit said."""
+        assert member.permit is not None
+        return Status.unschedulable(POD_GROUP_UNSCHEDULABLE, *member.permit.reasons)
+
+    def _report(self, framework: Framework, namespace: str, name: str,
+                outcome: GroupOutcome, started: float) -> None:
+        """The PodGroupScheduled condition and the podgroup metrics."""
+        scheduler = self._scheduler
+        status = outcome.status
+        if status.ok:
+            condition, reason, result = "True", "Scheduled", "scheduled"
+        elif status.code == Code.ERROR:
+            condition, reason, result = "False", scheduling.REASON_SCHEDULER_ERROR, "error"
+        else:
+            condition, reason = "False", scheduling.REASON_UNSCHEDULABLE
+            result = "waiting_on_preemption" if outcome.waiting_on_preemption else "unschedulable"
+        log.info("pod_group.scheduled" if status.ok else "pod_group.unschedulable",
+                 group=f"{namespace}/{name}", result=result, reason=status.message())
+        if scheduler.metrics is not None:
+            scheduler.metrics.pod_group_attempt(result, framework.profile_name,
+                                                time.perf_counter() - started)
+        group = framework.handle.pod_group(namespace, name)
+        if group is not None and scheduler.pod_group_writer is not None:
+            scheduler.pod_group_writer.set_scheduled_condition(
+                group, condition, reason, status.message())

@@ -1,0 +1,46 @@
+"""The PodGroupScheduled condition on scheduling.k8s.io/v1alpha2 PodGroups, written
+after each pod-group scheduling cycle as upstream's updatePodGroupCondition writes it:
+a strategic-merge patch of podgroups/status, only when the condition changes, never
+taking a True back to False (a later cycle for extra members must not undo it), with
+the group's generation as observedGeneration.
+
+The writes go through PodStatusWriter's machinery (off the loop, coalesced per
+object, drained on stop, dropped when the lease is lost).
+"""
+
+from __future__ import annotations
+
+from kpysched.apiclient import RawApi
+from kpysched.objects.scheduling import API_VERSION, POD_GROUP_SCHEDULED, PodGroup
+from kpysched.pod_status import PodStatusWriter, api_time
+
+# One cycle writes one condition for a whole group: a single writer keeps up.
+WRITERS = 1
+
+
+class PodGroupConditionWriter(PodStatusWriter):
+    def __init__(self, raw: RawApi) -> None:
+        super().__init__(raw, writers=WRITERS)
+
+    def set_scheduled_condition(self, group: PodGroup, status: str, reason: str,
+                                message: str) -> None:
+        meta = group.metadata
+        current = next((c for c in group.status.conditions
+                        if c.type == POD_GROUP_SCHEDULED), None)
+        if current is not None:
+            if current.status == "True" and status != "True":
+                return
+            if (current.status, current.reason, current.message,
+                    current.observed_generation) == (status, reason, message, meta.generation):
+                return
+        # As apimeta.SetStatusCondition: the transition time moves only with the status.
+        since = (current.last_transition_time
+                 if current is not None and current.status == status
+                 and current.last_transition_time else api_time())
+        condition = {"type": POD_GROUP_SCHEDULED, "status": status, "reason": reason,
+                     "message": message, "observedGeneration": meta.generation,
+                     "lastTransitionTime": since}
+        self._queue(meta.uid, meta.namespace, meta.name, {"conditions": [condition]})
+
+    def _path(self, namespace: str, name: str) -> str:
+        return f"/apis/{API_VERSION}/namespaces/{namespace}/podgroups/{name}/status"

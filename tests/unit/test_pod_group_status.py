@@ -1,0 +1,63 @@
+"""The PodGroupScheduled condition writer: upstream's updatePodGroupCondition rules."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from kpysched.apiclient import RawApi
+from kpysched.metrics import SchedulerMetrics
+from kpysched.objects.scheduling import Condition
+from kpysched.pod_group_status import PodGroupConditionWriter
+from tests.unit.api_double import RecordingApi
+from tests.unit.builders import make_pod_group
+
+PATH = "/apis/scheduling.k8s.io/v1alpha2/namespaces/default/podgroups/g/status"
+
+
+async def write(conditions: list[Condition], status: str, reason: str,
+                message: str) -> list[object]:
+    recording = RecordingApi()
+    writer = PodGroupConditionWriter(cast(RawApi, recording))
+    group = make_pod_group("g", 2)
+    group.status.conditions = conditions
+    writer.set_scheduled_condition(group, status, reason, message)
+    await writer.drain(timeout=5)
+    return [body for method, path, body in recording.requests
+            if method == "PATCH" and path == PATH]
+
+
+async def test_the_condition_is_patched_with_the_groups_generation() -> None:
+    [body] = await write([], "False", "Unschedulable", "pod group is unschedulable")
+    assert isinstance(body, dict)
+    [condition] = body["status"]["conditions"]
+    assert {k: v for k, v in condition.items() if k != "lastTransitionTime"} == {
+        "type": "PodGroupScheduled", "status": "False", "reason": "Unschedulable",
+        "message": "pod group is unschedulable", "observedGeneration": 1}
+
+
+async def test_true_is_never_taken_back_and_an_unchanged_condition_is_not_written() -> None:
+    scheduled = Condition(type="PodGroupScheduled", status="True", reason="Scheduled",
+                          observed_generation=1, last_transition_time="2026-01-01T00:00:00Z")
+    assert await write([scheduled], "False", "Unschedulable", "x") == []
+    assert await write([scheduled], "True", "Scheduled", "") == []
+    waiting = Condition(type="PodGroupScheduled", status="False", reason="Unschedulable",
+                        message="old", observed_generation=1,
+                        last_transition_time="2026-01-01T00:00:00Z")
+    [body] = await write([waiting], "False", "Unschedulable", "new")
+    assert isinstance(body, dict)
+    # Same status: the transition time stays.
+    assert body["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-01T00:00:00Z"
+
+
+def test_pod_group_metrics_exist_only_with_generic_workload() -> None:
+    def names(metrics: SchedulerMetrics) -> set[str]:
+        return {family.name for family in metrics.registry.collect()}
+
+    off = names(SchedulerMetrics(process_metrics=False))
+    assert not {name for name in off if "podgroup" in name}
+    metrics = SchedulerMetrics(process_metrics=False, generic_workload=True)
+    metrics.pod_group_attempt("scheduled", "kpysched", 0.01)
+    metrics.pod_group_algorithm_duration(0.002)
+    assert {"scheduler_podgroup_schedule_attempts",
+            "scheduler_podgroup_scheduling_attempt_duration_seconds",
+            "scheduler_podgroup_scheduling_algorithm_duration_seconds"} <= names(metrics)
