@@ -11,7 +11,7 @@ from pathlib import Path
 
 from kubernetes_asyncio.client.rest import ApiException
 
-from tests.cluster import build, cluster, kube, nodes
+from tests.cluster import build, cluster, gates, kube, nodes
 from tests.cluster.realnode import node as real_node
 
 
@@ -35,6 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     up.add_argument("--node-monitor-grace-period", metavar="DURATION",
                     help="kube-controller-manager's grace before it marks a silent node "
                          "Unknown (default: upstream's 50s)")
+    up.add_argument("--feature-gates", metavar="A=true,B=false", default="",
+                    help="upstream feature gates for kube-apiserver and "
+                         "kube-controller-manager (kept in state.json for kube-scheduler)")
+    up.add_argument("--runtime-config", metavar="GROUP/VERSION=true,...", default="",
+                    help="kube-apiserver's --runtime-config, e.g. "
+                         "scheduling.k8s.io/v1alpha2=true")
     up.add_argument("--with-node", action="store_true",
                     help="also start one real node: kubelet, containerd, runc and bridge CNI "
                          "(needs root; see tests/cluster/realnode)")
@@ -89,10 +95,15 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "up":
             addons = cluster.BARE if args.bare else dataclasses.replace(
                 cluster.FULL, node_monitor_grace_period=args.node_monitor_grace_period)
-            state = cluster.up(args.dir, addons)
+            chosen = gates.Gates(feature_gates=gates.parse_feature_gates(args.feature_gates),
+                                 runtime_config=gates.parse_runtime_config(args.runtime_config))
+            state = cluster.up(args.dir, addons, chosen)
             running = ", ".join(["etcd", "kube-apiserver", *(c.name for c in state.components)])
             print(f"kube-apiserver {state.kubernetes_version} ready at {state.server} "
                   f"({running})")
+            for flag in [*gates.feature_gates_args(state.feature_gates),
+                         *gates.runtime_config_args(state.runtime_config)]:
+                print(f"  {flag}")
             if args.with_node:
                 node = real_node.start(state)
                 print(f"real node {node.node_name} Ready (kubelet, containerd; {node.root})")

@@ -4,7 +4,8 @@ etcd and kube-apiserver always run; `Addons` says what runs beside them:
 kube-controller-manager (`controller_manager.py`) and KWOK (`kwok.py`, simulated
 nodes). The CLI's `up` starts everything, a cluster that behaves like a real one;
 the Python default is the bare pair, which is what benchmarks measure against (as
-upstream's scheduler_perf does) and what nothing else disturbs.
+upstream's scheduler_perf does) and what nothing else disturbs. `Gates` (`gates.py`)
+turn upstream feature gates and alpha API versions on for the control plane.
 
 State lives in one directory (default `.cluster/`): etcd data, certificates, logs,
 the admin kubeconfig and `state.json`, which records what a later `down` or
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.cluster import build, certs, controller_manager, kubeconfig, kwok
+from tests.cluster.gates import UPSTREAM_DEFAULTS, Gates, feature_gates_args, runtime_config_args
 from tests.cluster.processes import LOG_TAIL_LINES, ClusterError, free_port, log_tail
 from tests.cluster.processes import alive as _alive
 from tests.cluster.processes import http_get as _http_get
@@ -35,8 +37,8 @@ from tests.cluster.processes import wait_until as _wait_until
 from tests.cluster.state import ClusterState, Component
 
 # Re-exported: tests and benchmarks import these from here.
-__all__ = ["LOG_TAIL_LINES", "Addons", "ClusterError", "ClusterState", "Component", "down",
-           "free_port", "log_tail", "readyz", "restart_apiserver", "up"]
+__all__ = ["LOG_TAIL_LINES", "Addons", "ClusterError", "ClusterState", "Component", "Gates",
+           "down", "free_port", "log_tail", "readyz", "restart_apiserver", "up"]
 
 DEFAULT_DIR = Path(".cluster")
 READY_TIMEOUT_SECONDS = 90.0
@@ -114,7 +116,8 @@ def wait_apiserver(state: ClusterState) -> None:
 
 
 def _apiserver_command(directory: Path, etcd_port: int, port: int,
-                       *, garbage_collector: bool = False) -> list[str]:
+                       *, garbage_collector: bool = False,
+                       gates: Gates = UPSTREAM_DEFAULTS) -> list[str]:
     pki = directory / "pki"
     return [
         str(build.binary_path("kube-apiserver")),
@@ -145,11 +148,17 @@ def _apiserver_command(directory: Path, etcd_port: int, port: int,
         "ExternalIP",
         f"--kubelet-client-certificate={pki / (certs.KUBELET_CLIENT + '.crt')}",
         f"--kubelet-client-key={pki / (certs.KUBELET_CLIENT + '.key')}",
+        *feature_gates_args(gates.feature_gates),
+        *runtime_config_args(gates.runtime_config),
     ]
 
 
-def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE) -> ClusterState:
-    """Start etcd, kube-apiserver and the addons; return once every one is ready."""
+def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE,
+       gates: Gates = UPSTREAM_DEFAULTS) -> ClusterState:
+    """Start etcd, kube-apiserver and the addons; return once every one is ready.
+
+    `gates` go to kube-apiserver and kube-controller-manager and are kept in the
+    returned state for the schedulers started later (see gates.py)."""
     directory = directory.resolve()
     if (directory / "state.json").exists():
         raise ClusterError(
@@ -174,7 +183,8 @@ def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE) -> ClusterState:
     etcd_log = directory / "etcd.log"
     apiserver_log = directory / "kube-apiserver.log"
     apiserver_command = _apiserver_command(directory, etcd_client_port, apiserver_port,
-                                           garbage_collector=addons.controller_manager)
+                                           garbage_collector=addons.controller_manager,
+                                           gates=gates)
     state = ClusterState(
         dir=str(directory), etcd_pid=_spawn(etcd_command, etcd_log),
         etcd_client_port=etcd_client_port, etcd_peer_port=etcd_peer_port,
@@ -183,6 +193,7 @@ def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE) -> ClusterState:
         apiserver_command=apiserver_command, token=token,
         kubeconfig=str(directory / "kubeconfig"), ca_file=str(directory / "pki" / "ca.crt"),
         kubernetes_version=build.KUBERNETES_VERSION,
+        feature_gates=dict(gates.feature_gates), runtime_config=list(gates.runtime_config),
     )
     state.save()
     try:

@@ -43,6 +43,9 @@ The flags, and why each is set:
   Nodes are hand-made API objects without a kubelet or a Lease (the pytest
   session cluster) passes a long one, else node lifecycle would mark those Nodes
   Unknown and taint them `unreachable` in the middle of a test.
+* `--feature-gates` only for a cluster started with gates (`gates.py`): the same as
+  kube-apiserver's, since controllers of an alpha API (e.g. podgroup-protection for
+  GenericWorkload) run only with their gate on.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ import urllib.error
 from pathlib import Path
 
 from tests.cluster import build, certs, kubeconfig, processes
+from tests.cluster.gates import feature_gates_args
 from tests.cluster.state import ClusterState, Component
 
 NAME = "kube-controller-manager"
@@ -81,6 +85,7 @@ def command(state: ClusterState, port: int, node_monitor_grace_period: str | Non
         "--bind-address=127.0.0.1",
         f"--secure-port={port}",
         f"--cert-dir={Path(state.dir, 'controller-manager')}",
+        *feature_gates_args(state.feature_gates),
     ]
     if node_monitor_grace_period is not None:
         args.append(f"--node-monitor-grace-period={node_monitor_grace_period}")

@@ -39,6 +39,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
 
 from tests.cluster import build, kube
+from tests.cluster.gates import feature_gates_args
 from tests.cluster.processes import ClusterError, alive, free_port, http_get, log_tail, spawn
 from tests.cluster.processes import stop as stop_process
 from tests.cluster.realnode.layout import NODE_NAME, NodeLayout
@@ -184,12 +185,14 @@ def _kube_proxy_command(state: ClusterState, layout: NodeLayout, healthz_port: i
 
 
 def _start_kube_scheduler(state: ClusterState) -> int:
-    """The default scheduler, without leader election (the only one), on loopback."""
+    """The default scheduler, without leader election (the only one), on loopback, with
+    the control plane's feature gates."""
     log = Path(state.dir) / "kube-scheduler.log"
     return spawn([str(build.binary_path("kube-scheduler")), f"--kubeconfig={state.kubeconfig}",
                   f"--authentication-kubeconfig={state.kubeconfig}",
                   f"--authorization-kubeconfig={state.kubeconfig}", "--leader-elect=false",
-                  "--bind-address=127.0.0.1", f"--secure-port={free_port()}"], log)
+                  "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
+                  *feature_gates_args(state.feature_gates)], log)
 
 
 async def start(state: ClusterState, api: client.ApiClient) -> PodNetwork:

@@ -2,7 +2,9 @@
 
 `state.json` in the cluster directory holds the pids, ports, command lines and log
 paths of etcd and kube-apiserver, and one `Component` entry for every process
-started beside them (kube-controller-manager, KWOK, ...).
+started beside them (kube-controller-manager, KWOK, ...). The feature gates and
+runtime-config the control plane runs with (`gates.py`) are kept too, so a scheduler
+started later against the cluster can be given the same gates.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ class ClusterState:
     ca_file: str
     kubernetes_version: str
     components: list[Component] = field(default_factory=list)
+    # Passed to kube-apiserver and kube-controller-manager (their commands above
+    # already hold them, so restarts keep them); empty means upstream's defaults.
+    feature_gates: dict[str, bool] = field(default_factory=dict)
+    runtime_config: list[str] = field(default_factory=list)
 
     @property
     def server(self) -> str:

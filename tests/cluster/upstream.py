@@ -2,7 +2,9 @@
 
 It is the yardstick for differential tests and benchmarks, so it runs from the
 same pinned release as the API server, with a KubeSchedulerConfiguration that
-the caller chooses (leader election off unless the caller turns it on).
+the caller chooses (leader election off unless the caller turns it on). On a
+cluster started with feature gates, pass them on (`feature_gates=state.feature_gates`)
+so kube-scheduler runs upstream's alpha plugins against the alpha APIs.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from tests.cluster import build
 from tests.cluster.cluster import ClusterError, ClusterState, _stop, free_port, log_tail
+from tests.cluster.gates import feature_gates_args
 
 START_TIMEOUT_SECONDS = 60.0
 
@@ -34,6 +37,7 @@ class UpstreamScheduler:
         config: Mapping[str, Any] | None = None,
         *,
         extra_args: tuple[str, ...] = (),
+        feature_gates: Mapping[str, bool] | None = None,
     ) -> None:
         self.state = state
         self.workdir = Path(tempfile.mkdtemp(prefix="kube-scheduler-", dir=state.dir))
@@ -58,6 +62,7 @@ class UpstreamScheduler:
             f"--cert-dir={self.workdir}",
             # Metrics and health are read by tests and benchmarks without credentials.
             "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            *feature_gates_args(feature_gates or {}),
             *extra_args,
         ]
         self.process: subprocess.Popen[bytes] | None = None

@@ -138,7 +138,7 @@ def test_up_fails_with_the_apiserver_log_when_it_cannot_start(
     real_command = harness._apiserver_command
 
     def broken_command(directory: Path, etcd_port: int, port: int,
-                       **options: bool) -> list[str]:
+                       **options: Any) -> list[str]:
         return [*real_command(directory, etcd_port, port, **options), "--no-such-flag=1"]
 
     monkeypatch.setattr(harness, "_apiserver_command", broken_command)
