@@ -21,18 +21,25 @@ WRITERS = 1
 class PodGroupConditionWriter(PodStatusWriter):
     def __init__(self, raw: RawApi) -> None:
         super().__init__(raw, writers=WRITERS)
+        # Groups (by uid) this writer has marked scheduled: the informer's copy may not
+        # show it yet when the next cycle, for members left over, reports on the group.
+        self._scheduled: set[str] = set()
 
     def set_scheduled_condition(self, group: PodGroup, status: str, reason: str,
                                 message: str) -> None:
         meta = group.metadata
         current = next((c for c in group.status.conditions
                         if c.type == POD_GROUP_SCHEDULED), None)
-        if current is not None:
-            if current.status == "True" and status != "True":
-                return
-            if (current.status, current.reason, current.message,
-                    current.observed_generation) == (status, reason, message, meta.generation):
-                return
+        if status != "True" and (meta.uid in self._scheduled
+                                 or (current is not None and current.status == "True")):
+            return
+        if status == "True":
+            self._scheduled.add(meta.uid)
+        unchanged = current is not None and (
+            current.status, current.reason, current.message,
+            current.observed_generation) == (status, reason, message, meta.generation)
+        if unchanged:
+            return
         # As apimeta.SetStatusCondition: the transition time moves only with the status.
         since = (current.last_transition_time
                  if current is not None and current.status == status

@@ -61,3 +61,16 @@ def test_pod_group_metrics_exist_only_with_generic_workload() -> None:
     assert {"scheduler_podgroup_schedule_attempts",
             "scheduler_podgroup_scheduling_attempt_duration_seconds",
             "scheduler_podgroup_scheduling_algorithm_duration_seconds"} <= names(metrics)
+
+
+async def test_a_true_not_yet_seen_by_the_informer_is_not_taken_back_either() -> None:
+    recording = RecordingApi()
+    writer = PodGroupConditionWriter(cast(RawApi, recording))
+    group = make_pod_group("g", 2)
+    writer.set_scheduled_condition(group, "True", "Scheduled", "")
+    # A cycle for a member left over reports before the informer shows the True.
+    writer.set_scheduled_condition(group, "False", "Unschedulable", "pod group is unschedulable")
+    await writer.drain(timeout=5)
+    [body] = [body for method, path, body in recording.requests if method == "PATCH"]
+    assert isinstance(body, dict)
+    assert body["status"]["conditions"][0]["status"] == "True"

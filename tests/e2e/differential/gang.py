@@ -1,0 +1,206 @@
+"""Gang scenarios for the differential suite: PodGroups (scheduling.k8s.io/v1alpha2)
+with their member pods, run once under upstream kube-scheduler and once under kpysched,
+both with GenericWorkload and GangScheduling on, on a cluster serving that API.
+
+A scenario names nodes, groups (a gang's minCount) and pods (each a member of a group
+or a plain pod) by role, and the order they are created in. The outcome compared is,
+for every pod, whether it was bound and the first FailedScheduling note it got (roles
+for names), and each PodGroup's PodGroupScheduled condition. Which node a pod lands
+on is not compared: members of a gang are alike, so the node among equal ones is
+chosen at random by both schedulers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.rest import ApiException
+
+from tests.cluster import kube
+from tests.e2e.differential.model import NodeSpec
+from tests.e2e.differential.runner import ROLE_LABEL, _Names, _wait_nodes_gone
+
+GROUP, VERSION = "scheduling.k8s.io", "v1alpha2"
+# A gated gang sends no event: watch this long that nothing happens to it.
+QUIET_SECONDS = 6.0
+OUTCOME_TIMEOUT_SECONDS = 40.0
+# After the last pod's outcome, how long later attempts may still change nothing.
+SETTLE_SECONDS = 3.0
+
+
+@dataclass(frozen=True)
+class GangPod:
+    role: str
+    group: str | None = None  # role of its PodGroup; None for a plain pod
+    cpu: str = "1"
+    priority_class: str | None = None
+
+
+@dataclass(frozen=True)
+class Step:
+    """What the scenario does next: create these pods, this group, or add a node."""
+
+    pods: tuple[GangPod, ...] = ()
+    group: tuple[str, int | None] | None = None  # (role, minCount; None: basic policy)
+    node: NodeSpec | None = None
+    pause: float = 0.0  # seconds to wait after the step
+
+
+@dataclass(frozen=True)
+class GangScenario:
+    name: str
+    nodes: tuple[NodeSpec, ...]
+    steps: tuple[Step, ...]
+    # What upstream must do for the scenario to mean what it says: pod role -> True
+    # (bound) or False (pending).
+    expect_bound: dict[str, bool] = field(default_factory=dict)
+    # How many pending members upstream held back for their group's sake (they fit,
+    # the gang did not).
+    expect_held_back: int = 0
+
+
+@dataclass(frozen=True)
+class PodOutcome:
+    bound: bool
+    note: str | None  # the first FailedScheduling note, names as roles
+
+
+@dataclass(frozen=True)
+class GangOutcome:
+    pods: dict[str, PodOutcome]
+    # PodGroup role -> (status, reason, message) of PodGroupScheduled, or None.
+    conditions: dict[str, tuple[str, str, str] | None]
+
+    def describe(self) -> str:
+        lines = [f"   {role}: {'bound' if o.bound else 'pending'} note={o.note!r}"
+                 for role, o in sorted(self.pods.items())]
+        lines += [f"   group {role}: {c}" for role, c in sorted(self.conditions.items())]
+        return "\n" + "\n".join(lines)
+
+    def held_back_notes(self) -> list[str]:
+        """The pending pods' notes as a multiset: which member of a gang tried first,
+        and so which one fits nowhere, follows creation order to the millisecond."""
+        return sorted(o.note or "" for o in self.pods.values() if not o.bound)
+
+
+def _pod_body(pod: GangPod, scheduler_name: str) -> dict[str, Any]:
+    body = kube.pod_body(pod.role, scheduler_name=scheduler_name, cpu=pod.cpu,
+                         memory="100Mi", priority_class=pod.priority_class)
+    if pod.group is not None:
+        body["spec"]["schedulingGroup"] = {"podGroupName": pod.group}
+    return body
+
+
+def _group_body(role: str, min_count: int | None) -> dict[str, Any]:
+    policy: dict[str, Any] = ({"gang": {"minCount": min_count}} if min_count is not None
+                              else {"basic": {}})
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup",
+            "metadata": {"name": role}, "spec": {"schedulingPolicy": policy}}
+
+
+async def _create_node(api: client.ApiClient, node: NodeSpec, names: _Names) -> None:
+    await kube.create_node(api, kube.node_body(
+        names.of(node.role), cpu=node.cpu, memory=node.memory, pods=node.pods,
+        labels={ROLE_LABEL: node.role, **node.labels}, taints=node.taints))
+
+
+async def run_gang_scenario(api: client.ApiClient, scenario: GangScenario,
+                            scheduler_name: str) -> GangOutcome:
+    namespace = await kube.create_namespace(api, "gang")
+    names = _Names(secrets.token_hex(3), namespace)
+    custom = client.CustomObjectsApi(api)
+    core = client.CoreV1Api(api)
+    node_roles = [n.role for n in scenario.nodes]
+    try:
+        for node in scenario.nodes:
+            await _create_node(api, node, names)
+        for step in scenario.steps:
+            if step.group is not None:
+                await custom.create_namespaced_custom_object(
+                    GROUP, VERSION, namespace, "podgroups", _group_body(*step.group))
+            for pod in step.pods:
+                await core.create_namespaced_pod(namespace, _pod_body(pod, scheduler_name))
+            if step.node is not None:
+                node_roles.append(step.node.role)
+                await _create_node(api, step.node, names)
+            if step.pause:
+                await asyncio.sleep(step.pause)
+        return await _observe(api, scenario, names)
+    finally:
+        await kube.delete_namespace(api, namespace)
+        node_names = [names.of(role) for role in node_roles]
+        await kube.delete_nodes(api, node_names)
+        await _wait_nodes_gone(api, node_names)
+
+
+def _pods(scenario: GangScenario) -> list[GangPod]:
+    return [pod for step in scenario.steps for pod in step.pods]
+
+
+async def _notes(api: client.ApiClient, names: _Names) -> dict[str, str]:
+    response = await client.EventsV1Api(api).list_namespaced_event(
+        names.namespace, _preload_content=False)
+    events = [e for e in json.loads(await response.read())["items"]
+              if e.get("reason") == "FailedScheduling"]
+    events.sort(key=lambda e: e["metadata"]["creationTimestamp"])
+    first: dict[str, str] = {}
+    for event in events:
+        first.setdefault(event["regarding"]["name"], names.text(event.get("note", "")))
+    return first
+
+
+async def _conditions(api: client.ApiClient, scenario: GangScenario,
+                      names: _Names) -> dict[str, tuple[str, str, str] | None]:
+    custom = client.CustomObjectsApi(api)
+    conditions: dict[str, tuple[str, str, str] | None] = {}
+    for step in scenario.steps:
+        if step.group is None:
+            continue
+        role = step.group[0]
+        try:
+            group = await custom.get_namespaced_custom_object(
+                GROUP, VERSION, names.namespace, "podgroups", role)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+            conditions[role] = None
+            continue
+        found = [c for c in group.get("status", {}).get("conditions", [])
+                 if c["type"] == "PodGroupScheduled"]
+        conditions[role] = ((found[0]["status"], found[0]["reason"],
+                             names.text(found[0].get("message", ""))) if found else None)
+    return conditions
+
+
+async def _observe(api: client.ApiClient, scenario: GangScenario,
+                   names: _Names) -> GangOutcome:
+    """Wait until every pod is bound or was told why not (or, when none was, a quiet
+    spell passed), then a settling spell, then read the outcome."""
+    core = client.CoreV1Api(api)
+    roles = [pod.role for pod in _pods(scenario)]
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    while loop.time() - started < OUTCOME_TIMEOUT_SECONDS:
+        listed = {p.metadata.name: p for p in
+                  (await core.list_namespaced_pod(names.namespace)).items}
+        notes = await _notes(api, names)
+        decided = [role for role in roles
+                   if listed[role].spec.node_name or role in notes]
+        if len(decided) == len(roles):
+            break
+        if not notes and loop.time() - started >= QUIET_SECONDS and not any(
+                listed[role].spec.node_name for role in roles):
+            break  # held before any attempt: nothing will happen
+        await asyncio.sleep(0.25)
+    await asyncio.sleep(SETTLE_SECONDS)
+    listed = {p.metadata.name: p for p in
+              (await core.list_namespaced_pod(names.namespace)).items}
+    notes = await _notes(api, names)
+    pods = {role: PodOutcome(bool(listed[role].spec.node_name), notes.get(role))
+            for role in roles}
+    return GangOutcome(pods, await _conditions(api, scenario, names))
