@@ -339,6 +339,21 @@ def test_single_replica_may_run_without_leader_election() -> None:
     assert find(objects, "Role") == [] and find(objects, "PodDisruptionBudget") == []
 
 
+def test_gang_scheduling_turns_on_the_gates_and_the_pod_group_rules_together() -> None:
+    def gang_parts(objects: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+        (deployment,) = find(objects, "Deployment")
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        rules = [rule for role in find(objects, "ClusterRole") for rule in role["rules"]
+                 if "scheduling.k8s.io" in rule.get("apiGroups", ())]
+        return [a for a in args if a.startswith("--feature-gates")], rules
+
+    assert gang_parts(render("plain", "plain")) == ([], [])
+    gates, rules = gang_parts(render("gang", "gang", "--set", "gangScheduling.enabled=true"))
+    assert gates == ["--feature-gates=GenericWorkload=true,GangScheduling=true"]
+    assert [(r["resources"], r["verbs"]) for r in rules] == [
+        (["podgroups"], ["list", "watch"]), (["podgroups/status"], ["patch"])]
+
+
 @pytest.mark.parametrize("values", sorted(VALUE_FILES))
 async def test_every_rendered_object_passes_server_side_dry_run(
     values: str, api: client.ApiClient, resources: Resources, namespaces_to_clean: list[str],
