@@ -782,3 +782,41 @@ async def test_gated_pod_is_reconsidered_by_the_leftover_flush_every_5_minutes()
     clock.advance(300)
     queue.flush_unschedulable_leftover()
     assert len(calls) == 3
+
+
+# --- pod groups: Activate, PopSpecificPod, retry after backoff -----------------------------
+
+async def test_pop_specific_takes_a_pod_from_unschedulable_or_backoff_but_not_twice() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock)
+    waiting = await rejected_pod(queue, clock, pod("waiting"), FIT)
+    assert queue.where(waiting.pod_info.uid) == "unschedulable"
+    taken = queue.pop_specific(waiting.pod_info.uid)
+    assert taken is not None and taken.attempts == 2
+    assert queue.where(waiting.pod_info.uid) == "in_flight"
+    assert queue.pop_specific(waiting.pod_info.uid) is None  # already in flight
+    reject(queue, taken, FIT)
+    queue.move_on_event(NODE_ADD)  # to backoff: it was rejected a moment ago
+    assert queue.where(waiting.pod_info.uid) == "backoff"
+    assert queue.pop_specific(waiting.pod_info.uid) is not None
+    assert await still_waiting(queue)  # nothing was left behind in the active queue
+
+
+async def test_pop_specific_leaves_a_pod_its_pre_enqueue_still_holds() -> None:
+    queue = make_queue(FakeClock())
+    gated = pod("gated", gates=["later"])
+    queue.add(gated)
+    assert queue.pop_specific(gated.uid) is None
+    assert queue.where(gated.uid) == "gated"
+
+
+async def test_a_rejected_group_member_retries_after_backoff_whatever_happened() -> None:
+    clock = FakeClock()
+    queue = SchedulingQueue(priority_sort.PrioritySort().less,
+                            scheduling_gates.SchedulingGates().pre_enqueue, hints(None, None),
+                            clock=clock, pod_groups=True)
+    member = make_pod("member").group("g").info()
+    queue.add(member)
+    queued = await pop_now(queue)
+    reject(queue, queued, FIT)  # no event came: a plain pod would wait as unschedulable
+    assert queue.where(member.uid) == "backoff"
