@@ -261,7 +261,11 @@ class Scheduler:
         if not status.ok and status.code != Code.WAIT:
             framework.run_unreserve(state, assumed, node)
             self.cache.forget_pod(pod.uid)
-            self.fail(attempt, None, status)
+            if status.is_rejected:
+                # As upstream: a FitError over the one node the pod was given.
+                self.fail(attempt, Diagnosis(1, {node: status}, {status.plugin}), None)
+            else:
+                self.fail(attempt, None, status)
             return
         self._record(attempt, outcome=decisions.SCHEDULED, node=node)
         task = asyncio.get_running_loop().create_task(

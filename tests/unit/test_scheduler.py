@@ -198,8 +198,9 @@ async def test_run_survives_a_raising_plugin(harness: Harness) -> None:
 # --- rejections at Reserve, Permit and PreBind ------------------------------------------
 
 @pytest.mark.parametrize(("point", "message", "where"), [
-    ("reserve", "no room", "unschedulable"),
-    ("permit", "no room", "unschedulable"),
+    # Upstream wraps a Reserve or Permit rejection as a FitError over the chosen node.
+    ("reserve", "0/1 nodes are available: 1 no room.", "unschedulable"),
+    ("permit", "0/1 nodes are available: 1 no room.", "unschedulable"),
     # After Permit no plugin's rejection is judged by events any more (upstream calls
     # Done there): the pod retries after backoff.
     ("pre_bind", "no room", "backoff"),
@@ -343,3 +344,4 @@ async def test_a_failing_pre_flight_fails_the_binding_with_upstream_text(
     assert not harness.api.sent("POST", "/pods/p/binding")
     [note] = harness.api.events("FailedScheduling")
     assert note == 'running PreBindPreFlight "Raiser": no pod volume found for node'
+
