@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=50000)
     parser.add_argument("--schedulers", default=f"{schedulers.KPYSCHED},"
                                                 f"{schedulers.KUBE_SCHEDULER}")
-    parser.add_argument("--out", type=Path)
+    parser.add_argument("--out", type=Path, help="a JSON file, or a directory for backlog.json")
     args = parser.parse_args(argv)
 
     def progress(line: str) -> None:
@@ -192,9 +192,11 @@ def main(argv: list[str] | None = None) -> int:
     results = [asyncio.run(measure(name, args.pods, progress))
                for name in args.schedulers.split(",")]
     text = json.dumps(results, indent=1)
+    # Printed first: a 25-minute run must not lose its figures to a bad --out.
+    print(text, flush=True)
     if args.out is not None:
-        args.out.write_text(text)
-    print(text)
+        out = args.out / "backlog.json" if args.out.is_dir() else args.out
+        out.write_text(text)
     return 0
 
 
