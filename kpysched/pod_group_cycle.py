@@ -81,13 +81,29 @@ class PodGroupCycle:
 
     def run(self, first: QueuedPodInfo) -> None:
         """Schedule the group of `first` (just popped), with every member the queue holds."""
-        members = self._take_members(first)
-        framework = self._framework(members)
-        if framework is None:
-            return
-        members = self._without_skipped(members)
-        if members:
-            self._cycle(framework, members)
+        members = [first]
+        try:
+            members = self._take_members(first)
+            framework = self._framework(members)
+            if framework is None:
+                return
+            members = self._without_skipped(members)
+            if members:
+                self._cycle(framework, members)
+        except Exception as error:
+            # A bug in the core fails the members taken, never the loop.
+            log.exception("pod_group_cycle.crashed", pod=first.pod_info.key)
+            self._scheduler.reset_snapshot()
+            failure = Status.error(
+                f"pod group scheduling cycle failed: {type(error).__name__}: {error}")
+            for member in members:
+                framework = self._scheduler.frameworks.get(
+                    member.pod_info.pod.spec.scheduler_name)
+                if framework is None:
+                    self._scheduler.queue.done(member.pod_info.uid)
+                else:
+                    self._scheduler.fail(self._scheduler.new_attempt(framework, member),
+                                         None, failure, "")
 
     def _take_members(self, first: QueuedPodInfo) -> list[QueuedPodInfo]:
         scheduler = self._scheduler

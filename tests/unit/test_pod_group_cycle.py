@@ -12,8 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
+import pytest
+
 from kpysched.apiclient import RawApi
 from kpysched.app import build_scheduler
+from kpysched.cache.snapshot import Snapshot
 from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
 from kpysched.event_handlers import PodEventHandler
 from kpysched.features import Features
@@ -137,3 +140,22 @@ async def test_a_gang_is_placed_even_when_one_member_fits_nowhere_if_min_count_f
     await harness.schedule_all()
     assert sorted(harness.bound()) == ["a", "b"]
     assert harness.failed()["huge"].startswith("0/1 nodes are available: 1 Insufficient cpu.")
+
+
+async def test_a_crash_in_the_group_cycle_fails_the_members_and_keeps_the_loop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    harness = make_harness(node("n1", "4"))
+    harness.group("g", 2)
+    harness.member("a", "g")
+    harness.member("b", "g")
+
+    def explode(*_: object) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Snapshot, "assume_pod", explode)
+    await harness.schedule_all()
+    failed = harness.failed()
+    assert sorted(failed) == ["a", "b"]
+    assert "RuntimeError: boom" in failed["a"]
+    assert harness.scheduler.cache.assumed_count() == 0
+    assert {harness.scheduler.queue.where(f"uid-default-{n}") for n in "ab"} == {"backoff"}
