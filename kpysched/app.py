@@ -16,7 +16,9 @@ from kpysched.apiclient import RawApi, make_api_client
 from kpysched.binding import Binder
 from kpysched.cache.cache import Cache
 from kpysched.cache.dump import cache_dump, dump_from
+from kpysched.cache.pod_groups import membership
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
+from kpysched.coscheduling_groups import CoschedulingGroups, GroupStatusWriter
 from kpysched.decisions.endpoint import advertised_url, lease_annotations
 from kpysched.decisions.store import DecisionStore
 from kpysched.event_handlers import NodeEventHandler, PodEventHandler
@@ -33,6 +35,7 @@ from kpysched.informers import Reflector, node_reflector, pod_reflector
 from kpysched.leader import LeaderElector, LeaseLostError
 from kpysched.listers import Index, Listers
 from kpysched.metrics import SchedulerMetrics
+from kpysched.objects.coscheduling import POD_GROUP_LABEL
 from kpysched.objects.pod import PodInfo
 from kpysched.pod_group_cycle import PodGroupCycle
 from kpysched.pod_group_status import PodGroupConditionWriter
@@ -51,6 +54,16 @@ NAMESPACE_CHANGE = ClusterEvent(EventResource.NAMESPACE, ActionType.ADD | Action
                                 "NamespaceChange")
 
 
+# scheduler-plugins' plugin of this name turns on its PodGroup API (by name: the
+# wiring does not reach into plugins).
+COSCHEDULING = "Coscheduling"
+
+
+def uses_coscheduling(profiles: Sequence[EffectiveProfile]) -> bool:
+    """Whether any profile enables Coscheduling: then its PodGroup CRD is read."""
+    return any(COSCHEDULING in profile.args for profile in profiles)
+
+
 def build_scheduler(
     config: SchedulerConfiguration,
     profiles: Sequence[EffectiveProfile],
@@ -64,7 +77,10 @@ def build_scheduler(
     tie_break_seed: int | None = None,
     features: Features = DEFAULT_FEATURES,
 ) -> Scheduler:
-    handle = SchedulerHandle(Binder(raw), listers or Listers(), raw)
+    coscheduling = uses_coscheduling(profiles)
+    if listers is None:
+        listers = Listers(generic_workload=features.generic_workload, coscheduling=coscheduling)
+    handle = SchedulerHandle(Binder(raw), listers, raw)
     frameworks = {
         profile.scheduler_name: Framework(
             ProfileSpec(profile.scheduler_name, profile.plugins, profile.score_weights,
@@ -95,12 +111,19 @@ def build_scheduler(
     recorder = EventRecorder(raw.sibling())
     recorder.metrics = metrics
     status_writer = PodStatusWriter(raw)
-    scheduler = Scheduler(frameworks, queue, Cache(pod_groups=features.generic_workload),
+    group_of = membership(generic_workload=features.generic_workload,
+                          coscheduling=coscheduling)
+    scheduler = Scheduler(frameworks, queue, Cache(group_of=group_of),
                           algorithm, recorder, status_writer, metrics)
     handle.scheduler = scheduler
-    if features.generic_workload:
+    if group_of is not None:
         scheduler.pod_group_cycle = PodGroupCycle(scheduler)
+    if features.generic_workload:
         scheduler.pod_group_writer = PodGroupConditionWriter(raw)
+    if coscheduling:
+        assert listers.coscheduling is not None, "Coscheduling needs its PodGroup listers"
+        scheduler.coscheduling_groups = CoschedulingGroups(
+            listers.coscheduling, recorder, GroupStatusWriter(raw), scheduler.cache.is_assumed)
     if decision_records > 0:
         scheduler.decisions = DecisionStore(decision_records)
     # When a preemption finishes, its preemptor's PreEnqueue hold must be re-checked.
@@ -160,10 +183,13 @@ async def run(
     async with api_client:
         connection = config.client_connection
         raw = RawApi(api_client, qps=connection.qps, burst=connection.burst)
-        metrics = SchedulerMetrics(disabled=frozenset(settings.disabled_metrics),
-                                   generic_workload=settings.features.generic_workload)
         features = settings.features
-        listers = Listers(generic_workload=features.generic_workload)
+        coscheduling = uses_coscheduling(profiles)
+        # The podgroup metrics count Coscheduling's group cycles too.
+        metrics = SchedulerMetrics(disabled=frozenset(settings.disabled_metrics),
+                                   generic_workload=features.generic_workload or coscheduling)
+        listers = Listers(generic_workload=features.generic_workload,
+                          coscheduling=coscheduling)
         scheduler = build_scheduler(
             config, profiles, registry, raw, listers, metrics,
             max_unschedulable_seconds=settings.pod_max_in_unschedulable_pods_duration,
@@ -176,11 +202,19 @@ async def run(
         listers.resources.requeue_with(scheduler.queue.move_on_event)
         if listers.workloads is not None:
             listers.workloads.requeue_with(scheduler.queue.move_on_event)
+        if listers.coscheduling is not None:
+            listers.coscheduling.requeue_with(scheduler.queue.move_on_event)
+        # A new member may complete its gang: the held members' PreEnqueue is asked again.
         pod_handler = PodEventHandler(scheduler, scheduler.recorder,
-                                      gang_scheduling=features.gang_scheduling)
+                                      gang_scheduling=features.gang_scheduling or coscheduling)
         pods = pod_reflector(api_client, pod_handler)
         nodes = node_reflector(api_client, NodeEventHandler(scheduler))
         reflectors: list[Reflector[Any]] = [nodes, pods, *listers.reflectors(api_client)]
+        if scheduler.coscheduling_groups is not None:
+            # Group members in every phase, finished ones too, for the PodGroup's status.
+            reflectors.append(pod_reflector(
+                api_client, scheduler.coscheduling_groups, field_selector=None,
+                label_selector=POD_GROUP_LABEL))
         for reflector in reflectors:
             reflector.progress_deadline = settings.watch_progress_deadline_seconds
         publish_metrics = _wire_metrics(metrics, scheduler, reflectors)

@@ -115,9 +115,24 @@ class EventRecorder:
 
     def event(self, pod: api.Pod, controller: str, type_: str, reason: str, action: str,
               note: str, related: api.Pod | None = None) -> None:
-        meta = pod.metadata
+        body = self._body("Pod", "v1", pod.metadata, controller, type_, reason, action, note)
+        if related is not None:
+            body["related"] = {"kind": "Pod", "apiVersion": "v1",
+                               "namespace": related.metadata.namespace,
+                               "name": related.metadata.name, "uid": related.metadata.uid}
+        self.record(body)
+
+    def object_event(self, kind: str, api_version: str, meta: api.ObjectMeta,
+                     controller: str, type_: str, reason: str, action: str,
+                     note: str) -> None:
+        """An event about any namespaced object (a PodGroup, say), not a pod."""
+        self.record(self._body(kind, api_version, meta, controller, type_, reason, action,
+                               note))
+
+    def _body(self, kind: str, api_version: str, meta: api.ObjectMeta, controller: str,
+              type_: str, reason: str, action: str, note: str) -> dict[str, Any]:
         now = dt.datetime.now(dt.UTC)
-        body: dict[str, Any] = {
+        return {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
             "metadata": {"name": f"{meta.name}.{int(now.timestamp() * 1e9):x}",
@@ -127,17 +142,12 @@ class EventRecorder:
             "reportingInstance": f"{controller}-{self._host}",
             "action": action,
             "reason": reason,
-            "regarding": {"kind": "Pod", "apiVersion": "v1", "namespace": meta.namespace,
-                          "name": meta.name, "uid": meta.uid,
+            "regarding": {"kind": kind, "apiVersion": api_version,
+                          "namespace": meta.namespace, "name": meta.name, "uid": meta.uid,
                           "resourceVersion": meta.resource_version},
             "note": _truncate(note),
             "type": type_,
         }
-        if related is not None:
-            body["related"] = {"kind": "Pod", "apiVersion": "v1",
-                               "namespace": related.metadata.namespace,
-                               "name": related.metadata.name, "uid": related.metadata.uid}
-        self.record(body)
 
     def scheduled(self, pod: api.Pod, controller: str, node_name: str) -> None:
         key = f"{pod.metadata.namespace}/{pod.metadata.name}"

@@ -17,7 +17,7 @@ from kpysched.cache.pod_groups import PodGroupState
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
 from kpysched.listers import Listers, ResourceListers, StorageListers
-from kpysched.objects import api
+from kpysched.objects import api, coscheduling
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.plugins.pod_topology_spread import default_selector
@@ -89,6 +89,11 @@ class SchedulerHandle:
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         workloads = self._listers.workloads
         return None if workloads is None else workloads.pod_groups.get(f"{namespace}/{name}")
+
+    def coscheduling_pod_group(self, namespace: str,
+                               name: str) -> coscheduling.PodGroup | None:
+        groups = self._listers.coscheduling
+        return None if groups is None else groups.pod_groups.get(f"{namespace}/{name}")
 
     def pod_group_state(self, state: CycleState | None, namespace: str,
                         name: str) -> PodGroupState:

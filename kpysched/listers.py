@@ -12,7 +12,7 @@ from kubernetes_asyncio import client
 
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.informers import Reflector
-from kpysched.objects import api, resource, scheduling, storage
+from kpysched.objects import api, coscheduling, resource, scheduling, storage
 from kpysched.objects.extended_resource_classes import ExtendedResourceClasses
 
 
@@ -84,7 +84,7 @@ class Index(Generic[T]):
 class Listers:
     """Indexes of the secondary resources, each fed by its own informer."""
 
-    def __init__(self, *, generic_workload: bool = False) -> None:
+    def __init__(self, *, generic_workload: bool = False, coscheduling: bool = False) -> None:
         self.namespaces: Index[api.Namespace] = Index()
         self.pdbs: Index[api.PodDisruptionBudget] = Index()
         self.services: Index[api.Service] = Index()
@@ -95,6 +95,8 @@ class Listers:
         self.resources = ResourceListers()
         # Only when the API server serves scheduling.k8s.io/v1alpha2 (GenericWorkload).
         self.workloads = WorkloadListers() if generic_workload else None
+        # Only when a profile enables Coscheduling: its CRD must be installed then.
+        self.coscheduling = CoschedulingListers() if coscheduling else None
 
     def reflectors(self, api_client: client.ApiClient) -> list[Reflector[Any]]:
         return [Reflector(api_client, path, kind, list_kind, index, resource=resource)
@@ -119,6 +121,7 @@ class Listers:
             *self.storage.specs(),
             *self.resources.specs(),
             *(self.workloads.specs() if self.workloads is not None else ()),
+            *(self.coscheduling.specs() if self.coscheduling is not None else ()),
         ]
 
 
@@ -243,3 +246,18 @@ class WorkloadListers(_RequeueingListers):
     def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:
         return [(f"/apis/{scheduling.API_VERSION}/podgroups", scheduling.PodGroup,
                  scheduling.PodGroupList, self.pod_groups, "podgroups")]
+
+
+class CoschedulingListers(_RequeueingListers):
+    """scheduler-plugins' PodGroups (scheduling.x-k8s.io/v1alpha1) Coscheduling reads.
+    Started only when a profile enables the plugin: the CRD may not be installed."""
+
+    def __init__(self) -> None:
+        self.pod_groups: Index[coscheduling.PodGroup] = Index()
+
+    def _by_resource(self) -> list[tuple[Resource, Index[Any]]]:
+        return [(Resource.COSCHEDULING_POD_GROUP, self.pod_groups)]
+
+    def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:
+        return [(f"/apis/{coscheduling.API_VERSION}/podgroups", coscheduling.PodGroup,
+                 coscheduling.PodGroupList, self.pod_groups, "podgroups.scheduling.x-k8s.io")]

@@ -13,7 +13,15 @@ queue is taken out with it, and the group is decided in one snapshot:
 3. If some member's Permit said Success (the quorum is met), the members that fit go
    to their binding cycles the ordinary way (assumed in the cache, Reserve, Permit,
    where the last one lets the others through). Otherwise every member goes back to
-   the queue, and the PodGroup's PodGroupScheduled condition says why.
+   the queue, and the PodGroup says why: upstream's PodGroupScheduled condition, or,
+   for a scheduler-plugins PodGroup (Coscheduling), an event and its status
+   (coscheduling_groups.py).
+
+The two APIs differ in one more way. Upstream's members retry after their backoff
+whatever happens (the queue's rule for them). A Coscheduling member held back because
+its group did not fit is rejected in Coscheduling's name, so like any rejected pod it
+waits in the unschedulable pool for an event that may help (a node added, a pod
+deleted) and its retries do not pile up backoff while nothing changes.
 
 Nothing here awaits: like the single-pod cycle it runs on the loop from start to end.
 """
@@ -39,6 +47,10 @@ if TYPE_CHECKING:
     from kpysched.scheduler import Attempt, Scheduler
 
 log = structlog.get_logger(__name__)
+
+# The plugin a held-back Coscheduling member is rejected by: its queueing hints say
+# which events may help the group. (Named, not imported: the core imports no plugin.)
+COSCHEDULING = "Coscheduling"
 
 # Upstream's errPodGroupUnschedulable, first in the message of every member turned
 # away for its group's sake.
@@ -110,7 +122,7 @@ class PodGroupCycle:
         pod = first.pod_info
         groups = scheduler.cache.pod_groups
         assert groups is not None, "pod-group cycles run only with GenericWorkload on"
-        live = groups.get(pod.namespace, group_name(pod.pod) or "")
+        live = groups.get(pod.namespace, groups.name_of(pod.pod) or "")
         members = [first]
         for other in live.unscheduled_pods():
             if other.uid == pod.uid:
@@ -162,7 +174,7 @@ class PodGroupCycle:
         first = members[0].pod_info
         groups = scheduler.cache.pod_groups
         assert groups is not None
-        name = group_name(first.pod) or ""
+        name = groups.name_of(first.pod) or ""
         try:
             scheduler.cache.update_snapshot(scheduler.snapshot)
             group = groups.get(first.namespace, name).copy()
@@ -175,7 +187,15 @@ class PodGroupCycle:
                 f"pod group scheduling cycle failed: {type(error).__name__}: {error}"))
         if scheduler.metrics is not None:
             scheduler.metrics.pod_group_algorithm_duration(time.perf_counter() - started)
-        self._submit(framework, attempts, outcome)
+        coscheduling = self._scheduler.coscheduling_groups
+        if group_name(first.pod) is None and coscheduling is not None:
+            held_back = Status.unschedulable(
+                coscheduling.held_back(first.namespace, name, outcome), plugin=COSCHEDULING)
+            self._submit(attempts, outcome, lambda _: held_back)
+            coscheduling.report(framework.profile_name, first.namespace, name, outcome)
+            self._record_attempt(framework, first.namespace, name, outcome, started)
+            return
+        self._submit(attempts, outcome, self._held_back)
         self._report(framework, first.namespace, name, outcome, started)
 
     def _decide(self, framework: Framework, attempts: list[Attempt],
@@ -263,13 +283,14 @@ class PodGroupCycle:
 
     # --- acting on the decision -------------------------------------------------------
 
-    def _submit(self, framework: Framework, attempts: list[Attempt],
-                outcome: GroupOutcome) -> None:
-        """Upstream's submitPodGroupAlgorithmResult: bind the group or requeue it."""
+    def _submit(self, attempts: list[Attempt], outcome: GroupOutcome,
+                held_back: Callable[[MemberResult], Status]) -> None:
+        """Upstream's submitPodGroupAlgorithmResult: bind the group or requeue it.
+        `held_back` gives the failure of a member that fit while its group did not."""
         for index, attempt in enumerate(attempts):
             member = outcome.members[index] if index < len(outcome.members) else None
             try:
-                self._submit_member(attempt, member, outcome)
+                self._submit_member(attempt, member, outcome, held_back)
             except Exception as error:
                 # A bug in the core fails this member, never the loop or the others.
                 log.exception("pod_group_cycle.submit_crashed", pod=attempt.queued.pod_info.key)
@@ -277,7 +298,8 @@ class PodGroupCycle:
                     f"pod group scheduling cycle failed: {type(error).__name__}: {error}"), "")
 
     def _submit_member(self, attempt: Attempt, member: MemberResult | None,
-                       outcome: GroupOutcome) -> None:
+                       outcome: GroupOutcome,
+                       held_back: Callable[[MemberResult], Status]) -> None:
         scheduler = self._scheduler
         group_status = outcome.status
         if group_status.code == Code.ERROR:
@@ -294,9 +316,9 @@ class PodGroupCycle:
             elif outcome.waiting_on_preemption:
                 scheduler.fail(attempt, None, group_status, member.node)
             else:
-                scheduler.fail(attempt, None, self._held_back(member), "")
+                scheduler.fail(attempt, None, held_back(member), "")
         elif member.requires_preemption and not outcome.waiting_on_preemption:
-            scheduler.fail(attempt, None, self._held_back(member), "")
+            scheduler.fail(attempt, None, held_back(member), "")
         elif member.diagnosis is not None:
             scheduler.fail(attempt, member.diagnosis, None, member.nominated)
         else:
@@ -309,23 +331,35 @@ class PodGroupCycle:
         assert member.permit is not None
         return Status.unschedulable(POD_GROUP_UNSCHEDULABLE, *member.permit.reasons)
 
+    def _record_attempt(self, framework: Framework, namespace: str, name: str,
+                        outcome: GroupOutcome, started: float) -> str:
+        """Log the group's result and count it in the podgroup metrics; the result."""
+        status = outcome.status
+        if status.ok:
+            result = "scheduled"
+        elif status.code == Code.ERROR:
+            result = "error"
+        else:
+            result = "waiting_on_preemption" if outcome.waiting_on_preemption else "unschedulable"
+        log.info("pod_group.scheduled" if status.ok else "pod_group.unschedulable",
+                 group=f"{namespace}/{name}", result=result, reason=status.message())
+        if self._scheduler.metrics is not None:
+            self._scheduler.metrics.pod_group_attempt(result, framework.profile_name,
+                                                      time.perf_counter() - started)
+        return result
+
     def _report(self, framework: Framework, namespace: str, name: str,
                 outcome: GroupOutcome, started: float) -> None:
         """The PodGroupScheduled condition and the podgroup metrics."""
         scheduler = self._scheduler
         status = outcome.status
+        result = self._record_attempt(framework, namespace, name, outcome, started)
         if status.ok:
-            condition, reason, result = "True", "Scheduled", "scheduled"
-        elif status.code == Code.ERROR:
-            condition, reason, result = "False", scheduling.REASON_SCHEDULER_ERROR, "error"
+            condition, reason = "True", "Scheduled"
+        elif result == "error":
+            condition, reason = "False", scheduling.REASON_SCHEDULER_ERROR
         else:
             condition, reason = "False", scheduling.REASON_UNSCHEDULABLE
-            result = "waiting_on_preemption" if outcome.waiting_on_preemption else "unschedulable"
-        log.info("pod_group.scheduled" if status.ok else "pod_group.unschedulable",
-                 group=f"{namespace}/{name}", result=result, reason=status.message())
-        if scheduler.metrics is not None:
-            scheduler.metrics.pod_group_attempt(result, framework.profile_name,
-                                                time.perf_counter() - started)
         group = framework.handle.pod_group(namespace, name)
         if group is not None and scheduler.pod_group_writer is not None:
             scheduler.pod_group_writer.set_scheduled_condition(

@@ -37,6 +37,9 @@ class _Pending:
 
 
 class PodStatusWriter:
+    # Built-in kinds take strategic-merge patches; custom resources only merge patches.
+    CONTENT_TYPE = "application/strategic-merge-patch+json"
+
     def __init__(self, raw: RawApi, writers: int = WRITERS) -> None:
         self._raw = raw
         self._writers = writers
@@ -133,7 +136,7 @@ class PodStatusWriter:
     async def _write(self, pending: _Pending) -> None:
         response = await self._raw.request(
             "PATCH", self._path(pending.namespace, pending.name),
-            {"status": pending.status}, content_type="application/strategic-merge-patch+json")
+            {"status": pending.status}, content_type=self.CONTENT_TYPE)
         if not response.ok and response.status != 404:
             log.warning("pod_status.patch_failed", object=f"{pending.namespace}/{pending.name}",
                         path=self._path(pending.namespace, pending.name),

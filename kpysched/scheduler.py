@@ -26,7 +26,6 @@ import structlog
 
 from kpysched.algorithm import Algorithm, ScheduleResult
 from kpysched.cache.cache import Cache
-from kpysched.cache.pod_groups import group_name
 from kpysched.cache.snapshot import Snapshot
 from kpysched.decisions import record as decisions
 from kpysched.decisions.record import Decision
@@ -46,6 +45,7 @@ from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.scheduling_queue import SchedulingQueue
 
 if TYPE_CHECKING:
+    from kpysched.coscheduling_groups import CoschedulingGroups
     from kpysched.pod_group_status import PodGroupConditionWriter
 
 log = structlog.get_logger(__name__)
@@ -92,10 +92,13 @@ class Scheduler:
         self.preemption: PreemptionExecutor | None = None  # set by the application
         # The last decisions, for `kpysched explain`; None when recording is off.
         self.decisions: DecisionStore | None = None
-        # Pod groups (GenericWorkload): their members are decided together, and each
-        # decision is written on the PodGroup. Both None while the gate is off.
+        # Pod groups (GenericWorkload, or Coscheduling enabled): their members are
+        # decided together. None when neither is on.
         self.pod_group_cycle: PodGroupCycle | None = None
+        # Each decision written on upstream's PodGroup (None while the gate is off) ...
         self.pod_group_writer: PodGroupConditionWriter | None = None
+        # ... or reported on scheduler-plugins' (None unless a profile has Coscheduling).
+        self.coscheduling_groups: CoschedulingGroups | None = None
         self._stopping = False
 
     def responsible_for(self, scheduler_name: str) -> bool:
@@ -149,6 +152,8 @@ class Scheduler:
         await self.status_writer.abort()
         if self.pod_group_writer is not None:
             await self.pod_group_writer.abort()
+        if self.coscheduling_groups is not None:
+            await self.coscheduling_groups.writer.abort()
 
     async def drain_placements(self, timeout: float) -> None:
         """Graceful stop, the part that must end before another replica may lead:
@@ -165,6 +170,8 @@ class Scheduler:
         await self.status_writer.drain(timeout)
         if self.pod_group_writer is not None:
             await self.pod_group_writer.drain(timeout)
+        if self.coscheduling_groups is not None:
+            await self.coscheduling_groups.writer.drain(timeout)
 
     def new_attempt(self, framework: Framework, queued: QueuedPodInfo,
                     started: float | None = None) -> Attempt:
@@ -185,7 +192,9 @@ class Scheduler:
 
     def schedule_one(self, queued: QueuedPodInfo) -> None:
         pod = queued.pod_info
-        if self.pod_group_cycle is not None and group_name(pod.pod) is not None:
+        groups = self.cache.pod_groups
+        if (self.pod_group_cycle is not None and groups is not None
+                and groups.name_of(pod.pod) is not None):
             self.pod_group_cycle.run(queued)
             return
         framework = self.frameworks.get(pod.pod.spec.scheduler_name)

@@ -15,7 +15,7 @@ import structlog
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.node_tree import NodeTree
-from kpysched.cache.pod_groups import PodGroupStates
+from kpysched.cache.pod_groups import GroupNameOf, PodGroupStates
 from kpysched.cache.snapshot import Snapshot
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
@@ -31,7 +31,7 @@ class _PodState:
 
 
 class Cache:
-    def __init__(self, *, pod_groups: bool = False) -> None:
+    def __init__(self, *, group_of: GroupNameOf | None = None) -> None:
         # Assumed pods stay until the informer confirms or deletes them, as upstream's
         # since v1.26 (no TTL).
         self._nodes: dict[str, NodeInfo] = {}
@@ -42,8 +42,10 @@ class Cache:
         self._dirty: set[str] = set()
         # The order cycles walk nodes in: zones round-robin, as upstream's nodeTree.
         self._tree = NodeTree()
-        # Members of pod groups and where each stands (only with GenericWorkload on).
-        self.pod_groups: PodGroupStates | None = PodGroupStates() if pod_groups else None
+        # Members of pod groups and where each stands (only with GenericWorkload on or
+        # Coscheduling enabled; `group_of` says how a pod names its group).
+        self.pod_groups: PodGroupStates | None = (
+            PodGroupStates(group_of) if group_of is not None else None)
 
     # --- generation bookkeeping -------------------------------------------------
 

@@ -1,7 +1,9 @@
-"""What the scheduler knows of each pod group's members (GenericWorkload).
+"""What the scheduler knows of each pod group's members.
 
-A pod joins a group through spec.schedulingGroup.podGroupName; the group is named
-namespace/podGroupName. For every group the cache tracks each member as unscheduled,
+A pod joins a group through spec.schedulingGroup.podGroupName (upstream's
+GenericWorkload) or, when a profile enables Coscheduling, through scheduler-plugins'
+label scheduling.x-k8s.io/pod-group; the group is named namespace/name. The field wins
+when a pod has both. For every group the cache tracks each member as unscheduled,
 assumed (reserved by a scheduling cycle, not bound yet) or assigned (bound), as
 upstream's podGroupState does. GangScheduling asks it whether a gang has its
 minCount of members (PreEnqueue) and of placed members (Permit); a pod-group
@@ -11,10 +13,15 @@ never seen outside the cycle.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 
 from kpysched.objects import api
+from kpysched.objects.coscheduling import POD_GROUP_LABEL
 from kpysched.objects.pod import PodInfo
+
+# Which group a pod belongs to (its name, in the pod's namespace), or None.
+GroupNameOf = Callable[[api.Pod], str | None]
 
 
 class Member(Enum):
@@ -24,15 +31,25 @@ class Member(Enum):
 
 
 def group_name(pod: api.Pod) -> str | None:
-    """The pod group `pod` belongs to, or None."""
+    """The scheduling.k8s.io PodGroup `pod` belongs to (spec.schedulingGroup), or None."""
     group = pod.spec.scheduling_group
     return group.pod_group_name if group is not None and group.pod_group_name else None
 
 
-def group_key_of(pod: api.Pod) -> str | None:
-    """namespace/name of `pod`'s pod group, or None."""
-    name = group_name(pod)
-    return None if name is None else f"{pod.metadata.namespace}/{name}"
+def coscheduling_group_name(pod: api.Pod) -> str | None:
+    """The scheduler-plugins PodGroup `pod` belongs to (its label), or None."""
+    return pod.metadata.labels.get(POD_GROUP_LABEL) or None
+
+
+def membership(*, generic_workload: bool, coscheduling: bool) -> GroupNameOf | None:
+    """How pods name their group, given which APIs are on; None when neither is."""
+    if generic_workload and coscheduling:
+        return lambda pod: group_name(pod) or coscheduling_group_name(pod)
+    if generic_workload:
+        return group_name
+    if coscheduling:
+        return coscheduling_group_name
+    return None
 
 
 class PodGroupState:
@@ -88,6 +105,9 @@ class PodGroupState:
     def all_count(self) -> int:
         return len(self._pods)
 
+    def all_pods(self) -> list[PodInfo]:
+        return list(self._pods.values())
+
     def scheduled_count(self) -> int:
         """Members assumed or assigned."""
         return sum(1 for where in self._where.values() if where is not Member.UNSCHEDULED)
@@ -105,15 +125,21 @@ class PodGroupState:
 class PodGroupStates:
     """Every pod group with at least one known member, by namespace/name."""
 
-    def __init__(self) -> None:
+    def __init__(self, name_of: GroupNameOf = group_name) -> None:
         self._groups: dict[str, PodGroupState] = {}
+        self.name_of = name_of
+
+    def key_of(self, pod: api.Pod) -> str | None:
+        """namespace/name of `pod`'s pod group, or None."""
+        name = self.name_of(pod)
+        return None if name is None else f"{pod.metadata.namespace}/{name}"
 
     def get(self, namespace: str, name: str) -> PodGroupState:
         """The group's state; an empty one when no member is known."""
         return self._groups.get(f"{namespace}/{name}") or PodGroupState()
 
     def _state(self, pod: PodInfo) -> PodGroupState | None:
-        key = group_key_of(pod.pod)
+        key = self.key_of(pod.pod)
         if key is None:
             return None
         state = self._groups.get(key)
@@ -126,7 +152,7 @@ class PodGroupStates:
             state.update(pod)
 
     def delete(self, pod: api.Pod) -> None:
-        key = group_key_of(pod)
+        key = self.key_of(pod)
         state = self._groups.get(key) if key is not None else None
         if state is None:
             return
@@ -139,7 +165,7 @@ class PodGroupStates:
             state.assume(pod)
 
     def forget(self, pod: PodInfo) -> None:
-        key = group_key_of(pod.pod)
+        key = self.key_of(pod.pod)
         state = self._groups.get(key) if key is not None else None
         if state is not None:
             state.forget(pod.uid)

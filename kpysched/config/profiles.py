@@ -372,8 +372,10 @@ class _ProfileBuilder:
         data = dict(raw or {})
         args_path = f"{path}.args" if path else f"{self.base}.pluginConfig"
         api_version, kind = data.pop("apiVersion", None), data.pop("kind", None)
-        if api_version is not None and api_version != API_VERSION:
-            self._fail(f"{args_path}.apiVersion", f'must be "{API_VERSION}" (got "{api_version}")')
+        allowed = [API_VERSION, *([spec.args_api_version] if spec.args_api_version else [])]
+        if api_version is not None and api_version not in allowed:
+            wanted = " or ".join(f'"{version}"' for version in allowed)
+            self._fail(f"{args_path}.apiVersion", f'must be {wanted} (got "{api_version}")')
         if kind is not None and kind != f"{name}Args":
             self._fail(f"{args_path}.kind", f'args for plugin {name} must be of kind '
                        f'"{name}Args" (got "{kind}")')

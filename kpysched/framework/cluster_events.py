@@ -34,6 +34,8 @@ class Resource(Enum):
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"
     POD_GROUP = "PodGroup"  # scheduling.k8s.io/v1alpha2, with GenericWorkload on
+    # scheduler-plugins' PodGroup CRD, named as upstream names custom resources' events.
+    COSCHEDULING_POD_GROUP = "podgroups.v1alpha1.scheduling.x-k8s.io"
     WILDCARD = "*"
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
     from kpysched.framework.runtime import Framework
-    from kpysched.objects import api
+    from kpysched.objects import api, coscheduling
     from kpysched.objects.scheduling import PodGroup
 
 
@@ -58,6 +58,10 @@ class ProfileHandle:
 
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         return self._shared.pod_group(namespace, name)
+
+    def coscheduling_pod_group(self, namespace: str,
+                               name: str) -> coscheduling.PodGroup | None:
+        return self._shared.coscheduling_pod_group(namespace, name)
 
     def pod_group_state(self, state: CycleState | None, namespace: str,
                         name: str) -> PodGroupState:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
-    from kpysched.objects import api, resource, storage
+    from kpysched.objects import api, coscheduling, resource, storage
     from kpysched.objects.scheduling import PodGroup
 
 MAX_NODE_SCORE = 100
@@ -165,6 +165,12 @@ class SharedHandle(Protocol):
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         """A scheduling.k8s.io/v1alpha2 PodGroup from its informer (GenericWorkload);
         None when it does not exist."""
+        ...
+
+    def coscheduling_pod_group(self, namespace: str,
+                               name: str) -> coscheduling.PodGroup | None:
+        """A scheduler-plugins PodGroup (scheduling.x-k8s.io/v1alpha1) from its informer,
+        run when a profile enables Coscheduling; None when it does not exist."""
         ...
 
     def pod_group_state(self, state: CycleState | None, namespace: str,

@@ -43,6 +43,9 @@ class PluginSpec:
     plugin_class: type[Any]
     factory: Callable[[Any, interfaces.Handle], Any]
     args_model: type[BaseModel] | None = None
+    # The apiVersion its args may be written with, beside kube-scheduler's own
+    # (an out-of-tree plugin's args group, such as scheduler-plugins' config.x-k8s.io/v1).
+    args_api_version: str | None = None
 
     def extension_points(self) -> list[str]:
         """The extension points the plugin class implements (by subclassing protocols)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kpysched.framework.registry import PluginSpec
 from kpysched.plugins import (
+    coscheduling,
     default_binder,
     default_preemption,
     dynamic_resources,
@@ -51,6 +52,8 @@ IN_TREE: dict[str, PluginSpec] = {
         default_binder.SPEC,
         node_declared_features.SPEC,
         gang_scheduling.SPEC,
+        # scheduler-plugins' Coscheduling: in no default profile, enabled by name.
+        coscheduling.SPEC,
     )
 }
 

@@ -17,7 +17,7 @@ from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
 from kpysched.listers import ResourceListers, StorageListers
-from kpysched.objects import api, scheduling
+from kpysched.objects import api, coscheduling, scheduling
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 
@@ -281,6 +281,8 @@ class FakeHandle:
     api_client: Any = None
     # GangScheduling's PodGroups (namespace/name) and the cache's member states.
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
+    # Coscheduling's PodGroups (scheduling.x-k8s.io), by namespace/name.
+    coscheduling_groups: dict[str, coscheduling.PodGroup] = field(default_factory=dict)
     pod_group_states: PodGroupStates = field(default_factory=PodGroupStates)
     activated: list[str] = field(default_factory=list)  # uids, in order
     allowed: list[tuple[str, str]] = field(default_factory=list)  # (uid, plugin)
@@ -310,6 +312,10 @@ class FakeHandle:
 
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         return self.pod_groups.get(f"{namespace}/{name}")
+
+    def coscheduling_pod_group(self, namespace: str,
+                               name: str) -> coscheduling.PodGroup | None:
+        return self.coscheduling_groups.get(f"{namespace}/{name}")
 
     def pod_group_state(self, state: CycleState | None, namespace: str,
                         name: str) -> PodGroupState:

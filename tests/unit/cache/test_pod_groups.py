@@ -4,7 +4,7 @@ moves them, and the copy a pod-group cycle works on."""
 from __future__ import annotations
 
 from kpysched.cache.cache import Cache
-from kpysched.cache.pod_groups import Member, PodGroupStates
+from kpysched.cache.pod_groups import Member, PodGroupStates, group_name
 from tests.unit.builders import make_node, make_pod
 
 
@@ -51,7 +51,7 @@ def test_an_assumption_on_a_copy_stays_in_the_copy() -> None:
 
 
 def test_the_cache_keeps_member_states_only_when_asked() -> None:
-    plain, tracking = Cache(), Cache(pod_groups=True)
+    plain, tracking = Cache(), Cache(group_of=group_name)
     member = make_pod("a").group("g").info()
     for cache in (plain, tracking):
         cache.add_or_update_node(make_node("n1").capacity(cpu="1").obj())

@@ -33,6 +33,7 @@ MODULES = {
     "VolumeZone": "volume_zone",
     "NodeDeclaredFeatures": "node_declared_features",
     "GangScheduling": "gang_scheduling",
+    "Coscheduling": "coscheduling",
 }
 
 
