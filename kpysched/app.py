@@ -9,6 +9,7 @@ import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+import msgspec
 import structlog
 
 from kpysched.algorithm import Algorithm
@@ -35,6 +36,7 @@ from kpysched.informers import Reflector, node_reflector, pod_reflector
 from kpysched.leader import LeaderElector, LeaseLostError
 from kpysched.listers import Index, Listers
 from kpysched.metrics import SchedulerMetrics
+from kpysched.objects import coscheduling as cs_api
 from kpysched.objects.coscheduling import POD_GROUP_LABEL
 from kpysched.objects.pod import PodInfo
 from kpysched.pod_group_cycle import PodGroupCycle
@@ -185,6 +187,15 @@ async def run(
         raw = RawApi(api_client, qps=connection.qps, burst=connection.burst)
         features = settings.features
         coscheduling = uses_coscheduling(profiles)
+        if coscheduling and await _serves(raw, cs_api.API_VERSION, "podgroups") is False:
+            # Without its CRD the PodGroup informer could never sync, and kpysched would
+            # sit unready with no word why (as kube-scheduler with an uninstalled CRD).
+            log.error("coscheduling.crd_missing",
+                      reason=f"a profile enables Coscheduling, but the API server does not "
+                             f"serve podgroups.{cs_api.API_VERSION}: install the PodGroup "
+                             "CRD (deploy/crds/scheduling.x-k8s.io_podgroups.yaml, or the "
+                             "chart's coscheduling.installCRD=true) and start again")
+            return 1
         # The podgroup metrics count Coscheduling's group cycles too.
         metrics = SchedulerMetrics(disabled=frozenset(settings.disabled_metrics),
                                    generic_workload=features.generic_workload or coscheduling)
@@ -335,6 +346,22 @@ async def run(
                 loop.remove_signal_handler(signum)
     log.info("scheduler.stopped", exit_code=exit_code)
     return exit_code
+
+
+async def _serves(raw: RawApi, group_version: str, resource: str) -> bool | None:
+    """Whether the API server serves `resource` in `group_version` (discovery); None when
+    it cannot be asked now (the informers will keep trying)."""
+    response = await raw.request("GET", f"/apis/{group_version}")
+    if response.status == 404:
+        return False
+    if not response.ok:
+        return None
+    try:
+        listed = msgspec.json.decode(response.body)
+    except msgspec.DecodeError:
+        return None
+    resources = listed.get("resources", []) if isinstance(listed, dict) else []
+    return any(isinstance(r, dict) and r.get("name") == resource for r in resources)
 
 
 def _decision_lookup(scheduler: Scheduler) -> Callable[[str, str], list[dict[str, Any]]]:
