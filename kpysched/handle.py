@@ -16,6 +16,7 @@ from kpysched.binding import Binder
 from kpysched.cache.pod_groups import PodGroupState
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
+from kpysched.group_preemption import DeferredPreemption
 from kpysched.listers import Listers, ResourceListers, StorageListers
 from kpysched.objects import api, coscheduling
 from kpysched.objects.pod import PodInfo
@@ -139,6 +140,11 @@ class SchedulerHandle:
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:
         assert self.executor is not None
+        deferred = self._scheduler().deferred_preemptions
+        if deferred is not None:
+            # A Coscheduling group's cycle: carried out only if the group goes ahead.
+            deferred.append(DeferredPreemption(preemptor, node_name, list(victims), plugin))
+            return
         metrics = self._scheduler().metrics
         if metrics is not None:
             metrics.preemption_victims(len(victims))

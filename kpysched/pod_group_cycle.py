@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -41,6 +42,7 @@ from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import SUCCESS, Code, Status
+from kpysched.group_preemption import GroupPreemption
 from kpysched.objects import scheduling
 
 if TYPE_CHECKING:
@@ -88,6 +90,8 @@ class GroupOutcome:
 class PodGroupCycle:
     def __init__(self, scheduler: Scheduler) -> None:
         self._scheduler = scheduler
+        # The current Coscheduling group's preemptions, held until its fate is known.
+        self._preemption: GroupPreemption | None = None
 
     # --- which pods -----------------------------------------------------------------
 
@@ -175,10 +179,18 @@ class PodGroupCycle:
         groups = scheduler.cache.pod_groups
         assert groups is not None
         name = groups.name_of(first.pod) or ""
+        coscheduling = self._scheduler.coscheduling_groups
+        if group_name(first.pod) is not None:
+            coscheduling = None  # upstream's PodGroup: upstream's rules
+        # A Coscheduling group preempts only if that places it (group_preemption.py).
+        self._preemption = GroupPreemption(scheduler) if coscheduling is not None else None
         try:
             scheduler.cache.update_snapshot(scheduler.snapshot)
             group = groups.get(first.namespace, name).copy()
-            outcome = self._decide(framework, attempts, group)
+            with self._preemption or nullcontext():
+                outcome = self._decide(framework, attempts, group)
+            if self._preemption is not None and outcome.waiting_on_preemption:
+                self._preemption.carry_out(framework.handle)
         except Exception as error:
             # A bug in the core must fail this group, not the loop.
             log.exception("pod_group_cycle.crashed", group=f"{first.namespace}/{name}")
@@ -187,8 +199,8 @@ class PodGroupCycle:
                 f"pod group scheduling cycle failed: {type(error).__name__}: {error}"))
         if scheduler.metrics is not None:
             scheduler.metrics.pod_group_algorithm_duration(time.perf_counter() - started)
-        coscheduling = self._scheduler.coscheduling_groups
-        if group_name(first.pod) is None and coscheduling is not None:
+        self._preemption = None
+        if coscheduling is not None:
             held_back = Status.unschedulable(
                 coscheduling.held_back(first.namespace, name, outcome), plugin=COSCHEDULING)
             self._submit(attempts, outcome, lambda _: held_back)
@@ -247,6 +259,11 @@ class PodGroupCycle:
             member.diagnosis = found
             member.nominated = scheduler.post_filter(attempt, found)
             if not member.nominated:
+                return member
+            refusal = self._preemption.claim(pod, undo) if self._preemption else ""
+            if refusal:
+                found.post_filter_msg = f"preemption: {refusal}"
+                member.nominated = ""
                 return member
             # Preemption makes room: the members after it must see it placed there.
             member.requires_preemption = True

@@ -46,6 +46,7 @@ from kpysched.queue.scheduling_queue import SchedulingQueue
 
 if TYPE_CHECKING:
     from kpysched.coscheduling_groups import CoschedulingGroups
+    from kpysched.group_preemption import DeferredPreemption
     from kpysched.pod_group_status import PodGroupConditionWriter
 
 log = structlog.get_logger(__name__)
@@ -99,6 +100,9 @@ class Scheduler:
         self.pod_group_writer: PodGroupConditionWriter | None = None
         # ... or reported on scheduler-plugins' (None unless a profile has Coscheduling).
         self.coscheduling_groups: CoschedulingGroups | None = None
+        # While a Coscheduling group is tried, the preemptions its members ask for
+        # (group_preemption.py); None otherwise, when they are carried out at once.
+        self.deferred_preemptions: list[DeferredPreemption] | None = None
         self._stopping = False
 
     def responsible_for(self, scheduler_name: str) -> bool:

@@ -115,6 +115,11 @@ class PodGroupState:
     def unscheduled_pods(self) -> list[PodInfo]:
         return [self._pods[uid] for uid in self._uids(Member.UNSCHEDULED)]
 
+    def placed_pods(self) -> list[PodInfo]:
+        """Members assumed or bound, as the informer last reported them."""
+        return [self._pods[uid] for uid, where in self._where.items()
+                if where is not Member.UNSCHEDULED]
+
     def assumed_uids(self) -> list[str]:
         return self._uids(Member.ASSUMED)
 

@@ -138,3 +138,13 @@ class Snapshot:
         placed.add_pod(pod)
         self.replace(placed)
         return lambda: self.replace(before)
+
+    def remove_pods(self, node_name: str, uids: set[str]) -> Callable[[], None]:
+        """Take pods off a node of this snapshot only, as preemption victims a group's
+        cycle has chosen; the undo follows assume_pod's rules."""
+        before = self.by_name[node_name]
+        emptied = before.clone()
+        for uid in uids:
+            emptied.remove_pod(uid)
+        self.replace(emptied)
+        return lambda: self.replace(before)

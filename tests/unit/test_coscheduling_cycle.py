@@ -143,3 +143,76 @@ async def test_a_node_added_wakes_the_whole_group(monkeypatch: pytest.MonkeyPatc
     queue.flush_backoff_completed()
     await harness.schedule_all()
     assert sorted(harness.bound()) == ["a", "b", "c"]
+
+
+# --- preemption: all or nothing --------------------------------------------------------
+
+
+def placed(harness: Harness, name: str, node_name: str, cpu: str = "1", priority: int = 0,
+           group: str | None = None) -> None:
+    pod = make_pod(name).req(cpu=cpu).priority(priority).node(node_name)
+    if group is not None:
+        pod = pod.label(cs.POD_GROUP_LABEL, group)
+    harness.pods.on_add(pod.obj())
+
+
+def high_member(harness: Harness, name: str, group: str, cpu: str = "1") -> None:
+    pod = make_pod(name).label(cs.POD_GROUP_LABEL, group).req(cpu=cpu).priority(10).obj()
+    pod.spec.scheduler_name = "kpysched"
+    harness.pods.on_add(pod)
+
+
+async def deleted(harness: Harness) -> list[str]:
+    await harness.scheduler.drain_placements(timeout=5)
+    return sorted(path.rsplit("/", 1)[-1] for method, path, _ in harness.api.requests
+                  if method == "DELETE")
+
+
+async def test_a_group_preempts_when_that_places_all_of_it() -> None:
+    harness = make_harness(node("n1", "2"))
+    placed(harness, "low-1", "n1")
+    placed(harness, "low-2", "n1")
+    harness.group("g", 2)
+    high_member(harness, "a", "g")
+    high_member(harness, "b", "g")
+    await harness.schedule_all()
+    assert await deleted(harness) == ["low-1", "low-2"]
+    assert harness.bound() == {}  # they go once the victims are gone
+
+
+async def test_a_group_that_preemption_cannot_place_whole_preempts_nobody() -> None:
+    harness = make_harness(node("n1", "2"))
+    placed(harness, "low-1", "n1")
+    placed(harness, "low-2", "n1")
+    harness.group("g", 3)
+    for name in ("a", "b", "c"):
+        high_member(harness, name, "g")
+    await harness.schedule_all()
+    assert await deleted(harness) == []
+    assert harness.bound() == {}
+    assert sorted(harness.notes("FailedScheduling")) == ["a", "b", "c"]
+
+
+async def test_victims_from_another_group_go_whole() -> None:
+    harness = make_harness(node("n1", "2"), node("n2", "2"))
+    harness.group("low", 2)
+    placed(harness, "low-1", "n1", cpu="2", group="low")
+    placed(harness, "low-2", "n2", cpu="2", group="low")
+    harness.group("g", 1)
+    high_member(harness, "a", "g", cpu="2")
+    await harness.schedule_all()
+    # One node would do for "a", but its victim's group goes with it, on both nodes.
+    assert await deleted(harness) == ["low-1", "low-2"]
+
+
+async def test_a_victims_group_with_a_more_important_member_is_not_preempted() -> None:
+    harness = make_harness(node("n1", "2"), node("n2", "2"))
+    harness.group("mixed", 2)
+    placed(harness, "low", "n1", cpu="2", group="mixed")
+    placed(harness, "high", "n2", cpu="2", priority=100, group="mixed")
+    harness.group("g", 1)
+    high_member(harness, "a", "g", cpu="2")
+    await harness.schedule_all()
+    assert await deleted(harness) == []
+    note = harness.notes("FailedScheduling")["a"]
+    assert "pod group default/mixed of victim default/low cannot be preempted whole" in note
