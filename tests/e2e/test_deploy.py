@@ -354,6 +354,43 @@ def test_gang_scheduling_turns_on_the_gates_and_the_pod_group_rules_together() -
         (["podgroups"], ["list", "watch"]), (["podgroups/status"], ["patch"])]
 
 
+def test_coscheduling_adds_the_plugin_its_rules_and_the_crd(tmp_path: Path) -> None:
+    def cosched_rules(objects: list[dict[str, Any]]) -> list[tuple[list[str], list[str]]]:
+        return [(rule["resources"], rule["verbs"])
+                for role in find(objects, "ClusterRole") for rule in role["rules"]
+                if "scheduling.x-k8s.io" in rule.get("apiGroups", ())]
+
+    plain = render("plain", "plain")
+    assert cosched_rules(plain) == [] and find(plain, "CustomResourceDefinition") == []
+    objects = render("cs", "cs", "-f", str(NONDEFAULT_VALUES),
+                     "--set", "coscheduling.enabled=true",
+                     "--set", "coscheduling.args.permitWaitingTimeSeconds=10")
+    assert cosched_rules(objects) == [(["podgroups"], ["list", "watch"]),
+                                      (["podgroups/status"], ["patch"])]
+    # The chart's CRD is the one deploy/ ships, kept when the release goes.
+    (crd,) = find(objects, "CustomResourceDefinition")
+    shipped = yaml.safe_load(
+        (ROOT / "deploy" / "crds" / "scheduling.x-k8s.io_podgroups.yaml").read_text())
+    assert crd["spec"] == shipped["spec"]
+    assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    # Every profile (the nondefault values have two) runs Coscheduling, and the file
+    # loads in kpysched with it as the one queueSort and its args parsed.
+    config = scheduler_config(objects)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    _, profiles = load_config(path, full_registry(IN_TREE))
+    assert len(profiles) == 2
+    for profile in profiles:
+        assert profile.plugins["queueSort"] == ("Coscheduling",)
+        assert "Coscheduling" in profile.plugins["permit"]
+        args = profile.args["Coscheduling"]
+        assert args is not None and args.permit_waiting_time_seconds == 10  # type: ignore[attr-defined]
+    without_crd = render("cs", "cs", "--set", "coscheduling.enabled=true",
+                         "--set", "coscheduling.installCRD=false")
+    assert find(without_crd, "CustomResourceDefinition") == []
+    assert len(cosched_rules(without_crd)) == 2
+
+
 @pytest.mark.parametrize("values", sorted(VALUE_FILES))
 async def test_every_rendered_object_passes_server_side_dry_run(
     values: str, api: client.ApiClient, resources: Resources, namespaces_to_clean: list[str],

@@ -98,6 +98,24 @@ job="{{ include "kpysched.metricsServiceName" . }}",namespace="{{ .Release.Names
 {{- if not .Values.profiles -}}
 {{- fail "profiles must name at least one schedulerName" -}}
 {{- end -}}
+{{- $profiles := .Values.profiles -}}
+{{- if .Values.coscheduling.enabled -}}
+{{- /* Every profile shares one queue, so every profile gets Coscheduling's queueSort. */ -}}
+{{- $profiles = list -}}
+{{- range $profile := .Values.profiles -}}
+{{- $copy := deepCopy $profile -}}
+{{- $plugins := default (dict) $copy.plugins -}}
+{{- $multiPoint := default (dict) $plugins.multiPoint -}}
+{{- $_ := set $multiPoint "enabled" (append (default (list) $multiPoint.enabled) (dict "name" "Coscheduling")) -}}
+{{- $_ := set $plugins "multiPoint" $multiPoint -}}
+{{- $_ := set $plugins "queueSort" (dict "enabled" (list (dict "name" "Coscheduling")) "disabled" (list (dict "name" "*"))) -}}
+{{- $_ := set $copy "plugins" $plugins -}}
+{{- if $.Values.coscheduling.args -}}
+{{- $_ := set $copy "pluginConfig" (append (default (list) $copy.pluginConfig) (dict "name" "Coscheduling" "args" $.Values.coscheduling.args)) -}}
+{{- end -}}
+{{- $profiles = append $profiles $copy -}}
+{{- end -}}
+{{- end -}}
 {{- $config := dict
   "apiVersion" "kubescheduler.config.k8s.io/v1"
   "kind" "KubeSchedulerConfiguration"
@@ -109,6 +127,6 @@ job="{{ include "kpysched.metricsServiceName" . }}",namespace="{{ .Release.Names
     "leaseDuration" $election.leaseDuration
     "renewDeadline" $election.renewDeadline
     "retryPeriod" $election.retryPeriod)
-  "profiles" .Values.profiles -}}
+  "profiles" $profiles -}}
 {{- toYaml (merge $config (deepCopy .Values.extraConfig)) -}}
 {{- end -}}
