@@ -20,6 +20,7 @@ Where the texts are scheduler-plugins' own, they are kept.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Sequence
 from datetime import datetime
@@ -87,6 +88,7 @@ def waiting_for_quorum(namespace: str, name: str, min_member: int) -> str:
     return f"waiting for {min_member} pods of PodGroup {namespace}/{name} to be placed"
 
 
+@functools.lru_cache(maxsize=4096)  # QueueSort asks on every heap comparison
 def _epoch(timestamp: str | None) -> float | None:
     if not timestamp:
         return None
