@@ -72,13 +72,14 @@ class Harness:
                 if body["reason"] == reason and body["regarding"]["kind"] == kind}
 
 
-def make_harness(*nodes: api.Node) -> Harness:
+def make_harness(*nodes: api.Node, decision_records: int = 0) -> Harness:
     config = parse_config({"apiVersion": API_VERSION, "kind": KIND, "profiles": [PROFILE]})
     recording = RecordingApi()
     listers = Listers(coscheduling=True)
     features = Features()
     scheduler = build_scheduler(config, build_profiles(config, IN_TREE, features), IN_TREE,
-                                cast(RawApi, recording), listers, features=features)
+                                cast(RawApi, recording), listers, features=features,
+                                decision_records=decision_records)
     listers.coscheduling.requeue_with(scheduler.queue.move_on_event)  # type: ignore[union-attr]
     for node in nodes:
         scheduler.cache.add_or_update_node(node)
@@ -125,6 +126,21 @@ async def test_a_group_that_fits_in_part_binds_none_holds_nothing_and_says_who_f
     # on a timer while nothing changes.
     queue = harness.scheduler.queue
     assert queue.pending_counts()["unschedulable"] == 3
+
+
+async def test_explain_tells_a_held_back_member_which_member_failed() -> None:
+    harness = make_harness(node("n1", "2"), decision_records=10)
+    harness.group("g", 3)
+    for name in ("a", "b", "c"):
+        harness.member(name, "g")
+    await harness.schedule_all()
+    store = harness.scheduler.decisions
+    assert store is not None
+    notes = harness.notes("FailedScheduling")
+    for name, note in notes.items():
+        (record,) = store.for_pod("default", name)
+        assert record["message"] == note
+    assert sum("2 of 3 pods fit" in note for note in notes.values()) == 2
 
 
 async def test_a_node_added_wakes_the_whole_group(monkeypatch: pytest.MonkeyPatch) -> None:
