@@ -99,6 +99,11 @@ def _run(args: argparse.Namespace) -> int:
                    for workload in _workloads(args.workload)]
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
+    for workload, _ in planned:
+        if workload.coscheduling and schedulers.KUBE_SCHEDULER in names:
+            raise SystemExit(f"error: workload {workload.name} runs kpysched's Coscheduling "
+                             f"plugin, which kube-scheduler lacks; pass --schedulers "
+                             f"{schedulers.KPYSCHED}")
     documents: list[dict[str, Any]] = []
     for workload, sizes in planned:
         spec = RunSpec(workload, sizes, qps=args.qps, burst=burst,
@@ -110,6 +115,9 @@ def _run(args: argparse.Namespace) -> int:
             "nodes": sizes.nodes, "init_pods": sizes.init_pods, "pods": sizes.pods,
             "schedulers": names, "qps": args.qps, "burst": burst, "repeat": args.repeat,
             "create_mode": args.create_mode, "concurrency": args.concurrency,
+            "feature_gates": dict(workload.gates.feature_gates),
+            "runtime_config": list(workload.gates.runtime_config),
+            "coscheduling": workload.coscheduling, "baseline": workload.baseline,
         }, build.KUBERNETES_VERSION)
         runs, profiled = run_suite(spec, names, args.repeat)
         document = report.document(info, runs, profiled)
@@ -123,14 +131,19 @@ def _run(args: argparse.Namespace) -> int:
 def _write(path: Path, documents: list[dict[str, Any]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"suites": documents}, indent=2, default=str) + "\n")
+    tables = [report.overview(documents), report.baseline_comparisons(documents)]
     path.with_suffix(".md").write_text("\n\n".join(
-        [report.overview(documents), *(report.markdown(d) for d in documents)]) + "\n")
+        [*(table for table in tables if table.count("\n") > 1),
+         *(report.markdown(d) for d in documents)]) + "\n")
 
 
 def _report(args: argparse.Namespace) -> int:
     documents = [report.rebuild(document) for path in args.files
                  for document in json.loads(path.read_text())["suites"]]
     print(report.overview(documents) + "\n")
+    comparisons = report.baseline_comparisons(documents)
+    if comparisons:
+        print(comparisons + "\n")
     for document in documents:
         print(report.markdown(document))
     return 0

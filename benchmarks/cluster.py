@@ -21,6 +21,13 @@ Workloads with DRA (ResourceClaimTemplates) also get kube-controller-manager
 running only its resourceclaim controller, which makes each pod's claim from its
 template and records it in pod.status.resourceClaimStatuses (no scheduler places
 such a pod before that). The same for both schedulers.
+
+Gang workloads start the control plane with feature gates and extra API versions
+(tests.cluster.gates: kube-apiserver gets `--feature-gates` and `--runtime-config`,
+kept across the restart), or install CustomResourceDefinitions (scheduler-plugins'
+PodGroup) before the scheduler starts. kube-controller-manager is not started for
+them: its podgroup-protection controller only matters for deleting PodGroups, and
+the cluster is thrown away whole.
 """
 
 from __future__ import annotations
@@ -30,12 +37,19 @@ import dataclasses
 import json
 import secrets
 import tempfile
+import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
 
 from benchmarks.kubeapi import BenchApi
 from benchmarks.promtext import parse
 from tests.cluster import certs, controller_manager, kubeconfig, processes
 from tests.cluster import cluster as harness
+from tests.cluster.gates import UPSTREAM_DEFAULTS, Gates
 from tests.cluster.state import Component
 
 SCHEDULER_USER = "kpysched-bench-scheduler"
@@ -61,14 +75,15 @@ class BenchCluster:
 RESOURCE_CLAIM_CONTROLLER = "resourceclaim-controller"  # its name in v1.36
 
 
-def start(parent: Path | None = None, *, resource_claim_controller: bool = False
-          ) -> BenchCluster:
-    """Start etcd + kube-apiserver with the benchmark flags (and, when asked,
-    kube-controller-manager's resourceclaim controller); return once ready."""
+def start(parent: Path | None = None, *, resource_claim_controller: bool = False,
+          gates: Gates = UPSTREAM_DEFAULTS, crds: Sequence[Path] = ()) -> BenchCluster:
+    """Start etcd + kube-apiserver with the benchmark flags and `gates` (and, when
+    asked, kube-controller-manager's resourceclaim controller, and the CRDs in the
+    files `crds`); return once ready."""
     parent = parent or Path(tempfile.gettempdir())
     parent.mkdir(parents=True, exist_ok=True)
     directory = Path(tempfile.mkdtemp(prefix="kpysched-bench-", dir=parent))
-    state = harness.up(directory)
+    state = harness.up(directory, gates=gates)
     try:
         token = secrets.token_hex(24)
         tokens = Path(state.dir, "tokens.csv")
@@ -89,6 +104,8 @@ def start(parent: Path | None = None, *, resource_claim_controller: bool = False
         scheduler_state = dataclasses.replace(state, kubeconfig=str(scheduler_kubeconfig))
         bench = BenchCluster(state, scheduler_state, token)
         asyncio.run(_grant_scheduler(bench))
+        if crds:
+            asyncio.run(_install_crds(bench, crds))
         if resource_claim_controller:
             _start_resource_claim_controller(state)
     except BaseException:
@@ -128,6 +145,38 @@ def _start_resource_claim_controller(state: harness.ClusterState) -> None:
         lambda: processes.http_get(component.health_url,
                                    context=processes.insecure_tls()).strip() == "ok",
         controller_manager.READY_TIMEOUT_SECONDS)
+
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+CRD_READY_TIMEOUT_SECONDS = 60.0
+
+
+async def _install_crds(bench: BenchCluster, files: Sequence[Path]) -> None:
+    """Create every CustomResourceDefinition in `files` and wait until the server
+    serves each (Established, and a list of its resource answers), so a scheduler
+    that checks for the API at start-up finds it."""
+    crds: list[dict[str, Any]] = [document for path in files
+                                  for document in yaml.safe_load_all(path.read_text())
+                                  if document]
+    async with BenchApi(bench.state) as api:
+        for crd in crds:
+            await api.must("POST", CRD_PATH, crd)
+        deadline = time.monotonic() + CRD_READY_TIMEOUT_SECONDS
+        for crd in crds:
+            name, spec = crd["metadata"]["name"], crd["spec"]
+            version = next(v["name"] for v in spec["versions"] if v.get("served"))
+            listing = f"/apis/{spec['group']}/{version}/{spec['names']['plural']}"
+            while True:
+                status = msgspec.json.decode(
+                    await api.must("GET", f"{CRD_PATH}/{name}")).get("status") or {}
+                established = any(c["type"] == "Established" and c["status"] == "True"
+                                  for c in status.get("conditions") or [])
+                if established and (await api.request("GET", listing))[0] == 200:
+                    break
+                if time.monotonic() > deadline:
+                    raise harness.ClusterError(
+                        f"CRD {name} not served after {CRD_READY_TIMEOUT_SECONDS:.0f}s")
+                await asyncio.sleep(0.2)
 
 
 async def _grant_scheduler(bench: BenchCluster) -> None:

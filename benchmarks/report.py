@@ -119,7 +119,11 @@ def targets(info: dict[str, Any], summary: dict[str, dict[str, Spread]],
                                 "p99 ≤ 5 ms", ours["algorithm_p99_ms"].median, 5.0, False))
             found.append(Target("5000 nodes / 10k pods: kpysched peak RSS ≤ 400 MiB",
                                 ours["peak_rss_mib"].median, 400.0, False))
-    if info["workload"] != "basic" and info["nodes"] == 1000 and equal_qps and ratio:
+    # The issue's 0.8 is for scheduler_perf's workloads on upstream's defaults; the gang
+    # workloads (gates on, or Coscheduling) report their ratio with no target.
+    gang = bool(info.get("feature_gates")) or bool(info.get("coscheduling"))
+    if (info["workload"] != "basic" and info["nodes"] == 1000 and equal_qps and ratio
+            and not gang):
         found.append(Target(f"{info['upstream']} 1000 nodes, equal QPS: throughput "
                             f"kpysched/kube-scheduler ≥ 0.8 ({throughput})",
                             ratio[key], 0.8, True))
@@ -273,7 +277,12 @@ def markdown(doc: dict[str, Any]) -> str:
                          else "")
                       + (f", events dropped {_counts(run['events_dropped'])}"
                          if run.get("events_dropped") else "")
-                      + (f", requeues {_counts(requeues)}" if requeues else ""))
+                      + (f", requeues {_counts(requeues)}" if requeues else "")
+                      + (f", pod-group cycles {_counts(run['podgroup_attempts'])}"
+                         if run.get("podgroup_attempts") else "")
+                      + (f", unschedulable attempts by the last bind "
+                         f"{run['unschedulable_by_last_bind']:g}"
+                         if run.get("unschedulable_by_last_bind", 0) else ""))
     lines += [*extras, ""]
     for target in doc["targets"]:
         verdict = "**met**" if target["met"] else "**missed**"
@@ -314,6 +323,53 @@ def overview(docs: Sequence[dict[str, Any]]) -> str:
             f"| {pair('algorithm_p99_ms', 2)} | {pair('cpu_ms_per_pod', 2)} "
             f"| {pair('peak_rss_mib', 0)} | {pair('api_requests_per_pod', 2)} |")
     return "\n".join(lines)
+
+
+def _spreads(doc: dict[str, Any]) -> dict[str, dict[str, Spread]]:
+    return {name: {key: Spread(v["median"], v["low"], v["high"], tuple(v["values"]))
+                   for key, v in figures.items()} for name, figures in doc["summary"].items()}
+
+
+def baseline_comparisons(docs: Sequence[dict[str, Any]]) -> str:
+    """Each workload beside its baseline (the same run less one thing, e.g. a
+    never-fitting gang), scheduler by scheduler: with / without. Empty when no
+    suite's baseline is among `docs` (same nodes, pods and QPS)."""
+    lines = ["| workload / baseline | scheduler | throughput with | throughput without "
+             "| with / without | CPU ms per pod with / without | pod latency p99 ms with "
+             "/ without | unschedulable attempts with / without |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    found = False
+    for doc in docs:
+        info = doc["meta"]
+        if not info.get("baseline"):
+            continue
+        for base in docs:
+            other = base["meta"]
+            if other["workload"] != info["baseline"] or any(
+                    other.get(k) != info.get(k) for k in ("nodes", "pods", "qps", "burst")):
+                continue
+            with_gang, without = _spreads(doc), _spreads(base)
+            for name in (KUBE_SCHEDULER, KPYSCHED, KPYSCHED_NO_RECORDS):
+                if name not in with_gang or name not in without:
+                    continue
+                found = True
+                pair = {name: with_gang[name], f"{name} baseline": without[name]}
+                key = _throughput_figure(pair)
+                a, b = with_gang[name], without[name]
+                ratio = (a[key].median / b[key].median if b[key].median
+                         else math.nan)
+
+                def both(figure: str, digits: int, a: dict[str, Spread] = a,
+                         b: dict[str, Spread] = b) -> str:
+                    return (f"{_number(a[figure].median, digits)} / "
+                            f"{_number(b[figure].median, digits)}")
+
+                lines.append(
+                    f"| {info['workload']} / {other['workload']} ({info['nodes']} nodes) "
+                    f"| {name} | {_number(a[key].median, 1)} | {_number(b[key].median, 1)} "
+                    f"| **{_number(ratio, 2)}** ({UNITS[key]}) | {both('cpu_ms_per_pod', 2)} "
+                    f"| {both('latency_p99_ms', 0)} | {both('attempts_unschedulable', 0)} |")
+    return "\n".join(lines) if found else ""
 
 
 def profile_markdown(profile: dict[str, Any]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -68,5 +69,11 @@ class RunResult:
     events_dropped: dict[str, float] = field(default_factory=dict)
     # scheduler_queue_incoming_pods_total during the run, by "event -> queue".
     queue_incoming: dict[str, float] = field(default_factory=dict)
+    # scheduler_podgroup_schedule_attempts_total during the run, by result (pod-group
+    # cycles; only with GenericWorkload or Coscheduling).
+    podgroup_attempts: dict[str, float] = field(default_factory=dict)
+    # Unschedulable attempts from the start to the first sample (read once a second, and
+    # once right after the watch saw every pod bound) at or after the last bind.
+    unschedulable_by_last_bind: float = math.nan
     scheduler_log: str = ""  # last log lines when the run did not complete
     profile: dict[str, object] | None = field(default=None)

@@ -21,7 +21,7 @@ from typing import Literal
 
 import msgspec
 
-from benchmarks import cluster, promtext, schedulers, workloads
+from benchmarks import cluster, gangs, promtext, schedulers, workloads
 from benchmarks.kubeapi import BenchApi, encode
 from benchmarks.observer import BindingObserver
 from benchmarks.profiling import Profiler
@@ -39,6 +39,7 @@ ALGORITHM_HISTOGRAM = "scheduler_scheduling_algorithm_duration_seconds"
 ATTEMPTS_COUNTER = "scheduler_schedule_attempts_total"
 EVENTS_DROPPED = "kpysched_events_dropped_total"
 QUEUE_INCOMING = "scheduler_queue_incoming_pods_total"
+PODGROUP_ATTEMPTS = "scheduler_podgroup_schedule_attempts_total"
 SETTLE_MAX_SECONDS = 5.0
 CreateMode = Literal["live", "before"]
 
@@ -69,8 +70,10 @@ def run_once(spec: RunSpec, scheduler_name: str, repeat: int,
     started = time.monotonic()
     load = os.getloadavg()[0]
     progress(f"[{scheduler_name} #{repeat}] starting a fresh cluster (load average {load:.2f})")
-    bench = cluster.start(spec.workdir,
-                          resource_claim_controller=spec.workload.dra is not None)
+    workload = spec.workload
+    bench = cluster.start(spec.workdir, resource_claim_controller=workload.dra is not None,
+                          gates=workload.gates,
+                          crds=(gangs.COSCHEDULING_CRD,) if workload.coscheduling else ())
     try:
         result = asyncio.run(_run(spec, bench, scheduler_name, repeat, started, progress))
         result.load_average = load
@@ -98,6 +101,16 @@ async def _populate(api: BenchApi, spec: RunSpec, scheduler_name: str) -> None:
         for i in range(sizes.init_pods))
     if workload.dra is not None and workload.init_pod.resource_claim:
         await _allocate_init_claims(api, spec)
+    if workload.gangs is not None:
+        await _create_pod_groups(api, workloads.MEASURED_NAMESPACE, workload.gangs,
+                                 sizes.pods)
+
+
+async def _create_pod_groups(api: BenchApi, namespace: str, groups: gangs.Gangs,
+                             pods: int) -> None:
+    """The PodGroup of every gang that `pods` members fill, before any member."""
+    await api.create_all((groups.path(namespace), encode(groups.pod_group(group)))
+                         for group in range(groups.count(pods)))
 
 
 DRA_PATH = "/apis/resource.k8s.io/v1"
@@ -180,11 +193,21 @@ async def _create_claims(api: BenchApi, namespace: str, shape: workloads.PodShap
                            bound) for _, volume in pairs), method="PATCH", content_type=merge)
 
 
+def _pod_bodies(shape: workloads.PodShape, namespace: str, count: int,
+                scheduler_name: str, groups: gangs.Gangs | None
+                ) -> list[tuple[str, bytes]]:
+    """Pods `<prefix>-0..count-1` of `shape`, each in its gang when there are gangs."""
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    bodies = []
+    for i in range(count):
+        body = shape.body(f"{shape.prefix}-{i}", scheduler_name)
+        bodies.append((path, encode(body if groups is None else groups.join(body, i))))
+    return bodies
+
+
 def _measured_bodies(spec: RunSpec, scheduler_name: str) -> list[tuple[str, bytes]]:
-    path = f"/api/v1/namespaces/{workloads.MEASURED_NAMESPACE}/pods"
-    shape = spec.workload.measured_pod
-    return [(path, encode(shape.body(f"{shape.prefix}-{i}", scheduler_name)))
-            for i in range(spec.sizes.pods)]
+    return _pod_bodies(spec.workload.measured_pod, workloads.MEASURED_NAMESPACE,
+                       spec.sizes.pods, scheduler_name, spec.workload.gangs)
 
 
 async def _churn(api: BenchApi, spec: RunSpec, scheduler_name: str,
@@ -209,28 +232,50 @@ async def _churn(api: BenchApi, spec: RunSpec, scheduler_name: str,
 
 
 async def _create_blocked(api: BenchApi, spec: RunSpec, scheduler_name: str) -> int:
-    """The workload's fixed never-fitting pods (Workload.blocked_pods), all at once."""
+    """The workload's fixed never-fitting pods (Workload.blocked_pods), all at once
+    (after their PodGroups, when they are gangs)."""
     workload = spec.workload
     if workload.blocked_pods is None:
         return 0
     shape = workload.churn_pod
     assert shape is not None
     count = workload.blocked_pods(spec.sizes.nodes)
-    path = f"/api/v1/namespaces/{workloads.CHURN_NAMESPACE}/pods"
-    await api.create_all((path, encode(shape.body(f"{shape.prefix}-{i}", scheduler_name)))
-                         for i in range(count))
+    if workload.blocked_gangs is not None:
+        await _create_pod_groups(api, workloads.CHURN_NAMESPACE, workload.blocked_gangs,
+                                 count)
+    await api.create_all(_pod_bodies(shape, workloads.CHURN_NAMESPACE, count,
+                                     scheduler_name, workload.blocked_gangs))
     return count
 
 
 async def _sample_scheduled(scheduler: schedulers.SchedulerUnderTest,
-                            timeline: list[float]) -> None:
+                            timeline: list[float],
+                            unschedulable: list[tuple[float, float]]) -> None:
     """Once a second, the scheduler's own count of scheduled pods (bind done), to
-    tell a scheduler that stalls from a watch that delivers late."""
+    tell a scheduler that stalls from a watch that delivers late, and (when read, count)
+    of its unschedulable attempts, to tell those made while measured pods were
+    pending from those after."""
     while True:
-        text = await asyncio.to_thread(scheduler.metrics_text)
-        timeline.append(promtext.total(promtext.parse(text), ATTEMPTS_COUNTER,
-                                       result="scheduled"))
+        await _sample_unschedulable(scheduler, unschedulable, timeline)
         await asyncio.sleep(1.0)
+
+
+async def _sample_unschedulable(scheduler: schedulers.SchedulerUnderTest,
+                                unschedulable: list[tuple[float, float]],
+                                scheduled: list[float] | None = None) -> None:
+    samples = promtext.parse(await asyncio.to_thread(scheduler.metrics_text))
+    at = time.monotonic()
+    if scheduled is not None:
+        scheduled.append(promtext.total(samples, ATTEMPTS_COUNTER, result="scheduled"))
+    unschedulable.append((at, promtext.total(samples, ATTEMPTS_COUNTER,
+                                             result="unschedulable")))
+
+
+def _unschedulable_by(moment: float, samples: list[tuple[float, float]],
+                      before: float) -> float:
+    """Unschedulable attempts from the start to the first sample at or after
+    `moment` (so up to a second past it); NaN without such a sample."""
+    return next((count - before for at, count in samples if at >= moment), math.nan)
 
 
 async def _settle(api: BenchApi) -> promtext.Samples:
@@ -381,8 +426,10 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             if spec.workload.measured_pod.claim_template is not None:
                 await _wait_for_template_claims(api, spec, progress)
 
-        scheduler = schedulers.make(scheduler_name, bench.scheduler_state, spec.qps,
-                                    spec.burst)
+        scheduler = schedulers.make(
+            scheduler_name, bench.scheduler_state, spec.qps, spec.burst,
+            feature_gates=spec.workload.gates.feature_gates,
+            plugins=gangs.COSCHEDULING_PLUGINS if spec.workload.coscheduling else None)
         observer = BindingObserver(api, workloads.MEASURED_NAMESPACE, sizes.pods)
         await observer.start()
         profiler = None
@@ -422,9 +469,13 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             churn = (asyncio.create_task(_churn(api, spec, scheduler_name, stop_churn))
                      if spec.workload.churn_pod is not None and not blocked else None)
             scheduled_timeline: list[float] = []
-            sampler = asyncio.create_task(_sample_scheduled(scheduler, scheduled_timeline))
+            unschedulable_timeline: list[tuple[float, float]] = []
+            sampler = asyncio.create_task(_sample_scheduled(
+                scheduler, scheduled_timeline, unschedulable_timeline))
             complete = await observer.wait(spec.bind_timeout())
             sampler.cancel()
+            # One more sample right after the last bind the watch saw.
+            await _sample_unschedulable(scheduler, unschedulable_timeline)
             stop_churn.set()
             churn_pods = await churn if churn is not None else blocked
             if creator is not None:
@@ -474,4 +525,9 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
                                  lambda labels: labels.get("reason", "")),
         queue_incoming=_delta_by(scheduler_before, scheduler_after, QUEUE_INCOMING,
                                  lambda labels: f"{labels.get('event', '')} -> "
-                                                f"{labels.get('queue', '')}"))
+                                                f"{labels.get('queue', '')}"),
+        podgroup_attempts=_delta_by(scheduler_before, scheduler_after, PODGROUP_ATTEMPTS,
+                                    lambda labels: labels.get("result", "")),
+        unschedulable_by_last_bind=_unschedulable_by(
+            max(bound_times, default=math.inf), unschedulable_timeline,
+            promtext.total(scheduler_before, ATTEMPTS_COUNTER, result="unschedulable")))

@@ -6,6 +6,8 @@ kpysched-no-records is kpysched with `--decision-records=0` (no decision records
 Each gets a KubeSchedulerConfiguration with one profile named after it, leader
 election off and, when the caller asks, the same clientConnection qps/burst; when
 not asked, the field is left out and each uses its own default (50/100 for both).
+A workload may turn feature gates on (`--feature-gates`, the same for both) and give
+the profile its plugins (kpysched's Coscheduling, which kube-scheduler lacks).
 """
 
 from __future__ import annotations
@@ -13,11 +15,13 @@ from __future__ import annotations
 import os
 import time
 import urllib.error
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from tests.cluster.cluster import ClusterError, ClusterState, log_tail
+from tests.cluster.gates import feature_gates_args
 from tests.cluster.kpysched_process import KpyschedProcess
 from tests.cluster.upstream import UpstreamScheduler
 
@@ -34,13 +38,16 @@ KPYSCHED_VARIANTS: dict[str, tuple[str, ...]] = {
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def scheduler_config(profile_name: str, qps: float | None, burst: int | None
-                     ) -> dict[str, Any]:
+def scheduler_config(profile_name: str, qps: float | None, burst: int | None,
+                     plugins: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    profile: dict[str, Any] = {"schedulerName": profile_name}
+    if plugins is not None:
+        profile["plugins"] = dict(plugins)
     config: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
         "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": profile_name}],
+        "profiles": [profile],
     }
     connection: dict[str, Any] = {}
     if qps is not None:
@@ -87,14 +94,16 @@ class SchedulerUnderTest(Protocol):
 
 class Kpysched:
     def __init__(self, state: ClusterState, config: dict[str, Any],
-                 name: str = KPYSCHED) -> None:
+                 name: str = KPYSCHED, feature_gates: Mapping[str, bool] | None = None
+                 ) -> None:
         self.name = name
         # info is kpysched's default level; it logs nothing per pod that is placed.
         # KPYSCHED_DECISION_RECORDS from the caller's environment is dropped: the
         # variant's flag alone decides whether decisions are recorded.
         env = {k: v for k, v in os.environ.items() if k != "KPYSCHED_DECISION_RECORDS"}
-        self._process = KpyschedProcess(state, config, log_level="info",
-                                        extra_args=KPYSCHED_VARIANTS[name])
+        self._process = KpyschedProcess(
+            state, config, log_level="info",
+            extra_args=(*KPYSCHED_VARIANTS[name], *feature_gates_args(feature_gates or {})))
         self._process.env = {**env, "KPYSCHED_KUBECONFIG": state.kubeconfig}
 
     @property
@@ -128,8 +137,9 @@ class Kpysched:
 class KubeScheduler:
     name = KUBE_SCHEDULER
 
-    def __init__(self, state: ClusterState, config: dict[str, Any]) -> None:
-        self._process = UpstreamScheduler(state, config)
+    def __init__(self, state: ClusterState, config: dict[str, Any],
+                 feature_gates: Mapping[str, bool] | None = None) -> None:
+        self._process = UpstreamScheduler(state, config, feature_gates=feature_gates)
 
     @property
     def pid(self) -> int:
@@ -156,13 +166,14 @@ class KubeScheduler:
         return self._process.metrics()
 
 
-def make(name: str, state: ClusterState, qps: float | None, burst: int | None
-         ) -> SchedulerUnderTest:
-    config = scheduler_config(name, qps, burst)
+def make(name: str, state: ClusterState, qps: float | None, burst: int | None, *,
+         feature_gates: Mapping[str, bool] | None = None,
+         plugins: Mapping[str, Any] | None = None) -> SchedulerUnderTest:
+    config = scheduler_config(name, qps, burst, plugins)
     if name in KPYSCHED_VARIANTS:
-        return Kpysched(state, config, name)
+        return Kpysched(state, config, name, feature_gates)
     if name == KUBE_SCHEDULER:
-        return KubeScheduler(state, config)
+        return KubeScheduler(state, config, feature_gates)
     raise ValueError(f"unknown scheduler {name!r}; choose from {', '.join(NAMES)}")
 
 

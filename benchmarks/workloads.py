@@ -5,6 +5,12 @@ pods), labelled with a zone; pods are its templates (pause image, 100m CPU /
 500Mi requests and limits, containerPort 80). Initial pods are created already
 bound (spec.nodeName set, spread deterministically) so both schedulers start from
 byte-identical state; measured pods carry the scheduler's name and wait for it.
+
+Gang workloads (issue 18) put pods in PodGroups: upstream's v1.36 API
+(scheduling.k8s.io/v1alpha2, behind the GenericWorkload and GangScheduling gates on
+the control plane and on both schedulers) or scheduler-plugins' Coscheduling API
+(scheduling.x-k8s.io/v1alpha1, a CRD; kpysched only, kube-scheduler has no such
+plugin).
 """
 
 from __future__ import annotations
@@ -13,6 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks import gangs as gang_api
+from benchmarks.gangs import Gangs
+from tests.cluster.gates import GANG, UPSTREAM_DEFAULTS, Gates
 from tests.cluster.kube import node_body
 
 ZONE_KEY = "topology.kubernetes.io/zone"
@@ -204,6 +213,11 @@ class DraSetup:
         }}
 
 
+# Members of a gang that can never fit: 100 CPU each on 4-CPU nodes, all 16 needed.
+NEVER_FITTING_MEMBER = PodShape("never-fits", cpu="100", limits=False)
+NEVER_FITTING_MEMBERS = 16
+
+
 def _round_robin(index: int, nodes: int) -> int:
     return index % nodes
 
@@ -233,6 +247,17 @@ class Workload:
     # kube-controller-manager's resourceclaim controller running beside the server.
     dra: DraSetup | None = None
     node_labels: tuple[tuple[str, str], ...] = ()
+    # Measured pods in gangs; blocked pods (blocked_pods, churn_pod's shape) in gangs.
+    gangs: Gangs | None = None
+    blocked_gangs: Gangs | None = None
+    # Feature gates and runtime-config of the control plane, and the gates both
+    # schedulers run with.
+    gates: Gates = UPSTREAM_DEFAULTS
+    # scheduler-plugins' PodGroup CRD installed and kpysched's profile with
+    # Coscheduling (COSCHEDULING_PLUGINS); kube-scheduler cannot run it.
+    coscheduling: bool = False
+    # The workload this one is compared with (same sizes, one difference).
+    baseline: str | None = None
 
     def node(self, index: int) -> dict[str, Any]:
         return node_body(f"node-{index}",
@@ -304,6 +329,55 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
         default_init_pods=lambda nodes: 5 * nodes, default_pods=lambda nodes: 5 * nodes,
         capacity=lambda nodes, init: 10 * nodes - init,
         dra=DraSetup(devices_per_node=10), node_labels=(("node-with-dra", "true"),)),
+    Workload(
+        "gang", "GangScheduling",
+        "gangs of 8 default pods (upstream PodGroup scheduling.k8s.io/v1alpha2, gang "
+        "minCount 8; each PodGroup made before its pods), all fit; gates on",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD,
+        measured_pod=PodShape("gang-pod"),
+        default_init_pods=lambda nodes: min(nodes, 1000), default_pods=lambda nodes: 2400,
+        gangs=gang_api.UPSTREAM_GANGS_OF_8, gates=GANG),
+    Workload(
+        "gang-blocked", "SchedulingBasic + never-fitting gang",
+        "as basic, gates on, with a gang of 16 members of 100 CPU each (upstream "
+        "PodGroup, minCount 16) created before the measured pods: it never fits",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
+        default_init_pods=lambda nodes: min(nodes, 1000),
+        default_pods=lambda nodes: max(2 * nodes, 3000),
+        churn_pod=NEVER_FITTING_MEMBER, blocked_pods=lambda nodes: NEVER_FITTING_MEMBERS,
+        blocked_gangs=gang_api.UPSTREAM_NEVER_FITTING_GANG, gates=GANG,
+        baseline="gang-blocked-baseline"),
+    Workload(
+        "gang-blocked-baseline", "SchedulingBasic, gang gates on",
+        "gang-blocked without the gang: basic with the gang gates on",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
+        default_init_pods=lambda nodes: min(nodes, 1000),
+        default_pods=lambda nodes: max(2 * nodes, 3000), gates=GANG),
+    Workload(
+        "coscheduling", "GangScheduling (Coscheduling API)",
+        "as gang, with scheduler-plugins' API: PodGroup scheduling.x-k8s.io/v1alpha1 "
+        "minMember 8, pods labelled; kpysched with Coscheduling only",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD,
+        measured_pod=PodShape("gang-pod"),
+        default_init_pods=lambda nodes: min(nodes, 1000), default_pods=lambda nodes: 2400,
+        gangs=gang_api.COSCHEDULING_GANGS_OF_8, coscheduling=True),
+    Workload(
+        "coscheduling-blocked", "SchedulingBasic + never-fitting gang (Coscheduling API)",
+        "as gang-blocked, with scheduler-plugins' API (minMember 16); kpysched with "
+        "Coscheduling only",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
+        default_init_pods=lambda nodes: min(nodes, 1000),
+        default_pods=lambda nodes: max(2 * nodes, 3000),
+        churn_pod=NEVER_FITTING_MEMBER, blocked_pods=lambda nodes: NEVER_FITTING_MEMBERS,
+        blocked_gangs=gang_api.COSCHEDULING_NEVER_FITTING_GANG, coscheduling=True,
+        baseline="coscheduling-blocked-baseline"),
+    Workload(
+        "coscheduling-blocked-baseline", "SchedulingBasic, Coscheduling profile",
+        "coscheduling-blocked without the gang: basic with kpysched's Coscheduling "
+        "profile; kpysched only",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
+        default_init_pods=lambda nodes: min(nodes, 1000),
+        default_pods=lambda nodes: max(2 * nodes, 3000), coscheduling=True),
 )}
 
 
@@ -326,6 +400,9 @@ def sizes_for(workload: Workload, nodes: int, init_pods: int | None,
     if workload.dra is not None and init > workload.dra.devices_per_node * nodes:
         raise ValueError(f"{workload.name}: {init} initial pods need more than the "
                          f"{workload.dra.devices_per_node} devices of each of {nodes} nodes")
+    if workload.gangs is not None and measured % workload.gangs.size:
+        raise ValueError(f"{workload.name} puts measured pods in gangs of "
+                         f"{workload.gangs.size}: --pods {measured} is not a multiple")
     if workload.capacity is not None and measured > workload.capacity(nodes, init):
         raise ValueError(f"{workload.name} can place at most "
                          f"{workload.capacity(nodes, init)} measured pods on {nodes} nodes "
