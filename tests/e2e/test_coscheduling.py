@@ -11,8 +11,12 @@ the pool is deleted when the test ends. KWOK runs bound pods at once and finishe
 Job pods right after, so Jobs complete.
 
 Bindings are timed by a pod watch in the test, so "bound within 2 s of the node" is
-measured as a person watching the cluster would see it. If the cluster or kpysched
-cannot start, every test errors with the reason; nothing is skipped.
+measured as a person watching the cluster would see it. The preemption tests fill a
+pool with low-priority pods (PriorityClasses of value 0 and 1000, made once for the
+module) and check the all-or-nothing promises of docs/gang.md: a group preempts only
+when that places it, and a victim from another group brings its whole group along.
+If the cluster or kpysched cannot start, every test errors with the reason; nothing is
+skipped.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import contextlib
 import json
 import os
 import random
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -65,6 +69,15 @@ RACE_RUN_TIMEOUT_SECONDS = 30.0
 # After a race run's outcome, how long it is watched for a late binding.
 RACE_SETTLE_SECONDS = 1.0
 JOB_TIMEOUT_SECONDS = 90.0
+# The PriorityClasses of the preemption tests: the pods filling a pool, and the group
+# that needs its room.
+LOW_PRIORITY, HIGH_PRIORITY = "cosched-low", "cosched-high"
+PRIORITY_VALUES = {LOW_PRIORITY: 0, HIGH_PRIORITY: 1000}
+# From a preempting group's creation until every member is bound (victims deleted, the
+# group tried again).
+PREEMPT_TIMEOUT_SECONDS = 20.0
+# After the preemptor is bound, how long the other victims may still take to go.
+VICTIMS_GONE_TIMEOUT_SECONDS = 5.0
 
 
 # ---- the module's cluster and kpysched ---------------------------------------------------
@@ -80,9 +93,13 @@ class Coscheduling:
 _KPYSCHED_LOGS: list[Path] = []
 
 
-async def _install_pod_group_crd(state: harness.ClusterState) -> None:
+async def _install_crd_and_priority_classes(state: harness.ClusterState) -> None:
     async with kube.api_client(state) as api:
         await crds.apply(api, POD_GROUP_CRD)
+        scheduling: Any = client.SchedulingV1Api(api)  # JSON bodies, not the client's models
+        for name, value in PRIORITY_VALUES.items():
+            await scheduling.create_priority_class({"metadata": {"name": name},
+                                                    "value": value})
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +108,7 @@ def coscheduling(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coschedul
     state = harness.up(directory, harness.FULL)
     try:
         # Before kpysched starts: its PodGroup informer lists the resource at start-up.
-        asyncio.run(_install_pod_group_crd(state))
+        asyncio.run(_install_crd_and_priority_classes(state))
         with KpyschedProcess(state, CONFIG) as kp:
             _KPYSCHED_LOGS.append(kp.log_path)
             try:
@@ -185,16 +202,19 @@ async def read_pod_group(api: client.ApiClient, namespace: str, name: str) -> di
     return found
 
 
-def member(name: str, group: str, pool: Pool, cpu: str = "1") -> dict[str, Any]:
+def member(name: str, group: str, pool: Pool, cpu: str = "1",
+           priority_class: str | None = None) -> dict[str, Any]:
     return kube.pod_body(name, scheduler_name=SCHEDULER, cpu=cpu, memory="100Mi",
-                         labels={POD_GROUP_LABEL: group}, node_selector=pool.selector)
+                         labels={POD_GROUP_LABEL: group}, node_selector=pool.selector,
+                         priority_class=priority_class)
 
 
 async def create_members(api: client.ApiClient, namespace: str, group: str, count: int,
-                         pool: Pool, cpu: str = "1") -> list[str]:
+                         pool: Pool, cpu: str = "1", priority_class: str | None = None,
+                         ) -> list[str]:
     names = [f"{group}-{i}" for i in range(count)]
     for name in names:
-        await kube.create_pod(api, namespace, member(name, group, pool, cpu))
+        await kube.create_pod(api, namespace, member(name, group, pool, cpu, priority_class))
     return names
 
 
@@ -334,11 +354,14 @@ def notes(found: Sequence[Mapping[str, Any]], reason: str, kind: str = "Pod",
 
 
 async def wait_failed(api: client.ApiClient, namespace: str, names: Sequence[str],
-                      what: str, unbound: Bindings) -> dict[str, list[str]]:
+                      what: str, unbound: Bindings, already_bound: Collection[str] = (),
+                      ) -> dict[str, list[str]]:
     """Wait until every named pod has a FailedScheduling event; return their notes.
-    Fails at once if a pod of the namespace is bound meanwhile (`unbound` watches them)."""
+    Fails at once if a pod of the namespace other than `already_bound` is bound meanwhile
+    (`unbound` watches them)."""
     async def told() -> dict[str, list[str]] | None:
-        bound = unbound.bound()
+        bound = {pod: node for pod, node in unbound.bound().items()
+                 if pod not in already_bound}
         if bound:
             raise AssertionError(f"pods bound while waiting for {what}: {bound}")
         failed = notes(await events(api, namespace), "FailedScheduling")
@@ -638,3 +661,149 @@ async def test_members_wait_silently_for_their_pod_group_then_bind(
         print(f"PodGroup created -> last member bound "
               f"{max(bindings.at.values()) - created_at:.3f}s")
         assert set(bindings.bound().values()) == set(pool.names)
+
+
+# ---- preemption, all or nothing ---------------------------------------------------------
+
+
+def low_pod(name: str, pool: Pool, cpu: str) -> dict[str, Any]:
+    """A plain pod of the low PriorityClass, scheduled by kpysched into `pool`."""
+    return kube.pod_body(name, scheduler_name=SCHEDULER, cpu=cpu, memory="100Mi",
+                         node_selector=pool.selector, priority_class=LOW_PRIORITY)
+
+
+async def fill_pool(api: client.ApiClient, namespace: str, pool: Pool, bindings: Bindings,
+                    cpu: str) -> list[str]:
+    """One low-priority plain pod per node of `pool`, each taking `cpu` of it. kpysched
+    places them (so its cache holds them before a group is tried); returns their names
+    once every one is bound, one a node."""
+    names = [f"low-{i}" for i in range(len(pool.names))]
+    for name in names:
+        await kube.create_pod(api, namespace, low_pod(name, pool, cpu))
+    await wait_until(api, namespace, lambda: set(names) <= bindings.bound().keys(),
+                     BIND_TIMEOUT_SECONDS, f"the {len(names)} low-priority pods bound")
+    placed = bindings.bound()
+    assert sorted(placed[n] for n in names) == sorted(pool.names), placed
+    return names
+
+
+async def pods_now(api: client.ApiClient, namespace: str) -> dict[str, dict[str, Any]]:
+    """Name -> pod (raw JSON) of every pod in the namespace."""
+    response: Any = await client.CoreV1Api(api).list_namespaced_pod(
+        namespace, _preload_content=False)
+    items: list[dict[str, Any]] = json.loads(await response.read())["items"]
+    return {pod["metadata"]["name"]: pod for pod in items}
+
+
+def preempted_logged(kp: KpyschedProcess, namespace: str) -> dict[str, str]:
+    """Victim name -> preemptor name, for every pod of `namespace` kpysched logged as
+    deleted by preemption."""
+    prefix = f"{namespace}/"
+    return {e["victim"].removeprefix(prefix): str(e.get("preemptor", "")).removeprefix(prefix)
+            for e in kp.log_events()
+            if e.get("event") == "preemption.victim_deleted"
+            and str(e.get("victim", "")).startswith(prefix)}
+
+
+async def wait_preempted(api: client.ApiClient, namespace: str, kp: KpyschedProcess,
+                         victims: Collection[str], timeout: float, what: str) -> dict[str, str]:
+    """Wait until none of `victims` exists any more and kpysched logged each deleted;
+    returns victim -> preemptor as logged."""
+    async def gone() -> dict[str, str] | None:
+        logged = preempted_logged(kp, namespace)
+        left = set(victims) & (await pods_now(api, namespace)).keys()
+        return logged if not left and set(victims) <= logged.keys() else None
+
+    try:
+        found: dict[str, str] = await kube.wait_for(gone, timeout, what, interval=0.1)
+    except AssertionError as error:
+        raise AssertionError(f"{error}; logged as preempted: "
+                             f"{preempted_logged(kp, namespace)}\n"
+                             f"{await describe(api, namespace)}") from None
+    return found
+
+
+async def test_group_preempts_when_that_places_all_of_it(
+    api: client.ApiClient, namespace: str, pool: Pool, coscheduling: Coscheduling,
+) -> None:
+    """3 nodes of 2 CPUs, each taken by a low-priority pod of 1.5 CPU; a high-priority
+    group of 3 (minMember 3), 1.5 CPU a member: all 3 low pods are preempted (deleted)
+    and all 3 members end bound, one a node."""
+    await pool.add(3, cpu="2")
+    async with Bindings(api, namespace) as bindings:
+        low = await fill_pool(api, namespace, pool, bindings, cpu="1500m")
+        created_at = asyncio.get_running_loop().time()
+        await create_pod_group(api, namespace, pod_group("urgent", 3))
+        members = await create_members(api, namespace, "urgent", 3, pool, cpu="1500m",
+                                       priority_class=HIGH_PRIORITY)
+        await wait_until(api, namespace, lambda: set(members) <= bindings.bound().keys(),
+                         PREEMPT_TIMEOUT_SECONDS,
+                         "all 3 members bound after preempting the low-priority pods")
+        print(f"PodGroup created -> last member bound "
+              f"{max(bindings.at[m] for m in members) - created_at:.3f}s")
+        placed = {m: bindings.bound()[m] for m in members}
+    preempted = await wait_preempted(api, namespace, coscheduling.kpysched, low,
+                                     VICTIMS_GONE_TIMEOUT_SECONDS,
+                                     "every low-priority pod deleted by preemption")
+    assert sorted(preempted) == low, preempted
+    assert set(preempted.values()) <= set(members), preempted
+    assert sorted(placed.values()) == sorted(pool.names), placed
+
+
+async def test_group_preemption_cannot_place_whole_preempts_nobody(
+    api: client.ApiClient, namespace: str, pool: Pool, coscheduling: Coscheduling,
+) -> None:
+    """The same 3 full nodes, but the high-priority group needs 4 (minMember 4): preempting
+    every low pod would make room for 3. Every member is told why not, and after a hold
+    no low pod was deleted (each still there, none terminating) and no member is bound."""
+    await pool.add(3, cpu="2")
+    async with Bindings(api, namespace) as bindings:
+        low = await fill_pool(api, namespace, pool, bindings, cpu="1500m")
+        before = {name: pod["metadata"]["uid"]
+                  for name, pod in (await pods_now(api, namespace)).items()}
+        await create_pod_group(api, namespace, pod_group("toolarge", 4))
+        members = await create_members(api, namespace, "toolarge", 4, pool, cpu="1500m",
+                                       priority_class=HIGH_PRIORITY)
+        failed = await wait_failed(api, namespace, members,
+                                   "a FailedScheduling event for every member",
+                                   unbound=bindings, already_bound=low)
+        await asyncio.sleep(HOLD_SECONDS)
+        bound = bindings.bound()
+    print(f"FailedScheduling of {members[0]}: {failed[members[0]][-1]}")
+    pods = await pods_now(api, namespace)
+    assert not set(members) & bound.keys(), (f"members bound: {bound}\n"
+                                             f"{await describe(api, namespace)}")
+    spared = {name: pods[name]["metadata"]["uid"] for name in low
+              if name in pods and not pods[name]["metadata"].get("deletionTimestamp")}
+    assert spared == {name: before[name] for name in low}, (
+        f"low-priority pods preempted for a group that cannot be placed: "
+        f"{sorted(set(low) - spared.keys())}\n{await describe(api, namespace)}")
+    assert preempted_logged(coscheduling.kpysched, namespace) == {}, \
+        await describe(api, namespace)
+
+
+async def test_victims_from_another_group_are_preempted_whole(
+    api: client.ApiClient, namespace: str, pool: Pool, coscheduling: Coscheduling,
+) -> None:
+    """2 nodes of 2 CPUs; a low-priority group of 2 (minMember 2) bound by kpysched, one
+    member of 1.5 CPU a node; then a high-priority group of 1 needing 1.5 CPU: both low
+    members are deleted, not only the one on the node chosen, and the high one binds."""
+    await pool.add(2, cpu="2")
+    async with Bindings(api, namespace) as bindings:
+        await create_pod_group(api, namespace, pod_group("low", 2))
+        low = await create_members(api, namespace, "low", 2, pool, cpu="1500m",
+                                   priority_class=LOW_PRIORITY)
+        await wait_until(api, namespace, lambda: set(low) <= bindings.bound().keys(),
+                         BIND_TIMEOUT_SECONDS, "the low-priority group bound")
+        assert sorted(bindings.bound()[m] for m in low) == sorted(pool.names), \
+            bindings.bound()
+        await create_pod_group(api, namespace, pod_group("high", 1))
+        [high] = await create_members(api, namespace, "high", 1, pool, cpu="1500m",
+                                      priority_class=HIGH_PRIORITY)
+        await wait_until(api, namespace, lambda: high in bindings.bound(),
+                         PREEMPT_TIMEOUT_SECONDS, "the high-priority member bound")
+        node = bindings.bound()[high]
+    preempted = await wait_preempted(
+        api, namespace, coscheduling.kpysched, low, VICTIMS_GONE_TIMEOUT_SECONDS,
+        f"both members of the low group deleted ({high} bound on {node})")
+    assert preempted == {m: high for m in low}, preempted
