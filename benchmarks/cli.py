@@ -53,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
                           "figures); its collapsed stacks go to DIR")
     run.add_argument("--keep-logs", type=Path, metavar="DIR",
                      help="copy each scheduler's log here before its cluster is removed")
+    run.add_argument("--interleave", action="store_true",
+                     help="run the workloads in turn within each repeat (order alternating) "
+                          "instead of all repeats of one before the next: a workload and "
+                          "its baseline then see the same drift in the machine's load")
     rendered = commands.add_parser(
         "report", help="print an overview and the tables of results JSON files")
     rendered.add_argument("files", type=Path, nargs="+")
@@ -104,13 +108,13 @@ def _run(args: argparse.Namespace) -> int:
             raise SystemExit(f"error: workload {workload.name} runs kpysched's Coscheduling "
                              f"plugin, which kube-scheduler lacks; pass --schedulers "
                              f"{schedulers.KPYSCHED}")
-    documents: list[dict[str, Any]] = []
+    suites: list[tuple[RunSpec, dict[str, Any]]] = []
     for workload, sizes in planned:
         spec = RunSpec(workload, sizes, qps=args.qps, burst=burst,
                        create_mode=args.create_mode, timeout=args.timeout,
                        concurrency=args.concurrency, workdir=args.workdir,
                        profile_dir=args.profile, logs_dir=args.keep_logs)
-        info = report.meta({
+        suites.append((spec, report.meta({
             "workload": workload.name, "upstream": workload.upstream,
             "nodes": sizes.nodes, "init_pods": sizes.init_pods, "pods": sizes.pods,
             "schedulers": names, "qps": args.qps, "burst": burst, "repeat": args.repeat,
@@ -118,7 +122,13 @@ def _run(args: argparse.Namespace) -> int:
             "feature_gates": dict(workload.gates.feature_gates),
             "runtime_config": list(workload.gates.runtime_config),
             "coscheduling": workload.coscheduling, "baseline": workload.baseline,
-        }, build.KUBERNETES_VERSION)
+            "interleaved": args.interleave,
+        }, build.KUBERNETES_VERSION)))
+    if args.interleave:
+        _run_interleaved(suites, names, args.repeat, args.out)
+        return 0
+    documents: list[dict[str, Any]] = []
+    for spec, info in suites:
         runs, profiled = run_suite(spec, names, args.repeat)
         document = report.document(info, runs, profiled)
         documents.append(document)
@@ -126,6 +136,36 @@ def _run(args: argparse.Namespace) -> int:
         if args.out is not None:  # rewritten after each workload: partial results survive
             _write(args.out, documents)
     return 0
+
+
+def _run_interleaved(suites: list[tuple[RunSpec, dict[str, Any]]], names: list[str],
+                     repeat: int, out: Path | None) -> None:
+    """Repeat by repeat, every workload in turn (workloads and schedulers in reverse
+    order on even repeats), then the profiled runs; results are rewritten after each
+    repeat."""
+    runs: list[list[RunResult]] = [[] for _ in suites]
+    profiled: list[RunResult | None] = [None] * len(suites)
+
+    def documents() -> list[dict[str, Any]]:
+        return [report.document(info, found, extra)
+                for (_, info), found, extra in zip(suites, runs, profiled, strict=True)]
+
+    order = list(range(len(suites)))
+    for index in range(1, repeat + 1):
+        for position in (order if index % 2 else list(reversed(order))):
+            spec = dataclasses.replace(suites[position][0], profile_dir=None)
+            for name in (names if index % 2 else list(reversed(names))):
+                runs[position].append(run_once(spec, name, index))
+        if out is not None:
+            _write(out, documents())
+    for position, (spec, _) in enumerate(suites):
+        if spec.profile_dir is not None:
+            profiled[position] = run_once(spec, schedulers.KPYSCHED, 0)
+    final = documents()
+    for document in final:
+        print(report.markdown(document), flush=True)
+    if out is not None:
+        _write(out, final)
 
 
 def _write(path: Path, documents: list[dict[str, Any]]) -> None:

@@ -137,8 +137,12 @@ _EVENTS = (
     ClusterEventWithHint(ClusterEvent(Resource.COSCHEDULING_POD_GROUP,
                                       ActionType.ADD | ActionType.UPDATE),
                          schedulable_after_pod_group_change),
-    ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE),
-                         _always),
+    # Changes that can give a pod room (not conditions or annotations: a Ready node's
+    # heartbeat must not retry every failed group).
+    ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD
+                                      | ActionType.UPDATE_NODE_ALLOCATABLE
+                                      | ActionType.UPDATE_NODE_LABEL
+                                      | ActionType.UPDATE_NODE_TAINT), _always),
     ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE), _always),
 )
 
