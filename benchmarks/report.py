@@ -280,6 +280,9 @@ def markdown(doc: dict[str, Any]) -> str:
                       + (f", requeues {_counts(requeues)}" if requeues else "")
                       + (f", pod-group cycles {_counts(run['podgroup_attempts'])}"
                          if run.get("podgroup_attempts") else "")
+                      + (", pod-group cycle ms " + ", ".join(
+                          f"{k} {v:.1f}" for k, v in run["podgroup_latency_ms"].items())
+                         if run.get("podgroup_latency_ms") else "")
                       + (f", unschedulable attempts by the last bind "
                          f"{run['unschedulable_by_last_bind']:g}"
                          if run.get("unschedulable_by_last_bind", 0) else ""))
@@ -333,7 +336,8 @@ def _spreads(doc: dict[str, Any]) -> dict[str, dict[str, Spread]]:
 def baseline_comparisons(docs: Sequence[dict[str, Any]]) -> str:
     """Each workload beside its baseline (the same run less one thing, e.g. a
     never-fitting gang), scheduler by scheduler: with / without. Empty when no
-    suite's baseline is among `docs` (same nodes, pods and QPS)."""
+    suite's baseline is among `docs` (from the same command: same sizes, QPS and
+    create mode)."""
     lines = ["| workload / baseline | scheduler | throughput with | throughput without "
              "| with / without | CPU ms per pod with / without | pod latency p99 ms with "
              "/ without | unschedulable attempts with / without |",
@@ -346,7 +350,8 @@ def baseline_comparisons(docs: Sequence[dict[str, Any]]) -> str:
         for base in docs:
             other = base["meta"]
             if other["workload"] != info["baseline"] or any(
-                    other.get(k) != info.get(k) for k in ("nodes", "pods", "qps", "burst")):
+                    other.get(k) != info.get(k)
+                    for k in ("command", "nodes", "pods", "qps", "burst", "create_mode")):
                 continue
             with_gang, without = _spreads(doc), _spreads(base)
             for name in (KUBE_SCHEDULER, KPYSCHED, KPYSCHED_NO_RECORDS):
@@ -365,7 +370,8 @@ def baseline_comparisons(docs: Sequence[dict[str, Any]]) -> str:
                             f"{_number(b[figure].median, digits)}")
 
                 lines.append(
-                    f"| {info['workload']} / {other['workload']} ({info['nodes']} nodes) "
+                    f"| {info['workload']} / {other['workload']} ({info['nodes']} nodes"
+                    f"{', created live' if info.get('create_mode') == 'live' else ''}) "
                     f"| {name} | {_number(a[key].median, 1)} | {_number(b[key].median, 1)} "
                     f"| **{_number(ratio, 2)}** ({UNITS[key]}) | {both('cpu_ms_per_pod', 2)} "
                     f"| {both('latency_p99_ms', 0)} | {both('attempts_unschedulable', 0)} |")

@@ -72,6 +72,8 @@ class RunResult:
     # scheduler_podgroup_schedule_attempts_total during the run, by result (pod-group
     # cycles; only with GenericWorkload or Coscheduling).
     podgroup_attempts: dict[str, float] = field(default_factory=dict)
+    # p50/p99 in ms of scheduler_podgroup_scheduling_{algorithm,attempt}_duration_seconds.
+    podgroup_latency_ms: dict[str, float] = field(default_factory=dict)
     # Unschedulable attempts from the start to the first sample (read once a second, and
     # once right after the watch saw every pod bound) at or after the last bind.
     unschedulable_by_last_bind: float = math.nan

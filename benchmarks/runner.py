@@ -40,6 +40,11 @@ ATTEMPTS_COUNTER = "scheduler_schedule_attempts_total"
 EVENTS_DROPPED = "kpysched_events_dropped_total"
 QUEUE_INCOMING = "scheduler_queue_incoming_pods_total"
 PODGROUP_ATTEMPTS = "scheduler_podgroup_schedule_attempts_total"
+# A pod-group cycle's algorithm (every member tried) and the whole attempt.
+PODGROUP_HISTOGRAMS = {
+    "algorithm": "scheduler_podgroup_scheduling_algorithm_duration_seconds",
+    "attempt": "scheduler_podgroup_scheduling_attempt_duration_seconds",
+}
 SETTLE_MAX_SECONDS = 5.0
 CreateMode = Literal["live", "before"]
 
@@ -340,6 +345,19 @@ def _delta_by(before: promtext.Samples, after: promtext.Samples, name: str,
             if end[k] - start.get(k, 0.0) > 0}
 
 
+def _podgroup_latency_ms(before: promtext.Samples, after: promtext.Samples
+                         ) -> dict[str, float]:
+    """p50/p99 (ms) of the pod-group cycle histograms over the run; {} without cycles."""
+    found: dict[str, float] = {}
+    for label, histogram in PODGROUP_HISTOGRAMS.items():
+        delta = promtext.bucket_delta(before, after, histogram)
+        for q in (0.5, 0.99):
+            value = promtext.quantile(q, delta)
+            if value is not None:
+                found[f"{label} p{round(q * 100)}"] = value * 1000
+    return found
+
+
 def _rate(count: int, seconds: float) -> float:
     return count / seconds if count and seconds > 0 else math.nan
 
@@ -528,6 +546,7 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
                                                 f"{labels.get('queue', '')}"),
         podgroup_attempts=_delta_by(scheduler_before, scheduler_after, PODGROUP_ATTEMPTS,
                                     lambda labels: labels.get("result", "")),
+        podgroup_latency_ms=_podgroup_latency_ms(scheduler_before, scheduler_after),
         unschedulable_by_last_bind=_unschedulable_by(
             max(bound_times, default=math.inf), unschedulable_timeline,
             promtext.total(scheduler_before, ATTEMPTS_COUNTER, result="unschedulable")))
