@@ -26,9 +26,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import msgspec
+import numpy as np
+import numpy.typing as npt
 import structlog
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cluster_events import (
     ActionType,
     ClusterEvent,
@@ -49,14 +52,15 @@ from kpysched.framework.interfaces import (
     PreFilterResult,
     ReservePlugin,
     ScoreExtensions,
-    ScorePlugin,
+    VectorNormalizePlugin,
+    VectorScorePlugin,
 )
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api, resource
 from kpysched.objects.labels import node_selector_matches
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._helper import default_normalize_score
+from kpysched.plugins._helper import default_normalize_score, default_normalize_vector
 from kpysched.plugins.dynamic_resources import claims as pod_claims_mod
 from kpysched.plugins.dynamic_resources import extended_resources as er
 from kpysched.plugins.dynamic_resources import hints
@@ -160,8 +164,8 @@ class _State:
 
 
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
-                       ScorePlugin, ScoreExtensions, ReservePlugin,
-                       PreBindPreFlightPlugin):
+                       VectorScorePlugin, ScoreExtensions, VectorNormalizePlugin,
+                       ReservePlugin, PreBindPreFlightPlugin):
     NAME = NAME
 
     def __init__(self, handle: Handle, args: DynamicResourcesArgs) -> None:
@@ -442,10 +446,23 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                         score += FIRST_AVAILABLE_MAX_SIZE - position
         return score, SUCCESS
 
+    def score_vector(self, state: CycleState, pod: PodInfo,
+                     snapshot: Snapshot) -> npt.NDArray[np.int64] | None:
+        """Most pods have no claim: every node scores 0, without a Python call per node
+        (upstream scores them one by one, to the same zeros)."""
+        data: _State | None = state.get(_STATE_KEY)
+        if data is None or data.claims:
+            return None  # the per-node form reports the error or does the real work
+        return np.zeros(len(snapshot), dtype=np.int64)
+
     def normalize_score(self, state: CycleState, pod: PodInfo,
                         scores: list[NodeScore]) -> Status:
         default_normalize_score(scores, reverse=False)
         return SUCCESS
+
+    def normalize_vector(self, state: CycleState, pod: PodInfo,
+                         scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return default_normalize_vector(scores, reverse=False)
 
     # ---- Reserve / Unreserve -----------------------------------------------------------
 

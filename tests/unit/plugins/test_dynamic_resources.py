@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import msgspec
+import numpy as np
 import pytest
 
 from kpysched.apiclient import ApiResponse
@@ -20,7 +21,7 @@ from kpysched.objects.pod import PodInfo
 from kpysched.plugins.dynamic_resources import plugin as dynamic_resources
 from kpysched.plugins.dynamic_resources.args import DynamicResourcesArgs
 from tests.unit.api_double import RecordingApi
-from tests.unit.builders import FakeHandle, make_node
+from tests.unit.builders import FakeHandle, make_node, make_snapshot
 
 DRIVER = "gpu.example.com"
 
@@ -369,3 +370,27 @@ def test_pod_change_hint_queues_only_the_pod_whose_claims_now_exist() -> None:
     world.handle.resource_listers.resource_claims.on_update(_claim("made"), owned)
     made = _pod(template, statuses=({"name": "gpu", "resourceClaimName": "made"},))
     assert registration.hint(waiting, waiting, made).value == "Queue"
+
+
+def test_a_pod_without_claims_scores_every_node_zero_at_once() -> None:
+    world = World()
+    pod = _pod([])
+    state = CycleState()
+    world.plugin.pre_filter(state, pod, [])
+    snapshot = make_snapshot(*(make_node(node).info() for node in ("n1", "n2", "n3")))
+    vector = world.plugin.score_vector(state, pod, snapshot)
+    assert vector is not None and vector.tolist() == [0, 0, 0]
+    assert [world.plugin.score(state, pod, info)[0] for info in snapshot.node_infos] == [0, 0, 0]
+    assert world.plugin.normalize_vector(state, pod, vector).tolist() == [0, 0, 0]
+    # With claims, the per-node form does the work.
+    claimed = _pod([_uses("c")])
+    assert World(_claim("c", {"name": "gpu", "exactly": {"deviceClassName": "gpu"}}),
+                 _class()).plugin.score_vector(CycleState(), claimed, snapshot) is None
+
+
+def test_normalize_vector_matches_normalize_score() -> None:
+    plugin = World().plugin
+    scores = [NodeScore("n1", 8), NodeScore("n2", 7), NodeScore("n3", 0)]
+    plugin.normalize_score(CycleState(), _pod([]), scores)
+    vector = plugin.normalize_vector(CycleState(), _pod([]), np.array([8, 7, 0], dtype=np.int64))
+    assert vector.tolist() == [s.score for s in scores] == [100, 87, 0]
