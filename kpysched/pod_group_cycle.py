@@ -249,15 +249,21 @@ class PodGroupCycle:
         scheduler = self._scheduler
         state, pod = attempt.state, attempt.queued.pod_info
         state.pod_group = group
+        started = time.perf_counter()
         found = scheduler.algorithm.schedule(framework, state, pod, scheduler.snapshot)
         member = MemberResult(attempt, SUCCESS)
+        if isinstance(found, Diagnosis):
+            member.nominated = scheduler.post_filter(attempt, found)
+        if scheduler.metrics is not None:
+            # Each member's algorithm (with its preemption) counts as a pod's, as
+            # upstream's podGroupPodSchedulingAlgorithm times it.
+            scheduler.metrics.algorithm_duration(time.perf_counter() - started)
         if isinstance(found, Status):
             member.status = found
             return member
         if isinstance(found, Diagnosis):
             member.status = Status.unschedulable(plugin="")
             member.diagnosis = found
-            member.nominated = scheduler.post_filter(attempt, found)
             if not member.nominated:
                 return member
             refusal = self._preemption.claim(pod, undo) if self._preemption else ""

@@ -21,6 +21,7 @@ from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
 from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.features import Features
 from kpysched.listers import Listers
+from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs
 from kpysched.plugins import IN_TREE
@@ -72,14 +73,15 @@ class Harness:
                 if body["reason"] == reason and body["regarding"]["kind"] == kind}
 
 
-def make_harness(*nodes: api.Node, decision_records: int = 0) -> Harness:
+def make_harness(*nodes: api.Node, decision_records: int = 0,
+                 metrics: SchedulerMetrics | None = None) -> Harness:
     config = parse_config({"apiVersion": API_VERSION, "kind": KIND, "profiles": [PROFILE]})
     recording = RecordingApi()
     listers = Listers(coscheduling=True)
     features = Features()
     scheduler = build_scheduler(config, build_profiles(config, IN_TREE, features), IN_TREE,
                                 cast(RawApi, recording), listers, features=features,
-                                decision_records=decision_records)
+                                metrics=metrics, decision_records=decision_records)
     listers.coscheduling.requeue_with(scheduler.queue.move_on_event)  # type: ignore[union-attr]
     for node in nodes:
         scheduler.cache.add_or_update_node(node)
@@ -141,6 +143,20 @@ async def test_explain_tells_a_held_back_member_which_member_failed() -> None:
         (record,) = store.for_pod("default", name)
         assert record["message"] == note
     assert sum("2 of 3 pods fit" in note for note in notes.values()) == 2
+
+
+async def test_each_member_tried_counts_in_the_algorithm_latency_and_the_group_once() -> None:
+    metrics = SchedulerMetrics(process_metrics=False, generic_workload=True)
+    harness = make_harness(node("n1", "2"), metrics=metrics)
+    harness.group("g", 3)
+    for name in ("a", "b", "c"):
+        harness.member(name, "g")
+    await harness.schedule_all()
+    registry = metrics.registry
+    assert registry.get_sample_value(
+        "scheduler_scheduling_algorithm_duration_seconds_count", {}) == 3
+    assert registry.get_sample_value("scheduler_podgroup_schedule_attempts_total",
+                                     {"result": "unschedulable", "profile": "kpysched"}) == 1
 
 
 async def test_a_node_added_wakes_the_whole_group(monkeypatch: pytest.MonkeyPatch) -> None:
