@@ -25,10 +25,15 @@ else
 fi
 # The real node (`up --with-node`, tests/e2e/test_real_node.py): kubelet, containerd,
 # runc and the CNI plugins, built from Go modules into the same cache. runc links
-# libseccomp so pods' seccomp profiles work; its headers come from Debian.
-if [ ! -f /usr/include/seccomp.h ]; then
+# libseccomp so pods' seccomp profiles work; its headers come from Debian. kube-proxy
+# (tests/cluster/pod_network.py, for the in-cluster e2e) needs the iptables commands,
+# which a minimal Debian lacks.
+debian_packages=()
+[ -f /usr/include/seccomp.h ] || debian_packages+=(libseccomp-dev)
+command -v iptables >/dev/null || [ -x /usr/sbin/iptables ] || debian_packages+=(iptables)
+if [ "${#debian_packages[@]}" -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libseccomp-dev >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${debian_packages[@]}" >/dev/null
 fi
 if [ -z "${KPYSCHED_SETUP_CORE_ONLY:-}" ]; then
     .venv/bin/python -m tests.cluster.realnode build
