@@ -131,8 +131,11 @@ def _always(pod: PodInfo, old: object, new: object) -> QueueingHint:
 # A member rejected by this plugin is one that fit but whose group did not: what can
 # make the group fit is what can make any pod fit. Coarse on purpose: the members that
 # did not fit are woken by their own rejecting plugins' precise hints anyway.
+#
+# A new member arrives unscheduled; bindings (assigned pods added, thousands a minute
+# when busy) cannot help a group and are not even offered to its hints.
 _EVENTS = (
-    ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.ADD),
+    ClusterEventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD),
                          schedulable_after_pod_added),
     ClusterEventWithHint(ClusterEvent(Resource.COSCHEDULING_POD_GROUP,
                                       ActionType.ADD | ActionType.UPDATE),
@@ -143,7 +146,8 @@ _EVENTS = (
                                       | ActionType.UPDATE_NODE_ALLOCATABLE
                                       | ActionType.UPDATE_NODE_LABEL
                                       | ActionType.UPDATE_NODE_TAINT), _always),
-    ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.DELETE), _always),
+    # Room freed on a node: a pod on it deleted (or finished).
+    ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE), _always),
 )
 
 
