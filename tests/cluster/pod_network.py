@@ -210,6 +210,8 @@ async def start(state: ClusterState, api: client.ApiClient) -> PodNetwork:
         url = f"http://127.0.0.1:{healthz_port}/healthz"
         while True:
             if not alive(pid):
+                # Its kube-scheduler would outlive the test otherwise.
+                stop_process(network.kube_scheduler_pid)
                 raise ClusterError(f"kube-proxy exited during start-up:\n{log_tail(log)}")
             try:
                 http_get(url)
