@@ -125,6 +125,11 @@ THREE = (N("n0"), N("n1"), N("n2"))
 
 
 CLAIMS: list[Scenario] = [
+    # A pod with no claim on nodes that publish devices: DynamicResources scores every
+    # node 0 (kpysched in one vector), so the resource scores alone decide.
+    Scenario("dra-claimless-pod-scored-by-resources", THREE, P("incoming"),
+             device_classes=(GPU,), slices=(gpus("n0", gpu("gpu-0")), gpus("n2", gpu("gpu-0"))),
+             existing=(_busy("n0"), _busy("n1")), expect_node="n2"),
     Scenario("dra-one-claim-only-node-with-device", THREE, P("incoming", uses("gpu")),
              device_classes=(GPU,), slices=(gpus("n1", gpu("gpu-0")),),
              resource_claims=(claim("gpu"),), existing=(_busy("n1"),),
