@@ -10,38 +10,23 @@ tests/e2e/test_coscheduling.py).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import cast
 
 import pytest
 
-from kpysched.apiclient import RawApi
-from kpysched.app import build_scheduler
-from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
-from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.features import Features
 from kpysched.listers import Listers
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs
-from kpysched.plugins import IN_TREE
-from kpysched.scheduler import Scheduler
-from tests.unit.api_double import RecordingApi
-from tests.unit.builders import make_node, make_pod
+from tests.unit.builders import make_pod
+from tests.unit.scheduler_harness import SchedulerHarness, build_harness, node
 
 PROFILE = {"schedulerName": "kpysched", "plugins": {
     "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
     "queueSort": {"enabled": [{"name": "Coscheduling"}], "disabled": [{"name": "*"}]}}}
 
 
-@dataclass
-class Harness:
-    scheduler: Scheduler
-    api: RecordingApi
-    listers: Listers
-    pods: PodEventHandler
-    nodes: NodeEventHandler
-
+class Harness(SchedulerHarness):
     def group(self, name: str, min_member: int) -> None:
         assert self.listers.coscheduling is not None
         self.listers.coscheduling.pod_groups.on_add(cs.PodGroup(
@@ -55,43 +40,12 @@ class Harness:
         self.pods.on_add(pod)
         return pod
 
-    async def schedule_all(self) -> None:
-        queue = self.scheduler.queue
-        while queue.pending_counts()["active"]:
-            queued = await queue.pop()
-            assert queued is not None
-            self.scheduler.schedule_one(queued)
-        await self.scheduler.drain_writes(timeout=5)
-
-    def bound(self) -> dict[str, str]:
-        return {body["metadata"]["name"]: body["target"]["name"]
-                for body in self.api.sent("POST", "/binding")}
-
-    def notes(self, reason: str, kind: str = "Pod") -> dict[str, str]:
-        return {body["regarding"]["name"]: body["note"]
-                for body in self.api.sent("POST", "/events")
-                if body["reason"] == reason and body["regarding"]["kind"] == kind}
-
 
 def make_harness(*nodes: api.Node, decision_records: int = 0,
                  metrics: SchedulerMetrics | None = None) -> Harness:
-    config = parse_config({"apiVersion": API_VERSION, "kind": KIND, "profiles": [PROFILE]})
-    recording = RecordingApi()
-    listers = Listers(coscheduling=True)
-    features = Features()
-    scheduler = build_scheduler(config, build_profiles(config, IN_TREE, features), IN_TREE,
-                                cast(RawApi, recording), listers, features=features,
-                                metrics=metrics, decision_records=decision_records)
-    listers.coscheduling.requeue_with(scheduler.queue.move_on_event)  # type: ignore[union-attr]
-    for node in nodes:
-        scheduler.cache.add_or_update_node(node)
-    return Harness(scheduler, recording, listers,
-                   PodEventHandler(scheduler, scheduler.recorder, gang_scheduling=True),
-                   NodeEventHandler(scheduler))
-
-
-def node(name: str, cpu: str) -> api.Node:
-    return make_node(name).capacity(cpu=cpu, memory="8Gi", pods=110).obj()
+    built = build_harness(PROFILE, Features(), Listers(coscheduling=True), *nodes,
+                          metrics=metrics, decision_records=decision_records)
+    return Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
 
 
 async def test_members_are_held_until_min_member_exist_then_bind_together() -> None:

@@ -9,36 +9,23 @@ differential suite: tests/e2e/differential/test_gang_differential.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from kpysched.apiclient import RawApi
-from kpysched.app import build_scheduler
 from kpysched.cache.snapshot import Snapshot
-from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
-from kpysched.event_handlers import PodEventHandler
 from kpysched.features import Features
 from kpysched.listers import Listers
 from kpysched.objects import api
-from kpysched.plugins import IN_TREE
-from kpysched.scheduler import Scheduler
-from tests.unit.api_double import RecordingApi
-from tests.unit.builders import make_node, make_pod, make_pod_group
+from tests.unit.builders import make_pod, make_pod_group
+from tests.unit.scheduler_harness import SchedulerHarness, build_harness, node
 
 GANG = Features(generic_workload=True, gang_scheduling=True)
 HELD_BACK = ("pod group is unschedulable, waiting for minCount pods from a gang to be "
              "scheduled, one or more plugins asked to wait and no plugin rejected pod")
 
 
-@dataclass
-class Harness:
-    scheduler: Scheduler
-    api: RecordingApi
-    listers: Listers
-    pods: PodEventHandler
-
+class Harness(SchedulerHarness):
     def group(self, name: str, min_count: int) -> None:
         assert self.listers.workloads is not None
         self.listers.workloads.pod_groups.on_add(make_pod_group(name, min_count))
@@ -49,23 +36,8 @@ class Harness:
         self.pods.on_add(pod)
         return pod
 
-    async def schedule_all(self) -> None:
-        """Run cycles while the active queue has pods, then let the writes finish."""
-        queue = self.scheduler.queue
-        while queue.pending_counts()["active"]:
-            queued = await queue.pop()
-            assert queued is not None
-            self.scheduler.schedule_one(queued)
-        await self.scheduler.drain_writes(timeout=5)
-
-    def bound(self) -> dict[str, str]:
-        return {body["metadata"]["name"]: body["target"]["name"]
-                for body in self.api.sent("POST", "/binding")}
-
     def failed(self) -> dict[str, str]:
-        return {body["regarding"]["name"]: body["note"]
-                for body in self.api.sent("POST", "/events")
-                if body["reason"] == "FailedScheduling"}
+        return self.notes("FailedScheduling")
 
     def conditions(self) -> list[dict[str, Any]]:
         return [condition for body in self.api.sent("PATCH", "/status")
@@ -75,20 +47,9 @@ class Harness:
 
 
 def make_harness(*nodes: api.Node) -> Harness:
-    config = parse_config({"apiVersion": API_VERSION, "kind": KIND,
-                           "profiles": [{"schedulerName": "kpysched"}]})
-    recording = RecordingApi()
-    listers = Listers(generic_workload=True)
-    scheduler = build_scheduler(config, build_profiles(config, IN_TREE, GANG), IN_TREE,
-                                cast(RawApi, recording), listers, features=GANG)
-    for node in nodes:
-        scheduler.cache.add_or_update_node(node)
-    return Harness(scheduler, recording, listers,
-                   PodEventHandler(scheduler, scheduler.recorder, gang_scheduling=True))
-
-
-def node(name: str, cpu: str) -> api.Node:
-    return make_node(name).capacity(cpu=cpu, memory="8Gi", pods=110).obj()
+    built = build_harness({"schedulerName": "kpysched"}, GANG,
+                          Listers(generic_workload=True), *nodes)
+    return Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
 
 
 async def test_members_wait_for_min_count_then_the_whole_gang_binds() -> None:
