@@ -223,7 +223,8 @@ class Coscheduling(QueueSortPlugin, PreEnqueuePlugin, PreFilterPlugin, PermitPlu
             return None, Status.unresolvable(
                 f"PodGroup {pod.namespace}/{name} has an invalid minResources: {error}",
                 plugin=NAME)
-        missing = capacity.shortfall(need, nodes, pod.namespace, name)
+        placed = self._handle.pod_group_state(state, pod.namespace, name).placed_pods()
+        missing = capacity.shortfall(need, nodes, placed)
         if missing:
             return None, Status.unresolvable(
                 f"PodGroup {pod.namespace}/{name} needs more than the cluster has free "

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.objects.coscheduling import POD_GROUP_LABEL
+from kpysched.objects.pod import PodInfo
 from kpysched.objects.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
 
 
@@ -20,28 +20,37 @@ def wanted(min_resources: Mapping[str, str | int], min_member: int) -> Resource:
     return need
 
 
-def _free_on(node: NodeInfo, namespace: str, group: str) -> Resource:
+def _own_by_node(own: Sequence[PodInfo]) -> dict[str, list[PodInfo]]:
+    by_node: dict[str, list[PodInfo]] = {}
+    for pod in own:
+        if pod.node_name:
+            by_node.setdefault(pod.node_name, []).append(pod)
+    return by_node
+
+
+def _free_on(node: NodeInfo, own: Sequence[PodInfo]) -> Resource:
     free = node.allocatable.clone()
     free.subtract(node.requested)
-    own = [pod for pod in node.pods.values()
-           if pod.namespace == namespace and pod.pod.metadata.labels.get(POD_GROUP_LABEL) == group]
     for pod in own:
         free.add(pod.requests)
     free.allowed_pod_number = node.allocatable.allowed_pod_number - (len(node.pods) - len(own))
     return free
 
 
-def shortfall(need: Resource, nodes: Sequence[NodeInfo], namespace: str,
-              group: str) -> dict[str, int]:
+def shortfall(need: Resource, nodes: Sequence[NodeInfo],
+              own: Sequence[PodInfo]) -> dict[str, int]:
     """What the cluster lacks of `need`, by resource name; empty when it has it all.
-    Nodes with less than nothing free of a resource (overcommitted) count as none."""
+    `own` are the group's placed members (bound or assumed), whose room counts as free;
+    they come from the group's state, so no node's pods are walked. Nodes with less
+    than nothing free of a resource (overcommitted) count as none."""
     missing = {name: need.get(name) for name in _names(need) if need.get(name) > 0}
+    own_by_node = _own_by_node(own)
     for node in nodes:
         if not missing:
             break
         if node.node is None:
             continue
-        free = _free_on(node, namespace, group)
+        free = _free_on(node, own_by_node.get(node.name, ()))
         for name in list(missing):
             missing[name] -= max(free.get(name), 0)
             if missing[name] <= 0:

@@ -86,10 +86,10 @@ def test_pre_filter_compares_min_resources_with_the_free_capacity(
     # Two nodes of 2 cpu and 2 pods each; one holds a 1-cpu stranger and a 1-cpu member
     # of the group (which counts as free: it is the group's own).
     nodes = [make_node("n1").capacity(cpu="2", memory="8Gi", pods="2").info(
-                 make_pod("stranger").req(cpu="1"), member("placed")),
+                 make_pod("stranger").req(cpu="1"), member("placed").node("n1")),
              make_node("n2").capacity(cpu="2", memory="8Gi", pods="2").info()]
     group = pod_group(min_member=min_member, min_resources=min_resources)
-    _, status = plugin(handle_with(group=group)).pre_filter(
+    _, status = plugin(handle_with(member("placed").node("n1"), group=group)).pre_filter(
         CycleState(), member("a").info(), nodes)
     if not short:
         assert status.ok
