@@ -290,7 +290,8 @@ async def run(
             else None,
             cache_dump=dump_from(loop, lambda: cache_dump(
                 scheduler.cache, scheduler.queue.pending_counts,
-                scheduler.bindings_in_flight)) if settings.enable_cache_endpoint else None)
+                scheduler.bindings_in_flight, lambda: scheduler.recorder.in_flight))
+            if settings.enable_cache_endpoint else None)
         log.info("scheduler.starting", profiles=[p.scheduler_name for p in profiles],
                  leader_elect=election.leader_elect)
         exit_code = 0

@@ -110,6 +110,7 @@ class EventRecorder:
         self.metrics: DropCounter | None = None
         self.dropped = 0
         self._retrying = 0  # writes waiting on their retry timer
+        self._writing = 0  # writes a writer has taken off the queue and not finished
 
     # --- what callers record ------------------------------------------------------
 
@@ -182,6 +183,12 @@ class EventRecorder:
     def queued(self) -> int:
         return self._queue.qsize() if self._queue is not None else 0
 
+    @property
+    def in_flight(self) -> int:
+        """Events recorded and not yet settled: queued, being written, or waiting to
+        retry. Zero means the API server has (or has refused) everything recorded."""
+        return self.queued + self._writing + self._retrying
+
     def _enqueue(self, entry: _Recorded) -> None:
         queue = self._start()
         try:
@@ -214,11 +221,13 @@ class EventRecorder:
         queue = self._queue
         while True:
             entry = await queue.get()
+            self._writing += 1
             try:
                 await self._try_write(entry)
             except Exception:
                 log.exception("event.write_crashed", reason=entry.body["reason"])
             finally:
+                self._writing -= 1
                 queue.task_done()
 
     async def _try_write(self, entry: _Recorded) -> None:

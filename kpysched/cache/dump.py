@@ -22,15 +22,18 @@ PATH: Final = "/debug/cache"
 
 
 def cache_dump(cache: Cache, pending: Callable[[], dict[str, int]],
-               bindings_in_flight: Callable[[], int]) -> dict[str, Any]:
+               bindings_in_flight: Callable[[], int],
+               events_in_flight: Callable[[], int]) -> dict[str, Any]:
     """Nodes, and every pod the cache places, by uid: its node and whether it is only
-    assumed (binding not yet confirmed by the informer)."""
+    assumed (binding not yet confirmed by the informer). Events in flight tell a test
+    whether every FailedScheduling already recorded has reached the API server."""
     return {
         "nodes": sorted(cache.node_names()),
         "pods": {uid: {"node": node, "assumed": assumed}
                  for uid, node, assumed in cache.placements()},
         "queue": pending(),
         "bindingsInFlight": bindings_in_flight(),
+        "eventsInFlight": events_in_flight(),
         "asyncioTasks": len(asyncio.all_tasks()),
     }
 

@@ -20,7 +20,7 @@ from tests.cluster import cluster, kube, nodes
 from tests.cluster.upstream import UpstreamScheduler
 from tests.soak import fault_plan
 from tests.soak.churn import IMAGE, KPYSCHED, NAMESPACE, Churn, priority_classes
-from tests.soak.observer import Observer
+from tests.soak.observer import Observer, PodRecord
 from tests.soak.plan import SoakPlan
 from tests.soak.replicas import Replicas
 from tests.soak.report import SoakReport
@@ -29,6 +29,7 @@ NODE_SHAPE: Final = nodes.NodeShape(cpu="4", memory="16Gi", pods=110, zones=3)
 SAMPLE_SECONDS: Final = 10.0
 PROBE_TIMEOUT_SECONDS: Final = 120.0
 QUIESCE_TIMEOUT_SECONDS: Final = 180.0
+EVENT_WATCH_GRACE_SECONDS: Final = 10.0
 
 
 @contextlib.asynccontextmanager
@@ -202,8 +203,10 @@ async def _quiesce(api: client.ApiClient, replicas: Replicas, observer: Observer
 def _settled(dump: dict[str, Any]) -> bool:
     queue = dump["queue"]
     assumed = any(p["assumed"] for p in dump["pods"].values())
+    # Events too: a pod tried last has its FailedScheduling still on its way, and
+    # checking for it before it is written would report the pod as lost.
     return queue.get("active", 0) == 0 and queue.get("backoff", 0) == 0 and \
-        dump["bindingsInFlight"] == 0 and not assumed
+        dump["bindingsInFlight"] == 0 and dump["eventsInFlight"] == 0 and not assumed
 
 
 async def _final_checks(api: client.ApiClient, report: SoakReport) -> None:
@@ -233,7 +236,17 @@ async def _final_checks(api: client.ApiClient, report: SoakReport) -> None:
     observer = report.observer
     assert observer is not None
     existing = {p.metadata.uid for p in pods}
-    for record in observer.pending():
-        if record.uid in existing and record.released_at is not None and \
-                record.uid not in observer.failed_events:
-            report.lost.append(record.name)
+
+    def unexplained() -> list[PodRecord]:
+        return [record for record in observer.pending()
+                if record.uid in existing and record.released_at is not None
+                and record.uid not in observer.failed_events]
+
+    # The leader has written every event; the observer's own watch may still be a
+    # moment behind it.
+    deadline = time.monotonic() + EVENT_WATCH_GRACE_SECONDS
+    while time.monotonic() < deadline:
+        if not unexplained():
+            break
+        await asyncio.sleep(0.5)
+    report.lost.extend(record.name for record in unexplained())

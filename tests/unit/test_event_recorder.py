@@ -140,6 +140,37 @@ async def test_an_event_waiting_for_its_retry_holds_back_no_other() -> None:
     assert events.dropped == 0
 
 
+async def test_in_flight_counts_queued_writing_and_retrying_events() -> None:
+    """The soak reads this through /debug/cache before it checks that every pending pod
+    has its FailedScheduling event: it must stay above zero until the write is done."""
+    recording = RecordingApi()
+    release = asyncio.Event()
+    failures = [ApiResponse(503, b"{}")]
+    plain = recording.request
+
+    async def slow_then_fails_once(method: str, path: str, body: object = None,
+                                   **options: object) -> ApiResponse:
+        await release.wait()
+        if failures:
+            return failures.pop()
+        return await plain(method, path, body, **options)
+
+    recording.request = slow_then_fails_once  # type: ignore[method-assign]
+    events = EventRecorder(cast(RawApi, recording), instance="host", writers=1,
+                           retry_sleep=0.05)
+    events.failed_scheduling(pod("a"), "kpysched", "no")
+    events.failed_scheduling(pod("b"), "kpysched", "no")
+    await asyncio.sleep(0.01)
+    assert events.in_flight == 2  # one being written, one queued
+    release.set()
+    await asyncio.sleep(0.01)
+    assert events.in_flight == 1  # "a" failed once and waits for its retry
+    await events.drain(5)
+    assert events.in_flight == 0
+    assert sorted(b["regarding"]["name"] for b in recording.sent("POST", "/events")) == \
+        ["a", "b"]
+
+
 async def test_long_notes_are_cut_as_upstream() -> None:
     recording = RecordingApi()
     events = recorder(recording)

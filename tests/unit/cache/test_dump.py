@@ -25,12 +25,13 @@ def a_cache() -> Cache:
 
 
 async def test_the_dump_lists_reported_nodes_and_every_placed_pod() -> None:
-    dump = cache_dump(a_cache(), lambda: {"active": 1}, lambda: 2)
+    dump = cache_dump(a_cache(), lambda: {"active": 1}, lambda: 2, lambda: 3)
     assert dump["nodes"] == ["n1", "n2"]
     assert dump["pods"] == {"u-bound": {"node": "n1", "assumed": False},
                             "u-assumed": {"node": "n2", "assumed": True},
                             "u-early": {"node": "n3", "assumed": False}}
     assert dump["queue"] == {"active": 1} and dump["bindingsInFlight"] == 2
+    assert dump["eventsInFlight"] == 3
 
 
 async def test_the_endpoint_takes_the_dump_on_the_schedulers_loop() -> None:
@@ -39,7 +40,7 @@ async def test_the_endpoint_takes_the_dump_on_the_schedulers_loop() -> None:
 
     def take() -> dict[str, object]:
         loops.append(asyncio.get_running_loop())
-        return cache_dump(cache, dict, lambda: 0)
+        return cache_dump(cache, dict, lambda: 0, lambda: 0)
 
     config = ServerConfig(bind_address="127.0.0.1", port=0)
     thread = ServerThread(Server(config, SchedulerMetrics(process_metrics=False),
