@@ -105,6 +105,7 @@ def build_scheduler(
         max_backoff_seconds=config.pod_max_backoff_seconds,
         max_unschedulable_seconds=max_unschedulable_seconds,
         pod_groups=features.generic_workload,
+        namespace_labels=handle.namespace_labels,
     )
     algorithm = Algorithm(config.percentage_of_nodes_to_score,
                           rng=random.Random(tie_break_seed))

@@ -106,7 +106,7 @@ class PodEventHandler:
             info = self._info(pod)
             if info is not None:
                 self._scheduler.cache.add_or_update_pod(info)
-                self._scheduler.queue.move_on_event(ev.ASSIGNED_POD_ADD, None, info)
+                self._scheduler.queue.move_on_assigned_pod(ev.ASSIGNED_POD_ADD, None, info)
         elif self._pending_and_ours(pod):
             info = self._info(pod)
             if info is not None:
@@ -140,12 +140,12 @@ class PodEventHandler:
                 return
             cache.add_or_update_pod(info)
             if not _is_assigned(old):
-                queue.move_on_event(ev.ASSIGNED_POD_ADD, None, info)
+                queue.move_on_assigned_pod(ev.ASSIGNED_POD_ADD, None, info)
                 return
             # One event per changed scheduling property, as upstream's updateAssignedPodInCache.
             before = self._quiet_info(old) or info
             for event in ev.pod_update_events(before, info):
-                queue.move_on_event(event, before, info)
+                queue.move_on_assigned_pod(event, before, info)
             return
         if cache.is_assumed(new.metadata.uid) and new.metadata.deletion_timestamp is None:
             # Being bound: its own updates (such as the nominatedNodeName the binding

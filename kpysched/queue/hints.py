@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from enum import IntEnum
 
 import structlog
@@ -46,10 +47,13 @@ class Strategy(IntEnum):
     IMMEDIATELY = 2
 
 
-def rejectors(info: QueuedPodInfo) -> set[str]:
+def rejectors(info: QueuedPodInfo) -> AbstractSet[str]:
     """The plugins whose hints speak for the pod: those that rejected its last attempt and
     the PreEnqueue plugin holding it back now (upstream adds the latter to
-    UnschedulablePlugins)."""
+    UnschedulablePlugins). Read-only: usually the pod's own set, not a copy, because
+    every event asks this of every waiting pod."""
+    if not info.pending_plugins and not (info.gated and info.gating_plugin):
+        return info.unschedulable_plugins
     found = info.unschedulable_plugins | info.pending_plugins
     if info.gated and info.gating_plugin:
         found = found | {info.gating_plugin}

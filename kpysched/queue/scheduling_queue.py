@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from kpysched.cache.pod_groups import group_name
@@ -27,6 +27,7 @@ from kpysched.framework.cluster_events import (
     UNSCHEDULABLE_TIMEOUT,
     UNSCHEDULED_POD_ADD,
     UNSCHEDULED_POD_UPDATE,
+    ActionType,
     ClusterEvent,
     pod_update_events,
 )
@@ -50,6 +51,11 @@ POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 PreEnqueue = Callable[[PodInfo], Status]
 # Which unschedulable pods an event may move at all (upstream's PreEnqueueCheck).
 PreCheck = Callable[[PodInfo], bool]
+NamespaceLabels = Callable[[str], Mapping[str, str] | None]
+
+# The one plugin whose rejection any pod of the namespace may lift by being placed
+# (a new spread domain count); upstream's queue names it too.
+_POD_TOPOLOGY_SPREAD = "PodTopologySpread"
 
 
 @dataclass(slots=True)
@@ -74,8 +80,10 @@ class SchedulingQueue:
         max_unschedulable_seconds: float = UNSCHEDULABLE_MAX_SECONDS,
         clock: Callable[[], float] = time.monotonic,
         pod_groups: bool = False,
+        namespace_labels: NamespaceLabels = lambda _: None,
     ) -> None:
         self._less = less
+        self._namespace_labels = namespace_labels
         # GenericWorkload: members of pod groups retry after backoff, whatever happened
         # while they were tried (upstream has no event-based requeue for groups yet).
         self._pod_groups = pod_groups
@@ -311,6 +319,22 @@ class SchedulingQueue:
                       if pre_check is None or pre_check(info.pod_info)]
         return self._move(candidates, event, old, new)
 
+    def move_on_assigned_pod(self, event: ClusterEvent, old: PodInfo | None,
+                             new: PodInfo) -> int:
+        """Upstream's AssignedPodAdded and AssignedPodUpdated: a pod placed or changed on
+        a node can only help pods that a spread constraint held back in its namespace,
+        or whose required pod affinity selects it; the others are not even asked
+        (a scale-down frees resources, so it asks them all). Placing a plain pod thus
+        costs nothing per unschedulable pod, however many wait."""
+        if event.action is ActionType.UPDATE_POD_SCALE_DOWN:
+            return self.move_on_event(event, old, new)
+        if not self.hints.interested(event):
+            return 0
+        labels = self._namespace_labels(new.namespace) or {}
+        candidates = [info for info in (*self._unschedulable.values(), *self._gated.values())
+                      if _may_be_helped_by(info, new, labels)]
+        return self._move(candidates, event, old, new)
+
     def _move(self, candidates: list[QueuedPodInfo], event: ClusterEvent, old: object,
               new: object) -> int:
         """Upstream's movePodsToActiveOrBackoffQueue."""
@@ -418,3 +442,13 @@ class SchedulingQueue:
             if uid in holder:
                 return name
         return None
+
+
+def _may_be_helped_by(waiting: QueuedPodInfo, placed: PodInfo,
+                      namespace_labels: Mapping[str, str]) -> bool:
+    """Upstream's getUnschedulablePodsWithCrossTopologyTerm, for one waiting pod."""
+    if (_POD_TOPOLOGY_SPREAD in waiting.unschedulable_plugins
+            and waiting.pod_info.namespace == placed.namespace):
+        return True
+    return any(term.matches(placed.pod, namespace_labels)
+               for term in waiting.pod_info.pod_affinity.required)

@@ -90,6 +90,12 @@ class RecordingQueue:
         self.events: list[tuple[str, PreCheck | None]] = []
         self.objects: list[tuple[object, object]] = []  # (old, new) for the queueing hints
         self.deleted: list[str] = []
+        # Events that came by move_on_assigned_pod (upstream's AssignedPod* calls).
+        self.assigned: list[str] = []
+
+    def move_on_assigned_pod(self, event: ClusterEvent, old: object, new: object) -> int:
+        self.assigned.append(event.queue_label())
+        return self.move_on_event(event, old, new)
 
     def move_on_event(self, event: ClusterEvent, old: object = None, new: object = None, *,
                       pre_check: PreCheck | None = None) -> int:
@@ -167,6 +173,7 @@ def test_binding_is_an_assigned_pod_add() -> None:
     old = make_pod("p").obj()
     pods.on_update(old, make_pod("p").node("n").obj())
     assert labels(scheduler) == ["AssignedPodAdd"]
+    assert scheduler.queue.assigned == ["AssignedPodAdd"]  # only pods it may help
     assert scheduler.queue.deleted == [old.metadata.uid]
     [(before, after)] = scheduler.queue.objects
     assert before is None and isinstance(after, PodInfo) and after.node_name == "n"

@@ -26,6 +26,7 @@ from kpysched.framework.cluster_events import (
 )
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Status
+from kpysched.objects import api
 from kpysched.objects.pod import DEFAULT_SCHEDULER_NAME, PodInfo
 from kpysched.plugins import priority_sort, scheduling_gates
 from kpysched.queue.hints import HintObserver, QueueingHints
@@ -820,3 +821,78 @@ async def test_a_rejected_group_member_retries_after_backoff_whatever_happened()
     queued = await pop_now(queue)
     reject(queue, queued, FIT)  # no event came: a plain pod would wait as unschedulable
     assert queue.where(member.uid) == "backoff"
+
+
+# --- assigned-pod events: only pods a placed pod may help (upstream's AssignedPodAdded) ---
+
+AFFINITY = "InterPodAffinity"
+SPREAD = "PodTopologySpread"
+ASSIGNED_POD_ADD = ClusterEvent(Resource.ASSIGNED_POD, ActionType.ADD, "AssignedPodAdd")
+SCALE_DOWN = ClusterEvent(Resource.ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_DOWN,
+                          "AssignedPodUpdate")
+# Pretend plugins listening to every pod event, so that only the queue's pre-filter
+# decides who is asked.
+POD_WATCHERS: dict[str, tuple[Registration, ...]] = {
+    name: (ClusterEvent(Resource.POD, ActionType.ALL),) for name in (FIT, AFFINITY, SPREAD)}
+
+
+def wants_pods_labelled(name: str, app: str, namespace_selector: str = "") -> PodInfo:
+    """A pod whose required pod affinity selects pods labelled app=`app` (in its own
+    namespace, or in namespaces labelled team=`namespace_selector`)."""
+    built = make_pod(name).obj()
+    selector = api.LabelSelector(match_labels={"team": namespace_selector}) \
+        if namespace_selector else None
+    built.spec.affinity = api.Affinity(pod_affinity=api.PodAffinity(
+        required_during_scheduling_ignored_during_execution=[api.PodAffinityTerm(
+            label_selector=api.LabelSelector(match_labels={"app": app}),
+            topology_key="zone", namespace_selector=selector)]))
+    return PodInfo.of(built)
+
+
+def placed(name: str, namespace: str = "default", **labels: str) -> PodInfo:
+    builder = make_pod(name, namespace).node("n1")
+    for key, value in labels.items():
+        builder.label(key, value)
+    return builder.info()
+
+
+async def test_a_placed_pod_wakes_only_pods_whose_affinity_or_spread_it_may_satisfy() -> None:
+    clock = FakeClock()
+    namespaces = {"default": {}, "other": {"team": "blue"}}
+    queue = SchedulingQueue(priority_sort.PrioritySort().less,
+                            scheduling_gates.SchedulingGates().pre_enqueue,
+                            hints(POD_WATCHERS), clock=clock,
+                            namespace_labels=namespaces.get)
+    too_big = pod("too-big")
+    wants_web, wants_db = wants_pods_labelled("wants-web", "web"), \
+        wants_pods_labelled("wants-db", "db")
+    wants_blue_web = wants_pods_labelled("wants-blue-web", "web", namespace_selector="blue")
+    spread = pod("spread")
+    await rejected_pod(queue, clock, too_big, FIT)
+    for info in (wants_web, wants_db, wants_blue_web):
+        await rejected_pod(queue, clock, info, AFFINITY)
+    await rejected_pod(queue, clock, spread, SPREAD)
+    clock.advance(30)
+
+    # A web pod in another namespace: only the term selecting the blue team's
+    # namespaces matches it; a spread constraint counts its own namespace only.
+    assert queue.move_on_assigned_pod(ASSIGNED_POD_ADD, None,
+                                      placed("w1", "other", app="web")) == 1
+    assert queue.where(wants_blue_web.uid) == "active"
+    # In the pods' own namespace: the web affinity and the spread constraint.
+    assert queue.move_on_assigned_pod(ASSIGNED_POD_ADD, None, placed("w2", app="web")) == 2
+    assert [queue.where(p.uid) for p in (wants_web, spread, wants_db, too_big)] == \
+        ["active", "active", "unschedulable", "unschedulable"]
+    # The same event by the general path would have asked every plugin (FIT says yes).
+    assert queue.move_on_event(ASSIGNED_POD_ADD, None, placed("w3", app="web")) == 2
+
+
+async def test_a_scale_down_of_a_placed_pod_asks_every_waiting_pod() -> None:
+    clock = FakeClock()
+    queue = make_queue(clock, registered=POD_WATCHERS)
+    too_big = pod("too-big")
+    await rejected_pod(queue, clock, too_big, FIT)
+    clock.advance(30)
+    before = placed("shrinking")
+    assert queue.move_on_assigned_pod(SCALE_DOWN, before, before) == 1
+    assert queue.where(too_big.uid) == "active"
