@@ -1,10 +1,22 @@
-"""A thin raw-JSON request path on top of kubernetes_asyncio's ApiClient.
+"""The raw-JSON request path: API writes (and a few raw reads) on a lean aiohttp session.
 
-kubernetes_asyncio gives us authentication (kubeconfig or in-cluster), TLS and
-the connection pool (`make_api_client` builds it from a kubeconfig or the pod's
-service account); its OpenAPI models are skipped for speed (and because some
-of them reject valid replies, e.g. V1Binding). Writes go through a client-side
-token bucket with upstream's clientConnection semantics (qps, burst).
+kubernetes_asyncio builds the connection: `make_api_client` reads a kubeconfig or the
+pod's service account into its ApiClient, whose connector holds the TLS setup (CA,
+client certificate, verify) and the keep-alive connection pool; the informers list
+and watch through that ApiClient. RawApi's requests skip its OpenAPI machinery (for
+speed, and because some of its models reject valid replies, e.g. V1Binding) and its
+aiohttp session, whose trust_env looked up proxy variables and .netrc in a thread for
+every request (a profile put about half of kpysched's CPU per pod in that path).
+Instead each ApiClient gets one ClientSession of ours that never consults the
+environment (a kubeconfig's proxy-url still applies) and rides on the ApiClient's
+connector: writes reuse its pooled connections, and closing the ApiClient, as every
+owner of one already does, closes ours too. Bodies are encoded once with msgspec.
+
+Every request asks the Configuration for its Authorization header, so a token the
+Configuration renews (the in-cluster loader's refresh hook re-reads a rotated service
+account token; an exec plugin's refresher writes a new one) is used from then on.
+Writes go through a client-side token bucket with upstream's clientConnection
+semantics (qps, burst).
 """
 
 from __future__ import annotations
@@ -12,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -91,29 +104,64 @@ class RawApi:
         timeout: float | None = 30.0,
         throttle: bool = True,
     ) -> ApiResponse:
+        """`body` is sent as is when bytes, else JSON-encoded (JSON is YAML too, for an
+        apply patch). Never raises for the network: no answer is status TRANSPORT_ERROR."""
         if throttle:
             await self._bucket.acquire()
         self.requests_sent += 1
+        configuration = self.api_client.configuration
+        headers = {"Accept": "application/json"}
+        if user_agent := self.api_client.user_agent:
+            headers["User-Agent"] = user_agent  # the ApiClient's, as the informers send
+        authorization = await _authorization(configuration)
+        if authorization:
+            headers["Authorization"] = authorization
+        data: bytes | None = None
+        if body is not None:
+            data = body if isinstance(body, bytes) else msgspec.json.encode(body)
+            headers["Content-Type"] = content_type
         try:
-            response = await self.api_client.call_api(
-                path, method,
-                query_params=list((query or {}).items()),
-                header_params={"Content-Type": content_type, "Accept": "application/json"},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=timeout,
-            )
-            try:
-                data: bytes = await response.read()
-            finally:
-                response.release()
+            async with _session(self.api_client).request(
+                method, f"{configuration.host}{path}", params=query, data=data, headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+                proxy=configuration.proxy, proxy_headers=configuration.proxy_headers,
+                server_hostname=configuration.tls_server_name,
+            ) as response:
+                return ApiResponse(response.status, await response.read())
         except (aiohttp.ClientError, TimeoutError, OSError) as error:
             # The API server is unreachable (restarting, network): callers treat this
             # like any failed write (a bind is requeued), so hand back a status, not a raise.
             return ApiResponse(TRANSPORT_ERROR, f"{type(error).__name__}: {error}".encode())
-        return ApiResponse(response.status, data)
+
+
+# One session per ApiClient, shared by every RawApi on it and living as long as it: a
+# session dropped while its connector is still open would warn "Unclosed client session".
+_SESSIONS: weakref.WeakKeyDictionary[client.ApiClient, aiohttp.ClientSession] = (
+    weakref.WeakKeyDictionary())
+
+
+def _session(api_client: client.ApiClient) -> aiohttp.ClientSession:
+    """The ApiClient's lean session, made on first use (on the running loop)."""
+    session = _SESSIONS.get(api_client)
+    if session is None:
+        session = aiohttp.ClientSession(
+            # kubernetes_asyncio's connector: its pool, TLS context (CA, client
+            # certificate, verify_ssl) and keep-alive; the ApiClient closes it.
+            connector=api_client.rest_client.pool_manager.connector, connector_owner=False,
+            trust_env=False,
+            # The API server sets no cookies; a jar would still be consulted per request.
+            cookie_jar=aiohttp.DummyCookieJar(),
+        )
+        _SESSIONS[api_client] = session
+    return session
+
+
+async def _authorization(configuration: client.Configuration) -> str | None:
+    """The Authorization header, as kubernetes_asyncio forms it: auth_settings() first
+    runs the Configuration's refresh_api_key_hook, so a rotated token is read here."""
+    bearer = (await configuration.auth_settings()).get("BearerToken")
+    value = bearer["value"] if bearer else None
+    return value if isinstance(value, str) else None
 
 
 # Where a pod's service-account token and CA live; the variable moves them (for tests).
