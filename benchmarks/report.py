@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.results import FIGURE_KEYS, FIGURES, RunResult
-from benchmarks.schedulers import KPYSCHED, KPYSCHED_NO_RECORDS, KUBE_SCHEDULER
+from benchmarks.schedulers import CEILING, KPYSCHED, KPYSCHED_NO_RECORDS, KUBE_SCHEDULER
 from benchmarks.stats import Spread, sampled_share, spread
 
 
@@ -67,14 +67,14 @@ def summarise(runs: Sequence[RunResult]) -> dict[str, dict[str, Spread]]:
             for name, group in by_scheduler.items()}
 
 
-def ratios(summary: dict[str, dict[str, Spread]], baseline: str = KUBE_SCHEDULER
-           ) -> dict[str, float]:
-    """kpysched's medians over `baseline`'s, figure by figure ({} unless both ran)."""
-    if KPYSCHED not in summary or baseline not in summary:
+def ratios(summary: dict[str, dict[str, Spread]], baseline: str = KUBE_SCHEDULER,
+           subject: str = KPYSCHED) -> dict[str, float]:
+    """`subject`'s medians over `baseline`'s, figure by figure ({} unless both ran)."""
+    if subject not in summary or baseline not in summary:
         return {}
     found = {}
     for key in FIGURE_KEYS:
-        ours, theirs = summary[KPYSCHED][key].median, summary[baseline][key].median
+        ours, theirs = summary[subject][key].median, summary[baseline][key].median
         found[key] = ours / theirs if theirs and not math.isnan(theirs) else math.nan
     return found
 
@@ -162,6 +162,10 @@ def document(info: dict[str, Any], runs: Sequence[RunResult],
                     for name, figures in summary.items()},
         "ratios": ratio,
         **({"records_ratios": records_ratio} if records_ratio else {}),
+        # How close each scheduler comes to the ceiling (benchmarks/ceiling.py).
+        **({"ceiling_ratios": ceiling} if (ceiling := {
+            name: found for name in (KPYSCHED, KUBE_SCHEDULER)
+            if (found := ratios(summary, CEILING, subject=name))}) else {}),
         "targets": [{"target": t.text, "value": t.value, "limit": t.limit, "met": t.met}
                     for t in targets(info, summary, ratio, records_ratio)],
     }
@@ -215,6 +219,7 @@ def markdown(doc: dict[str, Any]) -> str:
                for name, figures in doc["summary"].items()}
     ratio: dict[str, float] = doc["ratios"]
     records_ratio: dict[str, float] = doc.get("records_ratios", {})
+    ceiling_ratios: dict[str, dict[str, float]] = doc.get("ceiling_ratios", {})
     qps = (f"qps {info['qps']:g} / burst {info['burst']}" if info.get("qps") is not None
            else "each scheduler's default qps/burst")
     lines = [
@@ -229,7 +234,8 @@ def markdown(doc: dict[str, Any]) -> str:
         f"digest {info.get('kpysched_source_sha256', 'not recorded')}).",
         "",
     ]
-    names = [n for n in (KUBE_SCHEDULER, KPYSCHED, KPYSCHED_NO_RECORDS) if n in summary]
+    names = [n for n in (KUBE_SCHEDULER, KPYSCHED, KPYSCHED_NO_RECORDS, CEILING)
+             if n in summary]
     profiled = doc.get("profile_run")
     if not names:  # --repeat 0: only the profiled run
         if profiled and profiled.get("profile"):
@@ -237,7 +243,9 @@ def markdown(doc: dict[str, Any]) -> str:
         return "\n".join(lines)
     columns = [(title, found) for title, found in (
         ("kpysched / kube-scheduler", ratio),
-        (f"kpysched / {KPYSCHED_NO_RECORDS}", records_ratio)) if found]
+        (f"kpysched / {KPYSCHED_NO_RECORDS}", records_ratio),
+        *((f"{name} / {CEILING}", ceiling_ratios.get(name, {}))
+          for name in (KPYSCHED, KUBE_SCHEDULER))) if found]
     header = "| figure | better | " + " | ".join([*names, *(t for t, _ in columns)]) + " |"
     lines += [header, "|" + "---|" * (2 + len(names) + len(columns))]
     for figure in FIGURES:
@@ -302,8 +310,9 @@ def overview(docs: Sequence[dict[str, Any]]) -> str:
     lines = ["| workload | nodes | initial / measured pods | qps/burst | throughput "
              "kube-scheduler | throughput kpysched | ratio | algorithm p99 ms "
              "(kube-scheduler / kpysched) | CPU ms per pod | peak RSS MiB | "
-             "API requests per pod |",
-             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "API requests per pod | throughput ceiling | kpysched / ceiling | "
+             "kube-scheduler / ceiling |",
+             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for doc in docs:
         info, summary = doc["meta"], doc["summary"]
         if KPYSCHED not in summary or KUBE_SCHEDULER not in summary:
@@ -319,12 +328,17 @@ def overview(docs: Sequence[dict[str, Any]]) -> str:
             return f"{_number(a[figure].median, digits)} / {_number(b[figure].median, digits)}"
 
         qps = f"{info['qps']:g}/{info['burst']}" if info.get("qps") is not None else "defaults"
+        ceiling = doc.get("ceiling_ratios", {})
+        limit = spreads[CEILING][key].median if CEILING in spreads else math.nan
         lines.append(
             f"| {info['upstream']} | {info['nodes']} | {info['init_pods']} / {info['pods']} "
             f"| {qps} | {_number(theirs[key].median, 1)} | {_number(ours[key].median, 1)} "
             f"| **{_number(doc['ratios'][key], 2)}** ({unit}) "
             f"| {pair('algorithm_p99_ms', 2)} | {pair('cpu_ms_per_pod', 2)} "
-            f"| {pair('peak_rss_mib', 0)} | {pair('api_requests_per_pod', 2)} |")
+            f"| {pair('peak_rss_mib', 0)} | {pair('api_requests_per_pod', 2)} "
+            f"| {_number(limit, 1)} "
+            f"| {_number(ceiling.get(KPYSCHED, {}).get(key, math.nan), 2)} "
+            f"| {_number(ceiling.get(KUBE_SCHEDULER, {}).get(key, math.nan), 2)} |")
     return "\n".join(lines)
 
 

@@ -1,7 +1,9 @@
 """The schedulers under test, started the same way against a benchmark cluster.
 
 kpysched-no-records is kpysched with `--decision-records=0` (no decision records for
-`kpysched explain`), to measure what keeping them costs.
+`kpysched explain`), to measure what keeping them costs. The ceiling
+(benchmarks/ceiling.py) places pods round robin with no real scheduling, writing what a
+scheduler writes: the limit any out-of-process scheduler could reach here.
 
 Each gets a KubeSchedulerConfiguration with one profile named after it, leader
 election off and, when the caller asks, the same clientConnection qps/burst; when
@@ -13,14 +15,19 @@ the profile its plugins (kpysched's Coscheduling, which kube-scheduler lacks).
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import tempfile
 import time
 import urllib.error
+import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from tests.cluster.cluster import ClusterError, ClusterState, log_tail
+from tests.cluster.cluster import ClusterError, ClusterState, free_port, log_tail
 from tests.cluster.gates import feature_gates_args
 from tests.cluster.kpysched_process import KpyschedProcess
 from tests.cluster.upstream import UpstreamScheduler
@@ -29,7 +36,11 @@ READY_TIMEOUT_SECONDS = 120.0
 KPYSCHED = "kpysched"
 KUBE_SCHEDULER = "kube-scheduler"
 KPYSCHED_NO_RECORDS = "kpysched-no-records"
-NAMES = (KPYSCHED, KUBE_SCHEDULER, KPYSCHED_NO_RECORDS)
+CEILING = "ceiling"
+NAMES = (KPYSCHED, KUBE_SCHEDULER, KPYSCHED_NO_RECORDS, CEILING)
+# The client rate both schedulers default to (clientConnection qps/burst), for the
+# ceiling when the run leaves them out.
+DEFAULT_QPS, DEFAULT_BURST = 50.0, 100
 # Each kpysched variant and the arguments it adds to `kpysched run`.
 KPYSCHED_VARIANTS: dict[str, tuple[str, ...]] = {
     KPYSCHED: (),
@@ -166,6 +177,64 @@ class KubeScheduler:
         return self._process.metrics()
 
 
+class Ceiling:
+    """benchmarks/ceiling.py as a process, with the run's client QPS and burst."""
+
+    name = CEILING
+
+    def __init__(self, state: ClusterState, qps: float | None, burst: int | None) -> None:
+        workdir = Path(tempfile.mkdtemp(prefix="ceiling-", dir=state.dir))
+        self.log_path = workdir / "ceiling.log"
+        self._port = free_port()
+        self._command = [
+            sys.executable, "-m", "benchmarks.ceiling", "--kubeconfig", state.kubeconfig,
+            "--scheduler-name", CEILING, "--port", str(self._port),
+            "--qps", str(DEFAULT_QPS if qps is None else qps),
+            "--burst", str(DEFAULT_BURST if burst is None else burst)]
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
+    def start(self) -> None:
+        with self.log_path.open("ab") as log:
+            self._process = subprocess.Popen(self._command, stdout=log,
+                                             stderr=subprocess.STDOUT,
+                                             stdin=subprocess.DEVNULL)
+
+    def stop(self) -> None:
+        if self._process is None or self._process.poll() is not None:
+            return
+        self._process.send_signal(signal.SIGTERM)
+        try:
+            self._process.wait(30)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+    def _get(self, path: str) -> tuple[int, str]:
+        if self._process is not None and self._process.poll() is not None:
+            raise ClusterError(f"the ceiling exited with {self._process.returncode}; last "
+                               f"lines of {self.log_path}:\n{log_tail(self.log_path)}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self._port}{path}",
+                                        timeout=5) as response:
+                return response.status, response.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def ready(self) -> bool:
+        try:
+            return self._get("/readyz")[0] == 200
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def metrics_text(self) -> str:
+        return self._get("/metrics")[1]
+
+
 def make(name: str, state: ClusterState, qps: float | None, burst: int | None, *,
          feature_gates: Mapping[str, bool] | None = None,
          plugins: Mapping[str, Any] | None = None) -> SchedulerUnderTest:
@@ -174,6 +243,8 @@ def make(name: str, state: ClusterState, qps: float | None, burst: int | None, *
         return Kpysched(state, config, name, feature_gates)
     if name == KUBE_SCHEDULER:
         return KubeScheduler(state, config, feature_gates)
+    if name == CEILING:
+        return Ceiling(state, qps, burst)
     raise ValueError(f"unknown scheduler {name!r}; choose from {', '.join(NAMES)}")
 
 
