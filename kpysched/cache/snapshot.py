@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from kpysched.cache.label_index import LabelIndex
 from kpysched.cache.node_info import NodeInfo
 from kpysched.objects.pod import PodInfo
 
@@ -69,6 +70,8 @@ class Snapshot:
     by_name: dict[str, NodeInfo] = field(default_factory=dict)
     index: dict[str, int] = field(default_factory=dict)
     columns: ResourceColumns = field(default_factory=lambda: ResourceColumns.empty(0))
+    # Label columns, built lazily per key, for plugins that judge node labels in bulk.
+    labels: LabelIndex = field(default_factory=lambda: LabelIndex(()))
     generation: int = 0
     # How many nodes hold each image (ImageLocality scales scores by this spread).
     image_nodes: dict[str, int] = field(default_factory=dict)
@@ -105,6 +108,7 @@ class Snapshot:
         self.columns = ResourceColumns.empty(len(self.node_infos))
         for row, info in enumerate(self.node_infos):
             self.columns.fill_row(row, info)
+        self.labels = LabelIndex(self.node_infos)
         self.have_pods_with_affinity = {
             info.name: info for info in self.node_infos if info.pods_with_affinity}
         self.have_pods_with_required_anti_affinity = {
@@ -120,6 +124,8 @@ class Snapshot:
         self.node_infos[row] = info
         self.by_name[info.name] = info
         self.columns.fill_row(row, info)
+        if old.node is not info.node:
+            self.labels.relabel(row, old.labels, info.labels)
         for having, present in ((self.have_pods_with_affinity, info.pods_with_affinity),
                                 (self.have_pods_with_required_anti_affinity,
                                  info.pods_with_required_anti_affinity)):

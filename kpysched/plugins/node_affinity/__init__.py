@@ -10,6 +10,10 @@ in Filter and make PreScore fail, as upstream's lazy parsing does.
 Queueing hint: a node added or relabelled helps only if it now matches the pod's
 required affinity and nodeSelector (and addedAffinity), and, for an update, did not
 match before.
+
+Vector forms: Filter and Score also judge every snapshot row at once over the
+snapshot's label columns (masks.py); they must agree with the per-node forms, which
+stay for preemption's simulated nodes and for the rejection reasons, built node by node.
 """
 
 from __future__ import annotations
@@ -20,9 +24,13 @@ from typing import Any, ClassVar, Self
 
 import msgspec
 import msgspec.inspect
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from kpysched.cache.label_index import LabelIndex
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cluster_events import (
     ActionType,
     ClusterEvent,
@@ -33,14 +41,16 @@ from kpysched.framework.cluster_events import (
 )
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
-    FilterPlugin,
+    MAX_NODE_SCORE,
     Handle,
     NodeScore,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     ScoreExtensions,
-    ScorePlugin,
+    VectorFilterPlugin,
+    VectorNormalizePlugin,
+    VectorScorePlugin,
 )
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
@@ -55,6 +65,7 @@ from kpysched.plugins._args import (
     unknown_fields,
 )
 from kpysched.plugins._helper import default_normalize_score
+from kpysched.plugins.node_affinity import masks
 
 NAME = "NodeAffinity"
 
@@ -199,6 +210,13 @@ class RequiredNodeAffinity:
             return True
         return any(node_selector_term_matches(term, labels, name) for term in self.terms)
 
+    def rows(self, labels: LabelIndex) -> npt.NDArray[np.bool_]:
+        """`matches` for every row of a snapshot's label index at once."""
+        rows = masks.node_selector_rows(self.node_selector, labels)
+        if self.terms is not None:
+            rows &= masks.any_term_rows(self.terms, labels)
+        return rows
+
 
 @dataclass(frozen=True, slots=True)
 class _Preferred:
@@ -255,7 +273,8 @@ def _pod_matches(pod: api.Pod, required: RequiredNodeAffinity, node: api.Node) -
     return False
 
 
-class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions):
+class NodeAffinity(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, VectorScorePlugin,
+                   ScoreExtensions, VectorNormalizePlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: NodeAffinityArgs) -> None:
@@ -319,6 +338,17 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, S
             return Status.unresolvable(REASON_POD, plugin=NAME)
         return SUCCESS
 
+    def filter_vector(self, state: CycleState, pod: PodInfo,
+                      snapshot: Snapshot) -> npt.NDArray[np.bool_] | None:
+        labels = snapshot.labels
+        required: RequiredNodeAffinity | None = state.get(_PRE_FILTER_KEY)
+        if required is None:
+            required = RequiredNodeAffinity.of(pod.pod)
+        rows = required.rows(labels)
+        if self._added_terms is not None:
+            rows &= masks.any_term_rows(self._added_terms, labels)
+        return rows
+
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         preferred = _preferred_terms(pod.pod)
         if not preferred and not self._added_preferred:
@@ -330,13 +360,19 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, S
         state.write(_PRE_SCORE_KEY, _Preferred(terms))
         return SUCCESS
 
-    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+    def _preferred(self, state: CycleState, pod: PodInfo) -> _Preferred | Status:
         preferred: _Preferred | None = state.get(_PRE_SCORE_KEY)
         if preferred is None:
             terms, errors = _weighted_terms(_preferred_terms(pod.pod), "")
             if errors:
-                return 0, Status.error("; ".join(errors), plugin=NAME)
+                return Status.error("; ".join(errors), plugin=NAME)
             preferred = _Preferred(terms)
+        return preferred
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
+        preferred = self._preferred(state, pod)
+        if isinstance(preferred, Status):
+            return 0, preferred
         labels, name = node.labels, node.name
         total = 0
         for weight, term in (*self._added_preferred, *preferred.terms):
@@ -344,9 +380,28 @@ class NodeAffinity(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, S
                 total += weight
         return total, SUCCESS
 
+    def score_vector(self, state: CycleState, pod: PodInfo,
+                     snapshot: Snapshot) -> npt.NDArray[np.int64] | None:
+        preferred = self._preferred(state, pod)
+        if isinstance(preferred, Status):
+            return None  # the per-node form reports the error
+        return masks.weighted_rows((*self._added_preferred, *preferred.terms), snapshot.labels)
+
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         default_normalize_score(scores, reverse=False)
         return SUCCESS
+
+    def normalize_vector(self, state: CycleState, pod: PodInfo,
+                         scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        highest = int(scores.max()) if scores.size else 0
+        if highest == 0:
+            return scores.copy()
+        # Go's division truncates toward zero: the figures go_div gives node by node,
+        # even for negative sums (addedAffinity's weights are not checked to be positive).
+        scaled = MAX_NODE_SCORE * scores
+        truncated: npt.NDArray[np.int64] = (
+            np.sign(scaled) * np.sign(highest) * (np.abs(scaled) // abs(highest)))
+        return truncated
 
 
 def new(args: NodeAffinityArgs | None, handle: Handle) -> NodeAffinity:
