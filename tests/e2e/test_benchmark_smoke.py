@@ -1,8 +1,9 @@
 """The benchmark command end to end in a tiny form (issue: benchmark suite).
 
 It runs `python -m benchmarks run` exactly as docs/benchmarks.md does, for both
-schedulers and the ceiling (a round-robin binder) on their own fresh clusters, and checks only that every pod was placed
-and that the report carries every field. Timings are never asserted here.
+schedulers and the ceiling (a round-robin binder) on their own fresh clusters, and
+checks only that every pod was placed and that the report carries every field.
+Timings are never asserted here.
 """
 
 from __future__ import annotations

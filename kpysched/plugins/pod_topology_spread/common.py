@@ -20,6 +20,7 @@ from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.taints import find_untolerated_taint
 from kpysched.plugins._args import label_value_errors, qualified_name_errors
+from kpysched.plugins._row_counts import RowCounts, RowCountsCache
 from kpysched.plugins.node_affinity import RequiredNodeAffinity
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
@@ -218,6 +219,12 @@ class MatchCounter:
     def __init__(self, capacity: int = 64) -> None:
         self._capacity = capacity
         self._tables: OrderedDict[tuple[Selector, str], NodeCounts] = OrderedDict()
+        self._rows = RowCountsCache(capacity)
+
+    def rows(self, selector: Selector, namespace: str) -> RowCounts:
+        """count_matching for every snapshot row, as an array (see _row_counts)."""
+        return self._rows.get((selector, namespace), lambda node: count_matching(
+            node.pods.values(), selector, namespace))
 
     def table(self, selector: Selector, namespace: str) -> NodeCounts:
         key = (selector, namespace)

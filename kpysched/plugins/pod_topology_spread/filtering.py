@@ -16,10 +16,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
+from kpysched.cache.label_index import ABSENT, LabelIndex
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
 from kpysched.objects import api
+from kpysched.objects.taints import find_untolerated_taint
 from kpysched.plugins.node_affinity import RequiredNodeAffinity
 from kpysched.plugins.pod_topology_spread.common import (
+    HONOR,
     Constraint,
     MatchCounter,
     has_all_topology_keys,
@@ -123,6 +130,58 @@ def compute_state(pod: api.Pod, constraints: tuple[Constraint, ...],
     return PreFilterState(constraints, tuple(paths), counts)
 
 
+def compute_state_rows(pod: api.Pod, constraints: tuple[Constraint, ...],
+                       snapshot: Snapshot, counter: MatchCounter) -> PreFilterState:
+    """`compute_state` over every snapshot row with the label columns: the same
+    domains (in the order their first node comes), counts and critical paths."""
+    infos = snapshot.node_infos
+    labels = snapshot.labels
+    columns = [labels.column(c.topology_key) for c in constraints]
+    # A row lacking a key (a NodeInfo with no Node has no labels at all) counts nowhere.
+    eligible = np.ones(len(infos), dtype=np.bool_)
+    for column in columns:
+        eligible &= column.codes != ABSENT
+    affinity: npt.NDArray[np.bool_] | None = None
+    tolerated: npt.NDArray[np.bool_] | None = None
+    counts: tuple[dict[str, int], ...] = ()
+    for constraint, column in zip(constraints, columns, strict=True):
+        included = eligible
+        if constraint.node_affinity_policy == HONOR:
+            if affinity is None:
+                affinity = RequiredNodeAffinity.of(pod).rows(labels)
+            included = included & affinity
+        if constraint.node_taints_policy == HONOR:
+            if tolerated is None:
+                tolerated = _tolerated_rows(pod, snapshot)
+            included = included & tolerated
+        rows = np.flatnonzero(included)
+        codes = column.codes[rows]
+        matching = counter.rows(constraint.selector, pod.metadata.namespace).counts(infos)
+        sums = np.bincount(codes, weights=matching[rows], minlength=len(column.values))
+        # Each domain once, in the order of its first row, as the per-node pass adds them.
+        _, first_rows = np.unique(codes, return_index=True)
+        ordered = codes[np.sort(first_rows)].tolist()
+        counts = (*counts, {column.values[code]: int(sums[code]) for code in ordered})
+    paths = []
+    for domain in counts:
+        path = CriticalPaths()
+        for value, num in domain.items():
+            path = path.updated(value, num)
+        paths.append(path)
+    return PreFilterState(constraints, tuple(paths), counts)
+
+
+def _tolerated_rows(pod: api.Pod, snapshot: Snapshot) -> npt.NDArray[np.bool_]:
+    """Rows whose taints the pod tolerates; only tainted rows need a look."""
+    tolerated = np.ones(len(snapshot.node_infos), dtype=np.bool_)
+    tolerations = pod.spec.tolerations
+    for row in np.flatnonzero(snapshot.columns.taint_count > 0).tolist():
+        node = snapshot.node_infos[row].node
+        if node is not None and find_untolerated_taint(node.spec.taints, tolerations):
+            tolerated[row] = False
+    return tolerated
+
+
 def violated(state: PreFilterState, pod: api.Pod, node: NodeInfo) -> tuple[bool, bool]:
     """(missing a topology label, skew too large) for the pod on the node."""
     labels = node.labels
@@ -136,3 +195,25 @@ def violated(state: PreFilterState, pod: api.Pod, node: NodeInfo) -> tuple[bool,
         if skew > constraint.max_skew:
             return False, True
     return False, False
+
+
+def passing_rows(state: PreFilterState, pod: api.Pod,
+                 labels: LabelIndex) -> npt.NDArray[np.bool_]:
+    """`violated` for every snapshot row at once: the rows that have every topology key
+    and keep every constraint's skew within maxSkew. Each constraint costs one lookup
+    table over its key's values (the domains), indexed by the rows' value codes."""
+    passing = np.ones(len(labels), dtype=np.bool_)
+    pod_labels = pod.metadata.labels
+    for index, constraint in enumerate(state.constraints):
+        column = labels.column(constraint.topology_key)
+        counts = state.match_counts[index]
+        self_match = 1 if constraint.selector.matches(pod_labels) else 0
+        allowed = constraint.max_skew - self_match + state.min_match_num(index)
+        if allowed < 0:
+            return np.zeros(len(labels), dtype=np.bool_)  # even an empty domain is too full
+        # Rows lacking the key fail (missing label), as do the domains over the limit;
+        # only the counted domains are looked at, however many exist.
+        passing &= column.present()
+        passing &= ~column.any_of([value for value, count in counts.items()
+                                   if count > allowed])
+    return passing

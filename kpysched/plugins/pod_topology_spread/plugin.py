@@ -6,7 +6,11 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import ClassVar
 
+import numpy as np
+import numpy.typing as npt
+
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cluster_events import (
     ActionType,
     ClusterEvent,
@@ -15,7 +19,6 @@ from kpysched.framework.cluster_events import (
 )
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
-    FilterPlugin,
     Handle,
     NodeScore,
     PreFilterExtensions,
@@ -24,6 +27,7 @@ from kpysched.framework.interfaces import (
     PreScorePlugin,
     ScoreExtensions,
     ScorePlugin,
+    VectorFilterPlugin,
 )
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
@@ -62,8 +66,8 @@ def _not_found(key: str, prefix: str = "") -> Status:
     return Status.error(f'{prefix}reading "{key}" from cycleState: not found', plugin=NAME)
 
 
-class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreScorePlugin,
-                        ScorePlugin, ScoreExtensions):
+class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
+                        PreScorePlugin, ScorePlugin, ScoreExtensions):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: PodTopologySpreadArgs, handle: Handle) -> None:
@@ -115,8 +119,14 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
             # Written anyway so AddPod/RemovePod on a skipped plugin are harmless no-ops.
             state.write(PRE_FILTER_KEY, filtering.PreFilterState())
             return None, Status.skip()
-        state.write(PRE_FILTER_KEY, filtering.compute_state(pod.pod, constraints, nodes,
-                                                                self._counter))
+        snapshot = self._handle.snapshot
+        if nodes is snapshot.node_infos:
+            # Every row of the snapshot: count over its label columns at once.
+            computed = filtering.compute_state_rows(pod.pod, constraints, snapshot,
+                                                    self._counter)
+        else:
+            computed = filtering.compute_state(pod.pod, constraints, nodes, self._counter)
+        state.write(PRE_FILTER_KEY, computed)
         return None, SUCCESS
 
     def add_pod(self, state: CycleState, pod: PodInfo, added: PodInfo,
@@ -134,6 +144,17 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreS
             return _not_found(PRE_FILTER_KEY)
         state.write(PRE_FILTER_KEY, current.with_pod(pod.pod, changed.pod, node, delta))
         return SUCCESS
+
+    def filter_vector(self, state: CycleState, pod: PodInfo,
+                      snapshot: Snapshot) -> npt.NDArray[np.bool_] | None:
+        """Filter over every snapshot row from the label columns; None (judge node by
+        node) when PreFilter left no state, so that the per-node path reports it."""
+        current: filtering.PreFilterState | None = state.get(PRE_FILTER_KEY)
+        if current is None:
+            return None
+        if not current.constraints:
+            return np.ones(len(snapshot.node_infos), dtype=np.bool_)
+        return filtering.passing_rows(current, pod.pod, snapshot.labels)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         current: filtering.PreFilterState | None = state.get(PRE_FILTER_KEY)

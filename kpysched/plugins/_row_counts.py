@@ -1,0 +1,72 @@
+"""A per-node figure for every snapshot row at once, kept across scheduling cycles.
+
+Plugins that count pods per node (PodTopologySpread's matching pods, InterPodAffinity's
+pods matching a term) ask the same question of every node for every pod of a workload.
+The snapshot replaces a row's NodeInfo whenever its node or pods change, so a figure
+taken from the very same NodeInfo object still holds: one identity pass over the row
+list finds the rows to count again, and the rest is an array the caller can sum over
+topology domains with numpy.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from kpysched.cache.node_info import NodeInfo
+
+IntArray = npt.NDArray[np.int64]
+
+# Stands in the remembered row list before a row was counted: never any row's NodeInfo.
+_NEVER_COUNTED = NodeInfo("")
+
+
+class RowCounts:
+    """`count(node)` for every row, recounting only rows whose NodeInfo changed."""
+
+    __slots__ = ("_count", "_counted", "_counts")
+
+    def __init__(self, count: Callable[[NodeInfo], int]) -> None:
+        self._count = count
+        self._counted: list[NodeInfo] = []
+        self._counts: IntArray = np.zeros(0, dtype=np.int64)
+
+    def counts(self, rows: Sequence[NodeInfo]) -> IntArray:
+        """The figure per row of `rows` (read-only; valid until the next call)."""
+        size = len(rows)
+        if size != len(self._counted):
+            self._counted = [_NEVER_COUNTED] * size
+            self._counts = np.zeros(size, dtype=np.int64)
+        changed = np.flatnonzero(np.fromiter(map(operator.is_not, rows, self._counted),
+                                             dtype=np.bool_, count=size))
+        count = self._count
+        for row in changed.tolist():
+            self._counts[row] = count(rows[row])
+        if len(changed):
+            self._counted = list(rows)
+        return self._counts
+
+
+class RowCountsCache:
+    """RowCounts by what they count (a selector, a term), the least recently used
+    dropped past `capacity`, so that pods bringing ever new selectors cost bounded
+    memory (one array and one row list each)."""
+
+    def __init__(self, capacity: int = 64) -> None:
+        self._capacity = capacity
+        self._found: OrderedDict[Hashable, RowCounts] = OrderedDict()
+
+    def get(self, key: Hashable, count: Callable[[NodeInfo], int]) -> RowCounts:
+        """The RowCounts for `key`, made with `count` the first time."""
+        found = self._found.get(key)
+        if found is None:
+            found = self._found[key] = RowCounts(count)
+            if len(self._found) > self._capacity:
+                self._found.popitem(last=False)
+        else:
+            self._found.move_to_end(key)
+        return found
