@@ -24,9 +24,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Self
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cluster_events import (
     ActionType,
     ClusterEvent,
@@ -35,7 +38,6 @@ from kpysched.framework.cluster_events import (
 )
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
-    FilterPlugin,
     Handle,
     NodeScore,
     PreFilterExtensions,
@@ -44,11 +46,13 @@ from kpysched.framework.interfaces import (
     PreScorePlugin,
     ScoreExtensions,
     ScorePlugin,
+    VectorFilterPlugin,
 )
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins._args import invalid
+from kpysched.plugins._row_counts import RowCountsCache
 from kpysched.plugins.inter_pod_affinity import filtering, hints, scoring
 from kpysched.plugins.inter_pod_affinity.common import incoming_weighted_terms
 
@@ -115,13 +119,15 @@ def _not_found(key: str, verb: str) -> Status:
     return Status.error(f'{verb} "{key}" from cycleState: not found', plugin=NAME)
 
 
-class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreScorePlugin,
-                       ScorePlugin, ScoreExtensions):
+class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
+                       PreScorePlugin, ScorePlugin, ScoreExtensions):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: InterPodAffinityArgs, handle: Handle) -> None:
         self._args = args
         self._handle = handle
+        # Pods matching the incoming pods' terms, per node, across cycles.
+        self._row_counts = RowCountsCache()
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
@@ -139,7 +145,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
         if terms.parse_error:
             return None, Status.unresolvable(f"parsing pod: {terms.parse_error}", plugin=NAME)
         computed = filtering.compute_state(pod, nodes, self._handle.snapshot,
-                                           self._handle.namespace_labels)
+                                           self._handle.namespace_labels, self._row_counts)
         if (not computed.existing_anti_affinity_counts and not terms.required
                 and not terms.required_anti):
             return None, Status.skip()
@@ -162,6 +168,15 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, FilterPlugin, PreSc
     def remove_pod(self, state: CycleState, pod: PodInfo, removed: PodInfo,
                    node: NodeInfo) -> Status:
         return self._update(state, removed, node, -1)
+
+    def filter_vector(self, state: CycleState, pod: PodInfo,
+                      snapshot: Snapshot) -> npt.NDArray[np.bool_] | None:
+        """Filter over every snapshot row from the label columns; None (judge node by
+        node) when PreFilter left no state, so that the per-node path reports it."""
+        computed: filtering.PreFilterState | None = state.get(_PRE_FILTER_KEY)
+        if computed is None:
+            return None
+        return filtering.passing_rows(computed, snapshot.labels)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         computed: filtering.PreFilterState | None = state.get(_PRE_FILTER_KEY)

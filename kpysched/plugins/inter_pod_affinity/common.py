@@ -108,6 +108,10 @@ class TopologyCounts:
         values = self._by_key.get(key)
         return 0 if values is None else values.get(value, 0)
 
+    def values_of(self, key: str) -> Mapping[str, int] | None:
+        """Counts per value under one topology key (None when none counts)."""
+        return self._by_key.get(key)
+
     def items(self) -> Iterable[tuple[str, dict[str, int]]]:
         return self._by_key.items()
 

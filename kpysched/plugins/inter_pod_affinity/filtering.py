@@ -14,14 +14,19 @@ never see another copy's changes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
+import numpy as np
+import numpy.typing as npt
+
+from kpysched.cache.label_index import ABSENT, LabelColumn, LabelIndex
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.pod_affinity import AffinityTerm
+from kpysched.plugins._row_counts import RowCountsCache
 from kpysched.plugins.inter_pod_affinity.common import (
     IncomingTerm,
     NamespaceGate,
@@ -131,13 +136,66 @@ def _incoming_counts(required: tuple[IncomingTerm, ...], required_anti: tuple[In
     return affinity, anti
 
 
+def _reads_namespace_labels(term: IncomingTerm) -> bool:
+    """Whether the term picks namespaces by their labels, which may change without any
+    node's pods changing (so counts per node cannot be kept for it)."""
+    selector = term.term.namespace_selector
+    return not (selector.empty or selector.nothing)
+
+
+def _add_by_domain(counts: TopologyCounts, key: str, column: LabelColumn,
+                   per_row: npt.NDArray[np.int64]) -> None:
+    """Add each row's figure to its domain under `key` (rows without the key: none)."""
+    present = column.codes != ABSENT
+    sums = np.bincount(column.codes[present], weights=per_row[present],
+                       minlength=len(column.values))
+    for code in np.flatnonzero(sums).tolist():
+        counts.add(key, column.values[code], int(sums[code]))
+
+
+def _incoming_counts_rows(required: tuple[IncomingTerm, ...],
+                          required_anti: tuple[IncomingTerm, ...], snapshot: Snapshot,
+                          row_counts: RowCountsCache
+                          ) -> tuple[TopologyCounts, TopologyCounts] | None:
+    """`_incoming_counts` over every snapshot row: matching pods counted per node once
+    and kept while the node's pods stay the same, then summed per domain over the
+    label columns. None when a term reads namespace labels."""
+    if any(map(_reads_namespace_labels, (*required, *required_anti))):
+        return None
+    rows, labels = snapshot.node_infos, snapshot.labels
+    affinity, anti = TopologyCounts(), TopologyCounts()
+    if required:
+        matching_all = row_counts.get(
+            ("all", tuple(term.term for term in required)),
+            lambda node: sum(1 for other in node.pods.values()
+                             if matches_all(required, other.pod))).counts(rows)
+        for term in required:
+            _add_by_domain(affinity, term.topology_key, labels.column(term.topology_key),
+                           matching_all)
+    for term in required_anti:
+        matching = row_counts.get(("one", term.term), _matching_one(term)).counts(rows)
+        _add_by_domain(anti, term.topology_key, labels.column(term.topology_key), matching)
+    return affinity, anti
+
+
+def _matching_one(term: IncomingTerm) -> Callable[[NodeInfo], int]:
+    """How many of a node's pods the term selects."""
+    return lambda node: sum(1 for other in node.pods.values() if term.matches(other.pod))
+
+
 def compute_state(pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot,
-                  namespace_labels: NamespaceLabels) -> PreFilterState:
+                  namespace_labels: NamespaceLabels,
+                  row_counts: RowCountsCache | None = None) -> PreFilterState:
+    """PreFilter's counts; over the label columns when `nodes` are the snapshot's rows
+    and `row_counts` is given, else node by node."""
     own_labels = namespace_labels(pod.namespace)
     own_labels = own_labels if own_labels is not None else {}
     required = incoming_terms(pod.pod_affinity.required, namespace_labels)
     required_anti = incoming_terms(pod.pod_affinity.required_anti, namespace_labels)
-    affinity, anti = _incoming_counts(required, required_anti, nodes)
+    counted = None
+    if row_counts is not None and nodes is snapshot.node_infos and (required or required_anti):
+        counted = _incoming_counts_rows(required, required_anti, snapshot, row_counts)
+    affinity, anti = counted or _incoming_counts(required, required_anti, nodes)
     return PreFilterState(
         existing_anti_affinity_counts=_existing_anti_affinity_counts(pod.pod, own_labels,
                                                                      snapshot),
@@ -180,3 +238,36 @@ def satisfies_existing_pods_anti_affinity(state: PreFilterState,
         if value is not None and values.get(value, 0) > 0:
             return False
     return True
+
+
+BoolArray = npt.NDArray[np.bool_]
+
+
+def _rows_counted(column: LabelColumn, counts: Mapping[str, int] | None) -> BoolArray:
+    """Rows whose value under the column's key has a positive count (rows without the
+    key never do). Only the counted values are looked up, however many domains exist
+    (one per node under the hostname key)."""
+    return column.any_of([value for value, count in (counts or {}).items() if count > 0])
+
+
+def passing_rows(state: PreFilterState, labels: LabelIndex) -> BoolArray:
+    """The three Filter checks for every snapshot row at once, from the label columns
+    and PreFilter's counts: the same verdicts as running them node by node."""
+    passing = np.ones(len(labels), dtype=np.bool_)
+    if state.required:
+        pods_exist = np.ones(len(labels), dtype=np.bool_)
+        for term in state.required:
+            column = labels.column(term.topology_key)
+            passing &= column.present()  # every topology key of the terms is needed
+            pods_exist &= _rows_counted(column, state.affinity_counts.values_of(
+                term.topology_key))
+        # The first pod of a group selecting itself may go where no match exists yet.
+        if state.affinity_counts or not state.matches_itself:
+            passing &= pods_exist
+    if state.anti_affinity_counts:
+        for term in state.required_anti:
+            passing &= ~_rows_counted(labels.column(term.topology_key),
+                                      state.anti_affinity_counts.values_of(term.topology_key))
+    for key, values in state.existing_anti_affinity_counts.items():
+        passing &= ~_rows_counted(labels.column(key), values)
+    return passing

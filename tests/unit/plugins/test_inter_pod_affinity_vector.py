@@ -1,0 +1,114 @@
+"""InterPodAffinity's vector PreFilter and Filter agree with the per-node forms.
+
+Hypothesis draws nodes (zone/rack/hostname labels, some missing), pods on them with
+labels and their own required anti-affinity (so the existing pods' check has work),
+and an incoming pod with required affinity and anti-affinity terms over those keys,
+some selecting itself. The verdicts must be the same on every row, also after
+PreFilter's AddPod and RemovePod changed the counts (as preemption's dry runs and
+nominated pods do). PreFilter's counts over the label columns, kept per node across
+cycles, must equal the ones counted node by node, also after a node's pods changed.
+"""
+
+from __future__ import annotations
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kpysched.framework.cycle_state import CycleState
+from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
+from kpysched.plugins.inter_pod_affinity import InterPodAffinity
+from kpysched.plugins.inter_pod_affinity.filtering import PreFilterState, compute_state
+from tests.unit.plugins.test_inter_pod_affinity import cluster, plugin, pod, t_in
+
+_SETTINGS = settings(derandomize=True, deadline=None, database=None, max_examples=200,
+                     suppress_health_check=[HealthCheck.too_slow])
+KEYS = ("zone", "rack", "kubernetes.io/hostname")
+APPS = ("a", "b", "c")
+
+
+@st.composite
+def node_labels(draw: st.DrawFn, name: str) -> dict[str, str]:
+    labels = {}
+    if draw(st.integers(0, 6)):
+        labels["kubernetes.io/hostname"] = name
+    if draw(st.integers(0, 4)):
+        labels["zone"] = draw(st.sampled_from(("z1", "z2")))
+    if draw(st.booleans()):
+        labels["rack"] = draw(st.sampled_from(("r1", "r2", "r3")))
+    return labels
+
+
+def terms(draw: st.DrawFn, most: int) -> list[api.PodAffinityTerm]:
+    return [t_in("app", draw(st.sampled_from(KEYS)), draw(st.sampled_from(APPS)))
+            for _ in range(draw(st.integers(0, most)))]
+
+
+@st.composite
+def clusters(draw: st.DrawFn) -> tuple[dict[str, dict[str, str]], list[api.Pod]]:
+    names = [f"n{i}" for i in range(draw(st.integers(1, 7)))]
+    nodes = {name: draw(node_labels(name)) for name in names}
+    pods = [pod(labels={"app": draw(st.sampled_from(APPS))},
+                node=draw(st.sampled_from(names)), required_anti=terms(draw, 1))
+            for _ in range(draw(st.integers(0, 10)))]
+    return nodes, pods
+
+
+@_SETTINGS
+@given(data=st.data())
+def test_the_vector_filter_is_the_per_node_filter_on_every_row(data: st.DataObject) -> None:
+    nodes, pods = data.draw(clusters())
+    snapshot = cluster(nodes, pods)
+    affinity = plugin(snapshot)
+    incoming = PodInfo.of(pod("incoming", labels={"app": data.draw(st.sampled_from(APPS))},
+                              required=terms(data.draw, 2),
+                              required_anti=terms(data.draw, 2)))
+    state = CycleState()
+    _, status = affinity.pre_filter(state, incoming, snapshot.node_infos)
+    if not status.ok:
+        return  # skipped: nothing for Filter to judge
+    assert_counted_as_node_by_node(affinity, state, incoming)
+
+    def agree() -> None:
+        mask = affinity.filter_vector(state, incoming, snapshot)
+        assert mask is not None
+        assert mask.tolist() == [affinity.filter(state, incoming, info).ok
+                                 for info in snapshot.node_infos]
+
+    agree()
+    row = data.draw(st.integers(0, len(snapshot.node_infos) - 1))
+    node = snapshot.node_infos[row]
+    added = PodInfo.of(pod(labels={"app": data.draw(st.sampled_from(APPS))},
+                           node=node.name, required_anti=terms(data.draw, 1)))
+    assert affinity.add_pod(state, incoming, added, node).ok
+    agree()
+    if node.pods:
+        removed = next(iter(node.pods.values()))
+        assert affinity.remove_pod(state, incoming, removed, node).ok
+        agree()
+
+    # The next cycle, after a pod joined that node: its counts are taken again.
+    grown = node.clone()
+    grown.add_pod(added)
+    snapshot.replace(grown)
+    state = CycleState()
+    _, status = affinity.pre_filter(state, incoming, snapshot.node_infos)
+    assert status.ok
+    assert_counted_as_node_by_node(affinity, state, incoming)
+    agree()
+
+
+def assert_counted_as_node_by_node(affinity: InterPodAffinity, state: CycleState,
+                                   incoming: PodInfo) -> None:
+    snapshot = affinity._handle.snapshot
+    kept: PreFilterState = state.get("PreFilterInterPodAffinity")
+    by_node = compute_state(incoming, list(snapshot.node_infos), snapshot,
+                            affinity._handle.namespace_labels)
+    assert kept.affinity_counts.pairs() == by_node.affinity_counts.pairs()
+    assert kept.anti_affinity_counts.pairs() == by_node.anti_affinity_counts.pairs()
+
+
+def test_missing_prefilter_state_falls_back_to_the_per_node_error() -> None:
+    snapshot = cluster({"n0": {"zone": "z1"}})
+    incoming = PodInfo.of(pod("incoming", required=[t_in("app", "zone", "a")]))
+    assert plugin(snapshot).filter_vector(CycleState(), incoming, snapshot) is None
