@@ -12,6 +12,7 @@ import random
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
@@ -151,12 +152,14 @@ class Algorithm:
 
         # Rows in rotating order; a vector verdict (whole-snapshot only) prunes them up front.
         order = np.roll(np.arange(count), -start)
-        mask, covered = (None, frozenset[str]())
+        mask: npt.NDArray[np.bool_] | None = None
+        verdicts: dict[str, npt.NDArray[np.bool_]] = {}
         if nodes is all_nodes and framework.filter_plugins:
             verdict = framework.filter_mask(state, pod, snapshot)
             if isinstance(verdict, Status):
                 return verdict
-            mask, covered = verdict
+            mask, verdicts = verdict
+        covered = frozenset(verdicts)
         positions = np.flatnonzero(mask[order]) if mask is not None else range(count)
 
         # The two-pass check only matters while some pod is nominated somewhere.
@@ -193,15 +196,13 @@ class Algorithm:
         if decision is not None and mask is not None and feasible:
             decision.vector_rejected = int(count - int(mask.sum()))
         if mask is not None and not feasible:
-            # Reasons for rows the vector verdict rejected are only needed now: get them
-            # from the full per-node chain so the first failing plugin is reported.
-            for row in np.flatnonzero(~mask).tolist():
-                info = nodes[row]
-                node_status = framework.run_filter_with_nominated(state, pod, info)
-                if node_status.code == Code.ERROR:
-                    return node_status
-                diagnosis.node_to_status[info.name] = node_status
-                diagnosis.unschedulable_plugins.add(node_status.plugin)
+            # Reasons for rows the vector verdict rejected are only needed now. The
+            # chain runs in order but skips the plugins whose own verdict passed the
+            # row, so the first failing plugin is the one reported, as upstream's.
+            failed = _reasons_for_rejected(framework, state, pod, nodes, mask, verdicts,
+                                           diagnosis)
+            if failed is not None:
+                return failed
         # Upstream advances the index modulo all nodes, even when PreFilter narrowed them.
         self._next_start_node_index = (self._next_start_node_index + processed) % len(all_nodes)
         if decision is not None:
@@ -228,3 +229,33 @@ class Algorithm:
         best = max(totals)
         top = [name for name, total in zip(names, totals, strict=True) if total == best]
         return (top[0] if len(top) == 1 else self._rng.choice(top)), top
+
+
+def _reasons_for_rejected(framework: Framework, state: CycleState, pod: PodInfo,
+                          nodes: list[NodeInfo], mask: npt.NDArray[np.bool_],
+                          verdicts: dict[str, npt.NDArray[np.bool_]],
+                          diagnosis: Diagnosis) -> Status | None:
+    """Each rejected row's status into the diagnosis; an Error status ends it. Rows share
+    few pass patterns (which vector plugins passed them), so each pattern's set of
+    plugins to skip is made once. A node with nominated pods takes the full two-pass
+    chain: with those pods added, another plugin may be the first to fail."""
+    names = list(verdicts)
+    passed_sets: dict[tuple[bool, ...], frozenset[str]] = {}
+    rejected = np.flatnonzero(~mask).tolist()
+    columns = [verdicts[name][rejected].tolist() for name in names]
+    for position, row in enumerate(rejected):
+        info = nodes[row]
+        if framework.nominated_blockers(pod, info.name):
+            node_status = framework.run_filter_with_nominated(state, pod, info)
+        else:
+            pattern = tuple(column[position] for column in columns)
+            passed = passed_sets.get(pattern)
+            if passed is None:
+                passed = passed_sets[pattern] = frozenset(
+                    name for name, ok in zip(names, pattern, strict=True) if ok)
+            node_status = framework.run_filter(state, pod, info, passed)
+        if node_status.code == Code.ERROR:
+            return node_status
+        diagnosis.node_to_status[info.name] = node_status
+        diagnosis.unschedulable_plugins.add(node_status.plugin)
+    return None

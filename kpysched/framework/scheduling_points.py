@@ -99,13 +99,13 @@ class SchedulingPoints(Instrumented):
         return result, rejected or SUCCESS, restricting
 
     def filter_mask(self, state: CycleState, pod: PodInfo, snapshot: Snapshot
-                    ) -> tuple[BoolArray | None, frozenset[str]] | Status:
+                    ) -> tuple[BoolArray | None, dict[str, BoolArray]] | Status:
         """The combined verdict of the vector-capable Filter plugins over every snapshot
-        row, and the plugins it covers (the per-node pass may skip them on rows it
-        passed). (None, {}) when no plugin could vectorise for this pod; an Error status
-        when one raised."""
+        row, and each plugin's own verdict (the per-node pass may skip a plugin on the
+        rows it passed). (None, {}) when no plugin could vectorise for this pod; an
+        Error status when one raised."""
         mask: BoolArray | None = None
-        covered: set[str] = set()
+        verdicts: dict[str, BoolArray] = {}
         for plugin in self.vector_filter_plugins:
             if plugin.NAME in state.skip_filter_plugins:
                 continue
@@ -118,8 +118,8 @@ class SchedulingPoints(Instrumented):
             if verdict is None:
                 continue
             mask = verdict if mask is None else mask & verdict
-            covered.add(plugin.NAME)
-        return mask, frozenset(covered)
+            verdicts[plugin.NAME] = verdict
+        return mask, verdicts
 
     def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo,
                    covered: frozenset[str] = frozenset()) -> Status:

@@ -17,7 +17,7 @@ from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
 from kpysched.objects.pod import PodInfo
-from tests.unit.builders import make_node, make_pod, make_snapshot
+from tests.unit.builders import NodeBuilder, make_node, make_pod, make_snapshot
 from tests.unit.framework.fake_plugins import Script, build, fake
 
 FILTER_A = fake("FilterA", "preFilter", "filter")
@@ -358,6 +358,49 @@ def test_in_tree_fit_error_message() -> None:
     assert outcome.message() == (
         "0/12 nodes are available: 10 Insufficient cpu, 2 node(s) had untolerated taint(s).")
     assert outcome.unschedulable_plugins == {"NodeResourcesFit", "TaintToleration"}
+
+
+def test_rows_the_vector_verdict_rejected_report_their_first_failing_plugin(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """When nothing fits, each node's reason is the first plugin in profile order that
+    rejects it (a per-node plugin before a vector one included), while a vector plugin
+    that passed a node is not asked again for it."""
+    from kpysched.plugins.taint_toleration import TaintToleration
+
+    asked: list[str] = []
+    plain_filter = TaintToleration.filter
+
+    def counting(self: TaintToleration, state: CycleState, pod: PodInfo,
+                 node: NodeInfo) -> Status:
+        asked.append(node.name)
+        return plain_filter(self, state, pod, node)
+
+    monkeypatch.setattr(TaintToleration, "filter", counting)
+    framework = build({"preFilter": ["NodePorts", "NodeResourcesFit"],
+                       "filter": ["NodeUnschedulable", "TaintToleration", "NodePorts",
+                                  "NodeResourcesFit"]})
+
+    def small(name: str) -> NodeBuilder:
+        return make_node(name).capacity(cpu="1", memory="16Gi", pods="110")
+
+    snapshot = make_snapshot(
+        small("tainted-small").taint("dedicated", "gpu").info(),
+        small("port-taken-small").info(make_pod("web").host_port(80)),
+        small("small").info(),
+        small("cordoned-tainted").unschedulable().taint("dedicated", "gpu").info())
+    outcome = diagnosis(schedule(Algorithm(), framework, snapshot,
+                                 make_pod("p").req(cpu="2").host_port(80).info()))
+    assert {name: status.plugin for name, status in outcome.node_to_status.items()} == {
+        "tainted-small": "TaintToleration", "port-taken-small": "NodePorts",
+        "small": "NodeResourcesFit", "cordoned-tainted": "NodeUnschedulable"}
+    assert outcome.message() == (
+        "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) didn't have free ports "
+        "for the requested pod ports, 1 node(s) had untolerated taint(s), 1 node(s) were "
+        "unschedulable.")
+    # TaintToleration's vector form judges tainted rows per node itself (one call each).
+    # Beyond that, only the row its verdict rejected first asks it again for the reason;
+    # the full chain would have asked it for every row NodeUnschedulable passed.
+    assert sorted(asked) == ["cordoned-tainted", "tainted-small", "tainted-small"]
 
 
 def test_a_fitting_nominated_node_is_taken_without_scoring() -> None:
