@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 import random
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -19,7 +20,7 @@ from kpysched.cache.snapshot import Snapshot
 from kpysched.decisions.record import Decision, Rejection, RejectionGroup
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
-from kpysched.framework.interfaces import PreFilterResult
+from kpysched.framework.interfaces import FilterPlugin, PreFilterResult, VectorReasonsPlugin
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
 from kpysched.objects.pod import PodInfo
@@ -199,7 +200,7 @@ class Algorithm:
             # Reasons for rows the vector verdict rejected are only needed now. The
             # chain runs in order but skips the plugins whose own verdict passed the
             # row, so the first failing plugin is the one reported, as upstream's.
-            failed = _reasons_for_rejected(framework, state, pod, nodes, mask, verdicts,
+            failed = _reasons_for_rejected(framework, state, pod, snapshot, mask, verdicts,
                                            diagnosis)
             if failed is not None:
                 return failed
@@ -232,30 +233,65 @@ class Algorithm:
 
 
 def _reasons_for_rejected(framework: Framework, state: CycleState, pod: PodInfo,
-                          nodes: list[NodeInfo], mask: npt.NDArray[np.bool_],
+                          snapshot: Snapshot, mask: npt.NDArray[np.bool_],
                           verdicts: dict[str, npt.NDArray[np.bool_]],
                           diagnosis: Diagnosis) -> Status | None:
-    """Each rejected row's status into the diagnosis; an Error status ends it. Rows share
-    few pass patterns (which vector plugins passed them), so each pattern's set of
-    plugins to skip is made once. A node with nominated pods takes the full two-pass
-    chain: with those pods added, another plugin may be the first to fail."""
+    """Each rejected row's status into the diagnosis; an Error status ends it.
+
+    Rows share few pass patterns (which vector plugins passed them). For each pattern,
+    the first plugin in profile order that rejects is the one to report: when only
+    vector plugins come before it and it can state its reasons for many rows at once
+    (NodeResourcesFit), it does so for the whole pattern; otherwise each row runs the
+    Filter chain without the plugins that passed it. A node with nominated pods takes
+    the full two-pass chain: with those pods added, another plugin may fail first."""
+    nodes = snapshot.node_infos
     names = list(verdicts)
-    passed_sets: dict[tuple[bool, ...], frozenset[str]] = {}
-    rejected = np.flatnonzero(~mask).tolist()
+    active = [plugin for plugin in framework.filter_plugins
+              if plugin.NAME not in state.skip_filter_plugins]
+    groups: dict[tuple[bool, ...], list[int]] = {}
+    rejected = np.flatnonzero(~mask)
     columns = [verdicts[name][rejected].tolist() for name in names]
-    for position, row in enumerate(rejected):
-        info = nodes[row]
-        if framework.nominated_blockers(pod, info.name):
-            node_status = framework.run_filter_with_nominated(state, pod, info)
-        else:
-            pattern = tuple(column[position] for column in columns)
-            passed = passed_sets.get(pattern)
-            if passed is None:
-                passed = passed_sets[pattern] = frozenset(
-                    name for name, ok in zip(names, pattern, strict=True) if ok)
-            node_status = framework.run_filter(state, pod, info, passed)
-        if node_status.code == Code.ERROR:
-            return node_status
-        diagnosis.node_to_status[info.name] = node_status
-        diagnosis.unschedulable_plugins.add(node_status.plugin)
+    for position, row in enumerate(rejected.tolist()):
+        if framework.nominated_blockers(pod, nodes[row].name):
+            node_status = framework.run_filter_with_nominated(state, pod, nodes[row])
+            if node_status.code == Code.ERROR:
+                return node_status
+            _record(diagnosis, nodes[row], node_status)
+            continue
+        groups.setdefault(tuple(column[position] for column in columns), []).append(row)
+    for pattern, rows in groups.items():
+        passed = frozenset(name for name, ok in zip(names, pattern, strict=True) if ok)
+        statuses = _stated_at_once(state, pod, snapshot, active, verdicts, passed, rows)
+        for index, row in enumerate(rows):
+            node_status = (statuses[index] if statuses is not None
+                           else framework.run_filter(state, pod, nodes[row], passed))
+            if node_status.code == Code.ERROR:
+                return node_status
+            _record(diagnosis, nodes[row], node_status)
     return None
+
+
+def _stated_at_once(state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                    active: list[FilterPlugin], verdicts: dict[str, npt.NDArray[np.bool_]],
+                    passed: frozenset[str], rows: list[int]) -> list[Status] | None:
+    """The statuses of `rows` from their first rejecting plugin's vector reasons, when
+    every plugin before it passed them by vector verdict; else None (ask row by row)."""
+    for plugin in active:
+        if plugin.NAME in passed:
+            continue
+        if plugin.NAME not in verdicts or VectorReasonsPlugin not in type(plugin).__mro__:
+            return None
+        try:
+            statuses = cast(VectorReasonsPlugin, plugin).filter_statuses(
+                state, pod, snapshot, np.asarray(rows, dtype=np.int64))
+        except Exception:  # the row-by-row chain reports it as the plugin's error
+            return None
+        if statuses is None or any(status.ok for status in statuses):
+            return None
+        return statuses
+    return None
+
+
+def _record(diagnosis: Diagnosis, node: NodeInfo, status: Status) -> None:
+    diagnosis.node_to_status[node.name] = status
+    diagnosis.unschedulable_plugins.add(status.plugin)

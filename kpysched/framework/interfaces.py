@@ -307,6 +307,16 @@ class VectorFilterPlugin(FilterPlugin, Protocol):
                       snapshot: Snapshot) -> npt.NDArray[np.bool_] | None: ...
 
 
+class VectorReasonsPlugin(VectorFilterPlugin, Protocol):
+    """A vector Filter plugin that can also state, all at once, why it rejects rows.
+
+    Each status must equal what `filter` returns on that row's NodeInfo; None when it
+    cannot be exact for this pod (the framework then asks `filter` row by row)."""
+
+    def filter_statuses(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                        rows: npt.NDArray[np.int64]) -> list[Status] | None: ...
+
+
 class PostFilterPlugin(Plugin, Protocol):
     def post_filter(
         self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]

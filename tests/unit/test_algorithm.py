@@ -403,6 +403,31 @@ def test_rows_the_vector_verdict_rejected_report_their_first_failing_plugin(
     assert sorted(asked) == ["cordoned-tainted", "tainted-small", "tainted-small"]
 
 
+def test_rows_short_of_resources_get_their_reasons_without_a_per_node_pass(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """When every plugin before NodeResourcesFit judged a row by vector, Fit states its
+    reasons for all such rows at once: the same diagnosis, no per-node Fit call."""
+    from kpysched.plugins.node_resources_fit import NodeResourcesFit
+
+    def must_not_run(*_: object) -> Status:
+        raise AssertionError("NodeResourcesFit.filter ran per node")
+
+    monkeypatch.setattr(NodeResourcesFit, "filter", must_not_run)
+    small = [make_node(f"small{i:02d}").capacity(cpu="1", memory="16Gi", pods="110").info()
+             for i in range(10)]
+    full = make_node("full").capacity(cpu="64", memory="64Gi", pods="1").info(make_pod("x"))
+    tainted = make_node("tainted").capacity(cpu="64", memory="64Gi", pods="110") \
+        .taint("dedicated", "gpu").info()
+    outcome = diagnosis(schedule(Algorithm(), in_tree_framework(),
+                                 make_snapshot(*small, full, tainted),
+                                 make_pod("p").req(cpu="2", memory="1Gi").info()))
+    assert outcome.message() == (
+        "0/12 nodes are available: 1 Too many pods, 1 node(s) had untolerated taint(s), "
+        "10 Insufficient cpu.")
+    assert outcome.node_to_status["small00"].code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    assert outcome.node_to_status["full"].code == Code.UNSCHEDULABLE
+
+
 def test_a_fitting_nominated_node_is_taken_without_scoring() -> None:
     log: list[str] = []
     framework = build({"filter": ["FilterA"], "score": ["Score"]}, FILTER_A, SCORE,

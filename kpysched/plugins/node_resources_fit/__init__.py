@@ -45,7 +45,7 @@ from kpysched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
-    VectorFilterPlugin,
+    VectorReasonsPlugin,
     VectorScorePlugin,
 )
 from kpysched.framework.registry import PluginSpec
@@ -136,7 +136,7 @@ def _build_scorer(strategy: ScoringStrategy) -> ResourceAllocationScorer:
                                     least_allocated_vector(weights))
 
 
-class NodeResourcesFit(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, VectorScorePlugin):
+class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PreScorePlugin, VectorScorePlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: NodeResourcesFitArgs,
@@ -201,6 +201,43 @@ class NodeResourcesFit(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, Vect
             fits &= (request.ephemeral_storage
                      <= columns.allocatable_ephemeral - columns.requested_ephemeral)
         return fits
+
+    def filter_statuses(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                        rows: npt.NDArray[np.int64]) -> list[Status] | None:
+        """`filter`'s status for each of `rows` from the resource columns (rows short of
+        the same resources share their reasons). None when the pod requests scalar
+        resources, which have no columns."""
+        request: PodRequest | None = state.get(_PRE_FILTER_KEY)
+        if request is None or request.scalars:
+            return None
+        columns = snapshot.columns
+        none = [False] * len(rows)
+        # Per resource, in upstream's order: its reason, the rows short of it, and the
+        # rows short of it even when empty (unresolvable: preemption cannot help).
+        checks = [(REASON_TOO_MANY_PODS,
+                   (columns.pod_count[rows] + 1 > columns.allowed_pods[rows]).tolist(), none)]
+        for want, reason, allocatable, requested in (
+                (request.milli_cpu, REASON_INSUFFICIENT_CPU, columns.allocatable_cpu,
+                 columns.requested_cpu),
+                (request.memory, REASON_INSUFFICIENT_MEMORY, columns.allocatable_memory,
+                 columns.requested_memory),
+                (request.ephemeral_storage, REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
+                 columns.allocatable_ephemeral, columns.requested_ephemeral)):
+            if want > 0:
+                checks.append((reason, (want > allocatable[rows] - requested[rows]).tolist(),
+                               (want > allocatable[rows]).tolist()))
+        made: dict[tuple[tuple[bool, ...], bool], tuple[Code, list[str]]] = {}
+        statuses = []
+        for position in range(len(rows)):
+            short = tuple(check[1][position] for check in checks)
+            unfixable = any(check[1][position] and check[2][position] for check in checks)
+            found = made.get((short, unfixable))
+            if found is None:
+                code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unfixable else Code.UNSCHEDULABLE
+                found = made[(short, unfixable)] = (
+                    code, [check[0] for check in checks if check[1][position]])
+            statuses.append(Status(found[0], list(found[1]), NAME) if found[1] else SUCCESS)
+        return statuses
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         state.write(_PRE_SCORE_KEY, _PreScoreState(self._scorer.pod_requests(pod)))

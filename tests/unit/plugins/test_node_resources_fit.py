@@ -509,6 +509,45 @@ def test_vector_forms_match_per_node(args: dict[str, object], pod: PodBuilder, s
     assert vector.tolist() == [scorer.score(state, info, n)[0] for n in snapshot.node_infos]
 
 
+@pytest.mark.parametrize("pod", VECTOR_PODS)
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_statuses_of_rejected_rows_match_per_node(pod: PodBuilder, seed: int) -> None:
+    """The reasons stated for many rows at once are `filter`'s, row for row: the same
+    resources in the same order, and unresolvable where even an empty node is short."""
+    snapshot = make_snapshot(*random_nodes(seed))
+    scorer = plugin()
+    info = pod.info()
+    state = CycleState()
+    scorer.pre_filter(state, info, snapshot.node_infos)
+    mask = scorer.filter_vector(state, info, snapshot)
+    assert mask is not None
+    rows = np.flatnonzero(~mask)
+    statuses = scorer.filter_statuses(state, info, snapshot, rows)
+    assert statuses is not None
+    expected = [scorer.filter(state, info, snapshot.node_infos[row]) for row in rows]
+    assert [(s.code, s.reasons, s.plugin) for s in statuses] == \
+        [(s.code, s.reasons, s.plugin) for s in expected]
+
+
+def test_statuses_of_rejected_rows_say_what_preemption_cannot_fix() -> None:
+    small = make_node("small").capacity(cpu="1", memory="1Gi", pods="110").info()
+    full = make_node("full").capacity(cpu="8", memory="1Gi", pods="1").info(make_pod("x"))
+    busy = make_node("busy").capacity(cpu="4", memory="1Gi", pods="110").info(
+        make_pod("y").req(cpu="3"))
+    snapshot = make_snapshot(small, full, busy)
+    scorer = plugin()
+    info = make_pod().req(cpu="2").info()
+    state = CycleState()
+    scorer.pre_filter(state, info, snapshot.node_infos)
+    statuses = scorer.filter_statuses(state, info, snapshot, np.arange(3))
+    assert statuses is not None
+    assert [(node.name, s.code, s.reasons) for node, s in zip(
+        snapshot.node_infos, statuses, strict=True)] == [
+        ("busy", Code.UNSCHEDULABLE, ["Insufficient cpu"]),
+        ("full", Code.UNSCHEDULABLE, ["Too many pods"]),
+        ("small", Code.UNSCHEDULABLE_AND_UNRESOLVABLE, ["Insufficient cpu"])]
+
+
 def test_vector_forms_decline_scalar_requests() -> None:
     scorer = plugin(scoringStrategy={"type": "LeastAllocated", "resources": EXTENDED})
     info = make_pod().req({"cpu": "1", "abc.com/xyz": "1"}).info()
@@ -518,6 +557,7 @@ def test_vector_forms_decline_scalar_requests() -> None:
     scorer.pre_score(state, info, snapshot.node_infos)
     assert scorer.filter_vector(state, info, snapshot) is None
     assert scorer.score_vector(state, info, snapshot) is None
+    assert scorer.filter_statuses(state, info, snapshot, np.arange(4)) is None
 
 
 # ---- args -------------------------------------------------------------------------------------
