@@ -48,8 +48,8 @@ from kpysched.framework.interfaces import (
     PreFilterResult,
     PreScorePlugin,
     ScoreExtensions,
-    VectorFilterPlugin,
     VectorNormalizePlugin,
+    VectorReasonsPlugin,
     VectorScorePlugin,
 )
 from kpysched.framework.registry import PluginSpec
@@ -273,7 +273,7 @@ def _pod_matches(pod: api.Pod, required: RequiredNodeAffinity, node: api.Node) -
     return False
 
 
-class NodeAffinity(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, VectorScorePlugin,
+class NodeAffinity(PreFilterPlugin, VectorReasonsPlugin, PreScorePlugin, VectorScorePlugin,
                    ScoreExtensions, VectorNormalizePlugin):
     NAME: ClassVar[str] = NAME
 
@@ -348,6 +348,20 @@ class NodeAffinity(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, VectorSc
         if self._added_terms is not None:
             rows &= masks.any_term_rows(self._added_terms, labels)
         return rows
+
+    def filter_statuses(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                        rows: npt.NDArray[np.int64]) -> list[Status] | None:
+        """`filter`'s status for each of `rows` (all of which it rejects): the enforced
+        affinity's reason where that fails, the pod's own elsewhere."""
+        enforced_ok = (masks.any_term_rows(self._added_terms, snapshot.labels)[rows].tolist()
+                       if self._added_terms is not None else [True] * len(rows))
+        required: RequiredNodeAffinity | None = state.get(_PRE_FILTER_KEY)
+        if required is None:
+            required = RequiredNodeAffinity.of(pod.pod)
+        own_ok = required.rows(snapshot.labels)[rows].tolist()
+        return [Status.unresolvable(REASON_ENFORCED, plugin=NAME) if not enforced
+                else Status.unresolvable(REASON_POD, plugin=NAME) if not own else SUCCESS
+                for enforced, own in zip(enforced_ok, own_ok, strict=True)]
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         preferred = _preferred_terms(pod.pod)

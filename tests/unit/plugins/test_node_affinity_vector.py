@@ -15,6 +15,7 @@ import random
 from collections import Counter
 from typing import Any
 
+import numpy as np
 import pydantic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -149,6 +150,13 @@ def _assert_filter_agrees(plugin: na.NodeAffinity, pod: PodInfo, snapshot: Snaps
     assert mask is not None
     expected = [plugin.filter(state, pod, info).ok for info in snapshot.node_infos]
     assert mask.tolist() == expected
+    # The reasons stated at once for the rejected rows are the per-node ones.
+    rejected = np.flatnonzero(~mask)
+    stated = plugin.filter_statuses(state, pod, snapshot, rejected)
+    assert stated is not None
+    assert [(s.code, s.reasons) for s in stated] == [
+        (s.code, s.reasons) for s in (plugin.filter(state, pod, snapshot.node_infos[row])
+                                      for row in rejected.tolist())]
 
 
 def _assert_score_agrees(plugin: na.NodeAffinity, pod: PodInfo, snapshot: Snapshot) -> None:
