@@ -249,25 +249,27 @@ def _reasons_for_rejected(framework: Framework, state: CycleState, pod: PodInfo,
     active = [plugin for plugin in framework.filter_plugins
               if plugin.NAME not in state.skip_filter_plugins]
     groups: dict[tuple[bool, ...], list[int]] = {}
+    found: dict[int, Status] = {}
     rejected = np.flatnonzero(~mask)
     columns = [verdicts[name][rejected].tolist() for name in names]
     for position, row in enumerate(rejected.tolist()):
         if framework.nominated_blockers(pod, nodes[row].name):
-            node_status = framework.run_filter_with_nominated(state, pod, nodes[row])
-            if node_status.code == Code.ERROR:
-                return node_status
-            _record(diagnosis, nodes[row], node_status)
-            continue
-        groups.setdefault(tuple(column[position] for column in columns), []).append(row)
+            found[row] = framework.run_filter_with_nominated(state, pod, nodes[row])
+        else:
+            groups.setdefault(tuple(column[position] for column in columns), []).append(row)
     for pattern, rows in groups.items():
         passed = frozenset(name for name, ok in zip(names, pattern, strict=True) if ok)
         statuses = _stated_at_once(state, pod, snapshot, active, verdicts, passed, rows)
         for index, row in enumerate(rows):
-            node_status = (statuses[index] if statuses is not None
-                           else framework.run_filter(state, pod, nodes[row], passed))
-            if node_status.code == Code.ERROR:
-                return node_status
-            _record(diagnosis, nodes[row], node_status)
+            found[row] = (statuses[index] if statuses is not None
+                          else framework.run_filter(state, pod, nodes[row], passed))
+    # In row order, as the per-node pass records them.
+    for row in sorted(found):
+        node_status = found[row]
+        if node_status.code == Code.ERROR:
+            return node_status
+        diagnosis.node_to_status[nodes[row].name] = node_status
+        diagnosis.unschedulable_plugins.add(node_status.plugin)
     return None
 
 
@@ -290,8 +292,3 @@ def _stated_at_once(state: CycleState, pod: PodInfo, snapshot: Snapshot,
             return None
         return statuses
     return None
-
-
-def _record(diagnosis: Diagnosis, node: NodeInfo, status: Status) -> None:
-    diagnosis.node_to_status[node.name] = status
-    diagnosis.unschedulable_plugins.add(status.plugin)

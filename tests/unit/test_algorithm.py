@@ -384,6 +384,7 @@ def test_rows_the_vector_verdict_rejected_report_their_first_failing_plugin(
         return make_node(name).capacity(cpu="1", memory="16Gi", pods="110")
 
     snapshot = make_snapshot(
+        small("a-small").info(),
         small("tainted-small").taint("dedicated", "gpu").info(),
         small("port-taken-small").info(make_pod("web").host_port(80)),
         small("small").info(),
@@ -391,12 +392,15 @@ def test_rows_the_vector_verdict_rejected_report_their_first_failing_plugin(
     outcome = diagnosis(schedule(Algorithm(), framework, snapshot,
                                  make_pod("p").req(cpu="2").host_port(80).info()))
     assert {name: status.plugin for name, status in outcome.node_to_status.items()} == {
+        "a-small": "NodeResourcesFit",
         "tainted-small": "TaintToleration", "port-taken-small": "NodePorts",
         "small": "NodeResourcesFit", "cordoned-tainted": "NodeUnschedulable"}
+    # Recorded in the snapshot's row order, whichever way each reason was found.
+    assert list(outcome.node_to_status) == [info.name for info in snapshot.node_infos]
     assert outcome.message() == (
-        "0/4 nodes are available: 1 Insufficient cpu, 1 node(s) didn't have free ports "
-        "for the requested pod ports, 1 node(s) had untolerated taint(s), 1 node(s) were "
-        "unschedulable.")
+        "0/5 nodes are available: 1 node(s) didn't have free ports for the requested pod "
+        "ports, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable, "
+        "2 Insufficient cpu.")
     # TaintToleration's vector form judges tainted rows per node itself (one call each).
     # Beyond that, only the row its verdict rejected first asks it again for the reason;
     # the full chain would have asked it for every row NodeUnschedulable passed.
