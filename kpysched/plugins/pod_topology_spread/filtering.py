@@ -121,6 +121,13 @@ def compute_state(pod: api.Pod, constraints: tuple[Constraint, ...],
             value = labels[constraint.topology_key]
             domain = counts[index]
             domain[value] = domain.get(value, 0) + tables[index].count(node)
+    return _with_critical_paths(constraints, counts)
+
+
+def _with_critical_paths(constraints: tuple[Constraint, ...],
+                         counts: tuple[dict[str, int], ...]) -> PreFilterState:
+    """The state for these per-domain counts, each constraint's two smallest domains
+    found in the order the domains were first seen."""
     paths = []
     for domain in counts:
         path = CriticalPaths()
@@ -162,13 +169,7 @@ def compute_state_rows(pod: api.Pod, constraints: tuple[Constraint, ...],
         _, first_rows = np.unique(codes, return_index=True)
         ordered = codes[np.sort(first_rows)].tolist()
         counts = (*counts, {column.values[code]: int(sums[code]) for code in ordered})
-    paths = []
-    for domain in counts:
-        path = CriticalPaths()
-        for value, num in domain.items():
-            path = path.updated(value, num)
-        paths.append(path)
-    return PreFilterState(constraints, tuple(paths), counts)
+    return _with_critical_paths(constraints, counts)
 
 
 def _tolerated_rows(pod: api.Pod, snapshot: Snapshot) -> npt.NDArray[np.bool_]:
