@@ -4,7 +4,7 @@ out-of-process scheduler could go on this machine and API server.
 It writes what a scheduler writes per pod (a Binding and a Scheduled event; a
 FailedScheduling event for a pod that fits nowhere; DELETEs of victims when a pod
 only fits by preempting) through kpysched's own write client (RawApi, same QPS and
-burst), and reads pods and nodes with kpysched's informers. Its "decision" is the
+burst) and event recorder, and reads pods and nodes with kpysched's informers. Its "decision" is the
 next node, round robin, with room for the pod's CPU, memory and pod count: no
 affinity, spreading or scoring. So its throughput bounds every workload from above,
 and kpysched / ceiling says how much of the remaining gap is scheduling at all.
@@ -21,15 +21,14 @@ import argparse
 import asyncio
 import collections
 import contextlib
-import datetime as dt
 import signal
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from aiohttp import web
 
 from kpysched.apiclient import RawApi, make_api_client
+from kpysched.event_recorder import EventRecorder
 from kpysched.informers import node_reflector, pod_reflector
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
@@ -70,7 +69,8 @@ class Ceiling:
     def __init__(self, raw: RawApi, scheduler_name: str) -> None:
         self._raw = raw
         self._name = scheduler_name
-        self._host = socket.gethostname()
+        # A sibling client for events, as kpysched's app makes one (own rate limiter).
+        self._events = EventRecorder(raw.sibling())
         self.rooms: dict[str, Room] = {}
         self._order: list[str] = []  # node names, for the round robin
         self._next = 0
@@ -159,8 +159,8 @@ class Ceiling:
         if node is None:
             self.attempts["unschedulable"] += 1
             self._unplaceable[pod.uid] = pod
-            self._spawn(self._event(pod, "Warning", "FailedScheduling", "Scheduling",
-                                    f"0/{len(self.rooms)} nodes are available."))
+            self._events.failed_scheduling(pod.pod, self._name,
+                                           f"0/{len(self.rooms)} nodes are available.")
             return
         for victim in victims:
             self._uncount(victim.uid)
@@ -201,8 +201,7 @@ class Ceiling:
              "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
         if response.ok:
             self.attempts["scheduled"] += 1
-            await self._event(pod, "Normal", "Scheduled", "Binding",
-                              f"Successfully assigned {namespace}/{name} to {node}")
+            self._events.scheduled(pod.pod, self._name, node)
             self._queued.discard(pod.uid)
             return
         self.attempts["error"] += 1
@@ -218,21 +217,6 @@ class Ceiling:
         await self._raw.request(
             "DELETE", f"/api/v1/namespaces/{victim.namespace}/pods/{victim.name}",
             {"apiVersion": "v1", "kind": "DeleteOptions", "gracePeriodSeconds": 0})
-
-    async def _event(self, pod: PodInfo, type_: str, reason: str, action: str,
-                     note: str) -> None:
-        now = dt.datetime.now(dt.UTC)
-        await self._raw.request(
-            "POST", f"/apis/events.k8s.io/v1/namespaces/{pod.namespace}/events",
-            {"apiVersion": "events.k8s.io/v1", "kind": "Event",
-             "metadata": {"name": f"{pod.name}.{int(now.timestamp() * 1e9):x}",
-                          "namespace": pod.namespace},
-             "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-             "reportingController": self._name,
-             "reportingInstance": f"{self._name}-{self._host}",
-             "action": action, "reason": reason, "type": type_, "note": note,
-             "regarding": {"kind": "Pod", "apiVersion": "v1", "namespace": pod.namespace,
-                           "name": pod.name, "uid": pod.uid}})
 
     # --- serving ------------------------------------------------------------------------
 
