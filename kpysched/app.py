@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 import structlog
 
+from kpysched import gc_policy
 from kpysched.algorithm import Algorithm
 from kpysched.apiclient import RawApi, make_api_client
 from kpysched.binding import Binder
@@ -182,6 +183,7 @@ async def run(
     registry: Mapping[str, PluginSpec],
 ) -> int:
     """Run until SIGTERM/SIGINT (exit 0) or until leadership is lost (exit 1)."""
+    gc_policy.tune()
     api_client = await make_api_client(kubeconfig_path(settings, config), settings.master)
     async with api_client:
         connection = config.client_connection
@@ -322,6 +324,7 @@ async def run(
                 if not stop.is_set():
                     log.info("scheduler.informers_synced", nodes=len(nodes.store),
                              pods=len(pods.store))
+                    gc_policy.freeze_synced_cache()
                     work = group.create_task(elector.run() if elector else lead(),
                                              name="leader election" if elector else "lead")
                     await _first_of(stop.wait(), work)

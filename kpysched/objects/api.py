@@ -12,8 +12,11 @@ from typing import Any
 import msgspec
 
 
-class _Wire(msgspec.Struct, rename="camel", omit_defaults=True):
-    pass
+class _Wire(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
+    """gc=False: the cyclic collector never tracks these. A decoded object is a tree
+    (fields hold only strings, numbers, lists, dicts and other wire structs), so it can
+    never be part of a cycle, and the informers' cache holds tens of thousands of them
+    that every full collection would otherwise walk (kpysched/gc_policy.py)."""
 
 
 class OwnerReference(_Wire):

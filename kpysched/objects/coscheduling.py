@@ -27,7 +27,7 @@ FAILED = "Failed"
 FINAL_PHASES = frozenset({FINISHED, FAILED})
 
 
-class _Wire(msgspec.Struct, rename="camel", omit_defaults=True):
+class _Wire(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """Same base as objects/api.py's, declared here so linters see a msgspec Struct."""
 
 

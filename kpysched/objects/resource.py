@@ -36,7 +36,7 @@ TAINT_NO_EXECUTE = "NoExecute"
 TAINT_NONE = "None"
 
 
-class _Wire(msgspec.Struct, rename="camel", omit_defaults=True):
+class _Wire(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """Same base as objects/api.py's, declared here so linters see a msgspec Struct."""
 
 

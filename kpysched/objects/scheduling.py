@@ -17,7 +17,7 @@ REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 
 
-class _Wire(msgspec.Struct, rename="camel", omit_defaults=True):
+class _Wire(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """Same base as objects/api.py's, declared here so linters see a msgspec Struct."""
 
 

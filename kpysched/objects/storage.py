@@ -18,7 +18,7 @@ import msgspec
 from kpysched.objects.api import LabelSelector, ListMeta, NodeSelector, ObjectMeta
 
 
-class _Wire(msgspec.Struct, rename="camel", omit_defaults=True):
+class _Wire(msgspec.Struct, rename="camel", omit_defaults=True, gc=False):
     """Same base as objects/api.py's, declared here so linters see a msgspec Struct."""
 
 # Claim and volume fields the plugins compare.
