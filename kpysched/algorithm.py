@@ -7,6 +7,7 @@ weights, and a uniformly random choice among the top-scoring nodes.
 
 from __future__ import annotations
 
+import itertools
 import operator
 import random
 from dataclasses import dataclass
@@ -31,6 +32,13 @@ MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
 _NAME = operator.attrgetter("name")
+IntArray = npt.NDArray[np.int64]
+
+
+def _rotated(count: int, start: int) -> IntArray:
+    """Rows 0..count-1 starting at `start` and wrapping (np.roll without its checks)."""
+    rows = np.arange(count, dtype=np.int64)
+    return np.concatenate((rows[start:], rows[:start])) if start else rows
 
 
 def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
@@ -75,7 +83,7 @@ class Algorithm:
         found = self._find_nodes_that_fit(framework, state, pod, snapshot)
         if isinstance(found, Status):
             return found
-        feasible, processed, diagnosis = found
+        feasible, processed, diagnosis, feasible_rows = found
         if not feasible:
             return diagnosis
         # The names once, for the score rows and the decision record alike (map over
@@ -91,7 +99,8 @@ class Algorithm:
         status = framework.run_pre_score(state, pod, feasible)
         if not status.ok:
             return status
-        rows = list(map(snapshot.index.__getitem__, names))
+        rows = (feasible_rows if feasible_rows is not None
+                else list(map(snapshot.index.__getitem__, names)))
         # With a decision recorded, run_score also puts the totals (as an array) in it.
         totals, status = framework.run_score(state, pod, feasible, snapshot, rows)
         if not status.ok:
@@ -103,8 +112,9 @@ class Algorithm:
 
     def _find_nodes_that_fit(
         self, framework: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot
-    ) -> tuple[list[NodeInfo], int, Diagnosis] | Status:
-        """Feasible nodes, how many nodes were examined, and why the others failed."""
+    ) -> tuple[list[NodeInfo], int, Diagnosis, IntArray | None] | Status:
+        """Feasible nodes, how many nodes were examined, why the others failed, and the
+        feasible nodes' snapshot rows when the vector path found them (else None)."""
         all_nodes = snapshot.node_infos
         diagnosis = Diagnosis(len(all_nodes))
         decision = state.decision
@@ -123,13 +133,13 @@ class Algorithm:
             diagnosis.absent_status = status
             if decision is not None:
                 decision.pre_filter_message = status.message()
-            return [], 0, diagnosis
+            return [], 0, diagnosis, None
 
         nominated = self._evaluate_nominated_node(framework, state, pod, snapshot, pre_result)
         if decision is not None and pod.pod.status.nominated_node_name:
             decision.nominated_node_tried = pod.pod.status.nominated_node_name
         if nominated is not None:
-            return [nominated], 1, diagnosis
+            return [nominated], 1, diagnosis, None
 
         nodes: list[NodeInfo] = all_nodes
         if pre_result.node_names is not None:
@@ -142,7 +152,7 @@ class Algorithm:
             diagnosis.unschedulable_plugins |= restricting
         count = len(nodes)
         if count == 0:
-            return [], 0, diagnosis
+            return [], 0, diagnosis, None
         percentage = framework.percentage_of_nodes_to_score
         if percentage is None:
             percentage = self.percentage_of_nodes_to_score
@@ -152,7 +162,7 @@ class Algorithm:
         start = self._next_start_node_index % count
 
         # Rows in rotating order; a vector verdict (whole-snapshot only) prunes them up front.
-        order = np.roll(np.arange(count), -start)
+        order = _rotated(count, start)
         mask: npt.NDArray[np.bool_] | None = None
         verdicts: dict[str, npt.NDArray[np.bool_]] = {}
         if nodes is all_nodes and framework.filter_plugins:
@@ -161,13 +171,13 @@ class Algorithm:
                 return verdict
             mask, verdicts = verdict
         covered = frozenset(verdicts)
-        positions = np.flatnonzero(mask[order]) if mask is not None else range(count)
 
         # The two-pass check only matters while some pod is nominated somewhere.
         nominations = framework.shared.has_nominated_pods()
         run_filter = (framework.run_filter_with_nominated if nominations
                       else framework.run_filter)
         feasible: list[NodeInfo] = []
+        feasible_rows: IntArray | None = None
         processed = count
         active = {p.NAME for p in framework.filter_plugins} - state.skip_filter_plugins
         if not framework.filter_plugins:
@@ -177,10 +187,12 @@ class Algorithm:
             # Every active Filter judged all rows at once: take the first passing rows in
             # rotating order without a per-node pass.
             passing = np.flatnonzero(mask[order])[:to_find]
-            feasible = [nodes[int(order[position])] for position in passing.tolist()]
+            feasible_rows = order[passing]
+            feasible = list(map(nodes.__getitem__, feasible_rows.tolist()))
             if len(feasible) >= to_find:
                 processed = int(passing[-1]) + 1
         else:
+            positions = np.flatnonzero(mask[order]) if mask is not None else range(count)
             for position in positions:
                 info = nodes[int(order[position])]
                 node_status = run_filter(state, pod, info, covered)
@@ -208,7 +220,7 @@ class Algorithm:
         self._next_start_node_index = (self._next_start_node_index + processed) % len(all_nodes)
         if decision is not None:
             record_rejections(decision, diagnosis)
-        return feasible, processed, diagnosis
+        return feasible, processed, diagnosis, feasible_rows
 
     @staticmethod
     def _evaluate_nominated_node(framework: Framework, state: CycleState, pod: PodInfo,
@@ -228,7 +240,7 @@ class Algorithm:
     def _select_host(self, names: list[str], totals: list[int]) -> tuple[str, list[str]]:
         """The chosen node and the top-scoring nodes it was chosen among."""
         best = max(totals)
-        top = [name for name, total in zip(names, totals, strict=True) if total == best]
+        top = list(itertools.compress(names, map(best.__eq__, totals)))
         return (top[0] if len(top) == 1 else self._rng.choice(top)), top
 
 

@@ -263,7 +263,8 @@ class SchedulingPoints(Instrumented):
 
     def run_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
-        snapshot: Snapshot | None = None, rows: Sequence[int] | None = None,
+        snapshot: Snapshot | None = None,
+        rows: Sequence[int] | npt.NDArray[np.int64] | None = None,
     ) -> tuple[list[int], Status]:
         started = time.perf_counter()
         outcome = self._run_score(state, pod, nodes, snapshot, rows)
@@ -272,7 +273,8 @@ class SchedulingPoints(Instrumented):
 
     def _run_score(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
-        snapshot: Snapshot | None = None, rows: Sequence[int] | None = None,
+        snapshot: Snapshot | None = None,
+        rows: Sequence[int] | npt.NDArray[np.int64] | None = None,
     ) -> tuple[list[int], Status]:
         """Weighted total score per node (same order as `nodes`). With `snapshot` and
         the snapshot `rows` of `nodes`, vector-capable plugins score all rows at once
