@@ -54,9 +54,13 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
 def record_rejections(decision: Decision, diagnosis: Diagnosis) -> None:
     """The per-node verdicts of the Filter chain, first failing plugin first."""
     groups: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
+    # Many nodes share one Status object (vector reasons): build its key once.
+    keys: dict[int, tuple[str, tuple[str, ...], str]] = {}
     for name, status in diagnosis.node_to_status.items():
-        groups.setdefault((status.plugin, tuple(status.reasons), status.code.label),
-                          []).append(name)
+        key = keys.get(id(status))
+        if key is None:
+            key = keys[id(status)] = (status.plugin, tuple(status.reasons), status.code.label)
+        groups.setdefault(key, []).append(name)
     decision.rejections = [RejectionGroup(Rejection(plugin, list(reasons), code), nodes)
                            for (plugin, reasons, code), nodes in groups.items()]
 
@@ -260,34 +264,41 @@ def _reasons_for_rejected(framework: Framework, state: CycleState, pod: PodInfo,
     names = list(verdicts)
     active = [plugin for plugin in framework.filter_plugins
               if plugin.NAME not in state.skip_filter_plugins]
-    groups: dict[tuple[bool, ...], list[int]] = {}
-    found: dict[int, Status] = {}
     rejected = np.flatnonzero(~mask)
-    columns = [verdicts[name][rejected].tolist() for name in names]
-    for position, row in enumerate(rejected.tolist()):
-        if framework.nominated_blockers(pod, nodes[row].name):
-            found[row] = framework.run_filter_with_nominated(state, pod, nodes[row])
-        else:
-            groups.setdefault(tuple(column[position] for column in columns), []).append(row)
-    for pattern, rows in groups.items():
-        passed = frozenset(name for name, ok in zip(names, pattern, strict=True) if ok)
+    by_row: dict[int, Status] = {}
+    if framework.shared.has_nominated_pods():
+        for name in framework.shared.nominated_node_names():
+            row = snapshot.index.get(name)
+            if row is not None and not mask[row] and framework.nominated_blockers(pod, name):
+                by_row[row] = framework.run_filter_with_nominated(state, pod, nodes[row])
+    plain = rejected[~np.isin(rejected, list(by_row))] if by_row else rejected
+    # A row's pattern as one integer: bit i set when vector plugin names[i] passed it.
+    patterns = np.zeros(len(plain), dtype=np.int64)
+    for bit, name in enumerate(names):
+        patterns |= verdicts[name][plain].astype(np.int64) << bit
+    unique, group_of = np.unique(patterns, return_inverse=True)
+    for group, pattern in enumerate(unique.tolist()):
+        rows = plain[group_of == group]
+        passed = frozenset(name for bit, name in enumerate(names) if pattern >> bit & 1)
         statuses = _stated_at_once(state, pod, snapshot, active, verdicts, passed, rows)
-        for index, row in enumerate(rows):
-            found[row] = (statuses[index] if statuses is not None
-                          else framework.run_filter(state, pod, nodes[row], passed))
+        if statuses is None:
+            statuses = [framework.run_filter(state, pod, nodes[row], passed)
+                        for row in rows.tolist()]
+        by_row.update(zip(rows.tolist(), statuses, strict=True))
     # In row order, as the per-node pass records them.
-    for row in sorted(found):
-        node_status = found[row]
+    node_to_status = diagnosis.node_to_status
+    for row in rejected.tolist():
+        node_status = by_row[row]
         if node_status.code == Code.ERROR:
             return node_status
-        diagnosis.node_to_status[nodes[row].name] = node_status
-        diagnosis.unschedulable_plugins.add(node_status.plugin)
+        node_to_status[nodes[row].name] = node_status
+    diagnosis.unschedulable_plugins.update({status.plugin for status in by_row.values()})
     return None
 
 
 def _stated_at_once(state: CycleState, pod: PodInfo, snapshot: Snapshot,
                     active: list[FilterPlugin], verdicts: dict[str, npt.NDArray[np.bool_]],
-                    passed: frozenset[str], rows: list[int]) -> list[Status] | None:
+                    passed: frozenset[str], rows: IntArray) -> list[Status] | None:
     """The statuses of `rows` from their first rejecting plugin's vector reasons, when
     every plugin before it passed them by vector verdict; else None (ask row by row)."""
     for plugin in active:
@@ -297,10 +308,10 @@ def _stated_at_once(state: CycleState, pod: PodInfo, snapshot: Snapshot,
             return None
         try:
             statuses = cast(VectorReasonsPlugin, plugin).filter_statuses(
-                state, pod, snapshot, np.asarray(rows, dtype=np.int64))
+                state, pod, snapshot, rows)
         except Exception:  # the row-by-row chain reports it as the plugin's error
             return None
-        if statuses is None or any(status.ok for status in statuses):
+        if statuses is None or Code.SUCCESS in {status.code for status in statuses}:
             return None
         return statuses
     return None

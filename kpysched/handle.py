@@ -7,7 +7,7 @@ Built once by the application and attached to the scheduler it serves.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -133,6 +133,9 @@ class SchedulerHandle:
 
     def has_nominated_pods(self) -> bool:
         return self._scheduler().queue.nominator.has_any()
+
+    def nominated_node_names(self) -> Collection[str]:
+        return self._scheduler().queue.nominator.nodes()
 
     def is_pod_running_preemption(self, uid: str) -> bool:
         return self.executor is not None and self.executor.is_running(uid)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kpysched.framework import interfaces as fw
@@ -84,6 +84,9 @@ class ProfileHandle:
 
     def has_nominated_pods(self) -> bool:
         return self._shared.has_nominated_pods()
+
+    def nominated_node_names(self) -> Collection[str]:
+        return self._shared.nominated_node_names()
 
     def is_pod_running_preemption(self, uid: str) -> bool:
         return self._shared.is_pod_running_preemption(uid)

@@ -42,6 +42,7 @@ class Instrumented:
     waiting_pods: dict[str, WaitingPod]
     weights: dict[str, int]
     pre_filter_plugins: list[fw.PreFilterPlugin]
+    pre_filter_extension_plugins: list[fw.PreFilterPlugin]
     filter_plugins: list[fw.FilterPlugin]
     vector_filter_plugins: list[fw.VectorFilterPlugin]
     post_filter_plugins: list[fw.PostFilterPlugin]

@@ -7,7 +7,7 @@ binding-cycle points (Permit's waiting, PreBind, Bind, PostBind) await.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
@@ -205,6 +205,11 @@ class SharedHandle(Protocol):
 
     def has_nominated_pods(self) -> bool:
         """Whether any pod is nominated anywhere (lets Filter skip the two-pass check)."""
+        ...
+
+    def nominated_node_names(self) -> Collection[str]:
+        """The nodes some pod is nominated to (lets a pass over many nodes ask only these
+        for nominated pods)."""
         ...
 
     def is_pod_running_preemption(self, uid: str) -> bool:

@@ -109,6 +109,10 @@ class Framework(SchedulingPoints, BindingPoints):
         self.queue_sort: fw.QueueSortPlugin = sorters[0]
         self.pre_filter_plugins: list[fw.PreFilterPlugin] = instances(
             "preFilter", fw.PreFilterPlugin)
+        # The PreFilter plugins with AddPod/RemovePod, asked per pod in preemption's
+        # dry runs and the nominated-pods pass: found once here, not per call.
+        self.pre_filter_extension_plugins: list[fw.PreFilterPlugin] = [
+            p for p in self.pre_filter_plugins if fw.PreFilterExtensions in type(p).__mro__]
         self.filter_plugins: list[fw.FilterPlugin] = instances("filter", fw.FilterPlugin)
         self.vector_filter_plugins: list[fw.VectorFilterPlugin] = [
             cast(fw.VectorFilterPlugin, p) for p in self.filter_plugins

@@ -161,16 +161,15 @@ class SchedulingPoints(Instrumented):
         self, state: CycleState, point: str, call: Callable[[fw.PreFilterExtensions], Status],
     ) -> Status:
         """AddPod/RemovePod of every PreFilter plugin that has them and was not skipped."""
-        for plugin in self.pre_filter_plugins:
+        for plugin in self.pre_filter_extension_plugins:
             if plugin.NAME in state.skip_filter_plugins:
                 continue
-            if fw.PreFilterExtensions in type(plugin).__mro__:
-                try:
-                    status = call(cast(fw.PreFilterExtensions, plugin))
-                except Exception as error:
-                    status = plugin_raised(plugin.NAME, point, error)
-                if not status.ok:
-                    return status.with_plugin(plugin.NAME)
+            try:
+                status = call(cast(fw.PreFilterExtensions, plugin))
+            except Exception as error:
+                status = plugin_raised(plugin.NAME, point, error)
+            if not status.ok:
+                return status.with_plugin(plugin.NAME)
         return SUCCESS
 
     def nominated_blockers(self, pod: PodInfo, node_name: str) -> list[PodInfo]:

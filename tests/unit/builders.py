@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -343,6 +343,9 @@ class FakeHandle:
 
     def has_nominated_pods(self) -> bool:
         return any(self.nominated.values())
+
+    def nominated_node_names(self) -> Collection[str]:
+        return [name for name, pods in self.nominated.items() if pods]
 
     def is_pod_running_preemption(self, uid: str) -> bool:
         return uid in self.preempting

@@ -18,7 +18,7 @@ from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
 from kpysched.objects.pod import PodInfo
 from tests.unit.builders import NodeBuilder, make_node, make_pod, make_snapshot
-from tests.unit.framework.fake_plugins import Script, build, fake
+from tests.unit.framework.fake_plugins import Script, SharedHandle, build, fake
 
 FILTER_A = fake("FilterA", "preFilter", "filter")
 FILTER_B = fake("FilterB", "filter")
@@ -455,3 +455,23 @@ def test_a_nominated_node_that_no_longer_fits_falls_back_to_all_nodes() -> None:
     outcome = result(schedule(Algorithm(), framework, make_snapshot(*nodes("n1", "n2", "n3")),
                               info))
     assert (outcome.node_name, outcome.feasible_nodes) == ("n1", 2)
+
+
+def test_a_rejected_node_with_a_nominated_pod_reports_the_two_pass_chain() -> None:
+    """When nothing fits, a node holding a nominated pod that outranks the incoming one
+    is judged with that pod added (here it takes the port first), the others by their
+    vector reasons; the diagnosis stays in row order."""
+    handle = SharedHandle()
+    framework = build({"preFilter": ["NodePorts", "NodeResourcesFit"],
+                       "filter": ["NodePorts", "NodeResourcesFit"]}, handle=handle)
+    small = [make_node(f"small{i}").capacity(cpu="1", memory="16Gi", pods="110").info()
+             for i in range(4)]
+    handle.nominated["small2"] = [make_pod("nominated").priority(100).host_port(80).info()]
+    handle.nominated["small3"] = [make_pod("lower").priority(-1).host_port(80).info()]
+    outcome = diagnosis(schedule(Algorithm(), framework, make_snapshot(*small),
+                                 make_pod("p").req(cpu="2").host_port(80).info()))
+    assert list(outcome.node_to_status) == ["small0", "small1", "small2", "small3"]
+    assert {name: status.plugin for name, status in outcome.node_to_status.items()} == {
+        "small0": "NodeResourcesFit", "small1": "NodeResourcesFit",
+        "small2": "NodePorts", "small3": "NodeResourcesFit"}
+    assert outcome.unschedulable_plugins == {"NodePorts", "NodeResourcesFit"}

@@ -211,11 +211,11 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PreScorePlugin, Vec
         if request is None or request.scalars:
             return None
         columns = snapshot.columns
-        none = [False] * len(rows)
         # Per resource, in upstream's order: its reason, the rows short of it, and the
         # rows short of it even when empty (unresolvable: preemption cannot help).
         checks = [(REASON_TOO_MANY_PODS,
-                   (columns.pod_count[rows] + 1 > columns.allowed_pods[rows]).tolist(), none)]
+                   columns.pod_count[rows] + 1 > columns.allowed_pods[rows],
+                   np.zeros(len(rows), dtype=np.bool_))]
         for want, reason, allocatable, requested in (
                 (request.milli_cpu, REASON_INSUFFICIENT_CPU, columns.allocatable_cpu,
                  columns.requested_cpu),
@@ -224,20 +224,30 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PreScorePlugin, Vec
                 (request.ephemeral_storage, REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
                  columns.allocatable_ephemeral, columns.requested_ephemeral)):
             if want > 0:
-                checks.append((reason, (want > allocatable[rows] - requested[rows]).tolist(),
-                               (want > allocatable[rows]).tolist()))
-        made: dict[tuple[tuple[bool, ...], bool], tuple[Code, list[str]]] = {}
-        statuses = []
-        for position in range(len(rows)):
-            short = tuple(check[1][position] for check in checks)
-            unfixable = any(check[1][position] and check[2][position] for check in checks)
-            found = made.get((short, unfixable))
-            if found is None:
-                code = Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unfixable else Code.UNSCHEDULABLE
-                found = made[(short, unfixable)] = (
-                    code, [check[0] for check in checks if check[1][position]])
-            statuses.append(Status(found[0], list(found[1]), NAME) if found[1] else SUCCESS)
-        return statuses
+                checks.append((reason, want > allocatable[rows] - requested[rows],
+                               want > allocatable[rows]))
+        # Rows short of the same resources, equally fixable, share one Status (statuses
+        # are never changed once made): bit i of a row's key is "short of checks[i]",
+        # the bit above them all "unfixable".
+        keys = np.zeros(len(rows), dtype=np.int64)
+        unfixable = np.zeros(len(rows), dtype=np.bool_)
+        for bit, (_, short, short_when_empty) in enumerate(checks):
+            keys |= short.astype(np.int64) << bit
+            unfixable |= short & short_when_empty
+        keys |= unfixable.astype(np.int64) << len(checks)
+        unique, status_of = np.unique(keys, return_inverse=True)
+        made = [self._status_for(int(key), checks) for key in unique.tolist()]
+        return list(map(made.__getitem__, status_of.tolist()))
+
+    @staticmethod
+    def _status_for(key: int, checks: list[tuple[str, npt.NDArray[np.bool_],
+                                                 npt.NDArray[np.bool_]]]) -> Status:
+        reasons = [reason for bit, (reason, _, _) in enumerate(checks) if key >> bit & 1]
+        if not reasons:
+            return SUCCESS
+        unfixable = key >> len(checks) & 1
+        return Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE if unfixable else Code.UNSCHEDULABLE,
+                      reasons, NAME)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         state.write(_PRE_SCORE_KEY, _PreScoreState(self._scorer.pod_requests(pod)))
