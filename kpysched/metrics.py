@@ -15,7 +15,7 @@ import random
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import structlog
 from prometheus_client import (
@@ -126,6 +126,10 @@ class SchedulerMetrics:
             "scheduler_pod_scheduling_attempts",
             "[STABLE] Number of attempts to successfully schedule a pod.",
             buckets=exponential_buckets(1, 2, 5), registry=r)
+        # Label children of the per-plugin and per-point series, found once: the
+        # framework reports them several times per node in a cycle, and labels() is
+        # the costly part of a prometheus_client observation. Keyed by (series, labels).
+        self._children: dict[tuple[int, tuple[str, str, str]], Any] = {}
         self._extension_point_duration = Histogram(
             "scheduler_framework_extension_point_duration_seconds",
             "[STABLE] Latency for running all plugins of a specific extension point.",
@@ -372,7 +376,11 @@ class SchedulerMetrics:
     def extension_point_duration(self, extension_point: str, status: str, profile: str,
                                  seconds: float) -> None:
         """`status` is the Status code as upstream spells it (Code.label: "Success")."""
-        self._extension_point_duration.labels(extension_point, status, profile).observe(seconds)
+        key = (extension_point, status, profile)
+        child = self._children.get((0, key))
+        if child is None:
+            child = self._children[(0, key)] = self._extension_point_duration.labels(*key)
+        child.observe(seconds)
 
     def should_sample(self) -> bool:
         """Whether this scheduling cycle records per-plugin durations: upstream samples
@@ -382,13 +390,21 @@ class SchedulerMetrics:
     def plugin_duration(self, plugin: str, extension_point: str, status: str,
                         seconds: float) -> None:
         """Record only in cycles where should_sample() said so."""
-        self._plugin_duration.labels(plugin, extension_point, status).observe(seconds)
+        key = (plugin, extension_point, status)
+        child = self._children.get((1, key))
+        if child is None:
+            child = self._children[(1, key)] = self._plugin_duration.labels(*key)
+        child.observe(seconds)
 
     def plugin_evaluated(self, plugin: str, extension_point: str, profile: str,
                          count: int = 1) -> None:
         """Upstream counts PreFilter, Filter, PreScore and Score runs (one per node for Filter
         and Score), whether or not the cycle is sampled."""
-        self._plugin_evaluation.labels(plugin, extension_point, profile).inc(count)
+        key = (plugin, extension_point, profile)
+        child = self._children.get((2, key))
+        if child is None:
+            child = self._children[(2, key)] = self._plugin_evaluation.labels(*key)
+        child.inc(count)
 
     def permit_wait(self, result: str, seconds: float) -> None:
         """`result` is the Status code label of WaitOnPermit's outcome."""

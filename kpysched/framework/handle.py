@@ -95,9 +95,12 @@ class ProfileHandle:
                 plugin: str) -> None:
         self._shared.preempt(preemptor, node_name, victims, plugin)
 
-    def run_filter_with_nominated(self, state: CycleState, pod: PodInfo,
-                                  node: NodeInfo) -> Status:
-        return self._framework.run_filter_with_nominated(state, pod, node)
+    def run_filter_with_nominated(self, state: CycleState, pod: PodInfo, node: NodeInfo,
+                                  node_only_passed: bool = False) -> Status:
+        framework = self._framework
+        return framework.run_filter_with_nominated(
+            state, pod, node,
+            framework.node_only_filter_names if node_only_passed else frozenset())
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
                                          added: PodInfo, node: NodeInfo) -> Status:

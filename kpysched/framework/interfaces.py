@@ -230,10 +230,12 @@ class Handle(SharedHandle, Protocol):
     @property
     def profile_name(self) -> str: ...
 
-    def run_filter_with_nominated(self, state: CycleState, pod: PodInfo,
-                                  node: NodeInfo) -> Status:
+    def run_filter_with_nominated(self, state: CycleState, pod: PodInfo, node: NodeInfo,
+                                  node_only_passed: bool = False) -> Status:
         """All Filter plugins of the profile, counting nominated pods of equal or
-        higher priority on the node as upstream's two-pass filter does."""
+        higher priority on the node as upstream's two-pass filter does.
+        `node_only_passed`: this node already passed every Filter and only its pods
+        changed since, so the NodeOnlyFilterPlugins need not be asked again."""
         ...
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
@@ -298,6 +300,15 @@ class PreFilterExtensions(Protocol):
 
 class FilterPlugin(Plugin, Protocol):
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status: ...
+
+
+class NodeOnlyFilterPlugin(FilterPlugin, Protocol):
+    """A Filter plugin whose verdict depends on the Node object alone (its name, labels,
+    taints, spec, status), never on the pods on it or nominated to it.
+
+    Adding or removing pods cannot change such a verdict, so preemption's dry run,
+    once a node passed the whole chain with every victim removed, does not ask these
+    again after each victim it gives back."""
 
 
 class VectorFilterPlugin(FilterPlugin, Protocol):

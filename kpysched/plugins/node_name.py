@@ -12,7 +12,7 @@ from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.interfaces import Handle, VectorFilterPlugin
+from kpysched.framework.interfaces import Handle, NodeOnlyFilterPlugin, VectorFilterPlugin
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
@@ -28,7 +28,7 @@ def fits(pod: PodInfo, node: NodeInfo) -> bool:
     return not pod.node_name or pod.node_name == node.name
 
 
-class NodeName(VectorFilterPlugin):
+class NodeName(VectorFilterPlugin, NodeOnlyFilterPlugin):
     NAME: ClassVar[str] = NAME
 
     def events_to_register(self) -> Sequence[ClusterEvent]:

@@ -23,7 +23,7 @@ from kpysched.framework.cluster_events import (
     objects_as,
 )
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.interfaces import Handle, VectorFilterPlugin
+from kpysched.framework.interfaces import Handle, NodeOnlyFilterPlugin, VectorFilterPlugin
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
@@ -70,7 +70,7 @@ _EVENTS = (
 )
 
 
-class NodeUnschedulable(VectorFilterPlugin):
+class NodeUnschedulable(VectorFilterPlugin, NodeOnlyFilterPlugin):
     NAME: ClassVar[str] = NAME
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:

@@ -36,6 +36,7 @@ from kpysched.framework.cluster_events import (
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     Handle,
+    NodeOnlyFilterPlugin,
     NodeScore,
     PreScorePlugin,
     ScoreExtensions,
@@ -103,8 +104,8 @@ def _taints(node: NodeInfo) -> list[api.Taint]:
     return node.node.spec.taints if node.node is not None else []
 
 
-class TaintToleration(VectorFilterPlugin, PreScorePlugin, VectorScorePlugin, ScoreExtensions,
-                      VectorNormalizePlugin):
+class TaintToleration(VectorFilterPlugin, NodeOnlyFilterPlugin, PreScorePlugin,
+                      VectorScorePlugin, ScoreExtensions, VectorNormalizePlugin):
     NAME: ClassVar[str] = NAME
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:

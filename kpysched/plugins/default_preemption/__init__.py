@@ -325,7 +325,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             status = handle.run_pre_filter_extension_add_pod(state, pod, candidate, simulated)
             if not status.ok:
                 return _extension_error("AddPod", status)
-            if handle.run_filter_with_nominated(state, pod, simulated).ok:
+            # The node passed every Filter above; only its pods changed since.
+            if handle.run_filter_with_nominated(state, pod, simulated,
+                                                node_only_passed=True).ok:
                 return True
             status = remove(candidate)
             if not status.ok:

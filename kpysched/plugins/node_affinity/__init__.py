@@ -43,6 +43,7 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     MAX_NODE_SCORE,
     Handle,
+    NodeOnlyFilterPlugin,
     NodeScore,
     PreFilterPlugin,
     PreFilterResult,
@@ -273,8 +274,8 @@ def _pod_matches(pod: api.Pod, required: RequiredNodeAffinity, node: api.Node) -
     return False
 
 
-class NodeAffinity(PreFilterPlugin, VectorReasonsPlugin, PreScorePlugin, VectorScorePlugin,
-                   ScoreExtensions, VectorNormalizePlugin):
+class NodeAffinity(PreFilterPlugin, VectorReasonsPlugin, NodeOnlyFilterPlugin, PreScorePlugin,
+                   VectorScorePlugin, ScoreExtensions, VectorNormalizePlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: NodeAffinityArgs) -> None:

@@ -29,7 +29,12 @@ from kpysched.framework.cluster_events import (
     objects_as,
 )
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.interfaces import FilterPlugin, Handle, PreFilterPlugin, PreFilterResult
+from kpysched.framework.interfaces import (
+    Handle,
+    NodeOnlyFilterPlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+)
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
@@ -62,7 +67,7 @@ def schedulable_after_node_change(pod: PodInfo, old: object, new: object) -> Que
     return QueueingHint.QUEUE
 
 
-class NodeDeclaredFeatures(PreFilterPlugin, FilterPlugin):
+class NodeDeclaredFeatures(PreFilterPlugin, NodeOnlyFilterPlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, registry: Sequence[Feature] = REGISTRY,
