@@ -285,14 +285,15 @@ def _reasons_for_rejected(framework: Framework, state: CycleState, pod: PodInfo,
             statuses = [framework.run_filter(state, pod, nodes[row], passed)
                         for row in rows.tolist()]
         by_row.update(zip(rows.tolist(), statuses, strict=True))
-    # In row order, as the per-node pass records them.
-    node_to_status = diagnosis.node_to_status
-    for row in rejected.tolist():
-        node_status = by_row[row]
-        if node_status.code == Code.ERROR:
-            return node_status
-        node_to_status[nodes[row].name] = node_status
-    diagnosis.unschedulable_plugins.update({status.plugin for status in by_row.values()})
+    # In row order, as the per-node pass records them; the first Error in that order
+    # ends the cycle instead.
+    in_order = rejected.tolist()
+    statuses_in_order = list(map(by_row.__getitem__, in_order))
+    if Code.ERROR in {status.code for status in statuses_in_order}:
+        return next(status for status in statuses_in_order if status.code == Code.ERROR)
+    diagnosis.node_to_status.update(
+        zip(map(_NAME, map(nodes.__getitem__, in_order)), statuses_in_order, strict=True))
+    diagnosis.unschedulable_plugins.update({status.plugin for status in statuses_in_order})
     return None
 
 

@@ -56,7 +56,6 @@ from kpysched.plugins.default_preemption.selection import (
     Candidate,
     aggregate_errors,
     more_important_pod,
-    pick_one_node,
     pick_one_node_and_criterion,
     sort_by_importance,
     split_by_pdb_violation,
@@ -219,12 +218,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                                   absent_status=Status.unresolvable(REASON_NOT_HELPFUL))
             return PostFilterResult(""), Status.unschedulable(fit_error.message())
 
-        best = self.select_candidate(candidates)
+        best, criterion = self.select_candidate_and_criterion(candidates)
         if state.decision is not None:
             state.decision.preemption = Preemption(
                 [PreemptionCandidate(c.name, [v.key for v in c.victims], c.num_pdb_violations)
                  for c in candidates],
-                best.name, pick_one_node_and_criterion(candidates, self._now)[1])
+                best.name, criterion)
         self._handle.preempt(pod, best.name, best.victims, NAME)
         return PostFilterResult(best.name), SUCCESS
 
@@ -349,9 +348,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate:
         """The one candidate, or the best by upstream's criteria."""
-        if len(candidates) == 1:
-            return candidates[0]
-        return pick_one_node(candidates, self._now)
+        return self.select_candidate_and_criterion(candidates)[0]
+
+    def select_candidate_and_criterion(self, candidates: Sequence[Candidate]
+                                       ) -> tuple[Candidate, str]:
+        """select_candidate's choice and the criterion that made it (decision records)."""
+        return pick_one_node_and_criterion(candidates, self._now)
 
 
 def new(args: DefaultPreemptionArgs | None, handle: Handle) -> DefaultPreemption:
