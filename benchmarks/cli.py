@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import report, schedulers, workloads
+from benchmarks import growth, report, schedulers, workloads
 from benchmarks.results import RunResult
 from benchmarks.runner import RunSpec, run_once
 from tests.cluster import build
@@ -60,6 +60,10 @@ def _parser() -> argparse.ArgumentParser:
     rendered = commands.add_parser(
         "report", help="print an overview and the tables of results JSON files")
     rendered.add_argument("files", type=Path, nargs="+")
+    grown = commands.add_parser(
+        "growth", help="one workload's figures by cluster size, from results JSON files")
+    grown.add_argument("files", type=Path, nargs="+")
+    grown.add_argument("--workload", default="basic")
     commands.add_parser("workloads", help="list the workloads and their default sizes")
     return parser
 
@@ -189,6 +193,16 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _growth(args: argparse.Namespace) -> int:
+    documents = [document for path in args.files
+                 for document in json.loads(path.read_text())["suites"]]
+    try:
+        print(growth.growth_table(documents, args.workload))
+    except ValueError as error:
+        raise SystemExit(f"error: {error}") from None
+    return 0
+
+
 def _list() -> int:
     for workload in workloads.WORKLOADS.values():
         sizes = [workloads.sizes_for(workload, n, None, None) for n in (100, 1000, 5000)]
@@ -205,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     if args.command == "report":
         return _report(args)
+    if args.command == "growth":
+        return _growth(args)
     return _list()
 
 
