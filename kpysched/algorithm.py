@@ -90,8 +90,9 @@ class Algorithm:
         feasible, processed, diagnosis, feasible_rows = found
         if not feasible:
             return diagnosis
-        # The names once, for the score rows and the decision record alike (map over
-        # builtins: the cheapest way to 500 names and rows).
+        # The names once, for selection and the decision record (map over builtins:
+        # the cheapest way to 500 names). Score rows come from the vector path's row
+        # indices when it found the nodes, else from the names.
         names = list(map(_NAME, feasible))
         decision = state.decision
         if decision is not None:
