@@ -55,6 +55,7 @@ from kpysched.plugins._args import invalid
 from kpysched.plugins._row_counts import RowCountsCache
 from kpysched.plugins.inter_pod_affinity import filtering, hints, scoring
 from kpysched.plugins.inter_pod_affinity.common import incoming_weighted_terms
+from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms
 
 NAME = "InterPodAffinity"
 
@@ -128,6 +129,11 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
         self._handle = handle
         # Pods matching the incoming pods' terms, per node, across cycles.
         self._row_counts = RowCountsCache()
+        # Existing pods' required anti-affinity terms by the rows holding them.
+        self._existing_anti = ExistingTerms(filtering.required_anti_terms)
+        # And their terms that can add to a score, for pods without preferred terms.
+        self._existing_scoring = ExistingTerms(
+            scoring.scoring_terms(args.hard_pod_affinity_weight))
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
@@ -145,7 +151,8 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
         if terms.parse_error:
             return None, Status.unresolvable(f"parsing pod: {terms.parse_error}", plugin=NAME)
         computed = filtering.compute_state(pod, nodes, self._handle.snapshot,
-                                           self._handle.namespace_labels, self._row_counts)
+                                           self._handle.namespace_labels, self._row_counts,
+                                           self._existing_anti)
         if (not computed.existing_anti_affinity_counts and not terms.required
                 and not terms.required_anti):
             return None, Status.skip()
@@ -198,19 +205,21 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
         if self._args.ignore_preferred_terms_of_existing_pods and not has_preferred:
             return Status.skip()
         snapshot = self._handle.snapshot
-        # Upstream scores over every node of the snapshot, not only the feasible ones.
-        candidates = (snapshot.node_infos if has_preferred
-                      else snapshot.have_pods_with_affinity.values())
         terms = pod.pod_affinity
         if terms.parse_error:
             return Status.error(f"failed to parse pod: {terms.parse_error}", plugin=NAME)
         lookup = self._handle.namespace_labels
-        topology_score = scoring.topology_score(
-            pod, candidates, all_pods=has_preferred,
-            preferred=incoming_weighted_terms(terms.preferred, lookup),
-            preferred_anti=incoming_weighted_terms(terms.preferred_anti, lookup),
-            namespace_labels=self._own_namespace_labels(pod),
-            hard_weight=self._args.hard_pod_affinity_weight)
+        # Upstream scores over every node of the snapshot, not only the feasible ones.
+        if has_preferred:
+            topology_score = scoring.topology_score(
+                pod, snapshot.node_infos, all_pods=True,
+                preferred=incoming_weighted_terms(terms.preferred, lookup),
+                preferred_anti=incoming_weighted_terms(terms.preferred_anti, lookup),
+                namespace_labels=self._own_namespace_labels(pod),
+                hard_weight=self._args.hard_pod_affinity_weight)
+        else:
+            topology_score = scoring.existing_terms_score(
+                pod, snapshot, self._existing_scoring, self._own_namespace_labels(pod))
         if not topology_score:
             return Status.skip()
         state.write(_PRE_SCORE_KEY, scoring.PreScoreState(topology_score))

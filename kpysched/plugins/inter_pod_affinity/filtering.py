@@ -14,7 +14,7 @@ never see another copy's changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -35,6 +35,7 @@ from kpysched.plugins.inter_pod_affinity.common import (
     incoming_terms,
     matches_all,
 )
+from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, sums_by_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,29 @@ def _existing_anti_affinity_counts(pod: api.Pod, namespace_labels: Mapping[str, 
                     value = labels.get(term.topology_key)
                     if value is not None:
                         counts.add(term.topology_key, value, 1)
+    return counts
+
+
+def required_anti_terms(node: NodeInfo) -> Iterator[tuple[AffinityTerm, int]]:
+    """ExistingTerms' reading of a node for Filter: each required anti-affinity term of
+    its pods, weight 1."""
+    for existing in node.pods_with_required_anti_affinity.values():
+        for term in existing.pod_affinity.required_anti:
+            yield term, 1
+
+
+def _existing_anti_affinity_counts_rows(pod: api.Pod, namespace_labels: Mapping[str, str],
+                                        snapshot: Snapshot,
+                                        existing: ExistingTerms[AffinityTerm]
+                                        ) -> TopologyCounts:
+    """`_existing_anti_affinity_counts` from the rows holding each distinct term: the
+    terms are judged once each, the pods they stand for summed per domain by numpy."""
+    counts = TopologyCounts()
+    for term, _, held in existing.current(snapshot.node_infos):
+        if term.matches(pod, namespace_labels):
+            key = term.topology_key
+            for value, total in sums_by_value(snapshot.labels.column(key), held, 1):
+                counts.add(key, value, total)
     return counts
 
 
@@ -185,9 +209,10 @@ def _matching_one(term: IncomingTerm) -> Callable[[NodeInfo], int]:
 
 def compute_state(pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot,
                   namespace_labels: NamespaceLabels,
-                  row_counts: RowCountsCache | None = None) -> PreFilterState:
+                  row_counts: RowCountsCache | None = None,
+                  existing: ExistingTerms[AffinityTerm] | None = None) -> PreFilterState:
     """PreFilter's counts; over the label columns when `nodes` are the snapshot's rows
-    and `row_counts` is given, else node by node."""
+    and `row_counts` and `existing` are given, else node by node."""
     own_labels = namespace_labels(pod.namespace)
     own_labels = own_labels if own_labels is not None else {}
     required = incoming_terms(pod.pod_affinity.required, namespace_labels)
@@ -196,9 +221,12 @@ def compute_state(pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot,
     if row_counts is not None and nodes is snapshot.node_infos and (required or required_anti):
         counted = _incoming_counts_rows(required, required_anti, snapshot, row_counts)
     affinity, anti = counted or _incoming_counts(required, required_anti, nodes)
+    existing_counts = (
+        _existing_anti_affinity_counts_rows(pod.pod, own_labels, snapshot, existing)
+        if existing is not None and nodes is snapshot.node_infos
+        else _existing_anti_affinity_counts(pod.pod, own_labels, snapshot))
     return PreFilterState(
-        existing_anti_affinity_counts=_existing_anti_affinity_counts(pod.pod, own_labels,
-                                                                     snapshot),
+        existing_anti_affinity_counts=existing_counts,
         affinity_counts=affinity, anti_affinity_counts=anti, pod=pod, required=required,
         required_anti=required_anti, namespace_labels=own_labels,
         matches_itself=matches_all(required, pod.pod))

@@ -16,15 +16,17 @@ NormalizeScore maps [min, max] onto [0, 100].
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.interfaces import MAX_NODE_SCORE, NodeScore
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.objects.pod_affinity import AffinityTerms, WeightedAffinityTerm
+from kpysched.objects.pod_affinity import AffinityTerm, AffinityTerms, WeightedAffinityTerm
 from kpysched.plugins.inter_pod_affinity.common import IncomingTerm, NamespaceGate
+from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, sums_by_value
 
 TopologyScore = dict[str, dict[str, int]]
 
@@ -97,6 +99,38 @@ def topology_score(
             terms = existing.pod_affinity
             if terms.required or terms.preferred or terms.preferred_anti:
                 _add_existing_terms(scores, terms, labels, pod, namespace_labels, hard_weight)
+    return scores
+
+
+def scoring_terms(hard_weight: int) -> Callable[[NodeInfo], Iterator[tuple[AffinityTerm, int]]]:
+    """ExistingTerms' reading of a node for PreScore: each term of its pods with affinity
+    that can select an incoming pod, with the weight it adds then (hardPodAffinityWeight
+    for required affinity, +w / -w for preferred affinity / anti-affinity)."""
+    def terms_of(node: NodeInfo) -> Iterator[tuple[AffinityTerm, int]]:
+        for existing in node.pods_with_affinity.values():
+            terms = existing.pod_affinity
+            if hard_weight > 0:
+                for term in terms.required:
+                    yield term, hard_weight
+            for entry in terms.preferred:
+                yield entry.term, entry.weight
+            for entry in terms.preferred_anti:
+                yield entry.term, -entry.weight
+    return terms_of
+
+
+def existing_terms_score(incoming: PodInfo, snapshot: Snapshot,
+                         existing: ExistingTerms[AffinityTerm],
+                         namespace_labels: Mapping[str, str]) -> TopologyScore:
+    """topology_score when the incoming pod has no preferred terms (only existing pods'
+    terms can add anything), from the rows holding each distinct term."""
+    scores: TopologyScore = {}
+    pod = incoming.pod
+    for term, weight, held in existing.current(snapshot.node_infos):
+        if term.matches(pod, namespace_labels):
+            key = term.topology_key
+            for value, total in sums_by_value(snapshot.labels.column(key), held, weight):
+                _add(scores, key, value, total)
     return scores
 
 

@@ -7,6 +7,8 @@ some selecting itself. The verdicts must be the same on every row, also after
 PreFilter's AddPod and RemovePod changed the counts (as preemption's dry runs and
 nominated pods do). PreFilter's counts over the label columns, kept per node across
 cycles, must equal the ones counted node by node, also after a node's pods changed.
+PreScore's topology score from the existing pods' distinct terms must equal the walk
+over every pod with affinity.
 """
 
 from __future__ import annotations
@@ -17,9 +19,17 @@ from hypothesis import strategies as st
 from kpysched.framework.cycle_state import CycleState
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins.inter_pod_affinity import InterPodAffinity
+from kpysched.plugins.inter_pod_affinity import InterPodAffinity, scoring
+from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms
 from kpysched.plugins.inter_pod_affinity.filtering import PreFilterState, compute_state
-from tests.unit.plugins.test_inter_pod_affinity import cluster, plugin, pod, t_in
+from tests.unit.plugins.test_inter_pod_affinity import (
+    affinity,
+    cluster,
+    plugin,
+    pod,
+    t_in,
+    weighted,
+)
 
 _SETTINGS = settings(derandomize=True, deadline=None, database=None, max_examples=200,
                      suppress_health_check=[HealthCheck.too_slow])
@@ -97,6 +107,17 @@ def test_the_vector_filter_is_the_per_node_filter_on_every_row(data: st.DataObje
     assert_counted_as_node_by_node(affinity, state, incoming)
     agree()
 
+    # And the cycle after its pods left again (existing terms forgotten for that row).
+    emptied = grown.clone()
+    for uid in list(emptied.pods):
+        emptied.remove_pod(uid)
+    snapshot.replace(emptied)
+    state = CycleState()
+    _, status = affinity.pre_filter(state, incoming, snapshot.node_infos)
+    if status.ok:
+        assert_counted_as_node_by_node(affinity, state, incoming)
+        agree()
+
 
 def assert_counted_as_node_by_node(affinity: InterPodAffinity, state: CycleState,
                                    incoming: PodInfo) -> None:
@@ -106,9 +127,77 @@ def assert_counted_as_node_by_node(affinity: InterPodAffinity, state: CycleState
                             affinity._handle.namespace_labels)
     assert kept.affinity_counts.pairs() == by_node.affinity_counts.pairs()
     assert kept.anti_affinity_counts.pairs() == by_node.anti_affinity_counts.pairs()
+    assert (kept.existing_anti_affinity_counts.pairs()
+            == by_node.existing_anti_affinity_counts.pairs())
 
 
 def test_missing_prefilter_state_falls_back_to_the_per_node_error() -> None:
     snapshot = cluster({"n0": {"zone": "z1"}})
     incoming = PodInfo.of(pod("incoming", required=[t_in("app", "zone", "a")]))
     assert plugin(snapshot).filter_vector(CycleState(), incoming, snapshot) is None
+
+
+@st.composite
+def scoring_clusters(draw: st.DrawFn) -> tuple[dict[str, dict[str, str]], list[api.Pod]]:
+    """Existing pods with any mix of required affinity, preferred and preferred anti
+    terms (some sharing equal terms, as replicas do), on nodes with some labels."""
+    names = [f"n{i}" for i in range(draw(st.integers(1, 7)))]
+    nodes = {name: draw(node_labels(name)) for name in names}
+
+    def weighted_terms() -> list[api.WeightedPodAffinityTerm]:
+        return [weighted(draw(st.integers(1, 3)), term)
+                for term in terms(draw, 2)]
+
+    pods = [pod(labels={"app": draw(st.sampled_from(APPS))},
+                node=draw(st.sampled_from(names)),
+                spec_affinity=affinity(required=terms(draw, 1),
+                                       required_anti=terms(draw, 1),
+                                       preferred=weighted_terms(),
+                                       preferred_anti=weighted_terms()))
+            for _ in range(draw(st.integers(0, 10)))]
+    return nodes, pods
+
+
+@_SETTINGS
+@given(data=st.data(), hard_weight=st.sampled_from((0, 1, 5)))
+def test_existing_terms_score_is_the_walk_over_pods_with_affinity(
+        data: st.DataObject, hard_weight: int) -> None:
+    """With no preferred terms of its own, the incoming pod's topology score from the
+    rows holding each distinct existing term equals the walk over every pod with
+    affinity, zero-sum pairs included; also after a node's pods change."""
+    nodes, pods = data.draw(scoring_clusters())
+    snapshot = cluster(nodes, pods)
+    existing = ExistingTerms(scoring.scoring_terms(hard_weight))
+    incoming = PodInfo.of(pod("incoming", labels={"app": data.draw(st.sampled_from(APPS))}))
+
+    def agree() -> None:
+        walked = scoring.topology_score(
+            incoming, snapshot.have_pods_with_affinity.values(), all_pods=False,
+            preferred=(), preferred_anti=(), namespace_labels={}, hard_weight=hard_weight)
+        assert scoring.existing_terms_score(incoming, snapshot, existing, {}) == walked
+
+    agree()
+    row = data.draw(st.integers(0, len(snapshot.node_infos) - 1))
+    changed = snapshot.node_infos[row].clone()
+    for uid in list(changed.pods)[:1]:
+        changed.remove_pod(uid)
+    _, more = data.draw(scoring_clusters())
+    for extra in more[:2]:
+        extra.spec.node_name = changed.name
+        changed.add_pod(PodInfo.of(extra))
+    snapshot.replace(changed)
+    agree()
+
+
+def test_pairs_whose_weights_cancel_are_kept() -> None:
+    """+2 and -2 on one node still make a pair (scored, not skipped), as the walk does."""
+    key = "kubernetes.io/hostname"
+    toward = pod(labels={"app": "b"}, node="n0", spec_affinity=affinity(
+        preferred=[weighted(2, t_in("app", key, "a"))]))
+    away = pod(labels={"app": "c"}, node="n0", spec_affinity=affinity(
+        preferred_anti=[weighted(2, t_in("app", key, "a"))]))
+    snapshot = cluster({"n0": {key: "n0"}, "n1": {key: "n1"}}, [toward, away])
+    incoming = PodInfo.of(pod("incoming", labels={"app": "a"}))
+    scored = scoring.existing_terms_score(incoming, snapshot,
+                                          ExistingTerms(scoring.scoring_terms(1)), {})
+    assert scored == {key: {"n0": 0}}
