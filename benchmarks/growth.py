@@ -8,6 +8,7 @@ size. `python -m benchmarks growth FILE...`.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,43 +22,50 @@ COLUMNS = (
 
 
 def _median(summary: dict[str, Any], key: str) -> float | None:
+    """The median, or None where the scheduler has no such figure (the ceiling has no
+    algorithm latency: its summary holds NaN)."""
     value = summary.get(key, {}).get("median")
-    return float(value) if value is not None else None
+    if value is None or math.isnan(float(value)):
+        return None
+    return float(value)
 
 
 def growth_table(documents: Sequence[dict[str, Any]], workload: str) -> str:
     """Markdown: a row per (nodes, scheduler) of `workload`, smallest cluster first.
-    Refuses suites of the same workload and size given twice (which to show?)."""
-    suites = sorted((d for d in documents if d["meta"]["workload"] == workload),
-                    key=lambda d: d["meta"]["nodes"])
-    if not suites:
-        raise ValueError(f"no suite of workload {workload!r} in the files given")
-    sizes = [d["meta"]["nodes"] for d in suites]
-    repeated = sorted({n for n in sizes if sizes.count(n) > 1})
-    if repeated:
-        raise ValueError(f"workload {workload!r} at {repeated} nodes given more than once")
-    header = ["nodes", "pods", "scheduler",
-              *(title for _, title, _ in COLUMNS)]
-    lines = ["| " + " | ".join(header) + " |",
-             "|" + "|".join(["---:", "---:", "---"] + ["---:"] * len(COLUMNS)) + "|"]
-    first: dict[str, dict[str, float | None]] = {}
-    for document in suites:
+    Suites of one size may come from several runs (say, the ceiling measured apart);
+    a scheduler given twice at one size is refused (which to show?)."""
+    by_size: dict[int, dict[str, tuple[int, dict[str, Any]]]] = {}
+    for document in documents:
         meta = document["meta"]
+        if meta["workload"] != workload:
+            continue
+        found = by_size.setdefault(meta["nodes"], {})
         for scheduler in meta["schedulers"]:
             summary = document["summary"].get(scheduler)
             if summary is None:
                 continue
-            base = first.setdefault(scheduler, {key: _median(summary, key)
-                                                for key, _, _ in COLUMNS})
-            cells = [str(meta["nodes"]), str(meta["pods"]), scheduler]
+            if scheduler in found:
+                raise ValueError(f"workload {workload!r}: {scheduler} at {meta['nodes']} "
+                                 "nodes given more than once")
+            found[scheduler] = (meta["pods"], summary)
+    if not by_size:
+        raise ValueError(f"no suite of workload {workload!r} in the files given")
+    smallest = min(by_size)
+    header = ["nodes", "pods", "scheduler", *(title for _, title, _ in COLUMNS)]
+    lines = ["| " + " | ".join(header) + " |",
+             "|" + "|".join(["---:", "---:", "---"] + ["---:"] * len(COLUMNS)) + "|"]
+    first = {scheduler: summary for scheduler, (_, summary) in by_size[smallest].items()}
+    for nodes in sorted(by_size):
+        for scheduler, (pods, summary) in by_size[nodes].items():
+            cells = [str(nodes), str(pods), scheduler]
             for key, _, spec in COLUMNS:
                 value = _median(summary, key)
                 if value is None:
                     cells.append("-")
                     continue
                 cell = spec.format(value)
-                start = base[key]
-                if start and meta["nodes"] != sizes[0]:
+                start = _median(first[scheduler], key) if scheduler in first else None
+                if start and nodes != smallest:
                     cell += f" ({value / start:.2f}x)"
                 cells.append(cell)
             lines.append("| " + " | ".join(cells) + " |")

@@ -32,11 +32,26 @@ def test_rows_by_size_with_ratios_to_the_smallest() -> None:
     assert "(" not in rows[0]
 
 
-def test_a_size_given_twice_is_refused() -> None:
-    with pytest.raises(ValueError, match=r"\[500\] nodes given more than once"):
+def test_a_scheduler_given_twice_at_one_size_is_refused() -> None:
+    with pytest.raises(ValueError, match="kpysched at 500 nodes given more than once"):
         growth_table([suite(500, {"kpysched": 2.0}), suite(500, {"kpysched": 2.1})], "basic")
+
+
+def test_one_size_may_come_from_several_runs() -> None:
+    table = growth_table([suite(500, {"kpysched": 2.0}), suite(500, {"ceiling": 1.0}),
+                          suite(1000, {"kpysched": 3.0, "ceiling": 1.0})], "basic")
+    rows = [row.split(" | ")[:3] for row in table.splitlines()[2:]]
+    assert rows == [["| 500", "1000", "kpysched"], ["| 500", "1000", "ceiling"],
+                    ["| 1000", "2000", "kpysched"], ["| 1000", "2000", "ceiling"]]
 
 
 def test_no_suite_of_the_workload_is_refused() -> None:
     with pytest.raises(ValueError, match="no suite"):
         growth_table([suite(500, {"kpysched": 2.0})], "preemption")
+
+
+def test_a_figure_the_scheduler_lacks_is_a_dash() -> None:
+    ceiling = suite(500, {"ceiling": 1.0})
+    ceiling["summary"]["ceiling"]["algorithm_p99_ms"] = {"median": float("nan")}
+    row = growth_table([ceiling], "basic").splitlines()[2]
+    assert row.split(" | ")[6] == "-"
