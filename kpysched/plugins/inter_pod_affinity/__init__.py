@@ -55,7 +55,7 @@ from kpysched.plugins._args import invalid
 from kpysched.plugins._row_counts import RowCountsCache
 from kpysched.plugins.inter_pod_affinity import filtering, hints, scoring
 from kpysched.plugins.inter_pod_affinity.common import incoming_weighted_terms
-from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms
+from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, worth_keeping
 
 NAME = "InterPodAffinity"
 
@@ -210,9 +210,11 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
             return Status.error(f"failed to parse pod: {terms.parse_error}", plugin=NAME)
         lookup = self._handle.namespace_labels
         # Upstream scores over every node of the snapshot, not only the feasible ones.
-        if has_preferred:
+        holding = snapshot.have_pods_with_affinity
+        if has_preferred or not worth_keeping(len(holding), len(snapshot.node_infos)):
             topology_score = scoring.topology_score(
-                pod, snapshot.node_infos, all_pods=True,
+                pod, snapshot.node_infos if has_preferred else holding.values(),
+                all_pods=has_preferred,
                 preferred=incoming_weighted_terms(terms.preferred, lookup),
                 preferred_anti=incoming_weighted_terms(terms.preferred_anti, lookup),
                 namespace_labels=self._own_namespace_labels(pod),

@@ -35,7 +35,11 @@ from kpysched.plugins.inter_pod_affinity.common import (
     incoming_terms,
     matches_all,
 )
-from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, sums_by_value
+from kpysched.plugins.inter_pod_affinity.existing_terms import (
+    ExistingTerms,
+    sums_by_value,
+    worth_keeping,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,9 +225,11 @@ def compute_state(pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot,
     if row_counts is not None and nodes is snapshot.node_infos and (required or required_anti):
         counted = _incoming_counts_rows(required, required_anti, snapshot, row_counts)
     affinity, anti = counted or _incoming_counts(required, required_anti, nodes)
+    holding = len(snapshot.have_pods_with_required_anti_affinity)
     existing_counts = (
         _existing_anti_affinity_counts_rows(pod.pod, own_labels, snapshot, existing)
-        if existing is not None and nodes is snapshot.node_infos
+        if (existing is not None and nodes is snapshot.node_infos
+            and worth_keeping(holding, len(nodes)))
         else _existing_anti_affinity_counts(pod.pod, own_labels, snapshot))
     return PreFilterState(
         existing_anti_affinity_counts=existing_counts,

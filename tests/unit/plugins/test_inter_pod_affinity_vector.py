@@ -201,3 +201,11 @@ def test_pairs_whose_weights_cancel_are_kept() -> None:
     scored = scoring.existing_terms_score(incoming, snapshot,
                                           ExistingTerms(scoring.scoring_terms(1)), {})
     assert scored == {key: {"n0": 0}}
+
+
+def test_existing_terms_are_kept_only_where_many_nodes_hold_them() -> None:
+    from kpysched.plugins.inter_pod_affinity.existing_terms import worth_keeping
+    assert not worth_keeping(0, 15000)  # nothing to walk: no identity pass either
+    assert not worth_keeping(100, 15000)
+    assert worth_keeping(1000, 15000)
+    assert worth_keeping(1, 7)
