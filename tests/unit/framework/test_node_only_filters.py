@@ -28,7 +28,7 @@ def test_the_in_tree_node_only_filters() -> None:
 def test_a_node_only_verdict_does_not_change_with_the_pods_on_the_node(name: str) -> None:
     framework = build({"preFilter": ["NodeAffinity", "NodeDeclaredFeatures"],
                        "filter": FILTERS})
-    plugin = next(p for p in framework.filter_plugins if p.NAME == name)
+    plugin = next(p for p in framework.filter_plugins if name == p.NAME)
     pod = make_pod("p").req(cpu="1").host_port(80).node_selector({"zone": "a"}) \
         .toleration("dedicated", "gpu").info()
     for node in (make_node("n").label("zone", "a"), make_node("n").label("zone", "b"),
