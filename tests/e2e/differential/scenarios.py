@@ -157,6 +157,26 @@ AFFINITY: list[Scenario] = [
              P(labels={"app": "web"}),
              existing=(P("loner", node="n0", labels={"app": "loner"},
                          spec=_pod_affinity("podAntiAffinity", "web")),)),
+    # Replicas share one parsed term: InterPodAffinity judges it once and sums the rows
+    # holding it (inter_pod_affinity/existing_terms.py); the answer must not change.
+    Scenario("existing-anti-affinity-replicas-share-a-term",
+             tuple(N(f"n{i}") for i in range(4)), P(labels={"app": "web"}),
+             existing=tuple(P(f"db-{i}", node=f"n{i}", labels={"app": "db"},
+                              spec=_pod_affinity("podAntiAffinity", "web"))
+                            for i in range(3))),
+    Scenario("existing-required-affinity-adds-hard-weight",
+             tuple(N(f"n{i}", labels={ZONE: "ab"[i % 2]}) for i in range(4)),
+             P(labels={"app": "web"}),
+             existing=tuple(P(f"cache-{i}", node=f"n{2 * i + 1}", labels={"app": "cache"},
+                              spec=_pod_affinity("podAffinity", "web", ZONE))
+                            for i in range(2))),
+    Scenario("existing-preferred-anti-affinity-replicas",
+             tuple(N(f"n{i}", labels={ZONE: "abc"[i % 3]}) for i in range(3)),
+             P(labels={"app": "web"}),
+             existing=tuple(P(f"q-{i}", node=f"n{i}", labels={"app": "q"},
+                              spec=_pod_affinity("podAntiAffinity", "web", ZONE,
+                                                 preferred=50 + 25 * i))
+                            for i in range(2))),
     Scenario("preferred-pod-affinity", (N("n0"), N("n1"), N("n2")),
              P(spec=_pod_affinity("podAffinity", "db", preferred=100)),
              existing=(P("db", node="n0", labels={"app": "db"}),
@@ -206,6 +226,21 @@ PREEMPTION: list[Scenario] = [
              existing=(P("a0", node="n0", cpu="700m", priority_class="low"),
                        P("a1", node="n0", cpu="700m", priority_class="low"),
                        P("b0", node="n1", cpu="1500m", priority_class="low")),
+             expect="preempted"),
+    # Tolerated taints on the candidates: the dry run judges them once per node and,
+    # giving victims back, asks only the Filters that read the node's pods
+    # (NodeOnlyFilterPlugin). n0 (one low victim) must win as upstream picks it.
+    Scenario("preempt-only-where-the-taint-is-tolerated",
+             (N("n0", cpu="2", taints=(TAINT_GPU,)), N("n1", cpu="2", taints=(TAINT_GPU,)),
+              N("n2", cpu="2")),
+             P(cpu="1500m", priority_class="high", spec=TOLERATE_GPU),
+             existing=(P("low-0", node="n0", cpu="1500m", priority_class="low",
+                         spec=TOLERATE_GPU),
+                       P("low-1", node="n1", cpu="700m", priority_class="low",
+                         spec=TOLERATE_GPU),
+                       P("low-1b", node="n1", cpu="700m", priority_class="low",
+                         spec=TOLERATE_GPU),
+                       P("mid-2", node="n2", cpu="1500m", priority_class="mid")),
              expect="preempted"),
     Scenario("preempt-respects-pdb", (N("n0", cpu="2"), N("n1", cpu="2")),
              P(cpu="1500m", priority_class="high"),
