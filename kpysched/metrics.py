@@ -377,10 +377,14 @@ class SchedulerMetrics:
                                  seconds: float) -> None:
         """`status` is the Status code as upstream spells it (Code.label: "Success")."""
         key = (extension_point, status, profile)
-        child = self._children.get((0, key))
+        self._child(0, self._extension_point_duration, key).observe(seconds)
+
+    def _child(self, series: int, metric: Any, key: tuple[str, str, str]) -> Any:
+        """The label child of `metric` for `key`, found once (see _children)."""
+        child = self._children.get((series, key))
         if child is None:
-            child = self._children[(0, key)] = self._extension_point_duration.labels(*key)
-        child.observe(seconds)
+            child = self._children[(series, key)] = metric.labels(*key)
+        return child
 
     def should_sample(self) -> bool:
         """Whether this scheduling cycle records per-plugin durations: upstream samples
@@ -391,20 +395,14 @@ class SchedulerMetrics:
                         seconds: float) -> None:
         """Record only in cycles where should_sample() said so."""
         key = (plugin, extension_point, status)
-        child = self._children.get((1, key))
-        if child is None:
-            child = self._children[(1, key)] = self._plugin_duration.labels(*key)
-        child.observe(seconds)
+        self._child(1, self._plugin_duration, key).observe(seconds)
 
     def plugin_evaluated(self, plugin: str, extension_point: str, profile: str,
                          count: int = 1) -> None:
         """Upstream counts PreFilter, Filter, PreScore and Score runs (one per node for Filter
         and Score), whether or not the cycle is sampled."""
         key = (plugin, extension_point, profile)
-        child = self._children.get((2, key))
-        if child is None:
-            child = self._children[(2, key)] = self._plugin_evaluation.labels(*key)
-        child.inc(count)
+        self._child(2, self._plugin_evaluation, key).inc(count)
 
     def permit_wait(self, result: str, seconds: float) -> None:
         """`result` is the Status code label of WaitOnPermit's outcome."""

@@ -22,7 +22,15 @@ from kpysched.cache.node_info import NodeInfo
 IntArray = npt.NDArray[np.int64]
 
 # Stands in the remembered row list before a row was counted: never any row's NodeInfo.
-_NEVER_COUNTED = NodeInfo("")
+NEVER_COUNTED = NodeInfo("")
+
+
+def changed_rows(rows: Sequence[NodeInfo], remembered: Sequence[NodeInfo]) -> IntArray:
+    """The rows whose NodeInfo is not the very object remembered for them (one identity
+    check per row, in C)."""
+    found: IntArray = np.flatnonzero(np.fromiter(map(operator.is_not, rows, remembered),
+                                                 dtype=np.bool_, count=len(rows)))
+    return found
 
 
 class RowCounts:
@@ -39,10 +47,9 @@ class RowCounts:
         """The figure per row of `rows` (read-only; valid until the next call)."""
         size = len(rows)
         if size != len(self._counted):
-            self._counted = [_NEVER_COUNTED] * size
+            self._counted = [NEVER_COUNTED] * size
             self._counts = np.zeros(size, dtype=np.int64)
-        changed = np.flatnonzero(np.fromiter(map(operator.is_not, rows, self._counted),
-                                             dtype=np.bool_, count=size))
+        changed = changed_rows(rows, self._counted)
         count = self._count
         for row in changed.tolist():
             self._counts[row] = count(rows[row])

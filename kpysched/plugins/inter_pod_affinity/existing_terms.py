@@ -16,7 +16,6 @@ rows finds those to read again.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Generic, TypeVar
 
@@ -25,12 +24,11 @@ import numpy.typing as npt
 
 from kpysched.cache.label_index import ABSENT, LabelColumn
 from kpysched.cache.node_info import NodeInfo
+from kpysched.plugins._row_counts import NEVER_COUNTED, changed_rows
 
 Term = TypeVar("Term")
 IntArray = npt.NDArray[np.int64]
 
-# Stands in the remembered row list before a row was read: never any row's NodeInfo.
-_NEVER_READ = NodeInfo("")
 
 
 class TermRows:
@@ -65,11 +63,10 @@ class ExistingTerms(Generic[Term]):
         """Every (term, weight, rows) as `rows` stand now."""
         size = len(rows)
         if size != len(self._read):
-            self._read = [_NEVER_READ] * size
+            self._read = [NEVER_COUNTED] * size
             self._row_keys = [()] * size
             self._terms = {}
-        changed = np.flatnonzero(np.fromiter(map(operator.is_not, rows, self._read),
-                                             dtype=np.bool_, count=size))
+        changed = changed_rows(rows, self._read)
         for row in changed.tolist():
             self._forget(row)
             self._learn(row, rows[row])
