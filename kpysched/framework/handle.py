@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kpysched.framework import interfaces as fw
@@ -101,6 +101,10 @@ class ProfileHandle:
         return framework.run_filter_with_nominated(
             state, pod, node,
             framework.node_only_filter_names if node_only_passed else frozenset())
+
+    def node_simulator(self, state: CycleState,
+                       pod: PodInfo) -> Callable[[NodeInfo], fw.NodeSimulation]:
+        return self._framework.node_simulator(state, pod)
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
                                          added: PodInfo, node: NodeInfo) -> Status:

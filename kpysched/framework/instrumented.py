@@ -44,6 +44,9 @@ class Instrumented:
     pre_filter_plugins: list[fw.PreFilterPlugin]
     pre_filter_extension_plugins: list[fw.PreFilterPlugin]
     filter_plugins: list[fw.FilterPlugin]
+    # Filter plugins preemption's dry run may ask without a clone of the node.
+    node_only_filter_names: frozenset[str]
+    pod_delta_filter_names: frozenset[str]
     vector_filter_plugins: list[fw.VectorFilterPlugin]
     post_filter_plugins: list[fw.PostFilterPlugin]
     pre_score_plugins: list[fw.PreScorePlugin]

@@ -43,6 +43,7 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import (
     Handle,
+    NodeSimulation,
     PostFilterPlugin,
     PostFilterResult,
     PreEnqueuePlugin,
@@ -269,10 +270,11 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         violating: list[Candidate] = []
         node_statuses: dict[str, Status] = {}
         errors: list[str] = []
+        simulate = self._handle.node_simulator(state, pod)
         for i in range(len(nodes)):
             info = nodes[(offset + i) % len(nodes)]
             victims, num_violations, status = self.select_victims_on_node(
-                state.clone(), pod, info, pdbs)
+                state, pod, info, pdbs, simulate)
             if status.ok and victims:
                 found = violating if num_violations else non_violating
                 if len(found) < count:
@@ -290,27 +292,28 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     def select_victims_on_node(
         self, state: CycleState, pod: PodInfo, node: NodeInfo,
         pdbs: Sequence[api.PodDisruptionBudget],
+        simulate: Callable[[NodeInfo], NodeSimulation] | None = None,
     ) -> tuple[list[PodInfo], int, Status]:
         """The fewest pods, least important first, whose removal lets `pod` fit on `node`,
-        and how many of them violate a PDB. `state` is the caller's copy to change;
-        `node` is left as it is (the simulation runs on a clone)."""
+        and how many of them violate a PDB. `state` and `node` are left as they are: the
+        simulation (the handle's, unless `simulate` is given) works on its own copies."""
         potential = [other for other in node.pods.values()
                      if self._preemption_allowed(node, other, pod)]
         if not potential:
             return [], 0, Status.unresolvable(REASON_NO_VICTIMS)
-        simulated = node.clone()
-        handle = self._handle
+        if simulate is None:
+            simulate = self._handle.node_simulator(state, pod)
+        simulated = simulate(node)
 
         def remove(victim: PodInfo) -> Status:
-            simulated.remove_pod(victim.uid)
-            status = handle.run_pre_filter_extension_remove_pod(state, pod, victim, simulated)
+            status = simulated.remove_pod(victim)
             return status if status.ok else _extension_error("RemovePod", status)
 
         for victim in potential:
             status = remove(victim)
             if not status.ok:
                 return [], 0, status
-        status = handle.run_filter_with_nominated(state, pod, simulated)
+        status = simulated.filter()
         if not status.ok:
             return [], 0, status
 
@@ -320,13 +323,11 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
 
         def reprieve(candidate: PodInfo) -> Status | bool:
             """Give the pod back; True if the preemptor still fits with it."""
-            simulated.add_pod(candidate)
-            status = handle.run_pre_filter_extension_add_pod(state, pod, candidate, simulated)
+            status = simulated.add_pod(candidate)
             if not status.ok:
                 return _extension_error("AddPod", status)
             # The node passed every Filter above; only its pods changed since.
-            if handle.run_filter_with_nominated(state, pod, simulated,
-                                                node_only_passed=True).ok:
+            if simulated.filter(node_only_passed=True).ok:
                 return True
             status = remove(candidate)
             if not status.ok:

@@ -42,12 +42,14 @@ from kpysched.framework.cluster_events import ClusterEventWithHint
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     Handle,
+    PodDeltaFilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     VectorReasonsPlugin,
     VectorScorePlugin,
 )
+from kpysched.framework.node_simulation import PodDelta
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
@@ -81,6 +83,7 @@ from kpysched.plugins.node_resources_fit.fit import (
     InsufficientResource,
     PodRequest,
     fits_request,
+    fits_usage,
 )
 from kpysched.plugins.node_resources_fit.hints import events
 
@@ -136,7 +139,17 @@ def _build_scorer(strategy: ScoringStrategy) -> ResourceAllocationScorer:
                                     least_allocated_vector(weights))
 
 
-class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PreScorePlugin, VectorScorePlugin):
+def _verdict(insufficient: list[InsufficientResource]) -> Status:
+    """Filter's status from the resources a node is short of."""
+    if not insufficient:
+        return SUCCESS
+    code = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+            if any(item.unresolvable for item in insufficient) else Code.UNSCHEDULABLE)
+    return Status(code, [item.reason for item in insufficient], NAME)
+
+
+class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodDeltaFilterPlugin, PreScorePlugin,
+                       VectorScorePlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: NodeResourcesFitArgs,
@@ -177,12 +190,19 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PreScorePlugin, Vec
         if request is None:
             return Status.error(f"error reading {_PRE_FILTER_KEY!r} from cycleState: not found",
                                 plugin=NAME)
-        insufficient = fits_request(request, node)
-        if not insufficient:
-            return SUCCESS
-        code = (Code.UNSCHEDULABLE_AND_UNRESOLVABLE
-                if any(item.unresolvable for item in insufficient) else Code.UNSCHEDULABLE)
-        return Status(code, [item.reason for item in insufficient], NAME)
+        return _verdict(fits_request(request, node))
+
+    def filter_with_pod_delta(self, state: CycleState, pod: PodInfo, node: NodeInfo,
+                              delta: PodDelta) -> Status:
+        """`filter` on the node with `delta`'s pods taken off or added."""
+        request: PodRequest | None = state.get(_PRE_FILTER_KEY)
+        if request is None:
+            return Status.error(f"error reading {_PRE_FILTER_KEY!r} from cycleState: not found",
+                                plugin=NAME)
+        used = node.requested.clone()
+        used.add(delta.requested)
+        return _verdict(fits_usage(request, node.allocatable, used,
+                                   len(node.pods) + delta.pod_count))
 
     def filter_vector(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.objects.resources import CPU, EPHEMERAL_STORAGE, MEMORY
+from kpysched.objects.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource
 
 REASON_TOO_MANY_PODS = "Too many pods"
 REASON_INSUFFICIENT_CPU = "Insufficient cpu"
@@ -39,9 +39,13 @@ class PodRequest:
 
 def fits_request(request: PodRequest, node: NodeInfo) -> list[InsufficientResource]:
     """Every resource the node is short of for the pod, in upstream's order."""
+    return fits_usage(request, node.allocatable, node.requested, len(node.pods))
+
+
+def fits_usage(request: PodRequest, allocatable: Resource, used: Resource,
+               pod_count: int) -> list[InsufficientResource]:
+    """fits_request for a node with this allocatable, requested total and pod count."""
     insufficient: list[InsufficientResource] = []
-    allocatable, used = node.allocatable, node.requested
-    pod_count = len(node.pods)
     if pod_count + 1 > allocatable.allowed_pod_number:
         insufficient.append(InsufficientResource(
             "pods", REASON_TOO_MANY_PODS, 1, pod_count, allocatable.allowed_pod_number))
