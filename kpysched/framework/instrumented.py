@@ -46,7 +46,7 @@ class Instrumented:
     filter_plugins: list[fw.FilterPlugin]
     # Filter plugins preemption's dry run may ask without a clone of the node.
     node_only_filter_names: frozenset[str]
-    pod_delta_filter_names: frozenset[str]
+    pod_totals_filter_names: frozenset[str]
     vector_filter_plugins: list[fw.VectorFilterPlugin]
     post_filter_plugins: list[fw.PostFilterPlugin]
     pre_score_plugins: list[fw.PreScorePlugin]

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
-    from kpysched.framework.node_simulation import PodDelta
+    from kpysched.framework.node_simulation import PodTotals
     from kpysched.objects import api, coscheduling, resource, storage
     from kpysched.objects.scheduling import PodGroup
 
@@ -318,16 +318,16 @@ class NodeOnlyFilterPlugin(FilterPlugin, Protocol):
     again after each victim it gives back."""
 
 
-class PodDeltaFilterPlugin(FilterPlugin, Protocol):
-    """A Filter plugin that can judge a node as if some of its pods were taken off and
-    others added, given only the net change (framework/node_simulation.py).
+class PodTotalsFilterPlugin(FilterPlugin, Protocol):
+    """A Filter plugin whose verdict depends on the node's pods only through their count
+    and summed requests (framework/node_simulation.py's PodTotals).
 
-    `filter_with_pod_delta(state, pod, node, delta)` must equal `filter` on a clone of
-    `node` with those pods removed and added. Preemption's dry run then needs no clone
+    `filter_with_pod_totals(state, pod, node, totals)` must equal `filter` on a clone
+    of `node` whose pods add up to `totals`. Preemption's dry run then needs no clone
     of each node it tries, when every other Filter still running is node-only."""
 
-    def filter_with_pod_delta(self, state: CycleState, pod: PodInfo, node: NodeInfo,
-                              delta: PodDelta) -> Status: ...
+    def filter_with_pod_totals(self, state: CycleState, pod: PodInfo, node: NodeInfo,
+                               totals: PodTotals) -> Status: ...
 
 
 class NodeSimulation(Protocol):

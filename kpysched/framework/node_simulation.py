@@ -5,19 +5,23 @@ PreFilter extensions (AddPod/RemovePod) each time, and runs the Filter chain on 
 clone. `ClonedNode` does exactly that and always works.
 
 When, for this pod, every Filter plugin that still runs either looks at the Node
-object alone (NodeOnlyFilterPlugin) or can judge a node from a PodDelta
-(PodDeltaFilterPlugin), and no PreFilter extension is active, nothing needs the
-clone: `DeltaNode` keeps only the net change (pod count and summed requests) and
-asks those plugins about the unchanged node plus the delta. Same verdicts, without
-copying the node's pods and resources for every node tried.
+object alone (NodeOnlyFilterPlugin) or can judge a node from its pod totals
+(PodTotalsFilterPlugin), and no PreFilter extension is active, nothing needs the
+clone: `TotalsNode` keeps only the node's pod count and summed requests and asks
+those plugins about the unchanged node with those totals. Same verdicts, without
+copying the node's pods for every node tried; `TotalsChain` finds the plugins to
+ask once per cycle instead of once per node.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, cast
 
+from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.status import SUCCESS, Status
+from kpysched.framework.guard import plugin_raised
+from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.resources import Resource
 
@@ -26,14 +30,18 @@ if TYPE_CHECKING:
     from kpysched.framework.scheduling_points import SchedulingPoints
 
 
-class PodDelta:
-    """Pods taken off a node (negative) and added to it (positive), as net sums."""
+class PodTotals:
+    """A node's pod count and summed pod requests after pods are taken off or added."""
 
     __slots__ = ("pod_count", "requested")
 
-    def __init__(self, pod_count: int = 0, requested: Resource | None = None) -> None:
+    def __init__(self, pod_count: int, requested: Resource) -> None:
         self.pod_count = pod_count
-        self.requested = requested if requested is not None else Resource()
+        self.requested = requested
+
+    @classmethod
+    def of(cls, node: NodeInfo) -> PodTotals:
+        return cls(len(node.pods), node.requested.clone())
 
     def remove(self, pod: PodInfo) -> None:
         self.pod_count -= 1
@@ -43,8 +51,83 @@ class PodDelta:
         self.pod_count += 1
         self.requested.add(pod.requests)
 
-    def copy(self) -> PodDelta:
-        return PodDelta(self.pod_count, self.requested.clone())
+    def copy(self) -> PodTotals:
+        return PodTotals(self.pod_count, self.requested.clone())
+
+
+def can_use_totals(points: SchedulingPoints, state: CycleState) -> bool:
+    """Whether every Filter this pod meets is node-only or PodTotals-capable, and no
+    PreFilter extension would have to be told of the changes."""
+    skipped = state.skip_filter_plugins
+    if any(plugin.NAME not in skipped for plugin in points.pre_filter_extension_plugins):
+        return False
+    judged_without_clone = points.node_only_filter_names | points.pod_totals_filter_names
+    return all(plugin.NAME in skipped or plugin.NAME in judged_without_clone
+               for plugin in points.filter_plugins)
+
+
+class TotalsChain:
+    """The Filter chain of one cycle where can_use_totals holds, with the plugins still
+    running and the nodes holding nominated pods found once."""
+
+    __slots__ = ("_nominated_nodes", "_plugins", "_pod", "_points", "_state")
+
+    def __init__(self, points: SchedulingPoints, state: CycleState, pod: PodInfo) -> None:
+        self._points = points
+        self._state = state
+        self._pod = pod
+        skipped = state.skip_filter_plugins
+        node_only = points.node_only_filter_names
+        self._plugins = [(plugin, plugin.NAME in node_only) for plugin in points.filter_plugins
+                         if plugin.NAME not in skipped]
+        self._nominated_nodes = (frozenset(points.shared.nominated_node_names())
+                                 if points.shared.has_nominated_pods() else frozenset())
+
+    def filter_with_nominated(self, node: NodeInfo, totals: PodTotals,
+                              node_only_passed: bool = False) -> Status:
+        """Upstream's two-pass filter on `node` with `totals`: first with the nominated
+        pods that outrank or equal the pod added, then as it is."""
+        if node.name in self._nominated_nodes:
+            status = self.filter_nominated_pass(node, totals)
+            if not status.ok:
+                return status
+        return self._run(node, totals, node_only_passed)
+
+    def filter_nominated_pass(self, node: NodeInfo, totals: PodTotals) -> Status:
+        """Only the first pass: `totals` plus the nominated pods that outrank or equal
+        the pod (Success when there are none)."""
+        blockers = self._points.nominated_blockers(self._pod, node.name)
+        if not blockers:
+            return SUCCESS
+        with_nominated = totals.copy()
+        for other in blockers:
+            with_nominated.add(other)
+        return self._run(node, with_nominated, False)
+
+    def _run(self, node: NodeInfo, totals: PodTotals, node_only_passed: bool) -> Status:
+        """run_filter, asking node-only plugins about the node as it is and the others
+        about the node with `totals`."""
+        state, pod = self._state, self._pod
+        for plugin, node_only in self._plugins:
+            if node_only and node_only_passed:
+                continue
+            started = time.perf_counter()
+            try:
+                if node_only:
+                    status = plugin.filter(state, pod, node)
+                else:
+                    status = cast(fw.PodTotalsFilterPlugin, plugin).filter_with_pod_totals(
+                        state, pod, node, totals)
+                if state.record_plugin_metrics:
+                    self._points._plugin_timed(state, plugin.NAME, "Filter", status, started)
+            except Exception as error:
+                status = plugin_raised(plugin.NAME, "Filter", error)
+            if status is not SUCCESS and not status.ok:
+                if status.code == Code.ERROR:
+                    return Status.error(f'running "{plugin.NAME}" filter plugin: '
+                                        f"{status.message()}", plugin.NAME)
+                return status.with_plugin(plugin.NAME)
+        return SUCCESS
 
 
 class ClonedNode:
@@ -77,39 +160,24 @@ class ClonedNode:
             points.node_only_filter_names if node_only_passed else frozenset())
 
 
-class DeltaNode:
-    """The node left as it is, with the pods taken off or given back kept as a
-    PodDelta; only for cycles where `can_use_delta` holds."""
+class TotalsNode:
+    """The node left as it is, with the pods taken off or given back kept in its
+    PodTotals; only for cycles where can_use_totals holds."""
 
-    __slots__ = ("_delta", "_node", "_pod", "_points", "_state")
+    __slots__ = ("_chain", "_node", "_totals")
 
-    def __init__(self, points: SchedulingPoints, state: CycleState, pod: PodInfo,
-                 node: NodeInfo) -> None:
-        self._points = points
-        self._state = state
-        self._pod = pod
+    def __init__(self, chain: TotalsChain, node: NodeInfo) -> None:
+        self._chain = chain
         self._node = node
-        self._delta = PodDelta()
+        self._totals = PodTotals.of(node)
 
     def remove_pod(self, victim: PodInfo) -> Status:
-        self._delta.remove(victim)
+        self._totals.remove(victim)
         return SUCCESS
 
     def add_pod(self, victim: PodInfo) -> Status:
-        self._delta.add(victim)
+        self._totals.add(victim)
         return SUCCESS
 
     def filter(self, node_only_passed: bool = False) -> Status:
-        return self._points.run_filter_with_pod_delta(
-            self._state, self._pod, self._node, self._delta, node_only_passed)
-
-
-def can_use_delta(points: SchedulingPoints, state: CycleState) -> bool:
-    """Whether every Filter this pod meets is node-only or PodDelta-capable, and no
-    PreFilter extension would have to be told of the changes."""
-    skipped = state.skip_filter_plugins
-    if any(plugin.NAME not in skipped for plugin in points.pre_filter_extension_plugins):
-        return False
-    judged_without_clone = points.node_only_filter_names | points.pod_delta_filter_names
-    return all(plugin.NAME in skipped or plugin.NAME in judged_without_clone
-               for plugin in points.filter_plugins)
+        return self._chain.filter_with_nominated(self._node, self._totals, node_only_passed)

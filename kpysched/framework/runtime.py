@@ -116,8 +116,8 @@ class Framework(SchedulingPoints, BindingPoints):
         self.filter_plugins: list[fw.FilterPlugin] = instances("filter", fw.FilterPlugin)
         self.node_only_filter_names: frozenset[str] = frozenset(
             p.NAME for p in self.filter_plugins if fw.NodeOnlyFilterPlugin in type(p).__mro__)
-        self.pod_delta_filter_names: frozenset[str] = frozenset(
-            p.NAME for p in self.filter_plugins if fw.PodDeltaFilterPlugin in type(p).__mro__)
+        self.pod_totals_filter_names: frozenset[str] = frozenset(
+            p.NAME for p in self.filter_plugins if fw.PodTotalsFilterPlugin in type(p).__mro__)
         self.vector_filter_plugins: list[fw.VectorFilterPlugin] = [
             cast(fw.VectorFilterPlugin, p) for p in self.filter_plugins
             if fw.VectorFilterPlugin in type(p).__mro__]

@@ -25,7 +25,6 @@ from kpysched.objects.pod import PodInfo
 if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.snapshot import Snapshot
-    from kpysched.framework.node_simulation import PodDelta
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -184,7 +183,14 @@ class SchedulingPoints(Instrumented):
         """Upstream's two-pass filter: first as if the node also ran the nominated pods
         of equal or higher priority, then as it is; the pod must pass both."""
         blockers = self.nominated_blockers(pod, node.name)
-        if blockers:
+        if blockers and node_simulation.can_use_totals(self, state):
+            # No PreFilter extension to tell and no Filter that needs the pods
+            # themselves: the first pass needs no clone either.
+            status = node_simulation.TotalsChain(self, state, pod).filter_nominated_pass(
+                node, node_simulation.PodTotals.of(node))
+            if not status.ok:
+                return status
+        elif blockers:
             with_nominated_state = state.clone()
             with_nominated = node.clone()
             for other in blockers:
@@ -199,58 +205,14 @@ class SchedulingPoints(Instrumented):
         # The node as it is: here a vector verdict over the snapshot row still holds.
         return self.run_filter(state, pod, node, covered)
 
-    def run_filter_with_pod_delta(self, state: CycleState, pod: PodInfo, node: NodeInfo,
-                                  delta: PodDelta, node_only_passed: bool = False) -> Status:
-        """run_filter_with_nominated on `node` changed by `delta`, without a clone: only
-        for cycles where node_simulation.can_use_delta holds. The nominated pods that
-        outrank or equal `pod` join a copy of the delta for the first pass."""
-        blockers = self.nominated_blockers(pod, node.name)
-        if blockers:
-            with_nominated = delta.copy()
-            for other in blockers:
-                with_nominated.add(other)
-            status = self._run_filter_on_delta(state, pod, node, with_nominated, False)
-            if not status.ok:
-                return status
-        return self._run_filter_on_delta(state, pod, node, delta, node_only_passed)
-
-    def _run_filter_on_delta(self, state: CycleState, pod: PodInfo, node: NodeInfo,
-                             delta: PodDelta, node_only_passed: bool) -> Status:
-        """run_filter, asking node-only plugins about the node as it is and the others
-        about the node changed by `delta`."""
-        skip = state.skip_filter_plugins
-        node_only = self.node_only_filter_names
-        for plugin in self.filter_plugins:
-            name = plugin.NAME
-            if skip and name in skip:
-                continue
-            if node_only_passed and name in node_only:
-                continue
-            started = time.perf_counter()
-            try:
-                if name in node_only:
-                    status = plugin.filter(state, pod, node)
-                else:
-                    status = cast(fw.PodDeltaFilterPlugin, plugin).filter_with_pod_delta(
-                        state, pod, node, delta)
-                if state.record_plugin_metrics:
-                    self._plugin_timed(state, name, "Filter", status, started)
-            except Exception as error:
-                status = plugin_raised(name, "Filter", error)
-            if status is not SUCCESS and not status.ok:
-                if status.code == Code.ERROR:
-                    return Status.error(
-                        f'running "{name}" filter plugin: {status.message()}', name)
-                return status.with_plugin(name)
-        return SUCCESS
-
     def node_simulator(self, state: CycleState,
                        pod: PodInfo) -> Callable[[NodeInfo], fw.NodeSimulation]:
         """Preemption's simulated nodes for this pod's cycle: without clones when the
-        Filters it meets allow (node_simulation.can_use_delta), else upstream's clones."""
-        kind = node_simulation.DeltaNode if node_simulation.can_use_delta(self, state) \
-            else node_simulation.ClonedNode
-        return lambda node: kind(self, state, pod, node)
+        Filters it meets allow (node_simulation.can_use_totals), else upstream's clones."""
+        if node_simulation.can_use_totals(self, state):
+            chain = node_simulation.TotalsChain(self, state, pod)
+            return lambda node: node_simulation.TotalsNode(chain, node)
+        return lambda node: node_simulation.ClonedNode(self, state, pod, node)
 
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]

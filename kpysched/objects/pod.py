@@ -38,10 +38,13 @@ class PodInfo:
     key: str = field(init=False)
     # Parsed inter-pod (anti-)affinity terms; derived from the pod wherever it is built.
     pod_affinity: AffinityTerms = field(init=False)
+    # spec.priority, 0 when unset: read in every comparison of preemption and the queue.
+    priority: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.key = f"{self.pod.metadata.namespace}/{self.pod.metadata.name}"
         self.pod_affinity = affinity_terms(self.pod)
+        self.priority = self.pod.spec.priority or 0
 
     @classmethod
     def of(cls, pod: api.Pod) -> PodInfo:
@@ -59,10 +62,6 @@ class PodInfo:
     @property
     def namespace(self) -> str:
         return self.pod.metadata.namespace
-
-    @property
-    def priority(self) -> int:
-        return self.pod.spec.priority or 0
 
     @property
     def node_name(self) -> str:

@@ -23,6 +23,8 @@ it needs the handle to report whether a pod's preemption is still running.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -58,6 +60,7 @@ from kpysched.plugins.default_preemption.selection import (
     aggregate_errors,
     more_important_pod,
     pick_one_node_and_criterion,
+    sort_by_default_importance,
     sort_by_importance,
     split_by_pdb_violation,
     terminating_by_preemption,
@@ -79,6 +82,8 @@ _DEFAULT_ABSOLUTE = 100
 
 # A node the Filter pass did not report on: upstream's default absent-node status.
 _ABSENT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+_NAME_OF = operator.attrgetter("name")
 
 
 class DefaultPreemptionArgs(BaseModel):
@@ -144,6 +149,23 @@ _VICTIM_DELETED = (
 )
 
 
+def _unchanged(method: Callable[..., object], default: Callable[..., object]) -> bool:
+    """Whether a customisation point is still DefaultPreemption's own (neither a
+    subclass nor the instance replaced it), so a faster form of its rule may be used."""
+    return getattr(method, "__func__", None) is default
+
+
+def _resolvable_nodes(nodes: Sequence[NodeInfo], statuses: dict[str, Status]
+                      ) -> list[NodeInfo]:
+    """The nodes, in order, that a Filter rejected as resolvable (Unschedulable).
+    Thousands of nodes share a few Status objects (vector reasons), so each distinct
+    status is judged once and the nodes are picked by C-level map/compress."""
+    distinct = dict(zip(map(id, statuses.values()), statuses.values(), strict=True))
+    resolvable = {key for key, status in distinct.items() if status.code == Code.UNSCHEDULABLE}
+    found = map(id, map(statuses.get, map(_NAME_OF, nodes)))
+    return list(itertools.compress(nodes, map(resolvable.__contains__, found)))
+
+
 class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     NAME: ClassVar[str] = NAME
 
@@ -203,9 +225,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         all_nodes = self._handle.snapshot.node_infos
         if not all_nodes:
             return None, Status.error(REASON_NO_NODES)
-        potential = [info for info in all_nodes
-                     if (found := statuses.get(info.name)) is not None
-                     and found.code == Code.UNSCHEDULABLE]
+        potential = _resolvable_nodes(all_nodes, statuses)
         candidates: list[Candidate] = []
         node_statuses: dict[str, Status] = {}
         if potential:
@@ -297,8 +317,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         """The fewest pods, least important first, whose removal lets `pod` fit on `node`,
         and how many of them violate a PDB. `state` and `node` are left as they are: the
         simulation (the handle's, unless `simulate` is given) works on its own copies."""
-        potential = [other for other in node.pods.values()
-                     if self._preemption_allowed(node, other, pod)]
+        if _unchanged(self.is_eligible_pod, DefaultPreemption.is_eligible_pod):
+            priority = pod.priority
+            potential = [other for other in node.pods.values() if other.priority < priority]
+        else:
+            potential = [other for other in node.pods.values()
+                         if self._preemption_allowed(node, other, pod)]
         if not potential:
             return [], 0, Status.unresolvable(REASON_NO_VICTIMS)
         if simulate is None:
@@ -317,7 +341,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if not status.ok:
             return [], 0, status
 
-        potential = sort_by_importance(potential, self.more_important_pod)
+        potential = self._by_importance(potential)
         violating, non_violating = split_by_pdb_violation(potential, pdbs)
         victims: list[PodInfo] = []
 
@@ -344,8 +368,13 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 if not fits and group is violating:
                     num_violations += 1
         if violating and non_violating:
-            victims = sort_by_importance(victims, self.more_important_pod)
+            victims = self._by_importance(victims)
         return victims, num_violations, SUCCESS
+
+    def _by_importance(self, pods: Sequence[PodInfo]) -> list[PodInfo]:
+        if _unchanged(self.more_important_pod, DefaultPreemption.more_important_pod):
+            return sort_by_default_importance(pods, self._now)
+        return sort_by_importance(pods, self.more_important_pod)
 
     def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate:
         """The one candidate, or the best by upstream's criteria."""

@@ -83,6 +83,11 @@ def sort_by_importance(pods: Sequence[PodInfo],
     return sorted(pods, key=key)
 
 
+def sort_by_default_importance(pods: Sequence[PodInfo], now: int) -> list[PodInfo]:
+    """sort_by_importance with more_important_pod, by key instead of by comparisons."""
+    return sorted(pods, key=lambda pod: (-pod.priority, pod_start_nanos(pod, now)))
+
+
 @dataclass(frozen=True, slots=True)
 class _Ranked:
     pod: PodInfo

@@ -42,14 +42,14 @@ from kpysched.framework.cluster_events import ClusterEventWithHint
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     Handle,
-    PodDeltaFilterPlugin,
+    PodTotalsFilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     VectorReasonsPlugin,
     VectorScorePlugin,
 )
-from kpysched.framework.node_simulation import PodDelta
+from kpysched.framework.node_simulation import PodTotals
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
@@ -148,7 +148,7 @@ def _verdict(insufficient: list[InsufficientResource]) -> Status:
     return Status(code, [item.reason for item in insufficient], NAME)
 
 
-class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodDeltaFilterPlugin, PreScorePlugin,
+class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsFilterPlugin, PreScorePlugin,
                        VectorScorePlugin):
     NAME: ClassVar[str] = NAME
 
@@ -192,17 +192,15 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodDeltaFilterPlugi
                                 plugin=NAME)
         return _verdict(fits_request(request, node))
 
-    def filter_with_pod_delta(self, state: CycleState, pod: PodInfo, node: NodeInfo,
-                              delta: PodDelta) -> Status:
-        """`filter` on the node with `delta`'s pods taken off or added."""
+    def filter_with_pod_totals(self, state: CycleState, pod: PodInfo, node: NodeInfo,
+                               totals: PodTotals) -> Status:
+        """`filter` on the node with its pods adding up to `totals`."""
         request: PodRequest | None = state.get(_PRE_FILTER_KEY)
         if request is None:
             return Status.error(f"error reading {_PRE_FILTER_KEY!r} from cycleState: not found",
                                 plugin=NAME)
-        used = node.requested.clone()
-        used.add(delta.requested)
-        return _verdict(fits_usage(request, node.allocatable, used,
-                                   len(node.pods) + delta.pod_count))
+        return _verdict(fits_usage(request, node.allocatable, totals.requested,
+                                   totals.pod_count))
 
     def filter_vector(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot

@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 
 import pydantic
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
@@ -21,6 +23,7 @@ from kpysched.plugins.default_preemption.selection import (
     more_important_pod,
     pick_one_node,
     rfc3339_nanos,
+    sort_by_default_importance,
     sort_by_importance,
     split_by_pdb_violation,
     terminating_by_preemption,
@@ -128,6 +131,18 @@ def test_sort_by_importance_is_stable_for_ties() -> None:
     pods = [info("a"), info("b", priority=5), info("c"), info("d", priority=5)]
     ordered = sort_by_importance(pods, lambda x, y: more_important_pod(x, y, NOW))
     assert [p.name for p in ordered] == ["b", "d", "a", "c"]
+
+
+@given(st.lists(st.tuples(st.sampled_from((-5, 0, 5)),
+                          st.sampled_from((None, "1970-01-01T00:00:01Z",
+                                           "1970-01-01T00:00:02Z"))), max_size=8))
+def test_sort_by_default_importance_orders_as_the_comparisons_do(
+        drawn: list[tuple[int, str | None]]) -> None:
+    pods = [info(f"p{i}", priority=priority, start=start)
+            for i, (priority, start) in enumerate(drawn)]
+    by_comparisons = sort_by_importance(pods, lambda x, y: more_important_pod(x, y, NOW))
+    assert [p.name for p in sort_by_default_importance(pods, NOW)] == \
+        [p.name for p in by_comparisons]
 
 
 def test_earliest_start_of_top_priority() -> None:
