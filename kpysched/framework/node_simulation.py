@@ -80,14 +80,20 @@ class TotalsChain:
         node_only = points.node_only_filter_names
         self._plugins = [(plugin, plugin.NAME in node_only) for plugin in points.filter_plugins
                          if plugin.NAME not in skipped]
-        self._nominated_nodes = (frozenset(points.shared.nominated_node_names())
-                                 if points.shared.has_nominated_pods() else frozenset())
+        self._nominated_nodes: frozenset[str] | None = None  # found on first use
+
+    def _nodes_with_nominated_pods(self) -> frozenset[str]:
+        if self._nominated_nodes is None:
+            shared = self._points.shared
+            self._nominated_nodes = (frozenset(shared.nominated_node_names())
+                                     if shared.has_nominated_pods() else frozenset())
+        return self._nominated_nodes
 
     def filter_with_nominated(self, node: NodeInfo, totals: PodTotals,
                               node_only_passed: bool = False) -> Status:
         """Upstream's two-pass filter on `node` with `totals`: first with the nominated
         pods that outrank or equal the pod added, then as it is."""
-        if node.name in self._nominated_nodes:
+        if node.name in self._nodes_with_nominated_pods():
             status = self.filter_nominated_pass(node, totals)
             if not status.ok:
                 return status
