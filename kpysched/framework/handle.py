@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kpysched.framework import interfaces as fw
@@ -102,8 +102,7 @@ class ProfileHandle:
             state, pod, node,
             framework.node_only_filter_names if node_only_passed else frozenset())
 
-    def node_simulator(self, state: CycleState,
-                       pod: PodInfo) -> Callable[[NodeInfo], fw.NodeSimulation]:
+    def node_simulator(self, state: CycleState, pod: PodInfo) -> fw.NodeSimulator:
         return self._framework.node_simulator(state, pod)
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
-    from kpysched.framework.node_simulation import PodTotals
+    from kpysched.framework.node_simulation import PodTotals, TotalsColumns
     from kpysched.objects import api, coscheduling, resource, storage
     from kpysched.objects.scheduling import PodGroup
 
@@ -239,10 +239,9 @@ class Handle(SharedHandle, Protocol):
         changed since, so the NodeOnlyFilterPlugins need not be asked again."""
         ...
 
-    def node_simulator(self, state: CycleState,
-                       pod: PodInfo) -> Callable[[NodeInfo], NodeSimulation]:
-        """For this pod's cycle (after PreFilter), a maker of NodeSimulations: each
-        leaves `state` and the node it is given unchanged."""
+    def node_simulator(self, state: CycleState, pod: PodInfo) -> NodeSimulator:
+        """For this pod's cycle (after PreFilter), simulated nodes that leave `state`
+        and the nodes they are given unchanged."""
         ...
 
     def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
@@ -330,6 +329,18 @@ class PodTotalsFilterPlugin(FilterPlugin, Protocol):
                                totals: PodTotals) -> Status: ...
 
 
+class PodTotalsVectorFilterPlugin(PodTotalsFilterPlugin, Protocol):
+    """A PodTotalsFilterPlugin that can also judge many snapshot rows at once, each
+    with its own pod totals (framework/node_simulation.py's TotalsColumns)."""
+
+    def filter_with_pod_totals_vector(
+        self, state: CycleState, pod: PodInfo, snapshot: Snapshot, totals: TotalsColumns,
+    ) -> npt.NDArray[np.bool_] | None:
+        """Whether each of `totals.rows` passes `filter` with its pods adding up to the
+        totals; None when this cannot be exact for the pod."""
+        ...
+
+
 class NodeSimulation(Protocol):
     """One node in preemption's dry run: pods taken off and given back, then the Filter
     chain (with nominated pods, as upstream's two-pass filter) on the result."""
@@ -345,6 +356,43 @@ class NodeSimulation(Protocol):
     def filter(self, node_only_passed: bool = False) -> Status:
         """`node_only_passed`: the node passed every Filter before and only its pods
         changed since, so the NodeOnlyFilterPlugins need not be asked again."""
+        ...
+
+
+class NodeBatch(Protocol):
+    """Many nodes of one dry run at once, each taking its own pods off or back, by
+    position in the node list the batch was made for. It answers only whether the pod
+    fits, for the nodes it `covers`."""
+
+    def covers(self, position: int) -> bool:
+        """Whether `fits` is this node's whole verdict: no nominated pod outranks the
+        pod there, and the Filters that look at the Node object alone pass it."""
+        ...
+
+    def remove(self, positions: npt.NDArray[np.int64], pods: Sequence[PodInfo]) -> None:
+        """Take pods[i] off the node at positions[i] (a position may repeat)."""
+        ...
+
+    def add(self, positions: npt.NDArray[np.int64], pods: Sequence[PodInfo]) -> None:
+        """Give pods[i] back to the node at positions[i] (a position may repeat)."""
+        ...
+
+    def fits(self, positions: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_] | None:
+        """Whether the pod passes the pod-dependent Filters on each of these nodes as
+        they are now; None when a plugin could not answer (use the per-node way)."""
+        ...
+
+
+class NodeSimulator(Protocol):
+    """Preemption's simulated nodes for one pod's cycle."""
+
+    def node(self, node: NodeInfo) -> NodeSimulation:
+        """One node; `state` and `node` stay as they are."""
+        ...
+
+    def batch(self, nodes: Sequence[NodeInfo]) -> NodeBatch | None:
+        """Many snapshot nodes at once; None when this cycle's Filters cannot be judged
+        that way (the caller uses `node` for each)."""
         ...
 
 

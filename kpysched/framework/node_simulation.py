@@ -16,7 +16,12 @@ ask once per cycle instead of once per node.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
+
+import numpy as np
+import numpy.typing as npt
 
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
@@ -27,7 +32,11 @@ from kpysched.objects.resources import Resource
 
 if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
+    from kpysched.cache.snapshot import Snapshot
     from kpysched.framework.scheduling_points import SchedulingPoints
+
+IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 class PodTotals:
@@ -53,6 +62,22 @@ class PodTotals:
 
     def copy(self) -> PodTotals:
         return PodTotals(self.pod_count, self.requested.clone())
+
+
+@dataclass(slots=True)
+class TotalsColumns:
+    """PodTotals of many snapshot rows at once: row i of each column is rows[i]'s."""
+
+    rows: IntArray
+    pod_count: IntArray
+    milli_cpu: IntArray
+    memory: IntArray
+    ephemeral_storage: IntArray
+
+    def take(self, positions: IntArray) -> TotalsColumns:
+        return TotalsColumns(self.rows[positions], self.pod_count[positions],
+                             self.milli_cpu[positions], self.memory[positions],
+                             self.ephemeral_storage[positions])
 
 
 def can_use_totals(points: SchedulingPoints, state: CycleState) -> bool:
@@ -81,6 +106,67 @@ class TotalsChain:
         self._plugins = [(plugin, plugin.NAME in node_only) for plugin in points.filter_plugins
                          if plugin.NAME not in skipped]
         self._nominated_nodes: frozenset[str] | None = None  # found on first use
+
+    # --- NodeSimulator ------------------------------------------------------------------
+
+    def node(self, node: NodeInfo) -> TotalsNode:
+        return TotalsNode(self, node)
+
+    def batch(self, nodes: Sequence[NodeInfo]) -> TotalsBatch | None:
+        """A TotalsBatch over `nodes` (snapshot nodes), when every pod-dependent Filter
+        still running has the vector form and answers for this pod."""
+        plugins = []
+        for plugin, node_only in self._plugins:
+            if node_only:
+                continue
+            if fw.PodTotalsVectorFilterPlugin not in type(plugin).__mro__:
+                return None
+            plugins.append(cast(fw.PodTotalsVectorFilterPlugin, plugin))
+        snapshot = self._points.shared.snapshot
+        index, infos = snapshot.index, snapshot.node_infos
+        rows = [index.get(node.name, -1) for node in nodes]
+        if any(row < 0 or infos[row] is not node for row, node in zip(rows, nodes, strict=True)):
+            return None  # not the snapshot's own NodeInfos: its columns do not describe them
+        at = np.array(rows, dtype=np.int64)
+        columns = snapshot.columns
+        totals = TotalsColumns(at, columns.pod_count[at].copy(), columns.requested_cpu[at].copy(),
+                               columns.requested_memory[at].copy(),
+                               columns.requested_ephemeral[at].copy())
+        batch = TotalsBatch(self, nodes, totals, plugins, snapshot)
+        if batch.fits(np.zeros(0, dtype=np.int64)) is None:
+            return None
+        return batch
+
+    # --- for TotalsNode and TotalsBatch ---------------------------------------------------
+
+    def node_only_status(self, node: NodeInfo) -> Status:
+        """The node-only Filters on the node as it is."""
+        for plugin, node_only in self._plugins:
+            if not node_only:
+                continue
+            status = self._ask(plugin, node, None)
+            if status is not SUCCESS and not status.ok:
+                return status
+        return SUCCESS
+
+    def has_blockers(self, node: NodeInfo) -> bool:
+        """Whether a nominated pod on the node outranks or equals the pod."""
+        return (node.name in self._nodes_with_nominated_pods()
+                and bool(self._points.nominated_blockers(self._pod, node.name)))
+
+    def vector_verdict(self, plugin: fw.PodTotalsVectorFilterPlugin, snapshot: Snapshot,
+                       totals: TotalsColumns) -> BoolArray | None:
+        """One plugin's verdict over `totals`; None when it cannot answer or raised (the
+        per-node way then reports the error as the plugin's)."""
+        state = self._state
+        started = time.perf_counter()
+        try:
+            verdict = plugin.filter_with_pod_totals_vector(state, self._pod, snapshot, totals)
+        except Exception:
+            return None
+        if state.record_plugin_metrics and verdict is not None and len(verdict):
+            self._points._plugin_timed(state, plugin.NAME, "Filter", SUCCESS, started)
+        return verdict
 
     def _nodes_with_nominated_pods(self) -> frozenset[str]:
         if self._nominated_nodes is None:
@@ -113,27 +199,35 @@ class TotalsChain:
     def _run(self, node: NodeInfo, totals: PodTotals, node_only_passed: bool) -> Status:
         """run_filter, asking node-only plugins about the node as it is and the others
         about the node with `totals`."""
-        state, pod = self._state, self._pod
         for plugin, node_only in self._plugins:
             if node_only and node_only_passed:
                 continue
-            started = time.perf_counter()
-            try:
-                if node_only:
-                    status = plugin.filter(state, pod, node)
-                else:
-                    status = cast(fw.PodTotalsFilterPlugin, plugin).filter_with_pod_totals(
-                        state, pod, node, totals)
-                if state.record_plugin_metrics:
-                    self._points._plugin_timed(state, plugin.NAME, "Filter", status, started)
-            except Exception as error:
-                status = plugin_raised(plugin.NAME, "Filter", error)
+            status = self._ask(plugin, node, None if node_only else totals)
             if status is not SUCCESS and not status.ok:
-                if status.code == Code.ERROR:
-                    return Status.error(f'running "{plugin.NAME}" filter plugin: '
-                                        f"{status.message()}", plugin.NAME)
-                return status.with_plugin(plugin.NAME)
+                return status
         return SUCCESS
+
+    def _ask(self, plugin: fw.FilterPlugin, node: NodeInfo, totals: PodTotals | None) -> Status:
+        """One Filter plugin on the node (with `totals`, or as it is for a node-only
+        one), worded as run_filter words a rejection or an error."""
+        state, pod = self._state, self._pod
+        started = time.perf_counter()
+        try:
+            if totals is None:
+                status = plugin.filter(state, pod, node)
+            else:
+                status = cast(fw.PodTotalsFilterPlugin, plugin).filter_with_pod_totals(
+                    state, pod, node, totals)
+            if state.record_plugin_metrics:
+                self._points._plugin_timed(state, plugin.NAME, "Filter", status, started)
+        except Exception as error:
+            status = plugin_raised(plugin.NAME, "Filter", error)
+        if status is SUCCESS or status.ok:
+            return status
+        if status.code == Code.ERROR:
+            return Status.error(f'running "{plugin.NAME}" filter plugin: '
+                                f"{status.message()}", plugin.NAME)
+        return status.with_plugin(plugin.NAME)
 
 
 class ClonedNode:
@@ -187,3 +281,66 @@ class TotalsNode:
 
     def filter(self, node_only_passed: bool = False) -> Status:
         return self._chain.filter_with_nominated(self._node, self._totals, node_only_passed)
+
+
+class TotalsBatch:
+    """The NodeBatch of a TotalsChain: the nodes' PodTotals as columns, changed by
+    whole steps and judged by the plugins' vector forms."""
+
+    __slots__ = ("_chain", "_nodes", "_plugins", "_snapshot", "_totals")
+
+    def __init__(self, chain: TotalsChain, nodes: Sequence[NodeInfo], totals: TotalsColumns,
+                 plugins: list[fw.PodTotalsVectorFilterPlugin], snapshot: Snapshot) -> None:
+        self._chain = chain
+        self._nodes = nodes
+        self._totals = totals
+        self._plugins = plugins
+        self._snapshot = snapshot
+
+    def covers(self, position: int) -> bool:
+        node = self._nodes[position]
+        return not self._chain.has_blockers(node) and self._chain.node_only_status(node).ok
+
+    def remove(self, positions: IntArray, pods: Sequence[PodInfo]) -> None:
+        self._change(positions, pods, -1)
+
+    def add(self, positions: IntArray, pods: Sequence[PodInfo]) -> None:
+        self._change(positions, pods, 1)
+
+    def _change(self, positions: IntArray, pods: Sequence[PodInfo], sign: int) -> None:
+        if not pods:
+            return
+        totals, count = self._totals, len(pods)
+        np.add.at(totals.pod_count, positions, sign)
+        for column, amounts in (
+                (totals.milli_cpu, (pod.requests.milli_cpu for pod in pods)),
+                (totals.memory, (pod.requests.memory for pod in pods)),
+                (totals.ephemeral_storage, (pod.requests.ephemeral_storage for pod in pods))):
+            np.add.at(column, positions, sign * np.fromiter(amounts, dtype=np.int64, count=count))
+
+    def fits(self, positions: IntArray) -> BoolArray | None:
+        selected = self._totals.take(positions)
+        passed = np.ones(len(positions), dtype=np.bool_)
+        for plugin in self._plugins:
+            verdict = self._chain.vector_verdict(plugin, self._snapshot, selected)
+            if verdict is None:
+                return None
+            passed &= verdict
+        return passed
+
+
+class CloningSimulator:
+    """The NodeSimulator of cycles that need upstream's clones; no batches."""
+
+    __slots__ = ("_pod", "_points", "_state")
+
+    def __init__(self, points: SchedulingPoints, state: CycleState, pod: PodInfo) -> None:
+        self._points = points
+        self._state = state
+        self._pod = pod
+
+    def node(self, node: NodeInfo) -> ClonedNode:
+        return ClonedNode(self._points, self._state, self._pod, node)
+
+    def batch(self, nodes: Sequence[NodeInfo]) -> None:
+        return None

@@ -205,14 +205,12 @@ class SchedulingPoints(Instrumented):
         # The node as it is: here a vector verdict over the snapshot row still holds.
         return self.run_filter(state, pod, node, covered)
 
-    def node_simulator(self, state: CycleState,
-                       pod: PodInfo) -> Callable[[NodeInfo], fw.NodeSimulation]:
+    def node_simulator(self, state: CycleState, pod: PodInfo) -> fw.NodeSimulator:
         """Preemption's simulated nodes for this pod's cycle: without clones when the
         Filters it meets allow (node_simulation.can_use_totals), else upstream's clones."""
         if node_simulation.can_use_totals(self, state):
-            chain = node_simulation.TotalsChain(self, state, pod)
-            return lambda node: node_simulation.TotalsNode(chain, node)
-        return lambda node: node_simulation.ClonedNode(self, state, pod, node)
+            return node_simulation.TotalsChain(self, state, pod)
+        return node_simulation.CloningSimulator(self, state, pod)
 
     def run_post_filter(
         self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]

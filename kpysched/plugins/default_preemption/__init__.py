@@ -27,7 +27,7 @@ import itertools
 import operator
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -46,6 +46,7 @@ from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import (
     Handle,
     NodeSimulation,
+    NodeSimulator,
     PostFilterPlugin,
     PostFilterResult,
     PreEnqueuePlugin,
@@ -55,6 +56,7 @@ from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins._args import invalid
+from kpysched.plugins.default_preemption.batch import NodeVictims, select_victims_on_nodes
 from kpysched.plugins.default_preemption.selection import (
     Candidate,
     aggregate_errors,
@@ -84,6 +86,9 @@ _DEFAULT_ABSOLUTE = 100
 _ABSENT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
 
 _NAME_OF = operator.attrgetter("name")
+
+# The fewest nodes the dry run works out at once (in a batch where it can).
+_MIN_CHUNK = 64
 
 
 class DefaultPreemptionArgs(BaseModel):
@@ -290,11 +295,10 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         violating: list[Candidate] = []
         node_statuses: dict[str, Status] = {}
         errors: list[str] = []
-        simulate = self._handle.node_simulator(state, pod)
-        for i in range(len(nodes)):
-            info = nodes[(offset + i) % len(nodes)]
-            victims, num_violations, status = self.select_victims_on_node(
-                state, pod, info, pdbs, simulate)
+        simulator = self._handle.node_simulator(state, pod)
+        for info, (victims, num_violations, found_status) in self._victims_from(
+                state, pod, nodes, pdbs, offset, count, simulator):
+            status = found_status
             if status.ok and victims:
                 found = violating if num_violations else non_violating
                 if len(found) < count:
@@ -309,24 +313,58 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             node_statuses[info.name] = status
         return non_violating + violating, node_statuses, errors
 
+    def _victims_from(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+        pdbs: Sequence[api.PodDisruptionBudget], offset: int, count: int,
+        simulator: NodeSimulator,
+    ) -> Iterator[tuple[NodeInfo, NodeVictims]]:
+        """select_victims_on_node's answer for each node from `offset` round the list;
+        the caller stops taking them once it has its candidates. Where the simulator has
+        batches, `count` nodes at a time are worked out together (pure vector verdicts,
+        so working out a few nodes past the stopping point changes nothing)."""
+        def one_node(info: NodeInfo) -> NodeVictims:
+            return self.select_victims_on_node(state, pod, info, pdbs, simulator.node)
+
+        def reprieve_order(potential: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
+            return split_by_pdb_violation(self._by_importance(potential), pdbs)
+
+        total = len(nodes)
+        chunk_size = max(count, _MIN_CHUNK)
+        for start in range(0, total, chunk_size):
+            chunk = [nodes[(offset + i) % total]
+                     for i in range(start, min(start + chunk_size, total))]
+            batch = simulator.batch(chunk)
+            found = None if batch is None else select_victims_on_nodes(
+                chunk, batch, lambda info: self._potential_victims(info, pod),
+                reprieve_order, self._by_importance, one_node)
+            if found is None:
+                # Node by node, and only as far as the caller reads: upstream runs no
+                # Filter on nodes past the point where it has its candidates.
+                yield from ((info, one_node(info)) for info in chunk)
+            else:
+                yield from zip(chunk, found, strict=True)
+
+    def _potential_victims(self, node: NodeInfo, pod: PodInfo) -> list[PodInfo]:
+        """The node's pods the preemptor may evict."""
+        if _unchanged(self.is_eligible_pod, DefaultPreemption.is_eligible_pod):
+            priority = pod.priority
+            return [other for other in node.pods.values() if other.priority < priority]
+        return [other for other in node.pods.values()
+                if self._preemption_allowed(node, other, pod)]
+
     def select_victims_on_node(
         self, state: CycleState, pod: PodInfo, node: NodeInfo,
         pdbs: Sequence[api.PodDisruptionBudget],
         simulate: Callable[[NodeInfo], NodeSimulation] | None = None,
-    ) -> tuple[list[PodInfo], int, Status]:
+    ) -> NodeVictims:
         """The fewest pods, least important first, whose removal lets `pod` fit on `node`,
         and how many of them violate a PDB. `state` and `node` are left as they are: the
         simulation (the handle's, unless `simulate` is given) works on its own copies."""
-        if _unchanged(self.is_eligible_pod, DefaultPreemption.is_eligible_pod):
-            priority = pod.priority
-            potential = [other for other in node.pods.values() if other.priority < priority]
-        else:
-            potential = [other for other in node.pods.values()
-                         if self._preemption_allowed(node, other, pod)]
+        potential = self._potential_victims(node, pod)
         if not potential:
             return [], 0, Status.unresolvable(REASON_NO_VICTIMS)
         if simulate is None:
-            simulate = self._handle.node_simulator(state, pod)
+            simulate = self._handle.node_simulator(state, pod).node
         simulated = simulate(node)
 
         def remove(victim: PodInfo) -> Status:

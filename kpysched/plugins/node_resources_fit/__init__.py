@@ -42,14 +42,14 @@ from kpysched.framework.cluster_events import ClusterEventWithHint
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     Handle,
-    PodTotalsFilterPlugin,
+    PodTotalsVectorFilterPlugin,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     VectorReasonsPlugin,
     VectorScorePlugin,
 )
-from kpysched.framework.node_simulation import PodTotals
+from kpysched.framework.node_simulation import PodTotals, TotalsColumns
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
@@ -148,7 +148,8 @@ def _verdict(insufficient: list[InsufficientResource]) -> Status:
     return Status(code, [item.reason for item in insufficient], NAME)
 
 
-class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsFilterPlugin, PreScorePlugin,
+class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilterPlugin,
+                       PreScorePlugin,
                        VectorScorePlugin):
     NAME: ClassVar[str] = NAME
 
@@ -201,6 +202,25 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsFilterPlug
                                 plugin=NAME)
         return _verdict(fits_usage(request, node.allocatable, totals.requested,
                                    totals.pod_count))
+
+    def filter_with_pod_totals_vector(self, state: CycleState, pod: PodInfo,
+                                      snapshot: Snapshot, totals: TotalsColumns
+                                      ) -> BoolArray | None:
+        """filter_with_pod_totals's pass or fail for many rows at once; None when the pod
+        requests scalar resources, which have no columns."""
+        request: PodRequest | None = state.get(_PRE_FILTER_KEY)
+        if request is None or request.scalars:
+            return None
+        columns, rows = snapshot.columns, totals.rows
+        fits: BoolArray = totals.pod_count + 1 <= columns.allowed_pods[rows]
+        if request.milli_cpu > 0:
+            fits &= request.milli_cpu <= columns.allocatable_cpu[rows] - totals.milli_cpu
+        if request.memory > 0:
+            fits &= request.memory <= columns.allocatable_memory[rows] - totals.memory
+        if request.ephemeral_storage > 0:
+            fits &= (request.ephemeral_storage
+                     <= columns.allocatable_ephemeral[rows] - totals.ephemeral_storage)
+        return fits
 
     def filter_vector(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot

@@ -4,6 +4,8 @@ when every Filter still running allows it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +20,7 @@ from kpysched.framework.node_simulation import (
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
+from kpysched.plugins import default_preemption as dp
 from tests.unit.plugins.test_default_preemption import FIT, cluster, pdb, pod, setup
 
 PRIORITIES = (-100, 0, 100, 1000)
@@ -59,7 +62,7 @@ class UpstreamClone:
 
 @st.composite
 def cases(draw: st.DrawFn) -> dict[str, object]:
-    node_count = draw(st.integers(1, 4))
+    node_count = draw(st.integers(1, 6))
     names = [f"node-{i}" for i in range(node_count)]
     capacity = {name: {"cpu": draw(st.sampled_from(("300m", "500m", "1"))),
                        "memory": draw(st.sampled_from(("400", "800"))),
@@ -114,7 +117,7 @@ def test_the_handle_simulates_without_clones_when_the_filters_allow() -> None:
     env = setup(nodes, filters=("TaintToleration", FIT))
     preemptor = pod("preemptor", 100, res={"cpu": "300m"}).info()
     state = env.state_for(preemptor)
-    simulated = env.framework.node_simulator(state, preemptor)(nodes[0])
+    simulated = env.framework.node_simulator(state, preemptor).node(nodes[0])
     assert isinstance(simulated, TotalsNode)
     victims, _, status = env.plugin.select_victims_on_node(state, preemptor, nodes[0], [])
     assert status.ok and [v.name for v in victims] == ["low"]
@@ -126,7 +129,7 @@ def test_a_filter_without_the_delta_form_keeps_the_clones() -> None:
     preemptor = pod("preemptor", 100, res={"cpu": "300m"}).info()
     state = env.state_for(preemptor)
     assert not can_use_totals(env.framework, state)
-    assert isinstance(env.framework.node_simulator(state, preemptor)(nodes[0]), ClonedNode)
+    assert isinstance(env.framework.node_simulator(state, preemptor).node(nodes[0]), ClonedNode)
 
 
 @settings(derandomize=True, deadline=None, database=None, max_examples=200,
@@ -158,3 +161,51 @@ def test_host_ports_keep_the_clones_and_an_active_extension_too() -> None:
     guarded = anti_affinity_exists(pod("guarded", 100, res={"cpu": "300m"}), "app",
                                    "hostname").info()
     assert not can_use_totals(anti.framework, anti.state_for(guarded))
+
+
+class UpstreamOnly:
+    """A NodeSimulator of UpstreamClone nodes and no batches: the reference dry run."""
+
+    def __init__(self, framework: Framework, state: CycleState, pod: PodInfo) -> None:
+        self._args = (framework, state, pod)
+
+    def node(self, node: NodeInfo) -> UpstreamClone:
+        return UpstreamClone(*self._args, node)
+
+    def batch(self, nodes: object) -> None:
+        return None
+
+
+def _dry_run(env: Any, state: CycleState, preemptor: PodInfo, offset: int,
+             count: int) -> tuple[object, ...]:
+    nodes = env.handle.snapshot.node_infos
+    candidates, statuses, errors = env.plugin.dry_run_preemption(
+        state, preemptor, nodes, env.handle.pdbs(), offset % len(nodes), count)
+    return ([(c.name, [v.uid for v in c.victims], c.num_pdb_violations) for c in candidates],
+            {name: (s.code, s.reasons, s.plugin) for name, s in statuses.items()}, errors)
+
+
+@settings(derandomize=True, deadline=None, database=None, max_examples=300,
+          suppress_health_check=list(HealthCheck))
+@given(case=cases(), offset=st.integers(0, 5), count=st.integers(1, 6),
+       chunk=st.sampled_from((1, 2, 64)))
+def test_the_batched_dry_run_matches_upstreams_node_by_node(
+        case: dict[str, object], offset: int, count: int, chunk: int) -> None:
+    nodes = cluster(case["names"], case["placed"], per_node=case["capacity"])  # type: ignore[arg-type]
+    env = setup(nodes, filters=("TaintToleration", FIT), pdbs=case["pdbs"],  # type: ignore[arg-type]
+                nominated=case["nominated"])  # type: ignore[arg-type]
+    preemptor = case["preemptor"].info()  # type: ignore[attr-defined]
+    state = env.state_for(preemptor)
+    handle = env.plugin._handle
+    assert env.framework.node_simulator(state, preemptor).batch(
+        env.handle.snapshot.node_infos) is not None
+    saved = dp._MIN_CHUNK
+    dp._MIN_CHUNK = chunk
+    try:
+        batched = _dry_run(env, state, preemptor, offset, count)
+        handle.node_simulator = lambda s, p: UpstreamOnly(env.framework, s, p)
+        reference = _dry_run(env, state, preemptor, offset, count)
+    finally:
+        dp._MIN_CHUNK = saved
+        del handle.node_simulator
+    assert batched == reference
