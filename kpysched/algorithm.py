@@ -53,16 +53,34 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
 
 def record_rejections(decision: Decision, diagnosis: Diagnosis) -> None:
     """The per-node verdicts of the Filter chain, first failing plugin first."""
-    groups: dict[tuple[str, tuple[str, ...], str], list[str]] = {}
-    # Many nodes share one Status object (vector reasons): build its key once.
-    keys: dict[int, tuple[str, tuple[str, ...], str]] = {}
-    for name, status in diagnosis.node_to_status.items():
-        key = keys.get(id(status))
-        if key is None:
-            key = keys[id(status)] = (status.plugin, tuple(status.reasons), status.code.label)
-        groups.setdefault(key, []).append(name)
+    node_to_status = diagnosis.node_to_status
+    statuses = list(node_to_status.values())
+    distinct = _distinct(statuses)
+    # Statuses with the same plugin, reasons and code are one group, in order of first
+    # appearance; each group's nodes keep the diagnosis order.
+    ids_by_key: dict[tuple[str, tuple[str, ...], str], set[int]] = {}
+    for ident, status in distinct.items():
+        key = (status.plugin, tuple(status.reasons), status.code.label)
+        ids_by_key.setdefault(key, set()).add(ident)
+    names = list(node_to_status)
+    if len(ids_by_key) <= _FEW_GROUPS:
+        # Many nodes share few Status objects (vector reasons): pick each group's names
+        # with one C-level pass per group.
+        ids = list(map(id, statuses))
+        groups = {key: (names if len(ids_by_key) == 1 else
+                        list(itertools.compress(names, map(members.__contains__, ids))))
+                  for key, members in ids_by_key.items()}
+    else:
+        key_of = {ident: key for key, members in ids_by_key.items() for ident in members}
+        groups = {key: [] for key in ids_by_key}
+        for name, status in zip(names, statuses, strict=True):
+            groups[key_of[id(status)]].append(name)
     decision.rejections = [RejectionGroup(Rejection(plugin, list(reasons), code), nodes)
                            for (plugin, reasons, code), nodes in groups.items()]
+
+
+# Up to this many rejection groups, record_rejections picks names group by group.
+_FEW_GROUPS = 8
 
 
 @dataclass(slots=True)
@@ -268,10 +286,15 @@ def _reasons_for_rejected(framework: Framework, state: CycleState, pod: PodInfo,
     rejected = np.flatnonzero(~mask)
     by_row: dict[int, Status] = {}
     if framework.shared.has_nominated_pods():
+        # A node whose first pass (with its nominated pods) fails reports that; one that
+        # passes it reports the second pass, the node as it is: a plain row below.
+        nominated_pass = framework.nominated_pass(state, pod)
         for name in framework.shared.nominated_node_names():
             row = snapshot.index.get(name)
-            if row is not None and not mask[row] and framework.nominated_blockers(pod, name):
-                by_row[row] = framework.run_filter_with_nominated(state, pod, nodes[row])
+            if row is not None and not mask[row]:
+                status = nominated_pass(nodes[row])
+                if not status.ok:
+                    by_row[row] = status
     plain = rejected[~np.isin(rejected, list(by_row))] if by_row else rejected
     # A row's pattern as one integer: bit i set when vector plugin names[i] passed it.
     patterns = np.zeros(len(plain), dtype=np.int64)
@@ -290,12 +313,19 @@ def _reasons_for_rejected(framework: Framework, state: CycleState, pod: PodInfo,
     # ends the cycle instead.
     in_order = rejected.tolist()
     statuses_in_order = list(map(by_row.__getitem__, in_order))
-    if Code.ERROR in {status.code for status in statuses_in_order}:
+    # Thousands of rows share a few Status objects: look at each distinct one once.
+    distinct = _distinct(statuses_in_order)
+    if any(status.code == Code.ERROR for status in distinct.values()):
         return next(status for status in statuses_in_order if status.code == Code.ERROR)
     diagnosis.node_to_status.update(
         zip(map(_NAME, map(nodes.__getitem__, in_order)), statuses_in_order, strict=True))
-    diagnosis.unschedulable_plugins.update({status.plugin for status in statuses_in_order})
+    diagnosis.unschedulable_plugins.update({status.plugin for status in distinct.values()})
     return None
+
+
+def _distinct(statuses: list[Status]) -> dict[int, Status]:
+    """The distinct Status objects by id, in order of first appearance (C-level zip)."""
+    return dict(zip(map(id, statuses), statuses, strict=True))
 
 
 def _stated_at_once(state: CycleState, pod: PodInfo, snapshot: Snapshot,

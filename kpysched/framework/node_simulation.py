@@ -15,6 +15,7 @@ ask once per cycle instead of once per node.
 
 from __future__ import annotations
 
+import operator
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+_REQUESTS = operator.attrgetter("requests")
 
 
 class PodTotals:
@@ -139,15 +142,28 @@ class TotalsChain:
 
     # --- for TotalsNode and TotalsBatch ---------------------------------------------------
 
-    def node_only_status(self, node: NodeInfo) -> Status:
-        """The node-only Filters on the node as it is."""
+    def node_only_verdicts(self, snapshot: Snapshot, nodes: Sequence[NodeInfo],
+                           rows: IntArray) -> BoolArray:
+        """Whether each of `nodes` (snapshot `rows`) passes the node-only Filters: by
+        their vector forms over the snapshot where they have one, else node by node."""
+        passed = np.ones(len(nodes), dtype=np.bool_)
+        state, pod = self._state, self._pod
         for plugin, node_only in self._plugins:
             if not node_only:
                 continue
-            status = self._ask(plugin, node, None)
-            if status is not SUCCESS and not status.ok:
-                return status
-        return SUCCESS
+            verdict = None
+            if fw.VectorFilterPlugin in type(plugin).__mro__:
+                try:
+                    verdict = cast(fw.VectorFilterPlugin, plugin).filter_vector(
+                        state, pod, snapshot)
+                except Exception:
+                    verdict = None  # the per-node way below reports it as the plugin's
+            if verdict is not None:
+                passed &= verdict[rows]
+            else:
+                passed &= np.fromiter((self._ask(plugin, node, None).ok for node in nodes),
+                                      dtype=np.bool_, count=len(nodes))
+        return passed
 
     def has_blockers(self, node: NodeInfo) -> bool:
         """Whether a nominated pod on the node outranks or equals the pod."""
@@ -287,7 +303,7 @@ class TotalsBatch:
     """The NodeBatch of a TotalsChain: the nodes' PodTotals as columns, changed by
     whole steps and judged by the plugins' vector forms."""
 
-    __slots__ = ("_chain", "_nodes", "_plugins", "_snapshot", "_totals")
+    __slots__ = ("_chain", "_node_only_passed", "_nodes", "_plugins", "_snapshot", "_totals")
 
     def __init__(self, chain: TotalsChain, nodes: Sequence[NodeInfo], totals: TotalsColumns,
                  plugins: list[fw.PodTotalsVectorFilterPlugin], snapshot: Snapshot) -> None:
@@ -296,10 +312,11 @@ class TotalsBatch:
         self._totals = totals
         self._plugins = plugins
         self._snapshot = snapshot
+        self._node_only_passed = chain.node_only_verdicts(snapshot, nodes, totals.rows)
 
     def covers(self, position: int) -> bool:
-        node = self._nodes[position]
-        return not self._chain.has_blockers(node) and self._chain.node_only_status(node).ok
+        return bool(self._node_only_passed[position]) and not self._chain.has_blockers(
+            self._nodes[position])
 
     def remove(self, positions: IntArray, pods: Sequence[PodInfo]) -> None:
         self._change(positions, pods, -1)
@@ -310,13 +327,13 @@ class TotalsBatch:
     def _change(self, positions: IntArray, pods: Sequence[PodInfo], sign: int) -> None:
         if not pods:
             return
-        totals, count = self._totals, len(pods)
+        totals = self._totals
+        amounts = sign * np.array([(r.milli_cpu, r.memory, r.ephemeral_storage)
+                                   for r in map(_REQUESTS, pods)], dtype=np.int64)
         np.add.at(totals.pod_count, positions, sign)
-        for column, amounts in (
-                (totals.milli_cpu, (pod.requests.milli_cpu for pod in pods)),
-                (totals.memory, (pod.requests.memory for pod in pods)),
-                (totals.ephemeral_storage, (pod.requests.ephemeral_storage for pod in pods))):
-            np.add.at(column, positions, sign * np.fromiter(amounts, dtype=np.int64, count=count))
+        np.add.at(totals.milli_cpu, positions, amounts[:, 0])
+        np.add.at(totals.memory, positions, amounts[:, 1])
+        np.add.at(totals.ephemeral_storage, positions, amounts[:, 2])
 
     def fits(self, positions: IntArray) -> BoolArray | None:
         selected = self._totals.take(positions)

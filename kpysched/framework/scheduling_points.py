@@ -182,28 +182,38 @@ class SchedulingPoints(Instrumented):
                                   covered: frozenset[str] = frozenset()) -> Status:
         """Upstream's two-pass filter: first as if the node also ran the nominated pods
         of equal or higher priority, then as it is; the pod must pass both."""
-        blockers = self.nominated_blockers(pod, node.name)
-        if blockers and node_simulation.can_use_totals(self, state):
-            # No PreFilter extension to tell and no Filter that needs the pods
-            # themselves: the first pass needs no clone either.
-            status = node_simulation.TotalsChain(self, state, pod).filter_nominated_pass(
-                node, node_simulation.PodTotals.of(node))
-            if not status.ok:
-                return status
-        elif blockers:
-            with_nominated_state = state.clone()
-            with_nominated = node.clone()
-            for other in blockers:
-                with_nominated.add_pod(other)
-                status = self.run_pre_filter_extension_add_pod(
-                    with_nominated_state, pod, other, with_nominated)
-                if not status.ok:
-                    return status
-            status = self.run_filter(with_nominated_state, pod, with_nominated)
+        if self.shared.has_nominated_pods() and self.nominated_blockers(pod, node.name):
+            status = self.nominated_pass(state, pod)(node)
             if not status.ok:
                 return status
         # The node as it is: here a vector verdict over the snapshot row still holds.
         return self.run_filter(state, pod, node, covered)
+
+    def nominated_pass(self, state: CycleState, pod: PodInfo) -> Callable[[NodeInfo], Status]:
+        """The first pass of run_filter_with_nominated, for any number of nodes of this
+        cycle: the node with the nominated pods that outrank or equal `pod` added, or
+        Success when it has none. By pod totals when the cycle's Filters allow (one
+        TotalsChain for all the nodes), else on a clone, as upstream."""
+        if node_simulation.can_use_totals(self, state):
+            chain = node_simulation.TotalsChain(self, state, pod)
+            return lambda node: chain.filter_nominated_pass(
+                node, node_simulation.PodTotals.of(node))
+        return lambda node: self._nominated_pass_on_clone(state, pod, node)
+
+    def _nominated_pass_on_clone(self, state: CycleState, pod: PodInfo,
+                                 node: NodeInfo) -> Status:
+        blockers = self.nominated_blockers(pod, node.name)
+        if not blockers:
+            return SUCCESS
+        with_nominated_state = state.clone()
+        with_nominated = node.clone()
+        for other in blockers:
+            with_nominated.add_pod(other)
+            status = self.run_pre_filter_extension_add_pod(
+                with_nominated_state, pod, other, with_nominated)
+            if not status.ok:
+                return status
+        return self.run_filter(with_nominated_state, pod, with_nominated)
 
     def node_simulator(self, state: CycleState, pod: PodInfo) -> fw.NodeSimulator:
         """Preemption's simulated nodes for this pod's cycle: without clones when the

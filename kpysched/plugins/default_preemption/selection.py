@@ -131,6 +131,8 @@ def split_by_pdb_violation(
     """(violating, non-violating), each in input order: a pod violates when removing it,
     after the pods before it, takes some matching budget below zero disruptions allowed.
     Pods a budget already lists in disruptedPods do not spend it."""
+    if not pdbs:
+        return [], list(pods)
     allowed = [pdb.status.disruptions_allowed for pdb in pdbs]
     violating: list[PodInfo] = []
     non_violating: list[PodInfo] = []

@@ -8,6 +8,9 @@ import re
 import threading
 from collections import Counter
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from kpysched.algorithm import Algorithm, ScheduleResult
 from kpysched.cache.node_info import NodeInfo
 from kpysched.decisions.record import Decision
@@ -205,3 +208,32 @@ def test_rejections_are_grouped_by_verdict_and_expand_per_node_in_json() -> None
                              "code": "Unschedulable"}
     assert rejected["d"]["code"] == "UnschedulableAndUnresolvable"
     assert set(rejected) == {"a", "b", "c", "d"}
+
+
+def _reference_groups(node_to_status: dict[str, object]) -> list[tuple[object, list[str]]]:
+    """Group names by (plugin, reasons, code), keys in order of first appearance."""
+    groups: dict[object, list[str]] = {}
+    for name, status in node_to_status.items():
+        key = (status.plugin, tuple(status.reasons), status.code.label)  # type: ignore[attr-defined]
+        groups.setdefault(key, []).append(name)
+    return list(groups.items())
+
+
+@given(st.lists(st.tuples(st.integers(0, 11), st.booleans()), min_size=1, max_size=40))
+def test_rejection_groups_keep_first_appearance_order_shared_or_not(
+        picks: list[tuple[int, bool]]) -> None:
+    """Nodes may share Status objects (vector reasons) or carry equal but distinct ones;
+    either way a group is one (plugin, reasons, code), nodes in diagnosis order."""
+    from kpysched.algorithm import record_rejections
+
+    shared = [Status.unschedulable(f"reason {i}", plugin=f"P{i % 3}") for i in range(12)]
+    diagnosis = Diagnosis(len(picks))
+    for n, (which, fresh) in enumerate(picks):
+        diagnosis.node_to_status[f"node-{n}"] = (
+            Status.unschedulable(f"reason {which}", plugin=f"P{which % 3}") if fresh
+            else shared[which])
+    decision = Decision("ns/p", "u", "kpysched", 1, "t")
+    record_rejections(decision, diagnosis)
+    got = [((g.rejection.plugin, tuple(g.rejection.reasons), g.rejection.code), g.nodes)
+           for g in decision.rejections]
+    assert got == _reference_groups(diagnosis.node_to_status)
