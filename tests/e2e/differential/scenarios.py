@@ -243,6 +243,21 @@ PREEMPTION: list[Scenario] = [
                          spec=TOLERATE_GPU),
                        P("mid-2", node="n2", cpu="1500m", priority_class="mid")),
              expect="preempted"),
+    # The batched dry run: every node gives its victims back in the same step. n0 keeps
+    # its mid pod and loses the low one; n1 must lose its mid pod; n2 keeps its mid pod
+    # and loses both lows. n0 wins on the lowest highest victim priority, then on the
+    # smallest priority sum, with no tie left for the random offset to decide.
+    Scenario("preempt-reprieves-the-more-important",
+             (N("n0", cpu="2"), N("n1", cpu="2"), N("n2", cpu="2")),
+             P(cpu="1", priority_class="high"),
+             existing=(P("mid-0", node="n0", cpu="800m", priority_class="mid"),
+                       P("low-0", node="n0", cpu="800m", priority_class="low"),
+                       P("mid-1", node="n1", cpu="1200m", priority_class="mid"),
+                       P("low-1", node="n1", cpu="300m", priority_class="low"),
+                       P("mid-2", node="n2", cpu="400m", priority_class="mid"),
+                       P("low-2a", node="n2", cpu="800m", priority_class="low"),
+                       P("low-2b", node="n2", cpu="800m", priority_class="low")),
+             expect="preempted"),
     Scenario("preempt-respects-pdb", (N("n0", cpu="2"), N("n1", cpu="2")),
              P(cpu="1500m", priority_class="high"),
              existing=(P("guarded", node="n0", cpu="1500m", priority_class="low",
