@@ -139,6 +139,25 @@ def _build_scorer(strategy: ScoringStrategy) -> ResourceAllocationScorer:
                                     least_allocated_vector(weights))
 
 
+# Per row: pods, milli-CPU, memory and ephemeral storage, allocatable or in use.
+_Columns = tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64],
+                 npt.NDArray[np.int64]]
+
+
+def _fit_mask(request: PodRequest, allocatable: _Columns, used: _Columns) -> BoolArray:
+    """fits_usage's "nothing short" for many rows at once (no scalar requests)."""
+    allowed_pods, allocatable_cpu, allocatable_memory, allocatable_ephemeral = allocatable
+    pod_count, used_cpu, used_memory, used_ephemeral = used
+    fits: BoolArray = pod_count + 1 <= allowed_pods
+    if request.milli_cpu > 0:
+        fits &= request.milli_cpu <= allocatable_cpu - used_cpu
+    if request.memory > 0:
+        fits &= request.memory <= allocatable_memory - used_memory
+    if request.ephemeral_storage > 0:
+        fits &= request.ephemeral_storage <= allocatable_ephemeral - used_ephemeral
+    return fits
+
+
 def _verdict(insufficient: list[InsufficientResource]) -> Status:
     """Filter's status from the resources a node is short of."""
     if not insufficient:
@@ -212,15 +231,11 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
         if request is None or request.scalars:
             return None
         columns, rows = snapshot.columns, totals.rows
-        fits: BoolArray = totals.pod_count + 1 <= columns.allowed_pods[rows]
-        if request.milli_cpu > 0:
-            fits &= request.milli_cpu <= columns.allocatable_cpu[rows] - totals.milli_cpu
-        if request.memory > 0:
-            fits &= request.memory <= columns.allocatable_memory[rows] - totals.memory
-        if request.ephemeral_storage > 0:
-            fits &= (request.ephemeral_storage
-                     <= columns.allocatable_ephemeral[rows] - totals.ephemeral_storage)
-        return fits
+        return _fit_mask(request, (columns.allowed_pods[rows], columns.allocatable_cpu[rows],
+                                   columns.allocatable_memory[rows],
+                                   columns.allocatable_ephemeral[rows]),
+                         (totals.pod_count, totals.milli_cpu, totals.memory,
+                          totals.ephemeral_storage))
 
     def filter_vector(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
@@ -230,15 +245,10 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
         if request is None or request.scalars:
             return None
         columns = snapshot.columns
-        fits: BoolArray = columns.pod_count + 1 <= columns.allowed_pods
-        if request.milli_cpu > 0:
-            fits &= request.milli_cpu <= columns.allocatable_cpu - columns.requested_cpu
-        if request.memory > 0:
-            fits &= request.memory <= columns.allocatable_memory - columns.requested_memory
-        if request.ephemeral_storage > 0:
-            fits &= (request.ephemeral_storage
-                     <= columns.allocatable_ephemeral - columns.requested_ephemeral)
-        return fits
+        return _fit_mask(request, (columns.allowed_pods, columns.allocatable_cpu,
+                                   columns.allocatable_memory, columns.allocatable_ephemeral),
+                         (columns.pod_count, columns.requested_cpu, columns.requested_memory,
+                          columns.requested_ephemeral))
 
     def filter_statuses(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
                         rows: npt.NDArray[np.int64]) -> list[Status] | None:
