@@ -11,6 +11,12 @@ clone: `TotalsNode` keeps only the node's pod count and summed requests and asks
 those plugins about the unchanged node with those totals. Same verdicts, without
 copying the node's pods for every node tried; `TotalsChain` finds the plugins to
 ask once per cycle instead of once per node.
+
+`TotalsBatch` goes one step further for preemption's many candidate nodes: their
+totals are numpy columns, every node's next step is one vector call of each
+PodTotalsVectorFilterPlugin, and the node-only Filters are judged once by their
+vector forms. It answers pass or fail only; the caller asks a node on its own
+wherever it needs the exact status.
 """
 
 from __future__ import annotations
