@@ -46,6 +46,9 @@ def _normalize_error(plugin: str, status: Status) -> Status:
 class SchedulingPoints(Instrumented):
     # The raw scores of the plugin just scored, kept only while a decision is recorded.
     _raw_scores: npt.NDArray[np.int64] | None = None
+    # The last nominated_pass made, with the state and pod it is for: the Filter pass
+    # asks it for every node with nominated pods, so it is made once per cycle.
+    _nominated_pass_memo: tuple[CycleState, PodInfo, Callable[[NodeInfo], Status]] | None = None
 
     def run_pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
@@ -194,11 +197,18 @@ class SchedulingPoints(Instrumented):
         cycle: the node with the nominated pods that outrank or equal `pod` added, or
         Success when it has none. By pod totals when the cycle's Filters allow (one
         TotalsChain for all the nodes), else on a clone, as upstream."""
+        memo = self._nominated_pass_memo
+        if memo is not None and memo[0] is state and memo[1] is pod:
+            return memo[2]
+        runner: Callable[[NodeInfo], Status]
         if node_simulation.can_use_totals(self, state):
             chain = node_simulation.TotalsChain(self, state, pod)
-            return lambda node: chain.filter_nominated_pass(
+            runner = lambda node: chain.filter_nominated_pass(  # noqa: E731
                 node, node_simulation.PodTotals.of(node))
-        return lambda node: self._nominated_pass_on_clone(state, pod, node)
+        else:
+            runner = lambda node: self._nominated_pass_on_clone(state, pod, node)  # noqa: E731
+        self._nominated_pass_memo = (state, pod, runner)
+        return runner
 
     def _nominated_pass_on_clone(self, state: CycleState, pod: PodInfo,
                                  node: NodeInfo) -> Status:
