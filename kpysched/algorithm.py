@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import operator
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -17,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.node_rows import NodeRows
 from kpysched.cache.snapshot import Snapshot
 from kpysched.decisions.record import Decision, Rejection, RejectionGroup
 from kpysched.framework.cycle_state import CycleState
@@ -105,39 +107,37 @@ class Algorithm:
         found = self._find_nodes_that_fit(framework, state, pod, snapshot)
         if isinstance(found, Status):
             return found
-        feasible, processed, diagnosis, feasible_rows = found
+        feasible, processed, diagnosis = found
         if not feasible:
             return diagnosis
-        # The names once, for selection and the decision record (map over builtins:
-        # the cheapest way to 500 names). Score rows come from the vector path's row
-        # indices when it found the nodes, else from the names.
-        names = list(map(_NAME, feasible))
         decision = state.decision
         if decision is not None:
             decision.evaluated_nodes = processed
-            decision.feasible = names
+            decision.feasible = _names(feasible)
         if len(feasible) == 1:
             # Nothing to compare: upstream skips PreScore/Score for a single candidate.
             return ScheduleResult(feasible[0].name, processed, 1)
         status = framework.run_pre_score(state, pod, feasible)
         if not status.ok:
             return status
-        rows = (feasible_rows if feasible_rows is not None
-                else list(map(snapshot.index.__getitem__, names)))
-        # With a decision recorded, run_score also puts the totals (as an array) in it.
-        totals, status = framework.run_score(state, pod, feasible, snapshot, rows)
+        # Score rows come from the vector path's rows when it found the nodes.
+        rows = (feasible.rows if isinstance(feasible, NodeRows)
+                else np.fromiter(map(snapshot.index.__getitem__, _names(feasible)),
+                                 dtype=np.int64, count=len(feasible)))
+        # With a decision recorded, this also puts the totals (as an array) in it.
+        totals, status = framework.run_score_totals(state, pod, feasible, snapshot, rows)
         if not status.ok:
             return status
-        chosen, top = self._select_host(names, totals)
+        chosen, top = self._select_host(feasible, totals)
         if decision is not None:
             decision.ties = top
         return ScheduleResult(chosen, processed, len(feasible))
 
     def _find_nodes_that_fit(
         self, framework: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot
-    ) -> tuple[list[NodeInfo], int, Diagnosis, IntArray | None] | Status:
-        """Feasible nodes, how many nodes were examined, why the others failed, and the
-        feasible nodes' snapshot rows when the vector path found them (else None)."""
+    ) -> tuple[Sequence[NodeInfo], int, Diagnosis] | Status:
+        """Feasible nodes (as NodeRows when the vector path found them), how many nodes
+        were examined, and why the others failed."""
         all_nodes = snapshot.node_infos
         diagnosis = Diagnosis(len(all_nodes))
         decision = state.decision
@@ -156,13 +156,13 @@ class Algorithm:
             diagnosis.absent_status = status
             if decision is not None:
                 decision.pre_filter_message = status.message()
-            return [], 0, diagnosis, None
+            return [], 0, diagnosis
 
         nominated = self._evaluate_nominated_node(framework, state, pod, snapshot, pre_result)
         if decision is not None and pod.pod.status.nominated_node_name:
             decision.nominated_node_tried = pod.pod.status.nominated_node_name
         if nominated is not None:
-            return [nominated], 1, diagnosis, None
+            return [nominated], 1, diagnosis
 
         nodes: list[NodeInfo] = all_nodes
         if pre_result.node_names is not None:
@@ -175,7 +175,7 @@ class Algorithm:
             diagnosis.unschedulable_plugins |= restricting
         count = len(nodes)
         if count == 0:
-            return [], 0, diagnosis, None
+            return [], 0, diagnosis
         percentage = framework.percentage_of_nodes_to_score
         if percentage is None:
             percentage = self.percentage_of_nodes_to_score
@@ -184,8 +184,7 @@ class Algorithm:
             to_find = 1  # nothing would rank them: the first feasible node is the answer
         start = self._next_start_node_index % count
 
-        # Rows in rotating order; a vector verdict (whole-snapshot only) prunes them up front.
-        order = _rotated(count, start)
+        # A vector verdict (whole-snapshot only) prunes the rows up front.
         mask: npt.NDArray[np.bool_] | None = None
         verdicts: dict[str, npt.NDArray[np.bool_]] = {}
         if nodes is all_nodes and framework.filter_plugins:
@@ -199,8 +198,7 @@ class Algorithm:
         nominations = framework.shared.has_nominated_pods()
         run_filter = (framework.run_filter_with_nominated if nominations
                       else framework.run_filter)
-        feasible: list[NodeInfo] = []
-        feasible_rows: IntArray | None = None
+        feasible: Sequence[NodeInfo] = []
         processed = count
         active = {p.NAME for p in framework.filter_plugins} - state.skip_filter_plugins
         if not framework.filter_plugins:
@@ -209,18 +207,20 @@ class Algorithm:
         elif mask is not None and active <= covered and not nominations:
             # Every active Filter judged all rows at once: take the first passing rows in
             # rotating order without a per-node pass.
-            passing = np.flatnonzero(mask[order])[:to_find]
-            feasible_rows = order[passing]
-            feasible = list(map(nodes.__getitem__, feasible_rows.tolist()))
+            feasible_rows, examined = _first_passing(mask, start, to_find)
+            feasible = NodeRows(nodes, snapshot.names, feasible_rows)
             if len(feasible) >= to_find:
-                processed = int(passing[-1]) + 1
+                processed = examined
         else:
+            order = _rotated(count, start)
             positions = np.flatnonzero(mask[order]) if mask is not None else range(count)
+            found_nodes: list[NodeInfo] = []
+            feasible = found_nodes
             for position in positions:
                 info = nodes[int(order[position])]
                 node_status = run_filter(state, pod, info, covered)
                 if node_status.ok:
-                    feasible.append(info)
+                    found_nodes.append(info)
                     if len(feasible) >= to_find:
                         processed = int(position) + 1
                         break
@@ -243,7 +243,7 @@ class Algorithm:
         self._next_start_node_index = (self._next_start_node_index + processed) % len(all_nodes)
         if decision is not None:
             record_rejections(decision, diagnosis)
-        return feasible, processed, diagnosis, feasible_rows
+        return feasible, processed, diagnosis
 
     @staticmethod
     def _evaluate_nominated_node(framework: Framework, state: CycleState, pod: PodInfo,
@@ -260,11 +260,37 @@ class Algorithm:
         status = framework.run_filter_with_nominated(state, pod, info)
         return info if status.ok else None
 
-    def _select_host(self, names: list[str], totals: list[int]) -> tuple[str, list[str]]:
-        """The chosen node and the top-scoring nodes it was chosen among."""
-        best = max(totals)
-        top = list(itertools.compress(names, map(best.__eq__, totals)))
+    def _select_host(self, feasible: Sequence[NodeInfo],
+                     totals: IntArray) -> tuple[str, list[str]]:
+        """The chosen node and the top-scoring nodes it was chosen among (in feasible
+        order, so that a seeded choice does not depend on how the nodes were found)."""
+        top_positions = np.flatnonzero(totals == totals.max())
+        if isinstance(feasible, NodeRows):
+            top = feasible.names_at(top_positions)
+        else:
+            top = [feasible[position].name for position in top_positions.tolist()]
         return (top[0] if len(top) == 1 else self._rng.choice(top)), top
+
+
+def _names(nodes: Sequence[NodeInfo]) -> Sequence[str]:
+    """The names of `nodes`; for NodeRows a view, made a list only when read."""
+    return nodes.names() if isinstance(nodes, NodeRows) else list(map(_NAME, nodes))
+
+
+def _first_passing(mask: npt.NDArray[np.bool_], start: int,
+                   wanted: int) -> tuple[IntArray, int]:
+    """The first `wanted` passing rows in rotating order from `start`, and how many rows
+    that order went through to find them (all rows when fewer pass)."""
+    hits = np.flatnonzero(mask)
+    if start:
+        split = int(np.searchsorted(hits, start))
+        after = hits[split:]
+        hits = after if len(after) >= wanted else np.concatenate((after, hits[:split]))
+    rows = hits[:wanted]
+    count = len(mask)
+    if len(rows) < wanted:
+        return rows, count
+    return rows, (int(rows[-1]) - start) % count + 1
 
 
 def _reasons_for_rejected(framework: Framework, state: CycleState, pod: PodInfo,

@@ -69,6 +69,9 @@ class Snapshot:
     node_infos: list[NodeInfo] = field(default_factory=list)
     by_name: dict[str, NodeInfo] = field(default_factory=dict)
     index: dict[str, int] = field(default_factory=dict)
+    # Node names row for row; a new tuple with every new node order, never changed in
+    # place (recorded decisions keep it to name their rows).
+    names: tuple[str, ...] = ()
     columns: ResourceColumns = field(default_factory=lambda: ResourceColumns.empty(0))
     # Label columns, built lazily per key, for plugins that judge node labels in bulk.
     labels: LabelIndex = field(default_factory=lambda: LabelIndex(()))
@@ -105,6 +108,7 @@ class Snapshot:
         for info in self.node_infos:
             self._count_images(info, 1)
         self.index = {info.name: row for row, info in enumerate(self.node_infos)}
+        self.names = tuple(info.name for info in self.node_infos)
         self.columns = ResourceColumns.empty(len(self.node_infos))
         for row, info in enumerate(self.node_infos):
             self.columns.fill_row(row, info)

@@ -96,7 +96,8 @@ class Decision:
     evaluated_nodes: int = 0
     rejections: list[RejectionGroup] = field(default_factory=list)
     vector_rejected: int = 0
-    feasible: list[str] = field(default_factory=list)
+    # A list, or a RowNames view the vector path made (a list only when read).
+    feasible: Sequence[str] = field(default_factory=list)
     scores: list[PluginScores] = field(default_factory=list)
     totals: Scores = field(default_factory=list)
     ties: list[str] = field(default_factory=list)  # the top-scoring nodes chosen among
@@ -121,11 +122,14 @@ class Decision:
 
     def to_json(self) -> dict[str, Any]:
         scores, totals, groups = self.scores, self.totals, self.rejections
-        try:  # asdict would deep-copy the arrays: take them out, put them in as lists
-            self.scores, self.totals, self.rejections = [], [], []
+        feasible = self.feasible
+        try:  # asdict would deep-copy the arrays and views: take them out, put lists in
+            self.scores, self.totals, self.rejections, self.feasible = [], [], [], []
             found = asdict(self)
         finally:
             self.scores, self.totals, self.rejections = scores, totals, groups
+            self.feasible = feasible
+        found["feasible"] = list(feasible)
         del found["rejections"]
         found["rejected"] = {node: asdict(group.rejection)
                              for group in groups for node in group.nodes}

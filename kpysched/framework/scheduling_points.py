@@ -300,6 +300,15 @@ class SchedulingPoints(Instrumented):
         snapshot: Snapshot | None = None,
         rows: Sequence[int] | npt.NDArray[np.int64] | None = None,
     ) -> tuple[list[int], Status]:
+        totals, status = self.run_score_totals(state, pod, nodes, snapshot, rows)
+        return totals.tolist(), status
+
+    def run_score_totals(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+        snapshot: Snapshot | None = None,
+        rows: Sequence[int] | npt.NDArray[np.int64] | None = None,
+    ) -> tuple[npt.NDArray[np.int64], Status]:
+        """run_score with the totals as an array: the algorithm picks the best in numpy."""
         started = time.perf_counter()
         outcome = self._run_score(state, pod, nodes, snapshot, rows)
         self.observe("Score", outcome[1], started)
@@ -309,7 +318,7 @@ class SchedulingPoints(Instrumented):
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
         snapshot: Snapshot | None = None,
         rows: Sequence[int] | npt.NDArray[np.int64] | None = None,
-    ) -> tuple[list[int], Status]:
+    ) -> tuple[npt.NDArray[np.int64], Status]:
         """Weighted total score per node (same order as `nodes`). With `snapshot` and
         the snapshot `rows` of `nodes`, vector-capable plugins score all rows at once
         and stay in numpy through normalisation and weighting."""
@@ -321,16 +330,16 @@ class SchedulingPoints(Instrumented):
             try:
                 values = self._vector_scores(state, pod, plugin, snapshot, picked_rows)
             except Exception as error:
-                return totals.tolist(), _score_error(
+                return totals, _score_error(
                     plugin.NAME, plugin_raised(plugin.NAME, "Score", error))
             if values is None:
                 values, status = self._node_scores(state, pod, plugin, nodes)
                 if not status.ok:
-                    return totals.tolist(), status
+                    return totals, status
             invalid = np.flatnonzero((values < fw.MIN_NODE_SCORE) | (values > fw.MAX_NODE_SCORE))
             if invalid.size:
                 # Upstream's wording, "should in the range" included.
-                return totals.tolist(), Status.error(
+                return totals, Status.error(
                     "applying score defaultWeights on Score plugins: plugin "
                     f'"{plugin.NAME}" returns an invalid score {int(values[invalid[0]])}, it '
                     f"should in the range of [{fw.MIN_NODE_SCORE}, {fw.MAX_NODE_SCORE}] "
@@ -346,7 +355,7 @@ class SchedulingPoints(Instrumented):
                 self._raw_scores = None
         if state.decision is not None:
             state.decision.totals = totals  # an array (decisions.record); not changed again
-        return totals.tolist(), SUCCESS
+        return totals, SUCCESS
 
     def _node_scores(self, state: CycleState, pod: PodInfo, plugin: fw.ScorePlugin,
                      nodes: Sequence[NodeInfo]) -> tuple[npt.NDArray[np.int64], Status]:

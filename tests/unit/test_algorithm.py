@@ -7,10 +7,19 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from kpysched.algorithm import Algorithm, ScheduleResult, num_feasible_nodes_to_find
+from kpysched.algorithm import (
+    Algorithm,
+    ScheduleResult,
+    _first_passing,
+    num_feasible_nodes_to_find,
+)
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.node_rows import NodeRows
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
@@ -475,3 +484,35 @@ def test_a_rejected_node_with_a_nominated_pod_reports_the_two_pass_chain() -> No
         "small0": "NodeResourcesFit", "small1": "NodeResourcesFit",
         "small2": "NodePorts", "small3": "NodeResourcesFit"}
     assert outcome.unschedulable_plugins == {"NodePorts", "NodeResourcesFit"}
+
+
+# --- the vector path's rotating window -------------------------------------------------------
+@given(st.lists(st.booleans(), min_size=1, max_size=40), st.integers(0, 39), st.integers(1, 45))
+def test_first_passing_rows_follow_the_rotating_order(passes: list[bool], start: int,
+                                                      wanted: int) -> None:
+    # Reference: walk the rows from `start`, wrapping, as the per-node pass does.
+    count = len(passes)
+    start %= count
+    walk = [(start + step) % count for step in range(count)]
+    taken = [row for row in walk if passes[row]][:wanted]
+    examined = walk.index(taken[-1]) + 1 if len(taken) == wanted else count
+
+    rows, through = _first_passing(np.array(passes), start, wanted)
+
+    assert rows.tolist() == taken
+    assert through == examined
+
+
+def test_node_rows_reads_the_snapshot_rows_it_names() -> None:
+    infos = numbered(6)
+    names = tuple(info.name for info in infos)
+    view = NodeRows(infos, names, np.array([4, 1, 5], dtype=np.int64))
+
+    assert len(view) == 3
+    assert view[0] is infos[4] and view[-1] is infos[5]
+    assert list(view) == [infos[4], infos[1], infos[5]]
+    assert list(view[1:]) == [infos[1], infos[5]]
+    assert view.names_at(np.array([2, 0])) == ["n0005", "n0004"]
+    row_names = view.names()
+    assert len(row_names) == 3 and row_names[1] == "n0001"
+    assert row_names == ["n0004", "n0001", "n0005"] and list(row_names[:2]) == ["n0004", "n0001"]

@@ -8,11 +8,13 @@ import re
 import threading
 from collections import Counter
 
+import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kpysched.algorithm import Algorithm, ScheduleResult
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.node_rows import RowNames
 from kpysched.decisions.record import Decision
 from kpysched.decisions.store import DecisionStore
 from kpysched.explain.render import filter_counts
@@ -237,3 +239,18 @@ def test_rejection_groups_keep_first_appearance_order_shared_or_not(
     got = [((g.rejection.plugin, tuple(g.rejection.reasons), g.rejection.code), g.nodes)
            for g in decision.rejections]
     assert got == _reference_groups(diagnosis.node_to_status)
+
+
+def test_feasible_nodes_found_by_the_vector_path_are_recorded_by_name() -> None:
+    # In-tree vector Filters find the feasible rows; the record names them lazily.
+    framework = build({"preFilter": ["NodeResourcesFit"], "filter": ["NodeResourcesFit"],
+                       "preScore": ["NodeResourcesFit"], "score": ["NodeResourcesFit"]})
+    infos = nodes("n1", "n2", "n3") + nodes("tiny", cpu="50m")
+    outcome, decision = record(framework, infos)
+    assert isinstance(outcome, ScheduleResult)
+    assert isinstance(decision.feasible, RowNames)
+    assert sorted(decision.feasible) == ["n1", "n2", "n3"]
+    found = decision.to_json()
+    assert isinstance(found["feasible"], list) and sorted(found["feasible"]) == ["n1", "n2", "n3"]
+    assert msgspec.json.decode(msgspec.json.encode(found))["feasible"] == found["feasible"]
+    assert dict(zip(found["feasible"], found["totals"], strict=True)).keys() == {"n1", "n2", "n3"}
