@@ -51,7 +51,7 @@ CATEGORIES: tuple[Rule, ...] = (
                "_evaluate_nominated_node")),
     ("score (PreScore + Score + Normalize + select)",
      _function("kpysched/", "run_pre_score", "_run_pre_score", "run_score", "_run_score",
-               "_select_host")),
+               "run_score_totals", "_select_host")),
     ("assume + Reserve + Permit",
      _function("kpysched/", "_assume_and_bind", "run_reserve", "_run_reserve", "run_permit",
                "_run_permit")),
@@ -69,8 +69,8 @@ CATEGORIES: tuple[Rule, ...] = (
      or _function("asyncio/futures.py", "_copy_future_state", "_call_set_state",
                   "_set_state")(f)
      or _function("concurrent/futures/thread.py", "_worker")(f)),
-    ("API client: HTTP write + read outside a task (aiohttp, SSL)",
-     _file("aiohttp/", "ssl.py")),
+    ("API client: HTTP write + read outside a task (http11 / aiohttp, SSL)",
+     _file("kpysched/http11.py", "aiohttp/", "ssl.py")),
 )
 # With uvloop the loop itself is native code: its I/O, SSL and callback dispatch
 # show up as samples whose innermost Python frame is asyncio's Runner.run.

@@ -130,7 +130,8 @@ class Algorithm:
             return status
         chosen, top = self._select_host(feasible, totals)
         if decision is not None:
-            decision.ties = top
+            decision.ties = (feasible.names_of(top) if isinstance(feasible, NodeRows)
+                             else [feasible[position].name for position in top.tolist()])
         return ScheduleResult(chosen, processed, len(feasible))
 
     def _find_nodes_that_fit(
@@ -261,15 +262,13 @@ class Algorithm:
         return info if status.ok else None
 
     def _select_host(self, feasible: Sequence[NodeInfo],
-                     totals: IntArray) -> tuple[str, list[str]]:
-        """The chosen node and the top-scoring nodes it was chosen among (in feasible
-        order, so that a seeded choice does not depend on how the nodes were found)."""
-        top_positions = np.flatnonzero(totals == totals.max())
-        if isinstance(feasible, NodeRows):
-            top = feasible.names_at(top_positions)
-        else:
-            top = [feasible[position].name for position in top_positions.tolist()]
-        return (top[0] if len(top) == 1 else self._rng.choice(top)), top
+                     totals: IntArray) -> tuple[str, IntArray]:
+        """The chosen node, uniformly among the top-scoring ones, and where those are
+        in `feasible`. randrange(n) draws exactly as choice() does from n items, so a
+        seeded choice is the same as choice() over the top names in feasible order."""
+        top = np.flatnonzero(totals == totals.max())
+        pick = 0 if len(top) == 1 else self._rng.randrange(len(top))
+        return feasible[int(top[pick])].name, top
 
 
 def _names(nodes: Sequence[NodeInfo]) -> Sequence[str]:

@@ -1,4 +1,4 @@
-"""The raw-JSON request path: API writes (and a few raw reads) on a lean aiohttp session.
+"""The raw-JSON request path: API writes (and a few raw reads) on a lean HTTP client.
 
 kubernetes_asyncio builds the connection: `make_api_client` reads a kubeconfig or the
 pod's service account into its ApiClient, whose connector holds the TLS setup (CA,
@@ -7,10 +7,13 @@ and watch through that ApiClient. RawApi's requests skip its OpenAPI machinery (
 speed, and because some of its models reject valid replies, e.g. V1Binding) and its
 aiohttp session, whose trust_env looked up proxy variables and .netrc in a thread for
 every request (a profile put about half of kpysched's CPU per pod in that path).
-Instead each ApiClient gets one ClientSession of ours that never consults the
-environment (a kubeconfig's proxy-url still applies) and rides on the ApiClient's
-connector: writes reuse its pooled connections, and closing the ApiClient, as every
-owner of one already does, closes ours too. Bodies are encoded once with msgspec.
+Instead each ApiClient gets one pool of kept-alive HTTP/1.1 connections of ours
+(kpysched/http11.py, with the Configuration's TLS settings and connection limit) that
+never consults the environment. Closing the ApiClient, as every owner of one already
+does, ends the pool: the next request finds it closed, and idle connections close
+when the ApiClient is collected. A kubeconfig's proxy-url is spoken by aiohttp
+instead: a session of ours on the ApiClient's connector, without trust_env. Bodies
+are encoded once with msgspec.
 
 Every request asks the Configuration for its Authorization header, so a token the
 Configuration renews (the in-cluster loader's refresh hook re-reads a rotated service
@@ -23,15 +26,19 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 import time
 import weakref
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
 
 import aiohttp
 import msgspec
 from kubernetes_asyncio import client
 from kubernetes_asyncio import config as kube_config
+
+from kpysched import http11
 
 # ApiResponse.status when no HTTP answer arrived at all.
 TRANSPORT_ERROR = 0
@@ -121,27 +128,99 @@ class RawApi:
             data = body if isinstance(body, bytes) else msgspec.json.encode(body)
             headers["Content-Type"] = content_type
         try:
-            async with _session(self.api_client).request(
-                method, f"{configuration.host}{path}", params=query, data=data, headers=headers,
-                timeout=aiohttp.ClientTimeout(total=timeout),
-                proxy=configuration.proxy, proxy_headers=configuration.proxy_headers,
-                server_hostname=configuration.tls_server_name,
-            ) as response:
-                return ApiResponse(response.status, await response.read())
-        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            if configuration.proxy:
+                return await self._through_proxy(method, path, query, data, headers, timeout)
+            pool = _pool(self.api_client)
+            head = _request_head(method, path, query, headers, pool.host_header, data)
+            async with asyncio.timeout(timeout):
+                reply = await pool.request(head, data)
+            return ApiResponse(reply.status, reply.body)
+        except (aiohttp.ClientError, TimeoutError, OSError, http11.ProtocolError) as error:
             # The API server is unreachable (restarting, network): callers treat this
             # like any failed write (a bind is requeued), so hand back a status, not a raise.
             return ApiResponse(TRANSPORT_ERROR, f"{type(error).__name__}: {error}".encode())
 
+    async def _through_proxy(self, method: str, path: str, query: dict[str, str] | None,
+                             data: bytes | None, headers: dict[str, str],
+                             timeout: float | None) -> ApiResponse:
+        configuration = self.api_client.configuration
+        async with _session(self.api_client).request(
+            method, f"{configuration.host}{path}", params=query, data=data, headers=headers,
+            timeout=aiohttp.ClientTimeout(total=timeout),
+            proxy=configuration.proxy, proxy_headers=configuration.proxy_headers,
+            server_hostname=configuration.tls_server_name,
+        ) as response:
+            return ApiResponse(response.status, await response.read())
 
-# One session per ApiClient, shared by every RawApi on it and living as long as it: a
-# session dropped while its connector is still open would warn "Unclosed client session".
+
+# Characters a request path keeps as they are (an already escaped %XX included).
+_PATH_SAFE = "/:@!$&'()*+,;=%-._~"
+
+
+def _request_head(method: str, path: str, query: dict[str, str] | None,
+                  headers: dict[str, str], host: str, body: bytes | None) -> bytes:
+    """The request line and headers, ending in the empty line."""
+    target = quote(path, safe=_PATH_SAFE)
+    if query:
+        target += "?" + urlencode(query)
+    lines = [f"{method} {target} HTTP/1.1", f"Host: {host}"]
+    lines.extend(f"{name}: {value}" for name, value in headers.items())
+    if body is not None or method in ("POST", "PUT", "PATCH"):
+        lines.append(f"Content-Length: {len(body) if body is not None else 0}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+# One pool per ApiClient, shared by every RawApi on it.
+_POOLS: weakref.WeakKeyDictionary[client.ApiClient, http11.ConnectionPool] = (
+    weakref.WeakKeyDictionary())
+
+
+def _pool(api_client: client.ApiClient) -> http11.ConnectionPool:
+    """The ApiClient's connection pool, made on first use; closed once the ApiClient is
+    (its aiohttp session is the sign kubernetes_asyncio leaves)."""
+    pool = _POOLS.get(api_client)
+    if pool is None:
+        configuration = api_client.configuration
+        parts = urlsplit(str(configuration.host))
+        secure = parts.scheme == "https"
+        port = parts.port or (443 if secure else 80)
+        pool = http11.ConnectionPool(
+            parts.hostname or "localhost", port,
+            _tls_context(configuration) if secure else None,
+            configuration.tls_server_name, configuration.connection_pool_maxsize,
+            host_header=parts.netloc)
+        _POOLS[api_client] = pool
+        # Idle connections end with the ApiClient even if nobody asks again.
+        weakref.finalize(api_client, pool.close)
+    if api_client.rest_client.pool_manager.closed:
+        pool.close()
+    return pool
+
+
+def _tls_context(configuration: client.Configuration) -> ssl.SSLContext:
+    """TLS as kubernetes_asyncio's own connector sets it up from the Configuration: its
+    CA (else the system's), client certificate, verify switch and strictness."""
+    context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
+    if configuration.cert_file:
+        context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
+    if not configuration.verify_ssl:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    if configuration.disable_strict_ssl_verification:
+        context.verify_flags &= ~ssl.VERIFY_X509_STRICT
+    # HTTP/1.1 only: this client does not speak HTTP/2.
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
+# One proxy session per ApiClient, shared by every RawApi on it and living as long as it:
+# a session dropped while its connector is still open would warn "Unclosed client session".
 _SESSIONS: weakref.WeakKeyDictionary[client.ApiClient, aiohttp.ClientSession] = (
     weakref.WeakKeyDictionary())
 
 
 def _session(api_client: client.ApiClient) -> aiohttp.ClientSession:
-    """The ApiClient's lean session, made on first use (on the running loop)."""
+    """The ApiClient's session for a proxy, made on first use (on the running loop)."""
     session = _SESSIONS.get(api_client)
     if session is None:
         session = aiohttp.ClientSession(

@@ -55,10 +55,9 @@ class NodeRows(Sequence[NodeInfo]):
     def names(self) -> RowNames:
         return RowNames(self._names, self.rows)
 
-    def names_at(self, positions: npt.NDArray[np.int64]) -> list[str]:
+    def names_of(self, positions: npt.NDArray[np.int64]) -> RowNames:
         """The names at `positions` (indices into this view)."""
-        names = self._names
-        return [names[row] for row in self.rows[positions].tolist()]
+        return RowNames(self._names, self.rows[positions])
 
 
 class RowNames(Sequence[str]):

@@ -100,7 +100,7 @@ class Decision:
     feasible: Sequence[str] = field(default_factory=list)
     scores: list[PluginScores] = field(default_factory=list)
     totals: Scores = field(default_factory=list)
-    ties: list[str] = field(default_factory=list)  # the top-scoring nodes chosen among
+    ties: Sequence[str] = field(default_factory=list)  # the top-scoring nodes chosen among
     node: str | None = None
     outcome: str = ""
     message: str = ""  # the FailedScheduling text, or the error
@@ -122,14 +122,15 @@ class Decision:
 
     def to_json(self) -> dict[str, Any]:
         scores, totals, groups = self.scores, self.totals, self.rejections
-        feasible = self.feasible
+        feasible, ties = self.feasible, self.ties
         try:  # asdict would deep-copy the arrays and views: take them out, put lists in
-            self.scores, self.totals, self.rejections, self.feasible = [], [], [], []
+            self.scores, self.totals, self.rejections = [], [], []
+            self.feasible, self.ties = [], []
             found = asdict(self)
         finally:
             self.scores, self.totals, self.rejections = scores, totals, groups
-            self.feasible = feasible
-        found["feasible"] = list(feasible)
+            self.feasible, self.ties = feasible, ties
+        found["feasible"], found["ties"] = list(feasible), list(ties)
         del found["rejections"]
         found["rejected"] = {node: asdict(group.rejection)
                              for group in groups for node in group.nodes}

@@ -439,6 +439,16 @@ class VectorScorePlugin(ScorePlugin, Protocol):
                      snapshot: Snapshot) -> npt.NDArray[np.int64] | None: ...
 
 
+class RowsScorePlugin(VectorScorePlugin, Protocol):
+    """A vector Score plugin that can score just some rows: the cycle scores only the
+    feasible ones (a tenth of the nodes at 5000), so computing every row is waste."""
+
+    def score_rows(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                   rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
+        """score_vector(...)[rows], computed for those rows only."""
+        ...
+
+
 class VectorNormalizePlugin(Protocol):
     """NormalizeScore over a numpy vector (same result as normalize_score)."""
 

@@ -392,10 +392,13 @@ class SchedulingPoints(Instrumented):
             return None
         if fw.ScoreExtensions in mro and fw.VectorNormalizePlugin not in mro:
             return None  # it normalises, but only node by node
-        every_row = cast(fw.VectorScorePlugin, plugin).score_vector(state, pod, snapshot)
-        if every_row is None:
+        if fw.RowsScorePlugin in mro:
+            values = cast(fw.RowsScorePlugin, plugin).score_rows(state, pod, snapshot, rows)
+        else:
+            every_row = cast(fw.VectorScorePlugin, plugin).score_vector(state, pod, snapshot)
+            values = every_row[rows] if every_row is not None else None
+        if values is None:
             return None
-        values = every_row[rows]
         if state.decision is not None:
             self._raw_scores = values.copy()
         if fw.VectorNormalizePlugin in mro:

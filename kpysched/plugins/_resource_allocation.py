@@ -292,14 +292,16 @@ class ResourceAllocationScorer:
                 allocatable.append(capacity)
         return self.scorer(requested, allocated, allocatable)
 
-    def score_vector(self, snapshot: Snapshot, pod_requests: Sequence[int]) -> IntArray | None:
-        """Scores for all snapshot rows, in order; None when a resource has no column."""
+    def score_vector(self, snapshot: Snapshot, pod_requests: Sequence[int],
+                     rows: IntArray | None = None) -> IntArray | None:
+        """Scores for all snapshot rows, or for `rows` in that order; None when a
+        resource has no column."""
         if self.vector_scorer is None:
             return None
         if self.max_vector_resources is not None and len(self.names) > self.max_vector_resources:
             return None
         columns = snapshot.columns
-        size = len(snapshot.node_infos)
+        size = len(snapshot.node_infos) if rows is None else len(rows)
         zeros = np.zeros(size, dtype=np.int64)
         rows_allocatable: list[IntArray] = []
         rows_allocated: list[IntArray] = []
@@ -316,6 +318,8 @@ class ResourceAllocationScorer:
                 return None
             else:
                 capacity, used = zeros, zeros
+            if rows is not None and capacity is not zeros:
+                capacity, used = capacity[rows], used[rows]
             rows_allocatable.append(capacity)
             rows_allocated.append(np.where(capacity != 0, used, 0))
         allocatable = np.array(rows_allocatable, dtype=np.int64).reshape(len(self.names), size)

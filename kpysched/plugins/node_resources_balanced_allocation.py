@@ -25,7 +25,7 @@ from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cluster_events import ClusterEvent
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.interfaces import Handle, PreScorePlugin, VectorScorePlugin
+from kpysched.framework.interfaces import Handle, PreScorePlugin, RowsScorePlugin
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
@@ -72,7 +72,7 @@ class _PreScoreState:
     pod_requests: tuple[int, ...]
 
 
-class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScorePlugin):
+class NodeResourcesBalancedAllocation(PreScorePlugin, RowsScorePlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: NodeResourcesBalancedAllocationArgs) -> None:
@@ -105,6 +105,13 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, VectorScorePlugin):
         if not any(requests):
             return np.zeros(len(snapshot.node_infos), dtype=np.int64)
         return self._scorer.score_vector(snapshot, requests)
+
+    def score_rows(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                   rows: IntArray) -> IntArray | None:
+        requests = self._pod_requests(state, pod)
+        if not any(requests):
+            return np.zeros(len(rows), dtype=np.int64)
+        return self._scorer.score_vector(snapshot, requests, rows)
 
 
 def new(args: NodeResourcesBalancedAllocationArgs | None,

@@ -168,6 +168,11 @@ def test_tie_break_is_reproducible_with_a_seeded_rng() -> None:
     picks = [(result(schedule(first, framework, snapshot)).node_name,
               result(schedule(second, framework, snapshot)).node_name) for _ in range(10)]
     assert all(a == b for a, b in picks)
+    # The pick is the one choice() would make from the tied names in feasible order.
+    ties = ["n1", "n2", "n3", "n4"]
+    for seed in range(20):
+        picked = result(schedule(Algorithm(rng=random.Random(seed)), framework, snapshot))
+        assert picked.node_name == random.Random(seed).choice(ties)
 
 
 def test_single_feasible_node_skips_scoring() -> None:
@@ -512,7 +517,7 @@ def test_node_rows_reads_the_snapshot_rows_it_names() -> None:
     assert view[0] is infos[4] and view[-1] is infos[5]
     assert list(view) == [infos[4], infos[1], infos[5]]
     assert list(view[1:]) == [infos[1], infos[5]]
-    assert view.names_at(np.array([2, 0])) == ["n0005", "n0004"]
+    assert view.names_of(np.array([2, 0])) == ["n0005", "n0004"]
     row_names = view.names()
     assert len(row_names) == 3 and row_names[1] == "n0001"
     assert row_names == ["n0004", "n0001", "n0005"] and list(row_names[:2]) == ["n0004", "n0001"]

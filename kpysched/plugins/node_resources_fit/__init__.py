@@ -46,8 +46,8 @@ from kpysched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    RowsScorePlugin,
     VectorReasonsPlugin,
-    VectorScorePlugin,
 )
 from kpysched.framework.node_simulation import PodTotals, TotalsColumns
 from kpysched.framework.registry import PluginSpec
@@ -169,7 +169,7 @@ def _verdict(insufficient: list[InsufficientResource]) -> Status:
 
 class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilterPlugin,
                        PreScorePlugin,
-                       VectorScorePlugin):
+                       RowsScorePlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: NodeResourcesFitArgs,
@@ -311,6 +311,10 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
     def score_vector(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> IntArray | None:
         """Scores for every snapshot row; None when a scored resource has no column."""
         return self._scorer.score_vector(snapshot, self._pod_requests(state, pod))
+
+    def score_rows(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                   rows: IntArray) -> IntArray | None:
+        return self._scorer.score_vector(snapshot, self._pod_requests(state, pod), rows)
 
 
 def new(args: NodeResourcesFitArgs | None, handle: Handle) -> NodeResourcesFit:

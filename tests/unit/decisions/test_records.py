@@ -254,3 +254,5 @@ def test_feasible_nodes_found_by_the_vector_path_are_recorded_by_name() -> None:
     assert isinstance(found["feasible"], list) and sorted(found["feasible"]) == ["n1", "n2", "n3"]
     assert msgspec.json.decode(msgspec.json.encode(found))["feasible"] == found["feasible"]
     assert dict(zip(found["feasible"], found["totals"], strict=True)).keys() == {"n1", "n2", "n3"}
+    assert outcome.node_name in found["ties"] and set(found["ties"]) <= {"n1", "n2", "n3"}
+    assert isinstance(found["ties"], list) and list(decision.ties) == found["ties"]

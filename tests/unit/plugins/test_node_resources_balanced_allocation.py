@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pydantic
 import pytest
 
@@ -146,6 +147,10 @@ def test_vector_form_matches_per_node(seed: int) -> None:
         vector = scorer.score_vector(state, info, snapshot)
         assert vector is not None
         assert vector.tolist() == [scorer.score(state, info, n)[0] for n in snapshot.node_infos]
+        # Some rows, out of order (the feasible rows of a rotated window), score the same.
+        rows = np.arange(len(snapshot.node_infos), dtype=np.int64)[::-1][::2]
+        picked = scorer.score_rows(state, info, snapshot, rows)
+        assert picked is not None and picked.tolist() == vector[rows].tolist()
 
 
 def test_vector_form_declines_more_than_two_resources() -> None:

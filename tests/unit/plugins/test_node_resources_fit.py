@@ -507,6 +507,10 @@ def test_vector_forms_match_per_node(args: dict[str, object], pod: PodBuilder, s
     assert vector is not None
     assert vector.dtype == np.int64
     assert vector.tolist() == [scorer.score(state, info, n)[0] for n in snapshot.node_infos]
+    # Some rows, out of order (the feasible rows of a rotated window), score the same.
+    rows = np.arange(len(nodes), dtype=np.int64)[::-1][::2]
+    picked = scorer.score_rows(state, info, snapshot, rows)
+    assert picked is not None and picked.tolist() == vector[rows].tolist()
 
 
 @pytest.mark.parametrize("pod", VECTOR_PODS)
