@@ -8,6 +8,7 @@ node-list order for vectorised filters and scores.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -19,6 +20,9 @@ from kpysched.cache.node_info import NodeInfo
 from kpysched.objects.pod import PodInfo
 
 IntArray = npt.NDArray[np.int64]
+
+# Column versions, unique across every ResourceColumns (see ResourceColumns.version).
+_COLUMN_VERSIONS = itertools.count(1)
 
 
 @dataclass(slots=True)
@@ -39,6 +43,10 @@ class ResourceColumns:
     # taints and are schedulable, and only the rest need the per-node form.
     taint_count: IntArray
     unschedulable: npt.NDArray[np.bool_]
+    # A new number each time fill_row writes a row (the only writer of these columns):
+    # a figure computed from a row's columns stays good while its version is the same
+    # (plugins/_row_scores.py keeps scores so).
+    version: IntArray
 
     @classmethod
     def empty(cls, size: int) -> ResourceColumns:
@@ -46,7 +54,7 @@ class ResourceColumns:
             return np.zeros(size, dtype=np.int64)
 
         return cls(ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints(), ints(),
-                   ints(), ints(), np.zeros(size, dtype=np.bool_))
+                   ints(), ints(), np.zeros(size, dtype=np.bool_), ints())
 
     def fill_row(self, row: int, info: NodeInfo) -> None:
         self.allocatable_cpu[row] = info.allocatable.milli_cpu
@@ -62,6 +70,7 @@ class ResourceColumns:
         node = info.node
         self.taint_count[row] = len(node.spec.taints) if node is not None else 0
         self.unschedulable[row] = node.spec.unschedulable if node is not None else False
+        self.version[row] = next(_COLUMN_VERSIONS)
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +27,7 @@ from kpysched.framework.interfaces import MAX_NODE_SCORE
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource, is_scalar_resource
 from kpysched.plugins._helper import ShapePoint, broken_linear, go_div, round_ratio
+from kpysched.plugins._row_scores import RowScores
 
 IntArray = npt.NDArray[np.int64]
 Scorer = Callable[[Sequence[int], Sequence[int], Sequence[int]], int]
@@ -257,6 +258,9 @@ class ResourceAllocationScorer:
     vector_scorer: VectorScorer | None = None
     # The vectorised balance formula is exact only for up to two resources.
     max_vector_resources: int | None = None
+    # Row scores kept between cycles: a score here depends on the row's columns and
+    # the pod's requests alone.
+    kept: RowScores = field(default_factory=RowScores, compare=False, repr=False)
 
     def pod_requests(self, pod: PodInfo) -> tuple[int, ...]:
         source = pod.requests if self.use_requested else pod.non_zero_requests
@@ -300,12 +304,25 @@ class ResourceAllocationScorer:
             return None
         if self.max_vector_resources is not None and len(self.names) > self.max_vector_resources:
             return None
+        if any(is_scalar_resource(name) and want != 0
+               for name, want in zip(self.names, pod_requests, strict=True)):
+            return None  # no column for it
+        if rows is not None:
+            return self.kept.scores(tuple(pod_requests), snapshot.columns.version, rows,
+                                    lambda changed: self._columns_score(snapshot, pod_requests,
+                                                                        changed))
+        return self._columns_score(snapshot, pod_requests, None)
+
+    def _columns_score(self, snapshot: Snapshot, pod_requests: Sequence[int],
+                       rows: IntArray | None) -> IntArray:
+        """score_vector's arithmetic, over every row or over `rows`."""
+        assert self.vector_scorer is not None
         columns = snapshot.columns
         size = len(snapshot.node_infos) if rows is None else len(rows)
         zeros = np.zeros(size, dtype=np.int64)
         rows_allocatable: list[IntArray] = []
         rows_allocated: list[IntArray] = []
-        for index, name in enumerate(self.names):
+        for name in self.names:
             if name == CPU:
                 capacity = columns.allocatable_cpu
                 used = columns.requested_cpu if self.use_requested else columns.non_zero_cpu
@@ -314,8 +331,6 @@ class ResourceAllocationScorer:
                 used = columns.requested_memory if self.use_requested else columns.non_zero_memory
             elif name == EPHEMERAL_STORAGE:
                 capacity, used = columns.allocatable_ephemeral, columns.requested_ephemeral
-            elif is_scalar_resource(name) and pod_requests[index] != 0:
-                return None
             else:
                 capacity, used = zeros, zeros
             if rows is not None and capacity is not zeros:
