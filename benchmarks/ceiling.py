@@ -70,7 +70,7 @@ class Ceiling:
         self._raw = raw
         self._name = scheduler_name
         # A sibling client for events, as kpysched's app makes one (own rate limiter).
-        self._events = EventRecorder(raw.sibling())
+        self._events = EventRecorder(raw.sibling(lane="events"))  # as kpysched does
         self.rooms: dict[str, Room] = {}
         self._order: list[str] = []  # node names, for the round robin
         self._next = 0

@@ -89,16 +89,26 @@ class ApiResponse(msgspec.Struct):
 
 
 class RawApi:
-    def __init__(self, api_client: client.ApiClient, qps: float = 50.0, burst: int = 100) -> None:
+    def __init__(self, api_client: client.ApiClient, qps: float = 50.0, burst: int = 100,
+                 *, lane: str = "") -> None:
+        """`lane` names a connection pool of its own on the ApiClient ("" is the
+        shared one)."""
         self.api_client = api_client
         self.qps = qps
         self.burst = burst
+        self.lane = lane
         self._bucket = TokenBucket(qps, burst)
         self.requests_sent = 0
 
-    def sibling(self) -> RawApi:
-        """The same connection with a separate rate limiter of the same size."""
-        return RawApi(self.api_client, self.qps, self.burst)
+    def sibling(self, lane: str | None = None) -> RawApi:
+        """The same API server with a separate rate limiter of the same size, on the
+        same connections or, given a `lane`, on connections of its own. kube-scheduler's
+        event client shares one HTTP/2 connection with the rest, where no request waits
+        for another to finish; over HTTP/1.1 each request in flight holds a connection,
+        so the events get their own lane and a burst of Bindings holding every
+        connection cannot starve them (the queue filled and dropped events)."""
+        return RawApi(self.api_client, self.qps, self.burst,
+                      lane=self.lane if lane is None else lane)
 
     async def request(
         self,
@@ -130,7 +140,7 @@ class RawApi:
         try:
             if configuration.proxy:
                 return await self._through_proxy(method, path, query, data, headers, timeout)
-            pool = _pool(self.api_client)
+            pool = _pool(self.api_client, self.lane)
             head = _request_head(method, path, query, headers, pool.host_header, data)
             async with asyncio.timeout(timeout):
                 reply = await pool.request(head, data)
@@ -170,15 +180,16 @@ def _request_head(method: str, path: str, query: dict[str, str] | None,
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-# One pool per ApiClient, shared by every RawApi on it.
-_POOLS: weakref.WeakKeyDictionary[client.ApiClient, http11.ConnectionPool] = (
+# The pools of each ApiClient, by lane, shared by every RawApi on it and the lane.
+_POOLS: weakref.WeakKeyDictionary[client.ApiClient, dict[str, http11.ConnectionPool]] = (
     weakref.WeakKeyDictionary())
 
 
-def _pool(api_client: client.ApiClient) -> http11.ConnectionPool:
-    """The ApiClient's connection pool, made on first use; closed once the ApiClient is
-    (its aiohttp session is the sign kubernetes_asyncio leaves)."""
-    pool = _POOLS.get(api_client)
+def _pool(api_client: client.ApiClient, lane: str) -> http11.ConnectionPool:
+    """The ApiClient's connection pool for `lane`, made on first use; closed once the
+    ApiClient is (its aiohttp session is the sign kubernetes_asyncio leaves)."""
+    lanes = _POOLS.setdefault(api_client, {})
+    pool = lanes.get(lane)
     if pool is None:
         configuration = api_client.configuration
         parts = urlsplit(str(configuration.host))
@@ -189,7 +200,7 @@ def _pool(api_client: client.ApiClient) -> http11.ConnectionPool:
             _tls_context(configuration) if secure else None,
             configuration.tls_server_name, configuration.connection_pool_maxsize,
             host_header=parts.netloc)
-        _POOLS[api_client] = pool
+        lanes[lane] = pool
         # Idle connections end with the ApiClient even if nobody asks again.
         weakref.finalize(api_client, pool.close)
     if api_client.rest_client.pool_manager.closed:

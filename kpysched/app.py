@@ -112,7 +112,7 @@ def build_scheduler(
                           rng=random.Random(tie_break_seed))
     # Events get a rate limiter of their own, as kube-scheduler's separate event client
     # has: at the default QPS, events must not halve the binding rate.
-    recorder = EventRecorder(raw.sibling())
+    recorder = EventRecorder(raw.sibling(lane="events"))
     recorder.metrics = metrics
     status_writer = PodStatusWriter(raw)
     group_of = membership(generic_workload=features.generic_workload,

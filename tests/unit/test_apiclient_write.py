@@ -169,6 +169,22 @@ async def test_requests_and_siblings_reuse_one_kept_alive_connection(plain: ApiS
     assert len({seen.peer for seen in plain.seen}) == 1
 
 
+async def test_a_sibling_in_a_lane_of_its_own_holds_its_own_connection(
+        plain: ApiServer) -> None:
+    async with client.ApiClient(_configuration(plain.url)) as api_client:
+        raw = RawApi(api_client)
+        events = raw.sibling(lane="events")
+        await raw.request("POST", "/bind", {})
+        await events.request("POST", "/event", {})
+        await events.sibling().request("POST", "/event", {})  # keeps its lane
+        await raw.request("POST", "/bind", {})
+    peers = {seen.path: set() for seen in plain.seen}
+    for seen in plain.seen:
+        peers[seen.path].add(seen.peer)
+    assert len(peers["/bind"]) == len(peers["/event"]) == 1
+    assert peers["/bind"] != peers["/event"]
+
+
 async def test_closing_the_api_client_leaves_no_session_open(plain: ApiServer) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
