@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -64,6 +65,9 @@ class Attempt:
     state: CycleState
     started: float  # perf_counter at the start of the scheduling cycle
     recorded: bool = False  # its decision is in the scheduler's DecisionStore
+    # Once stored, the decision is the store's: the attempt (and a binding in flight)
+    # holds it weakly and updates it only while the store keeps it.
+    stored: weakref.ref[Decision] | None = None
 
 
 class Scheduler:
@@ -404,16 +408,25 @@ class Scheduler:
     def _record(self, attempt: Attempt, **fields: Any) -> None:
         """Store the attempt's decision on first call, update it on later ones (a
         binding that completes or fails after the scheduling cycle)."""
-        decision = attempt.state.decision
-        if decision is None or self.decisions is None:
+        if self.decisions is None:
             return
         if attempt.recorded:
-            self.decisions.update(decision, **fields)
+            kept = attempt.stored() if attempt.stored is not None else None
+            if kept is not None:
+                self.decisions.update(kept, **fields)
+            return
+        decision = attempt.state.decision
+        if decision is None:
             return
         for name, value in fields.items():
             setattr(decision, name, value)
         attempt.recorded = True
         self.decisions.add(decision)
+        # The store keeps the last N records; a binding waiting on a loaded API server
+        # must not keep an evicted one (its score arrays are ~60 KB at 5000 nodes:
+        # thousands of waiting bindings doubled peak RSS).
+        attempt.stored = weakref.ref(decision)
+        attempt.state.decision = None
 
 
 def _binding_task_name(uid: str) -> str:

@@ -79,7 +79,7 @@ class Preemption:
     criterion: str = ""
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, weakref_slot=True)
 class Decision:
     pod: str  # namespace/name
     uid: str

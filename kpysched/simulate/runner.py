@@ -72,7 +72,7 @@ class OfflineApi:
         self.requests: list[tuple[str, str]] = []
         self.changes: list[_Change] = []
 
-    def sibling(self) -> OfflineApi:
+    def sibling(self, lane: str | None = None) -> OfflineApi:
         return self
 
     async def request(self, method: str, path: str, body: Any = None,

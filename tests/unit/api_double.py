@@ -20,7 +20,7 @@ class RecordingApi:
     answers: dict[tuple[str, str], ApiResponse] = field(default_factory=dict)
     hold: dict[tuple[str, str], asyncio.Event] = field(default_factory=dict)
 
-    def sibling(self) -> RecordingApi:
+    def sibling(self, lane: str | None = None) -> RecordingApi:
         return self
 
     async def request(self, method: str, path: str, body: Any = None, **_: Any) -> ApiResponse:
