@@ -33,8 +33,9 @@ BOUND = "Bound"
 UNSCHEDULABLE = "Unschedulable"
 ERROR = "Error"
 
-# A score per feasible node: an int64 array when the framework recorded it.
-Scores = Sequence[int] | npt.NDArray[np.int64]
+# A score per feasible node: an int32 (or, past its range, int64) array when the
+# framework recorded it (compact below).
+Scores = Sequence[int] | npt.NDArray[np.int64] | npt.NDArray[np.int32]
 
 
 @dataclass(slots=True)
@@ -138,6 +139,18 @@ class Decision:
                             "normalized": _ints(s.normalized)} for s in scores]
         found["totals"] = _ints(totals)
         return found
+
+
+_INT32 = np.iinfo(np.int32)
+
+
+def compact(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | npt.NDArray[np.int32]:
+    """A copy of `values` to keep in a record: int32 when every value fits (scores
+    almost always do), which halves what 1000 kept records hold (~16 vectors of the
+    500 scored nodes each, at 5000 nodes)."""
+    if values.size and (int(values.min()) < _INT32.min or int(values.max()) > _INT32.max):
+        return values.copy()
+    return values.astype(np.int32)
 
 
 def _ints(values: Scores) -> list[int]:

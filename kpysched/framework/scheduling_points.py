@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import numpy.typing as npt
 
-from kpysched.decisions.record import PluginScores
+from kpysched.decisions.record import PluginScores, compact
 from kpysched.framework import interfaces as fw
 from kpysched.framework import node_simulation
 from kpysched.framework.cycle_state import CycleState
@@ -347,14 +347,14 @@ class SchedulingPoints(Instrumented):
             weight = self.weights.get(plugin.NAME, 1)
             totals += values * weight
             if state.decision is not None:
-                # Arrays, not lists (decisions.record): a copy of each, as a vector
+                # Compact arrays, not lists (decisions.record): copies, as a vector
                 # plugin may hand out a view of a buffer it reuses.
                 raw = self._raw_scores if self._raw_scores is not None else values
                 state.decision.scores.append(PluginScores(
-                    plugin.NAME, weight, raw, values.copy()))
+                    plugin.NAME, weight, compact(raw), compact(values)))
                 self._raw_scores = None
         if state.decision is not None:
-            state.decision.totals = totals  # an array (decisions.record); not changed again
+            state.decision.totals = compact(totals)
         return totals, SUCCESS
 
     def _node_scores(self, state: CycleState, pod: PodInfo, plugin: fw.ScorePlugin,

@@ -9,13 +9,14 @@ import threading
 from collections import Counter
 
 import msgspec
+import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kpysched.algorithm import Algorithm, ScheduleResult
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.node_rows import RowNames
-from kpysched.decisions.record import Decision
+from kpysched.decisions.record import Decision, compact
 from kpysched.decisions.store import DecisionStore
 from kpysched.explain.render import filter_counts
 from kpysched.framework.cycle_state import CycleState
@@ -256,3 +257,15 @@ def test_feasible_nodes_found_by_the_vector_path_are_recorded_by_name() -> None:
     assert dict(zip(found["feasible"], found["totals"], strict=True)).keys() == {"n1", "n2", "n3"}
     assert outcome.node_name in found["ties"] and set(found["ties"]) <= {"n1", "n2", "n3"}
     assert isinstance(found["ties"], list) and list(decision.ties) == found["ties"]
+
+
+def test_kept_score_vectors_are_int32_unless_a_value_needs_more() -> None:
+    small = np.array([-5, 0, 100, 2**31 - 1], dtype=np.int64)
+    kept = compact(small)
+    assert kept.dtype == np.int32 and kept.tolist() == small.tolist()
+    assert kept is not small
+    large = np.array([0, 2**31], dtype=np.int64)
+    assert compact(large).dtype == np.int64 and compact(large).tolist() == large.tolist()
+    negative = np.array([-(2**31) - 1], dtype=np.int64)
+    assert compact(negative).dtype == np.int64
+    assert compact(np.zeros(0, dtype=np.int64)).tolist() == []
