@@ -169,7 +169,12 @@ _PATH_SAFE = "/:@!$&'()*+,;=%-._~"
 
 def _request_head(method: str, path: str, query: dict[str, str] | None,
                   headers: dict[str, str], host: str, body: bytes | None) -> bytes:
-    """The request line and headers, ending in the empty line."""
+    """The request line and headers, ending in the empty line. A header value with a
+    line break (a token file ending in a newline, say) is refused, as Go's client
+    refuses it, rather than sent as two header lines."""
+    for name, value in headers.items():
+        if "\r" in value or "\n" in value:
+            raise http11.ProtocolError(f"the {name} header holds a line break")
     target = quote(path, safe=_PATH_SAFE)
     if query:
         target += "?" + urlencode(query)

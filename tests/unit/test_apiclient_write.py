@@ -274,3 +274,11 @@ async def test_the_token_bucket_holds_writes_beyond_the_burst(plain: ApiServer) 
         third.cancel()
     assert [seen.path for seen in plain.seen] == ["/1", "/2", "/free"]
     assert raw.requests_sent == 3
+
+
+async def test_a_token_with_a_line_break_is_refused_not_sent(plain: ApiServer) -> None:
+    async with client.ApiClient(_configuration(plain.url, "Bearer abc\n")) as api_client:
+        response = await RawApi(api_client).request("POST", "/api/v1/x", {})
+    assert response.status == TRANSPORT_ERROR
+    assert b"Authorization header holds a line break" in response.body
+    assert plain.seen == []
