@@ -8,6 +8,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from kpysched.apiclient import ApiResponse
 
 
@@ -34,7 +36,9 @@ class RecordingApi:
         return ApiResponse(201 if method == "POST" else 200, b"{}")
 
     def sent(self, method: str, suffix: str) -> list[Any]:
-        return [body for m, path, body in self.requests if m == method and path.endswith(suffix)]
+        """The bodies sent; bytes (RawApi sends them as they are) read as the JSON they are."""
+        return [msgspec.json.decode(body) if isinstance(body, bytes) else body
+                for m, path, body in self.requests if m == method and path.endswith(suffix)]
 
     def events(self, reason: str) -> list[str]:
         return [body["note"] for body in self.sent("POST", "/events")

@@ -259,13 +259,12 @@ def test_feasible_nodes_found_by_the_vector_path_are_recorded_by_name() -> None:
     assert isinstance(found["ties"], list) and list(decision.ties) == found["ties"]
 
 
-def test_kept_score_vectors_are_int32_unless_a_value_needs_more() -> None:
-    small = np.array([-5, 0, 100, 2**31 - 1], dtype=np.int64)
-    kept = compact(small)
-    assert kept.dtype == np.int32 and kept.tolist() == small.tolist()
-    assert kept is not small
-    large = np.array([0, 2**31], dtype=np.int64)
-    assert compact(large).dtype == np.int64 and compact(large).tolist() == large.tolist()
-    negative = np.array([-(2**31) - 1], dtype=np.int64)
-    assert compact(negative).dtype == np.int64
+def test_kept_score_vectors_take_the_narrowest_type_that_holds_them() -> None:
+    for values, kept_type in (([-5, 0, 100, 32767], np.int16), ([-32769, 0], np.int32),
+                              ([0, 2**31 - 1], np.int32), ([0, 2**31], np.int64),
+                              ([-(2**31) - 1], np.int64)):
+        original = np.array(values, dtype=np.int64)
+        kept = compact(original)
+        assert kept.dtype == kept_type, values
+        assert kept.tolist() == values and kept is not original
     assert compact(np.zeros(0, dtype=np.int64)).tolist() == []
