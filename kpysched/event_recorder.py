@@ -9,10 +9,10 @@ kube-scheduler's event broadcaster (client-go tools/events, v1.36) writes them.
   second occurrence PATCHes a series (count 2, lastObservedTime), later ones only
   count in memory. The count is written again every 30 minutes, and a final time
   when the series ends after 6 minutes of quiet, as upstream.
-- Writes wait in a bounded queue (1000 entries, as upstream's broadcaster) served by
-  a fixed set of workers (WRITERS), so a storm of failures never piles up tasks or
-  memory; when the queue is full the event is dropped and counted
-  (kpysched_events_dropped_total).
+- Writes wait in a bounded queue (1000 entries, as upstream's broadcaster), served by
+  writer tasks started as events queue up (at most WRITERS, leaving when the queue is
+  empty), so a storm of failures never piles up tasks or memory; when the queue is
+  full the event is dropped and counted (kpysched_events_dropped_total).
 - Transport errors and 5xx answers are retried (12 tries, about 10 s apart, as
   upstream); any other rejection abandons the event. A retry waits on a timer, not in
   a writer: upstream writes each event in a goroutine of its own, so one event waiting
@@ -56,7 +56,9 @@ RETRY_SLEEP_SECONDS = 10.0
 # from a loaded API server do not hold the rest back. With 16, SchedulingBasic at 5000
 # nodes bound ~950 pods/s while event writes took ~100 ms each, and 72-86 % of the
 # Scheduled events were dropped from a full queue; kube-scheduler wrote every one.
-# The events' own connection lane (app.py) bounds the requests in flight.
+# The events' own connection lane (app.py) bounds the requests in flight. Writers are
+# started as events queue up and leave when it is empty (a standby holds none: the
+# soak counts a jump of 128 idle tasks at fail-over as a leak).
 WRITERS = 128
 NOTE_LENGTH_LIMIT = 1024
 
@@ -125,6 +127,7 @@ class EventRecorder:
         self.dropped = 0
         self._retrying = 0  # writes waiting on their retry timer
         self._writing = 0  # writes a writer has taken off the queue and not finished
+        self._writers_running = 0  # writer tasks alive (busy or about to look)
 
     # --- what callers record ------------------------------------------------------
 
@@ -216,15 +219,21 @@ class EventRecorder:
             if self.dropped == 1 or self.dropped % 1000 == 0:
                 log.warning("event.dropped", reason=entry.reason,
                             dropped_total=self.dropped, queue_limit=self._max_queued)
+            return
+        # Like upstream's goroutine per event, a writer starts for a queued event when
+        # no idle one will take it, up to the limit; writers leave once the queue is
+        # empty, so a quiet or standby recorder holds no writer task.
+        idle = self._writers_running - self._writing
+        if idle < queue.qsize() and self._writers_running < self._writers:
+            self._writers_running += 1
+            self._spawn(asyncio.get_running_loop(), self._write_while_queued(), "event writer")
 
     def _start(self) -> asyncio.Queue[_Recorded]:
-        """Start the writers on first use (on the running loop)."""
+        """The queue, and the series upkeep, made on first use (on the running loop)."""
         if self._queue is None:
             self._queue = asyncio.Queue(self._max_queued)
-            loop = asyncio.get_running_loop()
-            for index in range(self._writers):
-                self._spawn(loop, self._write_forever(), f"event writer {index}")
-            self._spawn(loop, self._maintain_series(), "event series upkeep")
+            self._spawn(asyncio.get_running_loop(), self._maintain_series(),
+                        "event series upkeep")
         return self._queue
 
     def _spawn(self, loop: asyncio.AbstractEventLoop, coroutine: Any, name: str) -> None:
@@ -232,19 +241,22 @@ class EventRecorder:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _write_forever(self) -> None:
+    async def _write_while_queued(self) -> None:
         assert self._queue is not None
         queue = self._queue
-        while True:
-            entry = await queue.get()
-            self._writing += 1
-            try:
-                await self._try_write(entry)
-            except Exception:
-                log.exception("event.write_crashed", reason=entry.reason)
-            finally:
-                self._writing -= 1
-                queue.task_done()
+        try:
+            while not queue.empty():
+                entry = queue.get_nowait()
+                self._writing += 1
+                try:
+                    await self._try_write(entry)
+                except Exception:
+                    log.exception("event.write_crashed", reason=entry.reason)
+                finally:
+                    self._writing -= 1
+                    queue.task_done()
+        finally:
+            self._writers_running -= 1
 
     async def _try_write(self, entry: _Recorded) -> None:
         """One try; a retryable failure comes back through the queue after a pause."""

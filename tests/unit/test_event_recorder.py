@@ -240,3 +240,23 @@ async def test_repeats_before_the_first_write_create_it_with_the_series() -> Non
     created = recording.sent("POST", "/events")
     assert [body["series"]["count"] for body in created] == [7]
     assert recording.sent("PATCH", "") == []
+
+
+async def test_writers_start_as_events_queue_up_and_leave_when_it_is_empty() -> None:
+    recording = RecordingApi()
+    release = asyncio.Event()
+    recording.hold[("POST", "/events")] = release
+    events = EventRecorder(cast(RawApi, recording), instance="host", writers=3)
+    assert events._tasks == set()  # nothing recorded: no task at all
+    for name in ("a", "b", "c", "d", "e"):
+        events.failed_scheduling(pod(name), "kpysched", "no")
+    await asyncio.sleep(0.01)
+    writers = {task for task in events._tasks if task.get_name() == "event writer"}
+    assert len(writers) == 3 and events.in_flight == 5  # the limit holds
+    release.set()
+    await events.drain(timeout=5)
+    await asyncio.sleep(0)
+    assert len(recording.sent("POST", "/events")) == 5
+    # Only the series upkeep is left; the writers went with the queue.
+    assert [task.get_name() for task in events._tasks] == ["event series upkeep"]
+    await events.abort()
