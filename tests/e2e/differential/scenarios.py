@@ -130,6 +130,13 @@ CORE: list[Scenario] = [
              P(cpu="100m", memory="3Gi"),
              existing=(P("cpu-heavy", node="n0", cpu="2", memory="256Mi"),
                        P("memory-heavy", node="n1", cpu="100m", memory="4Gi"))),
+    # Fit and BalancedAllocation score only the feasible rows (kpysched's score_rows):
+    # the best-scoring node is tainted and one is too small, so the winner is picked
+    # among a subset of the rows, not all of them.
+    Scenario("scores-only-the-feasible-rows",
+             (N("n0", cpu="16", memory="64Gi", taints=(TAINT_GPU,)), N("n1", cpu="1"),
+              N("n2"), N("n3", cpu="8")),
+             P(cpu="1500m", memory="1Gi"), existing=_load("n2", 2), expect_node="n3"),
 ]
 
 AFFINITY: list[Scenario] = [
