@@ -508,6 +508,16 @@ def test_first_passing_rows_follow_the_rotating_order(passes: list[bool], start:
     assert through == examined
 
 
+@pytest.mark.parametrize("start", [0, 4000])
+def test_first_passing_rows_hold_only_themselves(start: int) -> None:
+    # A recorded decision keeps these rows: they must not pin the index array of every
+    # passing row (5000 here) behind a 100-row view.
+    rows, _ = _first_passing(np.ones(5000, dtype=bool), start, 100)
+
+    assert rows.base is None
+    assert rows.nbytes == 100 * rows.itemsize
+
+
 def test_node_rows_reads_the_snapshot_rows_it_names() -> None:
     infos = numbered(6)
     names = tuple(info.name for info in infos)
