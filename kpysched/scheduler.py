@@ -15,6 +15,7 @@ bug in the core fails that one pod (event, backoff), not the process.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 import weakref
 from collections.abc import Mapping
@@ -119,6 +120,12 @@ class Scheduler:
             queued = await self.queue.pop()
             if queued is None:
                 return
+            # Give the core to whatever thread is waiting for it (on a busy machine, the
+            # API server) now, between decisions, rather than have the kernel take it
+            # in the middle of one. On 2 saturated cores that preemption made most slow
+            # cycles (5 ms of wall time around 1.3 ms of CPU). Returns at once when no
+            # other thread is waiting.
+            os.sched_yield()
             self.busy_since = time.monotonic()
             try:
                 self.schedule_one(queued)

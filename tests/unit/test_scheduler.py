@@ -195,6 +195,26 @@ async def test_run_survives_a_raising_plugin(harness: Harness) -> None:
     assert harness.api.sent("POST", "/binding")[0]["metadata"]["name"] == "b"
 
 
+async def test_the_loop_yields_the_core_before_each_decision(
+        harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    steps: list[str] = []
+    monkeypatch.setattr("kpysched.scheduler.os.sched_yield", lambda: steps.append("yield"))
+    decide = harness.scheduler.schedule_one
+    monkeypatch.setattr(harness.scheduler, "schedule_one",
+                        lambda queued: (steps.append("decide"), decide(queued)))
+    loop = asyncio.create_task(harness.scheduler.run())
+    for name in ("a", "b", "c"):
+        harness.scheduler.queue.add(make_info(pod(name)))
+    for _ in range(200):
+        await asyncio.sleep(0.005)
+        if len(harness.api.sent("POST", "/binding")) == 3:
+            break
+    harness.scheduler.stop()
+    await loop
+
+    assert steps == ["yield", "decide"] * 3
+
+
 # --- rejections at Reserve, Permit and PreBind ------------------------------------------
 
 @pytest.mark.parametrize(("point", "message", "where"), [
