@@ -153,9 +153,10 @@ class Ceiling:
             while self._pending:
                 self._place(self._pending.popleft())
                 if len(self._pending) % 64 == 0:
-                    # As kpysched's loop does before each decision (its decisions cost
-                    # ~64 of these placements): hand the core to a waiting thread here,
-                    # not in the middle of the work.
+                    # As kpysched's loop does before each decision: hand the core to a
+                    # waiting thread here, where the ceiling pauses anyway, rather than
+                    # in the middle of a batch (its placements take microseconds, so
+                    # once per batch, not per pod).
                     os.sched_yield()
                     await asyncio.sleep(0)  # let informer events and binds in
 

@@ -4,7 +4,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from kpysched import lean_kubernetes
 
-# Before any module of ours imports kubernetes_asyncio: ~40 MiB of generated API and
+# Before any module of ours imports kubernetes_asyncio: ~35 MiB of generated API and
 # model modules the scheduler never uses stay unloaded (see lean_kubernetes).
 lean_kubernetes.install()
 
