@@ -209,6 +209,7 @@ async def run(
             max_unschedulable_seconds=settings.pod_max_in_unschedulable_pods_duration,
             decision_records=settings.decision_records,
             tie_break_seed=settings.tie_break_seed, features=features)
+        scheduler.slow_cycle_seconds = settings.slow_cycle_seconds
         # A namespace's labels decide namespaceSelector matches (InterPodAffinity).
         listers.namespaces = Index(
             lambda _, old, new: scheduler.queue.move_on_event(NAMESPACE_CHANGE, old, new))

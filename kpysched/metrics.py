@@ -267,6 +267,11 @@ class SchedulerMetrics:
             "pod_status (at most one coalesced patch per pod).", ["queue"], registry=r)
         for queue in ("events", "pod_status"):
             self._write_queue.labels(queue).set(0)
+        self._slow_cycles = Counter(
+            "kpysched_slow_cycles_total",
+            "Scheduling cycles that held the scheduling loop longer than the slow-cycle "
+            "threshold, by profile and by the plugin and extension point that took the "
+            "most of it.", ["profile", "plugin", "extension_point"], registry=r)
 
         # Series dashboards expect from the start, as upstream's queue and cache set them.
         for queue in PENDING_QUEUES:
@@ -441,6 +446,9 @@ class SchedulerMetrics:
 
     def relisted(self, resource: str) -> None:
         self._relists.labels(resource).inc()
+
+    def slow_cycle(self, profile: str, plugin: str, extension_point: str) -> None:
+        self._slow_cycles.labels(profile, plugin, extension_point).inc()
 
     def watch_stalled(self, resource: str) -> None:
         self._watch_stalls.labels(resource).inc()

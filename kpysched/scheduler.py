@@ -71,6 +71,11 @@ class Attempt:
     stored: weakref.ref[Decision] | None = None
 
 
+# Cycles longer than this are reported (scheduling_cycle.slow, kpysched_slow_cycles_total):
+# a hundred times a typical cycle, well below the 10 s renewDeadline.
+DEFAULT_SLOW_CYCLE_SECONDS = 1.0
+
+
 class Scheduler:
     def __init__(
         self,
@@ -108,6 +113,9 @@ class Scheduler:
         # While a Coscheduling group is tried, the preemptions its members ask for
         # (group_preemption.py); None otherwise, when they are carried out at once.
         self.deferred_preemptions: list[DeferredPreemption] | None = None
+        # A cycle holding the loop this long is logged and counted (kpysched's own
+        # report; kube-scheduler has none): one tenant's pod can cost every other pod.
+        self.slow_cycle_seconds = DEFAULT_SLOW_CYCLE_SECONDS
         self._stopping = False
 
     def responsible_for(self, scheduler_name: str) -> bool:
@@ -220,6 +228,7 @@ class Scheduler:
         attempt = self.new_attempt(framework, queued)
         try:
             self._schedule(attempt)
+            self._report_if_slow(attempt)
         except Exception as error:
             # A bug in the core (plugins cannot get here): fail this pod, keep the loop.
             log.exception("scheduling_cycle.crashed", pod=pod.key)
@@ -228,6 +237,18 @@ class Scheduler:
             self.reset_snapshot()
             self.fail(attempt, None, Status.error(
                 f"scheduling cycle failed: {type(error).__name__}: {error}"))
+
+    def _report_if_slow(self, attempt: Attempt) -> None:
+        seconds = time.perf_counter() - attempt.started
+        if seconds < self.slow_cycle_seconds:
+            return
+        plugin, point, plugin_seconds = attempt.state.slowest_plugin()
+        log.warning("scheduling_cycle.slow", pod=attempt.queued.pod_info.key,
+                    profile=attempt.framework.profile_name, seconds=round(seconds, 3),
+                    plugin=plugin or None, extension_point=point or None,
+                    plugin_seconds=round(plugin_seconds, 3))
+        if self.metrics is not None:
+            self.metrics.slow_cycle(attempt.framework.profile_name, plugin, point)
 
     def _binding_started(self, uid: str) -> bool:
         return any(task.get_name() == _binding_task_name(uid) for task in self._binding_tasks)

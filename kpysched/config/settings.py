@@ -69,6 +69,9 @@ class Settings(BaseSettings):
     feature_gates: dict[str, bool] = {}
     # /livez fails when pods wait but the scheduling loop decided nothing for this long.
     liveness_stall_seconds: float = Field(default=60.0, gt=0)
+    # A scheduling cycle longer than this is logged (scheduling_cycle.slow, with the
+    # plugin that took the most of it) and counted in kpysched_slow_cycles_total.
+    slow_cycle_seconds: float = Field(default=1.0, gt=0)
     # A watch silent this long (no event, no bookmark) is a dead connection: relist.
     # The API server sends bookmarks about every 60 s, so keep this above that.
     watch_progress_deadline_seconds: float = Field(default=90.0, gt=0)

@@ -12,8 +12,8 @@ if TYPE_CHECKING:
 class CycleState:
     """A plain keyed store; each plugin uses its own key (usually its NAME + suffix)."""
 
-    __slots__ = ("_data", "decision", "pod_group", "record_plugin_metrics",
-                 "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "decision", "filter_calls", "plugin_seconds", "pod_group",
+                 "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
 
     def __init__(self, record_plugin_metrics: bool = False) -> None:
         self._data: dict[str, Any] = {}
@@ -27,6 +27,24 @@ class CycleState:
         # In a pod-group scheduling cycle: the cycle's copy of the group's members, where
         # those tried so far are assumed (upstream's IsPodGroupSchedulingCycle).
         self.pod_group: PodGroupState | None = None
+        # Seconds each (plugin, extension point) took in this cycle, clones included:
+        # a slow cycle is reported with the plugin that took the most of it. Per-node
+        # Filter calls are timed one in FILTER_TIMING_STRIDE (scaled up) outside
+        # sampled cycles, as timing every call would cost more than many filters do.
+        self.plugin_seconds: dict[tuple[str, str], float] = {}
+        self.filter_calls = 0
+
+    def add_plugin_seconds(self, plugin: str, point: str, seconds: float) -> None:
+        key = (plugin, point)
+        self.plugin_seconds[key] = self.plugin_seconds.get(key, 0.0) + seconds
+
+    def slowest_plugin(self) -> tuple[str, str, float]:
+        """(plugin, extension point, seconds) that took the most of this cycle;
+        ("", "", 0.0) when nothing was timed."""
+        if not self.plugin_seconds:
+            return "", "", 0.0
+        (plugin, point), seconds = max(self.plugin_seconds.items(), key=lambda kv: kv[1])
+        return plugin, point, seconds
 
     def write(self, key: str, value: Any) -> None:
         self._data[key] = value
@@ -44,4 +62,6 @@ class CycleState:
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
         copy.pod_group = self.pod_group
+        # The same cycle's time: a clone's plugins (preemption's dry run) count too.
+        copy.plugin_seconds = self.plugin_seconds
         return copy

@@ -64,10 +64,14 @@ class Instrumented:
                                                   time.perf_counter() - started)
 
     def _plugin_timed(self, state: CycleState, plugin: str, point: str, status: Status,
-                      started: float) -> None:
+                      started: float, scale: int = 1) -> None:
+        """A plugin call that began at `started`: into the plugin metrics in sampled
+        cycles, and into the cycle's own account (`scale` times, for a call standing in
+        for that many untimed ones)."""
+        seconds = time.perf_counter() - started
+        state.add_plugin_seconds(plugin, point, seconds * scale)
         if self.metrics is not None and state.record_plugin_metrics:
-            self.metrics.plugin_duration(plugin, point, status.code.label,
-                                         time.perf_counter() - started)
+            self.metrics.plugin_duration(plugin, point, status.code.label, seconds)
 
     def evaluated(self, state: CycleState, point: str, plugins: Sequence[fw.Plugin],
                   count: int = 1) -> None:

@@ -43,6 +43,11 @@ def _normalize_error(plugin: str, status: Status) -> Status:
         f"{status.message()}", plugin)
 
 
+# Outside sampled cycles, one per-node Filter call in this many is timed plugin by
+# plugin (and counted this many times) for the slow-cycle report.
+FILTER_TIMING_STRIDE = 16
+
+
 class SchedulingPoints(Instrumented):
     # The raw scores of the plugin just scored, kept only while a decision is recorded.
     _raw_scores: npt.NDArray[np.int64] | None = None
@@ -113,8 +118,10 @@ class SchedulingPoints(Instrumented):
         for plugin in self.vector_filter_plugins:
             if plugin.NAME in state.skip_filter_plugins:
                 continue
+            started = time.perf_counter()
             try:
                 verdict = plugin.filter_vector(state, pod, snapshot)
+                state.add_plugin_seconds(plugin.NAME, "Filter", time.perf_counter() - started)
             except Exception as error:
                 status = plugin_raised(plugin.NAME, "Filter", error)
                 return Status.error(
@@ -130,14 +137,18 @@ class SchedulingPoints(Instrumented):
         """Filter plugins in order, stopping at the first rejection. `covered` names
         plugins whose vector verdict already passed this node."""
         skip = state.skip_filter_plugins
+        sampled = state.record_plugin_metrics
+        timed = sampled or state.filter_calls % FILTER_TIMING_STRIDE == 0
+        state.filter_calls += 1
         for plugin in self.filter_plugins:
             if (skip and plugin.NAME in skip) or (covered and plugin.NAME in covered):
                 continue
             try:
-                if state.record_plugin_metrics:
+                if timed:
                     started = time.perf_counter()
                     status = plugin.filter(state, pod, node)
-                    self._plugin_timed(state, plugin.NAME, "Filter", status, started)
+                    self._plugin_timed(state, plugin.NAME, "Filter", status, started,
+                                       1 if sampled else FILTER_TIMING_STRIDE)
                 else:
                     status = plugin.filter(state, pod, node)
             except Exception as error:
@@ -251,6 +262,7 @@ class SchedulingPoints(Instrumented):
         reasons: list[str] = []
         rejector = ""
         for plugin in self.post_filter_plugins:
+            started = time.perf_counter()
             try:
                 outcome, status = plugin.post_filter(state, pod, statuses)
             except Exception as error:
@@ -258,6 +270,7 @@ class SchedulingPoints(Instrumented):
                 status = plugin_raised(plugin.NAME, "PostFilter", error)
                 status.reasons = [f'running PostFilter plugin "{plugin.NAME}": '
                                   f"{status.message()}"]
+            state.add_plugin_seconds(plugin.NAME, "PostFilter", time.perf_counter() - started)
             if status.ok:
                 return outcome, status, []
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
@@ -327,6 +340,7 @@ class SchedulingPoints(Instrumented):
         for plugin in self.score_plugins:
             if plugin.NAME in state.skip_score_plugins:
                 continue
+            started = time.perf_counter()
             try:
                 values = self._vector_scores(state, pod, plugin, snapshot, picked_rows)
             except Exception as error:
@@ -336,6 +350,7 @@ class SchedulingPoints(Instrumented):
                 values, status = self._node_scores(state, pod, plugin, nodes)
                 if not status.ok:
                     return totals, status
+            state.add_plugin_seconds(plugin.NAME, "Score", time.perf_counter() - started)
             invalid = np.flatnonzero((values < fw.MIN_NODE_SCORE) | (values > fw.MAX_NODE_SCORE))
             if invalid.size:
                 # Upstream's wording, "should in the range" included.

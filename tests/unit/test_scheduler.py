@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass
 from typing import Any, cast
 
 import pytest
+from structlog.testing import capture_logs
 
 from kpysched.apiclient import ApiResponse, RawApi
 from kpysched.app import build_scheduler
 from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
 from kpysched.framework.status import Code, Status
+from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
 from kpysched.plugins import IN_TREE
 from kpysched.scheduler import Scheduler
@@ -365,3 +368,38 @@ async def test_a_failing_pre_flight_fails_the_binding_with_upstream_text(
     [note] = harness.api.events("FailedScheduling")
     assert note == 'running PreBindPreFlight "Raiser": no pod volume found for node'
 
+
+
+# --- a slow cycle is reported with the plugin that took it ------------------------------
+
+def _slow_normalize(scores: list[Any]) -> Status:
+    time.sleep(0.05)  # stands in for a plugin holding the loop
+    return Status()
+
+
+@pytest.mark.parametrize(("threshold", "reported"), [(0.04, True), (10.0, False)],
+                         ids=["over-the-threshold", "under-it"])
+async def test_a_slow_cycle_is_logged_and_counted_with_its_slowest_plugin(
+        threshold: float, reported: bool) -> None:
+    harness = make_harness()
+    metrics = SchedulerMetrics(process_metrics=False)
+    harness.scheduler.metrics = metrics
+    harness.scheduler.slow_cycle_seconds = threshold
+    harness.script.normalize = _slow_normalize
+    with capture_logs() as logs:
+        await harness.add_and_schedule(pod("slow"))
+    slow = [entry for entry in logs if entry["event"] == "scheduling_cycle.slow"]
+    counted = metrics.registry.get_sample_value(
+        "kpysched_slow_cycles_total",
+        {"profile": "kpysched", "plugin": RAISER, "extension_point": "Score"})
+    if reported:
+        assert len(slow) == 1
+        assert (slow[0]["pod"], slow[0]["plugin"], slow[0]["extension_point"]) == (
+            "default/slow", RAISER, "Score")
+        assert slow[0]["plugin_seconds"] >= 0.05 and slow[0]["seconds"] >= 0.05
+        assert counted == 1.0
+    else:
+        assert slow == [] and counted is None
+    # Slow or not, the pod is placed.
+    assert [body["metadata"]["name"] for body in harness.api.sent("POST", "/binding")] == [
+        "slow"]
