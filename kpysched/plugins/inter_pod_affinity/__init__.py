@@ -128,7 +128,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
         self._args = args
         self._handle = handle
         # Pods matching the incoming pods' terms, per node, across cycles.
-        self._row_counts = RowCountsCache()
+        self._row_counts = RowCountsCache(filtering.KEPT_ROW_COUNTS)
         # Existing pods' required anti-affinity terms by the rows holding them.
         self._existing_anti = ExistingTerms(filtering.required_anti_terms)
         # And their terms that can add to a score, for pods without preferred terms.
@@ -209,23 +209,37 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
         if terms.parse_error:
             return Status.error(f"failed to parse pod: {terms.parse_error}", plugin=NAME)
         lookup = self._handle.namespace_labels
+        own_labels = self._own_namespace_labels(pod)
         # Upstream scores over every node of the snapshot, not only the feasible ones.
-        holding = snapshot.have_pods_with_affinity
-        if has_preferred or not worth_keeping(len(holding), len(snapshot.node_infos)):
-            topology_score = scoring.topology_score(
-                pod, snapshot.node_infos if has_preferred else holding.values(),
-                all_pods=has_preferred,
-                preferred=incoming_weighted_terms(terms.preferred, lookup),
-                preferred_anti=incoming_weighted_terms(terms.preferred_anti, lookup),
-                namespace_labels=self._own_namespace_labels(pod),
-                hard_weight=self._args.hard_pod_affinity_weight)
+        preferred = incoming_weighted_terms(terms.preferred, lookup)
+        preferred_anti = incoming_weighted_terms(terms.preferred_anti, lookup)
+        if not has_preferred:
+            topology_score = self._existing_pods_score(pod, snapshot, own_labels)
+        elif scoring.columns_pay(preferred, preferred_anti):
+            topology_score = scoring.incoming_terms_score(snapshot, preferred, preferred_anti)
+            scoring.add_scores(topology_score,
+                               self._existing_pods_score(pod, snapshot, own_labels))
         else:
-            topology_score = scoring.existing_terms_score(
-                pod, snapshot, self._existing_scoring, self._own_namespace_labels(pod))
+            topology_score = scoring.topology_score(
+                pod, snapshot.node_infos, all_pods=True, preferred=preferred,
+                preferred_anti=preferred_anti, namespace_labels=own_labels,
+                hard_weight=self._args.hard_pod_affinity_weight)
         if not topology_score:
             return Status.skip()
         state.write(_PRE_SCORE_KEY, scoring.PreScoreState(topology_score))
         return SUCCESS
+
+    def _existing_pods_score(self, pod: PodInfo, snapshot: Snapshot,
+                             own_labels: Mapping[str, str]) -> scoring.TopologyScore:
+        """What the existing pods' own terms add: from the rows holding each distinct
+        term where many nodes hold such pods, else by walking those pods."""
+        holding = snapshot.have_pods_with_affinity
+        if worth_keeping(len(holding), len(snapshot.node_infos)):
+            return scoring.existing_terms_score(pod, snapshot, self._existing_scoring,
+                                                own_labels)
+        return scoring.topology_score(
+            pod, holding.values(), all_pods=False, preferred=(), preferred_anti=(),
+            namespace_labels=own_labels, hard_weight=self._args.hard_pod_affinity_weight)
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         computed: scoring.PreScoreState | None = state.get(_PRE_SCORE_KEY)

@@ -40,6 +40,7 @@ from kpysched.plugins.inter_pod_affinity.existing_terms import (
     sums_by_value,
     worth_keeping,
 )
+from kpysched.plugins.inter_pod_affinity.pod_columns import COLUMN_TERMS, PodColumns
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +207,49 @@ def _incoming_counts_rows(required: tuple[IncomingTerm, ...],
     return affinity, anti
 
 
+# RowCounts kept across cycles for the incoming pods' required terms (one per distinct
+# anti-affinity term, one per set of affinity terms).
+KEPT_ROW_COUNTS = 64
+
+
+def _columns_pay(required: tuple[IncomingTerm, ...],
+                 required_anti: tuple[IncomingTerm, ...]) -> bool:
+    """Whether to count over pod columns rather than pod by pod. Counts kept per node
+    across cycles beat both for the replicas of a workload (only changed nodes are
+    counted again), so columns are for what they cannot keep: a term reading namespace
+    labels (which walks every pod for every term), or more terms than are kept (each
+    term counted afresh every cycle; a tenant's pod may bring thousands). Columns
+    cost a read of every pod, so they pay from a few terms on (pod_columns.COLUMN_TERMS)."""
+    terms = len(required) + len(required_anti)
+    if terms < COLUMN_TERMS:
+        return False
+    return (len(required_anti) + bool(required) > KEPT_ROW_COUNTS
+            or any(map(_reads_namespace_labels, (*required, *required_anti))))
+
+
+def _incoming_counts_columns(required: tuple[IncomingTerm, ...],
+                             required_anti: tuple[IncomingTerm, ...],
+                             snapshot: Snapshot) -> tuple[TopologyCounts, TopologyCounts]:
+    """`_incoming_counts` over every snapshot row, each term judged over all pods at once
+    (pod_columns.py)."""
+    columns = PodColumns(snapshot.node_infos, (*required, *required_anti))
+    labels = snapshot.labels
+    affinity, anti = TopologyCounts(), TopologyCounts()
+    if required:
+        matching_all = columns.term_mask(required[0])
+        for term in required[1:]:
+            matching_all = matching_all & columns.term_mask(term)
+        for term in required:
+            key = term.topology_key
+            for value, count in columns.by_domain(labels.column(key), matching_all):
+                affinity.add(key, value, count)
+    for term in required_anti:
+        key = term.topology_key
+        for value, count in columns.by_domain(labels.column(key), columns.term_mask(term)):
+            anti.add(key, value, count)
+    return affinity, anti
+
+
 def _matching_one(term: IncomingTerm) -> Callable[[NodeInfo], int]:
     """How many of a node's pods the term selects."""
     return lambda node: sum(1 for other in node.pods.values() if term.matches(other.pod))
@@ -216,13 +260,16 @@ def compute_state(pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot,
                   row_counts: RowCountsCache | None = None,
                   existing: ExistingTerms[AffinityTerm] | None = None) -> PreFilterState:
     """PreFilter's counts; over the label columns when `nodes` are the snapshot's rows
-    and `row_counts` and `existing` are given, else node by node."""
+    (the incoming pod's terms over pod columns when that pays, else kept per node in
+    `row_counts` when given; `existing` when given), else node by node."""
     own_labels = namespace_labels(pod.namespace)
     own_labels = own_labels if own_labels is not None else {}
     required = incoming_terms(pod.pod_affinity.required, namespace_labels)
     required_anti = incoming_terms(pod.pod_affinity.required_anti, namespace_labels)
     counted = None
-    if row_counts is not None and nodes is snapshot.node_infos and (required or required_anti):
+    if nodes is snapshot.node_infos and _columns_pay(required, required_anti):
+        counted = _incoming_counts_columns(required, required_anti, snapshot)
+    elif row_counts is not None and nodes is snapshot.node_infos and (required or required_anti):
         counted = _incoming_counts_rows(required, required_anti, snapshot, row_counts)
     affinity, anti = counted or _incoming_counts(required, required_anti, nodes)
     holding = len(snapshot.have_pods_with_required_anti_affinity)

@@ -9,15 +9,19 @@ each pod contributes at its own node's label values:
   + w / - w for each preferred affinity / anti-affinity term of the pod that
        selects the incoming pod.
 Unless the incoming pod has preferred terms, only pods with affinity can add
-anything, so only they (on the nodes hosting them) are visited. Every node of the
-snapshot counts, not just the feasible ones. Score adds up the pairs of a node;
-NormalizeScore maps [min, max] onto [0, 100].
+anything, so only they (on the nodes hosting them) are visited. With many preferred
+terms, those are judged over every pod at once in numpy (pod_columns.py) instead of
+pod by pod. Every node of the snapshot counts, not just the feasible ones. Score adds
+up the pairs of a node; NormalizeScore maps [min, max] onto [0, 100].
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
@@ -27,6 +31,7 @@ from kpysched.objects.pod import PodInfo
 from kpysched.objects.pod_affinity import AffinityTerm, AffinityTerms, WeightedAffinityTerm
 from kpysched.plugins.inter_pod_affinity.common import IncomingTerm, NamespaceGate
 from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, sums_by_value
+from kpysched.plugins.inter_pod_affinity.pod_columns import COLUMN_TERMS, PodColumns
 
 TopologyScore = dict[str, dict[str, int]]
 
@@ -100,6 +105,52 @@ def topology_score(
             if terms.required or terms.preferred or terms.preferred_anti:
                 _add_existing_terms(scores, terms, labels, pod, namespace_labels, hard_weight)
     return scores
+
+
+def columns_pay(preferred: tuple[IncomingTerm, ...],
+                preferred_anti: tuple[IncomingTerm, ...]) -> bool:
+    """Whether to judge the incoming pod's preferred terms over pod columns. Nothing is
+    kept across cycles for them (unlike required terms), so columns pay from a couple
+    of terms on (pod_columns.COLUMN_TERMS); one term stays a walk over the pods."""
+    return len(preferred) + len(preferred_anti) >= COLUMN_TERMS
+
+
+def incoming_terms_score(snapshot: Snapshot, preferred: tuple[IncomingTerm, ...],
+                         preferred_anti: tuple[IncomingTerm, ...]) -> TopologyScore:
+    """What `_add_incoming_terms` adds over every pod of the snapshot, from pod columns:
+    equal terms merged (weights summed), each judged over all pods at once, the weights
+    summed per pod under each topology key and then per domain. A pair any matching pod
+    sits under is kept even when its weights cancel to 0, as the walk keeps it."""
+    merged: dict[AffinityTerm, tuple[IncomingTerm, int]] = {}
+    for sign, terms in ((1, preferred), (-1, preferred_anti)):
+        for term in terms:
+            first, weight = merged.get(term.term, (term, 0))
+            merged[term.term] = (first, weight + sign * term.weight)
+    columns = PodColumns(snapshot.node_infos, (first for first, _ in merged.values()))
+    weights: dict[str, npt.NDArray[np.int64]] = {}
+    matched: dict[str, npt.NDArray[np.bool_]] = {}
+    for term, weight in merged.values():
+        mask = columns.term_mask(term)
+        key = term.topology_key
+        if key in weights:
+            weights[key] += mask * weight
+            matched[key] |= mask
+        else:
+            weights[key] = mask * np.int64(weight)
+            matched[key] = mask.copy()
+    scores: TopologyScore = {}
+    for key, per_pod in weights.items():
+        for value, total in columns.by_domain(snapshot.labels.column(key), matched[key],
+                                              per_pod):
+            _add(scores, key, value, total)
+    return scores
+
+
+def add_scores(scores: TopologyScore, more: TopologyScore) -> None:
+    """Add `more`'s pairs into `scores` (pairs summing to 0 kept)."""
+    for key, values in more.items():
+        for value, weight in values.items():
+            _add(scores, key, value, weight)
 
 
 def scoring_terms(hard_weight: int) -> Callable[[NodeInfo], Iterator[tuple[AffinityTerm, int]]]:
