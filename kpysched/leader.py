@@ -28,6 +28,13 @@ Lease held by another identity (still valid) steps down at once rather than retr
 until renewDeadline, which shortens the time two schedulers could both bind; and
 release() only clears the Lease if a fresh read still names us (client-go checks its
 cached view, so it could overwrite a newer holder).
+
+The campaign and the renewals run on a thread of their own (kpysched.loop_thread), with
+an ApiClient of their own, so their own connection: kube-scheduler renews on its own
+goroutine, and here a scheduling cycle holds the main loop for as long as it runs. On
+the main loop, a cycle of 20 s (one tenant's pod with thousands of affinity terms)
+would miss a 10 s renewDeadline and hand the Lease to a standby that meets the same
+pod. The leading work itself (the scheduling loop) stays on the caller's loop.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ import structlog
 from kubernetes_asyncio import client
 
 from kpysched.apiclient import ApiResponse, RawApi
+from kpysched.loop_thread import LoopThread
 from kpysched.metrics import SchedulerMetrics
 
 log = structlog.get_logger(__name__)
@@ -122,9 +130,10 @@ class _LeaseLock:
     """client-go's resourcelock.LeaseLock: remembers the last Lease object it read or
     wrote, whose resourceVersion makes every update conditional."""
 
-    def __init__(self, raw: RawApi, namespace: str, name: str, timeout: float,
+    def __init__(self, namespace: str, name: str, timeout: float,
                  annotations: Mapping[str, str]) -> None:
-        self._raw = raw
+        # Set by the lease thread: the RawApi must live on the loop that uses it.
+        self.raw: RawApi | None = None
         self.annotations = dict(annotations)
         self._namespace = namespace
         self._name = name
@@ -133,7 +142,8 @@ class _LeaseLock:
         self._lease: dict[str, Any] | None = None
 
     async def _request(self, method: str, path: str, body: Any = None) -> ApiResponse:
-        return await self._raw.request(method, path, body, timeout=self._timeout,
+        assert self.raw is not None, "the lease thread sets the lock's RawApi first"
+        return await self.raw.request(method, path, body, timeout=self._timeout,
                                        throttle=False)
 
     def _keep(self, response: ApiResponse) -> None:
@@ -240,9 +250,15 @@ class LeaderElector:
         # NewFromKubeconfig: one hung request must not use up the whole renewDeadline.
         # `annotations` (e.g. where this replica serves) are written on the Lease with
         # every acquire and renewal, so whoever reads the holder also finds them.
-        self._lock = _LeaseLock(RawApi(api_client, qps=0), namespace, name,
-                                timeout=max(1.0, renew_deadline / 2),
+        self._lock = _LeaseLock(namespace, name, timeout=max(1.0, renew_deadline / 2),
                                 annotations=annotations or {})
+        # The lease thread's own ApiClient shares this Configuration (its credentials,
+        # renewed in place) but not its connections.
+        self._configuration = api_client.configuration
+        self._user_agent = api_client.user_agent
+        self._thread = LoopThread(f"kpysched-lease {self.description}")
+        self._lease_client: client.ApiClient | None = None
+        self._main_loop: asyncio.AbstractEventLoop | None = None
         self._observed: LeaseRecord | None = None
         self._observed_time = 0.0
         self._reported_leader = ""
@@ -251,8 +267,12 @@ class LeaderElector:
         self._running = False
         # Set when renewal failed: the lease is (or may be) someone else's now.
         self.lost = False
+        # On the caller's loop: release() asks run() to end.
         self._stop = asyncio.Event()
         self._finished = asyncio.Event()
+        # On the lease thread's loop (made there): ends the campaign or the renewals.
+        self._halt: asyncio.Event | None = None
+        self._halt_requested = False
         if metrics is not None:
             metrics.set_leader(self._metric_name, False)
 
@@ -287,11 +307,30 @@ class LeaderElector:
             raise RuntimeError("a LeaderElector runs once; build a new one")
         self._started = True
         self._running = True
+        self._main_loop = asyncio.get_running_loop()
+        acquired = self._main_loop.create_future()
+        election = asyncio.ensure_future(self._thread.run(self._elect(acquired)))
+        stopping = asyncio.ensure_future(self._stop.wait())
+        led = False
         try:
-            if await self._acquire():
-                await self._lead()
+            await asyncio.wait({acquired, election, stopping},
+                               return_when=asyncio.FIRST_COMPLETED)
+            if acquired.done():
+                led = True
+                await self._lead(election, stopping)
+            elif election.done():
+                election.result()  # the campaign failed: raise what it raised
         finally:
+            stopping.cancel()
+            if not led:
+                await self._halt_election(election)
+                # Acquired in the same moment we were stopped: never led, still hand
+                # the lease back.
+                if self._holds_observed() and (self._release_on_cancel
+                                               or self._stop.is_set()):
+                    await self._thread.run(self._release())
             self._set_leading(False)
+            await self._close_thread()
             self._running = False
             self._finished.set()
             if self._on_stopped_leading is not None:
@@ -304,54 +343,114 @@ class LeaderElector:
         if self._running:
             await self._finished.wait()
         elif self._holds_observed():
-            await self._release()
+            try:
+                await self._thread.run(self._release())
+            finally:
+                await self._close_thread()
 
-    # --- campaign and lead ---------------------------------------------------------
+    # --- on the caller's loop --------------------------------------------------------
+
+    async def _lead(self, election: asyncio.Future[str | None],
+                    stopping: asyncio.Future[Any]) -> None:
+        self._set_leading(True)
+        leading = asyncio.create_task(self._on_started_leading(),
+                                      name=f"leading {self.description}")
+        try:
+            watched: set[asyncio.Future[Any]] = {leading, election, stopping}
+            await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            # Renewal ended on its own: the lease is lost, and the leading task must stop
+            # writing at once rather than wind down (it reads `lost` while cancelled).
+            self.lost = election.done()
+            # Stop renewing, then the work: it finishes while the lease is ours.
+            await self._halt_election(election)
+            leading.cancel()
+            await asyncio.wait({leading})
+            self._set_leading(False)
+            if self._release_on_cancel or self._stop.is_set():
+                await self._thread.run(self._release())
+        if not leading.cancelled() and (error := leading.exception()) is not None:
+            raise error
+        if self.lost:
+            reason = election.result()  # raises what renewal raised
+            log.error("leader.lost", lease=self.description, identity=self.identity,
+                      reason=reason)
+            raise LeaseLostError(f"lost the lease {self.description}: {reason}")
+        log.info("leader.stopped", lease=self.description, identity=self.identity,
+                 requested=self._stop.is_set())
+
+    async def _halt_election(self, election: asyncio.Future[str | None]) -> None:
+        """End the campaign or the renewals on the lease thread and wait until they have
+        (so no renewal is in flight when the lease is released)."""
+        if election.done():
+            return
+        self._halt_requested = True
+        self._thread.call_soon(self._set_halt)
+        await asyncio.wait({election})
+
+    async def _close_thread(self) -> None:
+        if self._lease_client is not None:
+            await self._thread.run(self._close_lease_client())
+        await self._thread.close()
+
+    def _to_main(self, callback: Callable[..., Any], *args: Any) -> None:
+        """Run a callback of the caller's on the caller's loop."""
+        if self._main_loop is not None and not self._main_loop.is_closed():
+            self._main_loop.call_soon_threadsafe(callback, *args)
+
+    # --- on the lease thread ---------------------------------------------------------
+
+    def _set_halt(self) -> None:
+        if self._halt is not None:
+            self._halt.set()
+
+    def _connect(self) -> None:
+        """The lock's RawApi on an ApiClient of this thread's own (made on its loop)."""
+        if self._lease_client is None:
+            self._lease_client = client.ApiClient(self._configuration)
+            if self._user_agent:
+                self._lease_client.user_agent = self._user_agent
+            self._lock.raw = RawApi(self._lease_client, qps=0)
+
+    async def _close_lease_client(self) -> None:
+        if self._lease_client is not None:
+            await self._lease_client.close()
+            self._lease_client = None
+            self._lock.raw = None
+
+    async def _elect(self, acquired: asyncio.Future[bool]) -> str | None:
+        """Campaign, tell the caller once the lease is ours, then renew. Returns why
+        renewal failed, or None when halted first."""
+        self._halt = asyncio.Event()
+        if self._halt_requested:
+            return None
+        self._connect()
+        if not await self._acquire():
+            return None
+        self._to_main(_settle, acquired)
+        renewing = asyncio.create_task(self._renew(), name=f"renew {self.description}")
+        halted = asyncio.create_task(self._halt.wait())
+        try:
+            await asyncio.wait({renewing, halted}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            renewing.cancel()
+            halted.cancel()
+            await asyncio.wait({renewing, halted})
+        return None if renewing.cancelled() else renewing.result()
 
     async def _acquire(self) -> bool:
-        """Try until we hold the lease (True) or release() asks us to stop (False)."""
+        """Try until we hold the lease (True) or we are halted (False)."""
         log.info("leader.acquiring", lease=self.description, identity=self.identity)
-        while not self._stop.is_set():
+        while not self._halted():
             acquired = await self._try_acquire_or_renew()
             self._report_transition()
             if acquired:
                 return True
             # wait.JitterUntil: period + rand * JitterFactor * period.
             pause = self._retry_period * (1 + random.random() * JITTER_FACTOR)
-            if await self._stopped_within(pause):
+            if await self._halted_within(pause):
                 break
         return False
-
-    async def _lead(self) -> None:
-        self._set_leading(True)
-        leading = asyncio.create_task(self._on_started_leading(),
-                                      name=f"leading {self.description}")
-        renewing = asyncio.create_task(self._renew(), name=f"renew {self.description}")
-        stopping = asyncio.create_task(self._stop.wait())
-        try:
-            await asyncio.wait({leading, renewing, stopping},
-                               return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            # Renewal ended on its own: the lease is lost, and the leading task must stop
-            # writing at once rather than wind down (it reads `lost` while cancelled).
-            self.lost = renewing.done() and not renewing.cancelled()
-            # Stop the work first, renewing no more: it finishes while the lease is ours.
-            for task in (renewing, stopping, leading):
-                task.cancel()
-            await asyncio.wait({leading, renewing, stopping})
-            self._set_leading(False)
-            if self._release_on_cancel or self._stop.is_set():
-                await self._release()
-        for task in (leading, renewing):
-            if not task.cancelled() and (error := task.exception()) is not None:
-                raise error
-        if not renewing.cancelled():
-            reason = renewing.result()
-            log.error("leader.lost", lease=self.description, identity=self.identity,
-                      reason=reason)
-            raise LeaseLostError(f"lost the lease {self.description}: {reason}")
-        log.info("leader.stopped", lease=self.description, identity=self.identity,
-                 requested=self._stop.is_set())
 
     async def _renew(self) -> str:
         """Renew every retryPeriod until that fails; return why it did."""
@@ -426,6 +525,7 @@ class LeaderElector:
 
     async def _release(self) -> None:
         """Clear the holder and shorten the lease to 1s so a standby need not wait."""
+        self._connect()
         try:
             async with asyncio.timeout(self._renew_deadline):
                 current = await self._lock.get()
@@ -469,7 +569,7 @@ class LeaderElector:
         self._reported_leader = holder
         log.info("leader.observed", lease=self.description, holder=holder or None)
         if self._on_new_leader is not None:
-            self._on_new_leader(holder)
+            self._to_main(self._on_new_leader, holder)
 
     def _set_leading(self, leading: bool) -> None:
         if leading == self._leading:
@@ -480,10 +580,19 @@ class LeaderElector:
         if leading:
             log.info("leader.acquired", lease=self.description, identity=self.identity)
 
-    async def _stopped_within(self, seconds: float) -> bool:
+    def _halted(self) -> bool:
+        return self._halt is not None and self._halt.is_set()
+
+    async def _halted_within(self, seconds: float) -> bool:
+        assert self._halt is not None
         try:
             async with asyncio.timeout(seconds):
-                await self._stop.wait()
+                await self._halt.wait()
         except TimeoutError:
             return False
         return True
+
+
+def _settle(future: asyncio.Future[bool]) -> None:
+    if not future.done():
+        future.set_result(True)

@@ -272,3 +272,25 @@ async def test_durations_are_checked_as_client_go_does(
         with pytest.raises(ValueError, match=message):
             LeaderElector(api, namespace="ns", name=LEASE, on_started_leading=lead,
                           lease_duration=lease, renew_deadline=renew, retry_period=retry)
+
+
+async def test_a_leader_keeps_renewing_while_its_loop_is_held(
+        api: client.ApiClient, namespace: str, candidates: Callable[..., Candidate]) -> None:
+    """Renewal runs on a thread of its own: a scheduling cycle that holds the caller's
+    loop for twice the lease (synchronous work, as Filter and Score are) costs nothing,
+    and a standby campaigning meanwhile does not take over."""
+    a = candidates("a").start()
+    await wait_for(a.started, "a to lead")
+    b = candidates("b").start()
+    before = (await read_lease(api, namespace)).spec.renew_time
+    held = 2 * FAST["lease_duration"]
+    time.sleep(held)  # the loop is held: no task on it runs, b's campaign neither
+    lease = await read_lease(api, namespace)
+    assert lease.spec.holder_identity == a.elector.identity
+    assert lease.spec.renew_time > before  # renewed while the loop was held
+    assert a.elector.is_leader and a.elector.check() is None
+    assert a.task is not None and not a.task.done()
+    # b's campaign now runs (its thread kept trying too) and still finds a valid leader.
+    await asyncio.sleep(3 * FAST["retry_period"])
+    assert not b.started.is_set() and a.elector.is_leader
+    assert (await read_lease(api, namespace)).spec.holder_identity == a.elector.identity
