@@ -13,7 +13,9 @@ allocator of k8s.io/dynamic-resource-allocation/structured).
 - allocator.py with search.py, pools.py, request_data.py, constraints.py,
   capacity.py and results.py: choosing devices for claims on one node (upstream's
   structured allocator);
-- cel.py: device selectors in CEL.
+- cel.py: device selectors in CEL, with cel_library.py (quantity, semver, the
+  environment); cel_ast.py, cel_cost.py, cel_bound.py, cel_rewrite.py and cel_meter.py
+  hold them to cel-go's actual-cost limit and the Filter deadline (docs/dra-cel.md).
 """
 
 from kpysched.plugins.dynamic_resources.plugin import NAME, SPEC

@@ -48,7 +48,7 @@ from kpysched.plugins.dynamic_resources.capacity import (
     DeviceID,
     parse_amount,
 )
-from kpysched.plugins.dynamic_resources.cel import SelectorError
+from kpysched.plugins.dynamic_resources.cel import SelectorError, SelectorTimeoutError
 from kpysched.plugins.dynamic_resources.pools import (
     NodeSelectionError,
     Pool,
@@ -196,14 +196,17 @@ class Allocator:
         return compiled
 
     def selector_matches(self, expression: str, compiled: CompiledSelector, driver: str,
-                         device: Device) -> bool:
-        """compiled.matches(driver, device), remembered in the catalog across cycles
-        (a device's driver is its slice's); raises SelectorError as it does."""
+                         device: Device, deadline: float | None = None) -> bool:
+        """compiled.matches(driver, device, deadline), remembered in the catalog across
+        cycles (a device's driver is its slice's); raises SelectorError as it does. An
+        evaluation the deadline interrupted (SelectorTimeoutError) is not remembered."""
         key = (expression, id(device))
         result = self.catalog.selector_results.get(key)
         if result is None:
             try:
-                result = compiled.matches(driver, device)
+                result = compiled.matches(driver, device, deadline)
+            except SelectorTimeoutError:
+                raise
             except SelectorError as error:
                 result = str(error)
             self.catalog.remember_selector_result(key, result)

@@ -8,39 +8,81 @@ extension and optional types are declared; what upstream's environment has beyon
 is listed in docs/dra-cel.md. This module turns devices into the `device` variable,
 compiles and caches selectors, bounds their cost and words errors as cel-go does.
 
-The runtime cost limit: cel-expr-python tracks no cost, so each program's cost is bounded
-when it is compiled, from its checked AST, counting what cel-go's tracker counts for calls,
-selections and comprehension iterations (an under-estimate: string sizes are not counted).
-A program over resourceapi.CELSelectorExpressionMaxCost fails every match with cel-go's
-"operation cancelled: actual cost limit exceeded". User CEL never reaches Python's eval.
+The runtime cost limit (cel_cost.py, cel_bound.py, cel_rewrite.py, cel_meter.py):
+cel-expr-python tracks no cost, so a selector whose worst case (cel_bound.Bound) fits well
+within the limit and cel-cpp's iteration budget runs as compiled;
+any other runs as a metered copy that charges cel-go's actual cost while it evaluates and
+stops at resourceapi.CELSelectorExpressionMaxCost with cel-go's "operation cancelled:
+actual cost limit exceeded", or at the Filter deadline with "operation interrupted:
+context deadline exceeded". User CEL never reaches Python's eval.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from cel_expr_python import cel
 
 from kpysched.objects.quantity import QuantityError, parse_quantity
 from kpysched.objects.resource import Device
+from kpysched.plugins.dynamic_resources.cel_ast import Checked, decode_checked
+from kpysched.plugins.dynamic_resources.cel_bound import Bound
+from kpysched.plugins.dynamic_resources.cel_cost import COST_LIMIT, COST_LIMIT_EXCEEDED
 from kpysched.plugins.dynamic_resources.cel_library import (
     go_quantity_error,
     new_env,
     parse_semver,
     quantity_message,
 )
+from kpysched.plugins.dynamic_resources.cel_meter import (
+    INTERRUPTED,
+    ITERATION_BUDGET,
+    RETRY,
+    Meter,
+    Runtime,
+)
+from kpysched.plugins.dynamic_resources.cel_rewrite import Plan, frame_root, outermost_loops
 
-MAX_COST = 1_000_000  # resourceapi.CELSelectorExpressionMaxCost
+__all__ = [
+    "COST_LIMIT_EXCEEDED",
+    "DEADLINE_EXCEEDED",
+    "ITERATION_BUDGET_EXCEEDED",
+    "MAX_COST",
+    "MAX_EXPRESSION_LENGTH",
+    "UNMETERED_MAX_COST",
+    "CelCache",
+    "CompiledSelector",
+    "Evaluation",
+    "SelectorError",
+    "SelectorTimeoutError",
+    "device_variable",
+    "estimate_cost",
+]
+
+MAX_COST = COST_LIMIT  # resourceapi.CELSelectorExpressionMaxCost
 MAX_EXPRESSION_LENGTH = 10 * 1024  # resourceapi.CELSelectorExpressionMaxLength (apiserver)
-_MAX_MAP_SIZE = 32  # resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
-COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
+# Worst cases up to this run unmetered: still well within the limit, and short enough
+# (cel-cpp plus at most this many Python callbacks) to need no deadline checks.
+UNMETERED_MAX_COST = 20_000
+_MAX_ITERATIONS = 9_999  # cel-cpp stops an evaluation at its 10,000th iteration
+# The deadline's cause as DeviceMatches wraps it (context.DeadlineExceeded's text).
+DEADLINE_EXCEEDED = f"{INTERRUPTED}: context deadline exceeded"
+# cel-cpp's budget, when no loop of the frame that ran out can be driven from Python
+# (cel_rewrite.py); upstream has no such limit.
+ITERATION_BUDGET_EXCEEDED = "comprehension iteration budget (10000) of the CEL runtime exceeded"
 
 
 class SelectorError(Exception):
     """A selector that does not compile or fails at runtime; str() is upstream's text."""
+
+
+class SelectorTimeoutError(SelectorError, TimeoutError):
+    """The deadline passed while the selector ran (upstream: the context's deadline
+    interrupts the evaluation)."""
 
 
 # --- messages in cel-go's words --------------------------------------------------------
@@ -74,89 +116,13 @@ def _type_text(cel_type: cel.Type) -> str:
     return name.replace("<", "(").replace(">", ")")
 
 
-# --- cost bound from the checked AST ----------------------------------------------------
-
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    shift = result = 0
-    while True:
-        byte = buf[i]
-        i += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, i
-        shift += 7
-
-
-def _fields(buf: bytes) -> list[tuple[int, Any]]:
-    """A protobuf message's (field number, value) pairs: ints, or bytes for length-delimited."""
-    out: list[tuple[int, Any]] = []
-    i = 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        kind = key & 7
-        value: int | bytes
-        if kind == 0:
-            value, i = _varint(buf, i)
-        elif kind == 2:
-            size, i = _varint(buf, i)
-            value, i = buf[i:i + size], i + size
-        elif kind in (1, 5):
-            width = 8 if kind == 1 else 4
-            value, i = buf[i:i + width], i + width
-        else:
-            raise ValueError(f"wire type {kind}")
-        out.append((key >> 3, value))
-    return out
-
-
-def _one(fields: list[tuple[int, Any]], number: int) -> Any:
-    return next((value for num, value in fields if num == number), b"")
-
-
-def _cost(expr: bytes) -> tuple[int, int]:
-    """(cost, size) of a cel.expr.Expr: cel-go's tracker charges 1 per identifier,
-    selection and call; a comprehension its range, its init, its result and, per element
-    of the range, its condition and step. Maps reachable from `device` hold at most 32
-    entries; a literal's size is its element count."""
-    for number, body in _fields(expr):
-        if number == 4:  # ident
-            return 1, 1
-        if number == 5:  # select
-            return 1 + _cost(_one(_fields(body), 1))[0], _MAX_MAP_SIZE
-        if number == 6:  # call
-            call = _fields(body)
-            parts = [_cost(value) for num, value in call if num in (1, 3)]
-            size = _MAX_MAP_SIZE if _one(call, 2) == b"_[_]" else 1
-            if _one(call, 2) == b"_+_":
-                size = sum(part[1] for part in parts)
-            return 1 + sum(part[0] for part in parts), size
-        if number in (7, 8):  # list, map or message literal
-            items = [value for num, value in _fields(body) if num in (1, 2)]
-            costs = 0
-            for item in items:
-                if number == 7:
-                    costs += _cost(item)[0]
-                else:
-                    costs += sum(_cost(v)[0] for n, v in _fields(item) if n in (3, 4))
-            return 1 + costs, len(items)
-        if number == 9:  # comprehension
-            loop = dict(_fields(body))
-            range_cost, range_size = _cost(loop.get(2, b""))
-            per_item = _cost(loop.get(5, b""))[0] + _cost(loop.get(6, b""))[0]
-            total = (range_cost + _cost(loop.get(4, b""))[0] + range_size * per_item
-                     + _cost(loop.get(7, b""))[0])
-            return total, range_size
-    return 0, 1  # a constant
-
+# --- cost ---------------------------------------------------------------------------------
 
 def estimate_cost(serialized: bytes) -> int:
-    """The cost bound of a compiled expression (Expression.serialize(): an Any holding a
-    cel.expr.CheckedExpr); 0 when the bytes cannot be read."""
-    try:
-        checked = _one(_fields(serialized), 2)
-        return _cost(_one(_fields(checked), 4))[0]
-    except (ValueError, IndexError, RecursionError):
-        return 0
+    """Worst-case cel-go cost of a compiled expression (Expression.serialize()) on any
+    device the API server admits; sys.maxsize when a size cannot be bounded."""
+    cost = Bound(decode_checked(serialized)).cost
+    return sys.maxsize if cost > sys.maxsize else int(cost)
 
 
 # --- the device as CEL sees it ------------------------------------------------------------
@@ -255,36 +221,119 @@ class _DeviceEntry:
 
 # --- compiled selectors and their cache --------------------------------------------------
 
+@dataclass(slots=True)
+class _Shared:
+    """What the selectors of one cache share: devices, the metering runtime, limits."""
+
+    devices: _Devices
+    runtime: Runtime
+    cost_limit: int
+    unmetered_max_cost: int
+
+
+@dataclass(slots=True, frozen=True)
+class Evaluation:
+    """A selector's verdict on a device, with cel-go's actual cost when it was metered
+    (upstream's EvalDetails.ActualCost, which the allocator logs)."""
+
+    matches: bool
+    cost: int | None
+
+
 class CompiledSelector:
     """One compiled selector; matches() evaluates it for a device of a driver."""
 
-    __slots__ = ("_cost_exceeded", "_devices", "_domains", "_program", "expression")
+    __slots__ = ("_checked", "_domains", "_driven", "_metered", "_plan", "_program",
+                 "_shared", "expression")
 
-    def __init__(self, expression: str, program: cel.Expression, devices: _Devices,
-                 cost_limit: int) -> None:
+    def __init__(self, expression: str, program: cel.Expression, shared: _Shared) -> None:
         self.expression = expression
         self._program = program
-        self._devices = devices
+        self._shared = shared
         self._domains = _default_domains(expression)
-        self._cost_exceeded = estimate_cost(program.serialize()) > cost_limit
+        self._checked: Checked = decode_checked(program.serialize())
+        bound = Bound(self._checked)
+        self._metered = (bound.cost > min(shared.unmetered_max_cost, shared.cost_limit)
+                         or bound.iterations > _MAX_ITERATIONS)
+        self._driven: frozenset[int] = frozenset()  # loops run from Python (cel_rewrite)
+        self._plan: Plan | None = None
 
-    def matches(self, driver: str, device: Device) -> bool:
-        activation = self._devices.get(driver, device, self._domains)
-        if self._cost_exceeded:
-            raise SelectorError(COST_LIMIT_EXCEEDED)
+    def matches(self, driver: str, device: Device, deadline: float | None = None) -> bool:
+        """`deadline` (time.monotonic()) interrupts a metered evaluation with
+        SelectorTimeoutError; an unmetered one is short by construction."""
+        activation = self._shared.devices.get(driver, device, self._domains)
+        verdict = self._unmetered(activation)
+        if verdict is not None:
+            return verdict
+        return self._metered_evaluation(activation, deadline).matches
+
+    def evaluate(self, driver: str, device: Device, deadline: float | None = None
+                 ) -> Evaluation:
+        """matches(), with the actual cost when the selector was metered."""
+        activation = self._shared.devices.get(driver, device, self._domains)
+        verdict = self._unmetered(activation)
+        if verdict is not None:
+            return Evaluation(verdict, None)
+        return self._metered_evaluation(activation, deadline)
+
+    def _unmetered(self, activation: cel.Activation) -> bool | None:
+        if self._metered:
+            return None
         try:
-            result = self._program.eval(activation)
-        except RuntimeError as err:  # cel-cpp's own iteration budget (docs/dra-cel.md)
-            text = _runtime_text(str(err)).removesuffix(" [INTERNAL]")
-            raise SelectorError(COST_LIMIT_EXCEEDED if "budget" in text else text) from None
-        value = result.value()
-        if value is True or value is False:
-            return value
-        if result.type() == cel.Type.ERROR:
-            raise SelectorError(_runtime_text(str(value)))
-        kind = _type_text(result.type())
-        raise SelectorError(f"CEL result of type {kind} could not be converted to bool: "
-                            f"type conversion error from {kind.capitalize()} to 'bool'")
+            return _verdict(self._program.eval(activation))
+        except RuntimeError as err:
+            if ITERATION_BUDGET not in str(err):
+                raise SelectorError(_error_text(err)) from None
+        # A device larger than the API admits, which the bound assumed: meter from now on.
+        self._metered = True
+        return None
+
+    def _metered_evaluation(self, activation: cel.Activation, deadline: float | None
+                            ) -> Evaluation:
+        runtime = self._shared.runtime
+        while True:
+            if self._plan is None:
+                self._plan = runtime.plan_for(self._checked, self._driven)
+            plan = self._plan
+            meter = Meter(self._shared.cost_limit, deadline, activation, plan)
+            failure: RuntimeError | None = None
+            with runtime.evaluating(meter):
+                try:
+                    result = plan.root.eval(activation)
+                except RuntimeError as err:
+                    failure = err
+            # Whatever the expression made of a stopped evaluation, the stop decides.
+            if meter.stop == COST_LIMIT_EXCEEDED:
+                raise SelectorError(COST_LIMIT_EXCEEDED)
+            if meter.stop == INTERRUPTED:
+                raise SelectorTimeoutError(DEADLINE_EXCEEDED)
+            if failure is not None and ITERATION_BUDGET not in str(failure):
+                raise SelectorError(_error_text(failure))
+            if meter.stop != RETRY and failure is None:
+                return Evaluation(_verdict(result), meter.cost)
+            # A frame ran out of cel-cpp's iterations (None: the root): drive its
+            # outermost loops from Python and start again, dropping the charges so far.
+            frame = meter.failed_frame if meter.stop == RETRY else None
+            loops = outermost_loops(frame_root(plan, self._checked, frame), plan.kept)
+            driven = self._driven | {loop.id for loop in loops}
+            if driven == self._driven:
+                raise SelectorError(ITERATION_BUDGET_EXCEEDED)
+            self._driven, self._plan = driven, None
+
+
+def _error_text(err: RuntimeError) -> str:
+    return _runtime_text(str(err)).removesuffix(" [INTERNAL]")
+
+
+def _verdict(result: cel.Value) -> bool:
+    value = result.value()
+    if value is True or value is False:
+        return value
+    if result.type() == cel.Type.ERROR:
+        raise SelectorError(_runtime_text(str(value)))
+    kind = _type_text(result.type())
+    raise SelectorError(f"CEL result of type {kind} could not be converted to bool: "
+                        f"type conversion error from {kind.capitalize()} to 'bool'")
 
 
 def _pad(variable: dict[str, Any], domains: tuple[str, ...]) -> dict[str, Any]:
@@ -306,11 +355,14 @@ class CelCache:
     """Compiled selectors by expression, least recently used dropped first (cel.Cache)."""
 
     def __init__(self, max_size: int = 64, cost_limit: int = MAX_COST,
-                 max_devices: int = 65536) -> None:
+                 max_devices: int = 65536,
+                 unmetered_max_cost: int = UNMETERED_MAX_COST) -> None:
         self._max_size = max_size
-        self._cost_limit = cost_limit
-        self._env = new_env()
-        self._devices = _Devices(self._env, max_devices)
+        runtime = Runtime()
+        self._env = new_env(runtime.functions())
+        runtime.bind(self._env, new_env(variables={"__v": cel.Type.DYN}))
+        self._shared = _Shared(_Devices(self._env, max_devices), runtime, cost_limit,
+                               unmetered_max_cost)
         self._entries: OrderedDict[str, CompiledSelector | SelectorError] = OrderedDict()
 
     def compile(self, expression: str) -> CompiledSelector:
@@ -336,4 +388,4 @@ class CelCache:
         if result.name() not in _ACCEPTED_RESULTS:
             return SelectorError(
                 f"must evaluate to bool or the unknown type, not {_type_text(result)}")
-        return CompiledSelector(expression, program, self._devices, self._cost_limit)
+        return CompiledSelector(expression, program, self._shared)

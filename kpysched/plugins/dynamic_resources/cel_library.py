@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any
@@ -282,12 +282,15 @@ def _functions() -> list[cel.FunctionDecl]:
     return [cel.FunctionDecl(name, overloads) for name, overloads in decls.items()]
 
 
-def new_env() -> cel.Env:
-    """The DRA selector environment (one per CelCache; building it takes a few ms)."""
+def new_env(functions: Sequence[cel.FunctionDecl] = (),
+            variables: Mapping[str, cel.Type] | None = None) -> cel.Env:
+    """The DRA selector environment (one per CelCache; building it takes a few ms), with
+    `functions` (cel_meter's, which selectors cannot name) and `variables` besides
+    `device`."""
     return cel.NewEnv(
         _POOL,
-        variables={"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
+        variables={"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN), **(variables or {})},
         extensions=[ext_bindings.ExtBindings(), ext_strings.ExtStrings(),
                     ext_optional.ExtOptional()],
-        functions=_functions(),
+        functions=[*_functions(), *functions],
     )

@@ -44,7 +44,7 @@ class AllocationTimeoutError(AllocationError, TimeoutError):
 
 
 class CompiledSelector(Protocol):
-    def matches(self, driver: str, device: Device) -> bool: ...
+    def matches(self, driver: str, device: Device, deadline: float | None = None) -> bool: ...
 
 
 class SelectorCompiler(Protocol):

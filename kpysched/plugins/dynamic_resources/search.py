@@ -32,7 +32,7 @@ from kpysched.plugins.dynamic_resources.capacity import (
     remove_consumed,
     request_fits_capacity,
 )
-from kpysched.plugins.dynamic_resources.cel import SelectorError
+from kpysched.plugins.dynamic_resources.cel import SelectorError, SelectorTimeoutError
 from kpysched.plugins.dynamic_resources.constraints import (
     Constraint,
     DistinctAttributeConstraint,
@@ -151,12 +151,15 @@ class Search:
             # upstream then returns the sentinel itself as the error.
             raise AllocationError("allocation max size exceeded") from None
 
+    def _check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise AllocationTimeoutError("filter operation aborted: context deadline exceeded")
+
     def allocate_one(self, indices: DeviceIndices, allocating_sub_request: bool,
                      start: Location) -> bool:
         """Pick the device `indices` names and, recursively, all after it. True once
         everything is allocated; the tentative state then holds the solution."""
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise AllocationTimeoutError("filter operation aborted: context deadline exceeded")
+        self._check_deadline()
         claim_index, request_index, sub_index, device_index = indices
         if claim_index >= len(self.claims):
             return True
@@ -406,9 +409,15 @@ class Search:
             except SelectorError as error:
                 raise AllocationError(
                     f"{owner}: selector #{index}: CEL compile error: {error}") from None
+            # Upstream's context interrupts CEL evaluation too; devices that no selector
+            # matches never reach allocate_one's check, so the scan checks as it goes.
+            self._check_deadline()
             try:
                 matches = self.allocator.selector_matches(selector.cel.expression, compiled,
-                                                          device_id[0], device)
+                                                          device_id[0], device, self.deadline)
+            except SelectorTimeoutError as error:
+                raise AllocationTimeoutError(
+                    f"{owner}: selector #{index}: CEL runtime error: {error}") from None
             except SelectorError as error:
                 raise AllocationError(
                     f"{owner}: selector #{index}: CEL runtime error: {error}") from None

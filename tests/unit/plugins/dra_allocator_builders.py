@@ -57,7 +57,7 @@ _MULTI = re.compile(r'device\.allowMultipleAllocations == (true|false)')
 class _Compiled:
     test: Callable[[str, r.Device], bool]
 
-    def matches(self, driver: str, device: r.Device) -> bool:
+    def matches(self, driver: str, device: r.Device, deadline: float | None = None) -> bool:
         return self.test(driver, device)
 
 
