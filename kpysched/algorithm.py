@@ -20,6 +20,7 @@ import numpy.typing as npt
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.node_rows import NodeRows
 from kpysched.cache.snapshot import Snapshot
+from kpysched.cooperative import give_loop_a_turn
 from kpysched.decisions.record import Decision, Rejection, RejectionGroup
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
@@ -218,6 +219,7 @@ class Algorithm:
             found_nodes: list[NodeInfo] = []
             feasible = found_nodes
             for position in positions:
+                give_loop_a_turn()  # between nodes: a long pass lets the loop run
                 info = nodes[int(order[position])]
                 node_status = run_filter(state, pod, info, covered)
                 if node_status.ok:
@@ -333,7 +335,7 @@ def _reasons_for_rejected(framework: Framework, state: CycleState, pod: PodInfo,
         passed = frozenset(name for bit, name in enumerate(names) if pattern >> bit & 1)
         statuses = _stated_at_once(state, pod, snapshot, active, verdicts, passed, rows)
         if statuses is None:
-            statuses = [framework.run_filter(state, pod, nodes[row], passed)
+            statuses = [_filter_between_turns(framework, state, pod, nodes[row], passed)
                         for row in rows.tolist()]
         by_row.update(zip(rows.tolist(), statuses, strict=True))
     # In row order, as the per-node pass records them; the first Error in that order
@@ -348,6 +350,12 @@ def _reasons_for_rejected(framework: Framework, state: CycleState, pod: PodInfo,
         zip(map(_NAME, map(nodes.__getitem__, in_order)), statuses_in_order, strict=True))
     diagnosis.unschedulable_plugins.update({status.plugin for status in distinct.values()})
     return None
+
+
+def _filter_between_turns(framework: Framework, state: CycleState, pod: PodInfo,
+                          node: NodeInfo, passed: frozenset[str]) -> Status:
+    give_loop_a_turn()
+    return framework.run_filter(state, pod, node, passed)
 
 
 def _distinct(statuses: list[Status]) -> dict[int, Status]:

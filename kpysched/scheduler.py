@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -29,6 +30,7 @@ import structlog
 from kpysched.algorithm import Algorithm, ScheduleResult
 from kpysched.cache.cache import Cache
 from kpysched.cache.snapshot import Snapshot
+from kpysched.cooperative import holding_the_loop, run_cooperatively, turns_given
 from kpysched.decisions import record as decisions
 from kpysched.decisions.record import Decision
 from kpysched.decisions.store import DecisionStore
@@ -65,6 +67,10 @@ class Attempt:
     queued: QueuedPodInfo
     state: CycleState
     started: float  # perf_counter at the start of the scheduling cycle
+    # The pod as popped: the cycle decides for it and assumes it, as upstream's does,
+    # even if an update replaced `queued.pod_info` while the cycle paused (the latest
+    # is what a failure requeues).
+    pod: PodInfo
     recorded: bool = False  # its decision is in the scheduler's DecisionStore
     # Once stored, the decision is the store's: the attempt (and a binding in flight)
     # holds it weakly and updates it only while the store keeps it.
@@ -136,7 +142,9 @@ class Scheduler:
             os.sched_yield()
             self.busy_since = time.monotonic()
             try:
-                self.schedule_one(queued)
+                # A long cycle pauses at safe points so informers, bindings and
+                # events go on meanwhile (kpysched/cooperative.py).
+                await run_cooperatively(partial(self.schedule_one, queued))
             finally:
                 self.busy_since = None
             self.last_progress = time.monotonic()
@@ -202,7 +210,7 @@ class Scheduler:
         pod = queued.pod_info
         sampled = self.metrics.should_sample() if self.metrics is not None else False
         attempt = Attempt(framework, queued, CycleState(sampled),
-                          time.perf_counter() if started is None else started)
+                          time.perf_counter() if started is None else started, pod)
         if self.decisions is not None:
             attempt.state.decision = Decision(
                 pod.key, pod.uid, framework.profile_name, queued.attempts,
@@ -218,7 +226,9 @@ class Scheduler:
         groups = self.cache.pod_groups
         if (self.pod_group_cycle is not None and groups is not None
                 and groups.name_of(pod.pod) is not None):
-            self.pod_group_cycle.run(queued)
+            # A group's trial assumes and undoes members as one step: no turn inside.
+            with holding_the_loop():
+                self.pod_group_cycle.run(queued)
             return
         framework = self.frameworks.get(pod.pod.spec.scheduler_name)
         if framework is None or pod.terminating or self.cache.has_pod(pod.uid):
@@ -243,10 +253,10 @@ class Scheduler:
         if seconds < self.slow_cycle_seconds:
             return
         plugin, point, plugin_seconds = attempt.state.slowest_plugin()
-        log.warning("scheduling_cycle.slow", pod=attempt.queued.pod_info.key,
+        log.warning("scheduling_cycle.slow", pod=attempt.pod.key,
                     profile=attempt.framework.profile_name, seconds=round(seconds, 3),
                     plugin=plugin or None, extension_point=point or None,
-                    plugin_seconds=round(plugin_seconds, 3))
+                    plugin_seconds=round(plugin_seconds, 3), loop_turns=turns_given())
         if self.metrics is not None:
             self.metrics.slow_cycle(attempt.framework.profile_name, plugin, point)
 
@@ -254,11 +264,13 @@ class Scheduler:
         return any(task.get_name() == _binding_task_name(uid) for task in self._binding_tasks)
 
     def _schedule(self, attempt: Attempt) -> None:
-        framework, pod = attempt.framework, attempt.queued.pod_info
+        framework, pod = attempt.framework, attempt.pod
         self.cache.update_snapshot(self.snapshot)
         outcome = self.algorithm.schedule(framework, attempt.state, pod, self.snapshot)
         if self.metrics is not None:
             self.metrics.algorithm_duration(time.perf_counter() - attempt.started)
+        if turns_given() and self._gone_during_cycle(attempt):
+            return
 
         if isinstance(outcome, Diagnosis):
             nominated = self.post_filter(attempt, outcome)
@@ -269,6 +281,20 @@ class Scheduler:
             return
         self.assume_and_bind(attempt, outcome)
 
+    def _gone_during_cycle(self, attempt: Attempt) -> bool:
+        """Whether the pod was deleted, began terminating or was bound elsewhere while
+        the cycle gave the loop a turn (as upstream's cycle may find, its informers
+        never waiting for it): then the decision is dropped, as schedule_one drops such
+        a pod before a cycle, and nothing is assumed or written for it."""
+        uid = attempt.pod.uid
+        if (self.queue.where(uid) == "in_flight" and not attempt.queued.pod_info.terminating
+                and not self.cache.has_pod(uid)):
+            return False
+        log.info("scheduling_cycle.pod_gone", pod=attempt.pod.key,
+                 reason="deleted, terminating or bound while the cycle paused")
+        self.queue.done(uid)
+        return True
+
     def post_filter(self, attempt: Attempt, diagnosis: Diagnosis) -> str | None:
         """Run PostFilter (preemption); returns the node to nominate, "" to clear a
         nomination, or None to leave it as it is."""
@@ -278,7 +304,7 @@ class Scheduler:
         if self.metrics is not None:
             self.metrics.preemption_attempt()
         result, status, reasons = framework.run_post_filter(
-            attempt.state, attempt.queued.pod_info, diagnosis.statuses(self.snapshot.by_name))
+            attempt.state, attempt.pod, diagnosis.statuses(self.snapshot.by_name))
         if not status.ok:
             diagnosis.post_filter_msg = ", ".join(reasons)
         return result.nominated_node_name if result is not None else None
@@ -293,7 +319,7 @@ class Scheduler:
 
     def assume_and_bind(self, attempt: Attempt, result: ScheduleResult) -> None:
         framework, state = attempt.framework, attempt.state
-        pod = attempt.queued.pod_info
+        pod = attempt.pod
         node = result.node_name
         assumed = self.assumed_copy(pod, node)
         self.cache.assume_pod(assumed, node)

@@ -61,6 +61,8 @@ class Script:
     bind: Status = field(default_factory=Status)
     # Extension points (as logged: "filter", "postBind", ...) where the plugin raises.
     raise_at: set[str] = field(default_factory=set)
+    # Called with the node's name on every Filter call (e.g. to take time there).
+    on_filter: Callable[[str], None] | None = None
     events: Sequence[Registration] = ()  # what events_to_register returns
 
 
@@ -88,6 +90,8 @@ class _Behaviour:
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         self._log(f"filter:{node.name}")
+        if self.script.on_filter is not None:
+            self.script.on_filter(node.name)
         status = self.script.reject.get(node.name)
         return Status(status.code, list(status.reasons)) if status is not None else Status()
 
