@@ -133,6 +133,10 @@ class _State:
     extended_index: int | None = None
     extended_initial_uid: str = ""
     pod_scalars: dict[str, int] = field(default_factory=dict)
+    # The DeviceClass backing each of those, as PreFilter found it: every node of the
+    # cycle is judged by the same mapping, even if a DeviceClass changes while a long
+    # cycle gives the loop a turn (upstream captures it in PreFilter's state too).
+    extended_classes: dict[str, resource.DeviceClass | None] = field(default_factory=dict)
     node_extended: dict[str, tuple[resource.ResourceClaim | None,
                                    list[api.ContainerExtendedResourceRequest]]] = field(
         default_factory=dict)
@@ -277,6 +281,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if not er.has_device_class_mapped_extended_resource(scalars, resolver):
             return None
         data.pod_scalars = dict(scalars)
+        data.extended_classes = {name: resolver(name) for name in scalars}
         found = er.find_extended_resource_claim(
             pod.pod, self._listers.resource_claims.in_namespace(pod.pod.metadata.namespace))
         return found if found is not None else er.new_special_claim(pod.pod)
@@ -321,8 +326,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         assert node is not None
         node_claim, mappings, rejection = er.filter_extended_resources(
             pod.pod, data.pod_scalars, node_info.allocatable.scalar,
-            self._listers.device_class_for_extended_resource, data.no_user_claim(),
-            data.extended_claim())
+            data.extended_classes.get, data.no_user_claim(), data.extended_claim())
         if rejection is not None:
             return Status.unresolvable(rejection)
         if node_claim is None and data.no_user_claim():
