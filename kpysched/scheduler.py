@@ -24,7 +24,6 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import structlog
 
 from kpysched.algorithm import Algorithm, ScheduleResult
@@ -312,10 +311,7 @@ class Scheduler:
     @staticmethod
     def assumed_copy(pod: PodInfo, node: str) -> PodInfo:
         """`pod` as it will be once bound to `node`."""
-        return PodInfo(
-            msgspec.structs.replace(pod.pod, spec=msgspec.structs.replace(
-                pod.pod.spec, node_name=node)),
-            pod.requests, pod.non_zero_requests, pod.host_ports)
+        return pod.bound_to(node)
 
     def assume_and_bind(self, attempt: Attempt, result: ScheduleResult) -> None:
         framework, state = attempt.framework, attempt.state

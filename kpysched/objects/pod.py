@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import msgspec
@@ -50,6 +51,16 @@ class PodInfo:
     def of(cls, pod: api.Pod) -> PodInfo:
         return cls(pod, pod_requests(pod.spec), pod_requests(pod.spec, non_zero=True),
                    _host_ports(pod.spec))
+
+    def bound_to(self, node: str) -> PodInfo:
+        """This pod as it will be once bound to `node`. What is derived from the pod
+        (requests, ports, parsed affinity terms) does not depend on the node and is
+        kept: parsing a tenant's thousands of affinity terms again would cost as much
+        as the whole cycle."""
+        bound = copy.copy(self)
+        bound.pod = msgspec.structs.replace(
+            self.pod, spec=msgspec.structs.replace(self.pod.spec, node_name=node))
+        return bound
 
     @property
     def uid(self) -> str:
