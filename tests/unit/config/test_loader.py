@@ -146,3 +146,62 @@ def test_fields_kpysched_does_not_act_on_are_named_at_start(
     with capture_logs() as logs:
         load_config(path, REGISTRY)
     assert [e["field"] for e in logs if e["event"] == "config.field_ignored"] == ignored
+
+
+def _alias_bomb(levels: int) -> str:
+    """The issue's 575-byte file: each level lists the one below ten times."""
+    lols = ",".join(['"lol"'] * 10)
+    lines = [f"extraBomb:\n  x0: &l0 [{lols}]\n"]
+    lines += [f"  x{n}: &l{n} [{','.join([f'*l{n - 1}'] * 10)}]\n" for n in range(1, levels)]
+    return HEADER + "".join(lines)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    # Issue 31: 10^9 strings from 575 bytes grew to 1.8 GB; go-yaml stops it at its ratio.
+    pytest.param(_alias_bomb(9), "invalid YAML at line 4, column 12: "
+                 "document contains excessive aliasing", id="billion-laughs"),
+    pytest.param(_alias_bomb(4), "invalid YAML at line 4, column 12: "
+                 "document contains excessive aliasing", id="ten-thousand-laughs"),
+    # Issue 31: a 5,000-digit integer ended in a traceback (Python's int(str) limit).
+    pytest.param(HEADER + "parallelism: " + "1" * 5000 + "\n",
+                 "parallelism: the number 1111111111...1111111111 (5000 characters) "
+                 "does not fit in a 64-bit integer or float", id="5000-digit-int"),
+    pytest.param(HEADER + "profiles:\n- schedulerName: a\n  percentageOfNodesToScore: "
+                 + "9" * 400 + "\n",
+                 "profiles[0].percentageOfNodesToScore: the number 9999999999...9999999999 "
+                 "(400 characters) does not fit in a 64-bit integer or float",
+                 id="past-float64-int"),
+    pytest.param(HEADER + "clientConnection:\n  qps: 1.0e+400\n",
+                 "clientConnection.qps: the number 1.0e+400 does not fit in a 64-bit integer "
+                 "or float", id="past-float64-float"),
+    # go-yaml reads an integer past 64 bits as a float, which an integer field refuses.
+    pytest.param(HEADER + "parallelism: 100000000000000000000000000000\n",
+                 "parallelism: Input should be a valid integer (got 1e+29)",
+                 id="past-int64"),
+    pytest.param(HEADER + "clientConnection:\n  qps: .inf\n",
+                 "clientConnection.qps: Input should be a finite number (got Infinity)",
+                 id="infinity"),
+])
+def test_numbers_and_aliases_past_go_yamls_bounds(
+        tmp_path: Path, text: str, expected: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(_write(tmp_path, text), REGISTRY)
+    assert caught.value.problems == (expected,)
+
+
+def test_aliasing_within_go_yamls_bound_is_read(tmp_path: Path) -> None:
+    # 3 levels: ~1,100 nodes, 91% reached through aliases (go-yaml allows 99%). The
+    # document then fails only for its unknown field, after being read whole.
+    with pytest.raises(ConfigError) as caught:
+        load_config(_write(tmp_path, _alias_bomb(3)), REGISTRY)
+    assert caught.value.problems == ('unknown field "extraBomb"',)
+
+
+def test_numbers_within_64_bits_are_read_as_written(tmp_path: Path) -> None:
+    config, _ = load_config(_write(tmp_path, HEADER + dedent("""\
+        podMaxBackoffSeconds: 9223372036854775807
+        clientConnection:
+          qps: 1.5e+300
+    """)), REGISTRY)
+    assert config.pod_max_backoff_seconds == 2**63 - 1
+    assert config.client_connection.qps == 1.5e300
