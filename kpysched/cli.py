@@ -38,7 +38,7 @@ def _help() -> str:
              "Precedence: flags > KPYSCHED_<FLAG> environment variables > --config file.",
              "Serving is HTTPS with delegated authentication and authorization, as "
              "kube-scheduler's; --insecure-serving (KPYSCHED_INSECURE_SERVING=true) serves "
-             "plain HTTP to anyone, for local runs only.", ""]
+             "plain HTTP without authentication on loopback only, for local runs.", ""]
     section = ""
     for flag in FLAGS:
         if flag.section != section:
@@ -66,6 +66,7 @@ def _run(argv: Sequence[str]) -> int:
     from kpysched.framework.registry import RegistryError, full_registry
     from kpysched.plugins import IN_TREE
     from kpysched.serving import ServingError
+    from kpysched.serving.limits import raise_open_files_limit
 
     try:
         invocation = interpret(argv)
@@ -82,10 +83,18 @@ def _run(argv: Sequence[str]) -> int:
     try:
         settings = Settings(**invocation.settings)
     except ValidationError as error:
-        print(f"error: invalid settings: {error}", file=sys.stderr)
+        # One line per problem, in the words of the check (no pydantic boilerplate).
+        for item in error.errors(include_url=False):
+            field = ".".join(str(part) for part in item["loc"])
+            reason = item["msg"].removeprefix("Value error, ")
+            print(f"error: invalid settings: {f'{field}: ' if field else ''}{reason}",
+                  file=sys.stderr)
         return EXIT_CONFIG_ERROR
     logs.configure(settings.log_level, settings.log_format)
     log = structlog.get_logger("kpysched.cli")
+    # As Go's runtime does for kube-scheduler at start: API connections and the secure
+    # port's share this limit, and the default soft one (often 1024) is soon reached.
+    raise_open_files_limit()
     for flag, reason in invocation.ignored:
         log.warning("flag.ignored", flag=f"--{flag}", reason=reason)
     try:

@@ -5,6 +5,7 @@ may be written as Go durations ("10s") or seconds; lists as comma-separated text
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
@@ -30,6 +31,13 @@ Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0)]
 CommaList = Annotated[tuple[str, ...], NoDecode, BeforeValidator(_comma_list)]
 
 
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KPYSCHED_", extra="forbid")
 
@@ -49,7 +57,8 @@ class Settings(BaseSettings):
     tls_min_version: Literal["VersionTLS12", "VersionTLS13"] | None = None
     permit_address_sharing: bool = False
     permit_port_sharing: bool = False
-    # Plain HTTP, no authentication: for local runs only.
+    # Plain HTTP, no authentication: for local runs only, so bound to loopback (the
+    # bind address defaults to 127.0.0.1 with it; any other address is refused).
     insecure_serving: bool = False
     authentication_kubeconfig: Path | None = None
     authorization_kubeconfig: Path | None = None
@@ -100,6 +109,21 @@ class Settings(BaseSettings):
         if (self.tls_cert_file is None) != (self.tls_private_key_file is None):
             raise ValueError("tls_cert_file and tls_private_key_file go together "
                              "(--tls-cert-file, --tls-private-key-file): got only one")
+        return self
+
+    @model_validator(mode="after")
+    def _insecure_on_loopback_only(self) -> Self:
+        # Plain HTTP without authentication serves /metrics and the debug endpoints to
+        # whoever reaches the port: only this machine may.
+        if not self.insecure_serving or _is_loopback(self.bind_address):
+            return self
+        if "bind_address" in self.model_fields_set:
+            raise ValueError(
+                f"--insecure-serving serves plain HTTP without authentication, so it binds "
+                f"to loopback only (127.0.0.1 or ::1); refusing --bind-address "
+                f"{self.bind_address}. Drop --insecure-serving to serve HTTPS with "
+                f"delegated authentication on that address")
+        self.bind_address = "127.0.0.1"
         return self
 
     @field_validator("feature_gates")

@@ -124,8 +124,9 @@ FLAGS: Final[tuple[Flag, ...]] = (
     Flag("log-format", S, "auto | json | console (instead of --logging-format)", KPYSCHED,
          default="auto"),
     Flag("event-loop", S, "uvloop | asyncio", KPYSCHED, default="uvloop"),
-    Flag("insecure-serving", B, "serve plain HTTP without authentication (local runs "
-         "only; never in a cluster)", KPYSCHED, default="false"),
+    Flag("insecure-serving", B, "serve plain HTTP without authentication, on loopback "
+         "only (binds 127.0.0.1; another --bind-address is refused)", KPYSCHED,
+         default="false"),
     Flag("decision-records", N, "scheduling attempts kept for `kpysched explain` (0: "
          "record nothing)", KPYSCHED, default="1000"),
     Flag("enable-decision-endpoint", B, "serve the kept decisions at /debug/decisions/"

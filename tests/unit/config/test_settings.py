@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +80,45 @@ def test_serving_settings_from_the_environment(monkeypatch: pytest.MonkeyPatch) 
 def test_a_tls_certificate_needs_its_key() -> None:
     with pytest.raises(ValidationError, match="--tls-private-key-file"):
         Settings(tls_cert_file=Path("/tls.crt"))
+
+
+@pytest.mark.parametrize(("given", "bound"), [
+    pytest.param({}, "127.0.0.1", id="default-becomes-loopback"),
+    pytest.param({"bind_address": "127.0.0.1"}, "127.0.0.1", id="ipv4-loopback"),
+    pytest.param({"bind_address": "127.0.0.5"}, "127.0.0.5", id="loopback-net"),
+    pytest.param({"bind_address": "::1"}, "::1", id="ipv6-loopback"),
+])
+def test_insecure_serving_binds_to_loopback(given: dict[str, Any], bound: str) -> None:
+    assert Settings(insecure_serving=True, **given).bind_address == bound
+
+
+def test_secure_serving_keeps_binding_all_addresses() -> None:
+    assert Settings().bind_address == "0.0.0.0"
+
+
+@pytest.mark.parametrize("address", ["0.0.0.0", "::", "10.0.0.1"])
+def test_insecure_serving_refuses_another_address(address: str) -> None:
+    # Issue 31: plain HTTP, no authentication, served /metrics, /debug/decisions and
+    # /debug/cache on 0.0.0.0.
+    with pytest.raises(ValidationError, match=f"refusing --bind-address {address}"):
+        Settings(insecure_serving=True, bind_address=address)
+
+
+def test_insecure_serving_refuses_an_address_from_the_environment(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KPYSCHED_BIND_ADDRESS", "0.0.0.0")
+    with pytest.raises(ValidationError, match="loopback only"):
+        Settings(insecure_serving=True)
+
+
+def test_the_cli_refuses_insecure_serving_off_loopback_with_exit_2() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "kpysched.cli", "run", "--insecure-serving",
+         "--bind-address=0.0.0.0", "--kubeconfig=/nonexistent"],
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        "error: invalid settings: --insecure-serving serves plain HTTP without "
+        "authentication, so it binds to loopback only (127.0.0.1 or ::1); refusing "
+        "--bind-address 0.0.0.0.")
+    assert "Traceback" not in result.stderr
