@@ -12,7 +12,7 @@ from typing import Any
 
 from benchmarks import growth, report, schedulers, workloads
 from benchmarks.results import RunResult
-from benchmarks.runner import RunSpec, run_once
+from benchmarks.runner import CreateMode, RunSpec, run_once
 from tests.cluster import build
 
 
@@ -114,15 +114,17 @@ def _run(args: argparse.Namespace) -> int:
                              f"{schedulers.KPYSCHED}")
     suites: list[tuple[RunSpec, dict[str, Any]]] = []
     for workload, sizes in planned:
+        # Pods measured one at a time are created while the scheduler runs.
+        create_mode: CreateMode = "live" if workload.one_at_a_time else args.create_mode
         spec = RunSpec(workload, sizes, qps=args.qps, burst=burst,
-                       create_mode=args.create_mode, timeout=args.timeout,
+                       create_mode=create_mode, timeout=args.timeout,
                        concurrency=args.concurrency, workdir=args.workdir,
                        profile_dir=args.profile, logs_dir=args.keep_logs)
         suites.append((spec, report.meta({
             "workload": workload.name, "upstream": workload.upstream,
             "nodes": sizes.nodes, "init_pods": sizes.init_pods, "pods": sizes.pods,
             "schedulers": names, "qps": args.qps, "burst": burst, "repeat": args.repeat,
-            "create_mode": args.create_mode, "concurrency": args.concurrency,
+            "create_mode": create_mode, "concurrency": args.concurrency,
             "feature_gates": dict(workload.gates.feature_gates),
             "runtime_config": list(workload.gates.runtime_config),
             "coscheduling": workload.coscheduling, "baseline": workload.baseline,

@@ -55,6 +55,7 @@ class BindingObserver:
         self.expected = expected
         self.bound_at: dict[str, float] = {}
         self.all_bound = asyncio.Event()
+        self._waiting: dict[str, asyncio.Event] = {}
         self._resource_version = ""
         self._task: asyncio.Task[None] | None = None
 
@@ -85,9 +86,23 @@ class BindingObserver:
             return False
         return True
 
+    async def wait_pod(self, name: str, timeout: float) -> float | None:
+        """When the pod `name` was first seen bound; None when the time is up."""
+        if name not in self.bound_at:
+            seen = self._waiting.setdefault(name, asyncio.Event())
+            try:
+                await asyncio.wait_for(seen.wait(), timeout)
+            except TimeoutError:
+                return None
+            finally:
+                self._waiting.pop(name, None)
+        return self.bound_at[name]
+
     def _saw(self, pod: _Pod, now: float) -> None:
         if pod.spec.node_name and pod.metadata.name not in self.bound_at:
             self.bound_at[pod.metadata.name] = now
+            if pod.metadata.name in self._waiting:
+                self._waiting[pod.metadata.name].set()
             if len(self.bound_at) >= self.expected:
                 self.all_bound.set()
 

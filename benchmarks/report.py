@@ -9,6 +9,7 @@ import hashlib
 import math
 import os
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -80,6 +81,33 @@ def ratios(summary: dict[str, dict[str, Spread]], baseline: str = KUBE_SCHEDULER
 
 
 RECORDS_OVERHEAD_LIMIT = 1.05  # the issue: recording costs < 5 % CPU at 5000 nodes
+EXPENSIVE_POD_CPU_LIMIT = 2.0  # issue 30: kpysched within 2x kube-scheduler's CPU
+POD_COST_KEYS = ("seconds_to_bind", "cpu_ms_to_bind", "cpu_ms_settled")
+
+
+def pod_cost_medians(runs: Sequence[RunResult]) -> dict[str, dict[str, float]]:
+    """Per scheduler, the median of each cost over every pod measured alone (workloads
+    that create pods one at a time); {} without such pods."""
+    found: dict[str, dict[str, float]] = {}
+    for run in runs:
+        found.setdefault(run.scheduler, {})
+    for name in list(found):
+        costs = [cost for run in runs if run.scheduler == name for cost in run.pod_costs]
+        if not costs:
+            del found[name]
+            continue
+        found[name] = {key: statistics.median(float(cost[key]) for cost in costs)
+                       for key in POD_COST_KEYS}
+    return found
+
+
+def pod_cost_ratios(medians: dict[str, dict[str, float]]) -> dict[str, float]:
+    """kpysched's median pod costs over kube-scheduler's ({} unless both ran)."""
+    if KPYSCHED not in medians or KUBE_SCHEDULER not in medians:
+        return {}
+    ours, theirs = medians[KPYSCHED], medians[KUBE_SCHEDULER]
+    return {key: ours[key] / theirs[key] if theirs[key] > 0 else math.nan
+            for key in POD_COST_KEYS}
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -154,6 +182,14 @@ def document(info: dict[str, Any], runs: Sequence[RunResult],
     summary = summarise(runs)
     ratio = ratios(summary)
     records_ratio = ratios(summary, KPYSCHED_NO_RECORDS)
+    pod_costs = pod_cost_medians(runs)
+    pod_ratios = pod_cost_ratios(pod_costs)
+    found_targets = targets(info, summary, ratio, records_ratio)
+    if pod_ratios and info["workload"] == "expensive-pod":
+        found_targets.append(Target(
+            "Issue 30 expensive pod: CPU from creation to binding (idle less), "
+            f"kpysched / kube-scheduler ≤ {EXPENSIVE_POD_CPU_LIMIT:g}",
+            pod_ratios["cpu_ms_to_bind"], EXPENSIVE_POD_CPU_LIMIT, False))
     return {
         "meta": info,
         "runs": [dataclasses.asdict(run) for run in runs],
@@ -166,8 +202,9 @@ def document(info: dict[str, Any], runs: Sequence[RunResult],
         **({"ceiling_ratios": ceiling} if (ceiling := {
             name: found for name in (KPYSCHED, KUBE_SCHEDULER)
             if (found := ratios(summary, CEILING, subject=name))}) else {}),
+        **({"pod_costs": pod_costs, "pod_cost_ratios": pod_ratios} if pod_costs else {}),
         "targets": [{"target": t.text, "value": t.value, "limit": t.limit, "met": t.met}
-                    for t in targets(info, summary, ratio, records_ratio)],
+                    for t in found_targets],
     }
 
 
@@ -295,6 +332,8 @@ def markdown(doc: dict[str, Any]) -> str:
                          f"{run['unschedulable_by_last_bind']:g}"
                          if run.get("unschedulable_by_last_bind", 0) else ""))
     lines += [*extras, ""]
+    if doc.get("pod_costs"):
+        lines += pod_costs_markdown(doc)
     for target in doc["targets"]:
         verdict = "**met**" if target["met"] else "**missed**"
         lines.append(f"- Target: {target['target']}: {_number(target['value'], 2)} → {verdict}")
@@ -303,6 +342,38 @@ def markdown(doc: dict[str, Any]) -> str:
     if profiled and profiled.get("profile"):
         lines += profile_markdown(profiled["profile"])
     return "\n".join(lines)
+
+
+def pod_costs_markdown(doc: dict[str, Any]) -> list[str]:
+    """Each pod measured alone, then the medians and kpysched / kube-scheduler."""
+    lines = ["Each measured pod alone (created once the scheduler was ready and idle, "
+             "after the previous one was bound): the scheduler's CPU (user + system, all "
+             "threads) from just before its create request to when the watch saw it "
+             "bound, less the idle process's CPU over as long; and the same to 2 s after "
+             "the binding.", "",
+             "| scheduler | idle CPU (ms/s) | pod | creation to binding (s) "
+             "| CPU to binding (ms) | CPU to binding + 2 s (ms) |",
+             "|---|---:|---|---:|---:|---:|"]
+    for run in doc["runs"]:
+        for cost in run.get("pod_costs", ()):
+            lines.append(f"| {run['scheduler']} #{run['repeat']} "
+                         f"| {_number(run['idle_cpu_ms_per_second'], 1)} | {cost['pod']} "
+                         f"| {_number(cost['seconds_to_bind'], 2)} "
+                         f"| {_number(cost['cpu_ms_to_bind'], 0)} "
+                         f"| {_number(cost['cpu_ms_settled'], 0)} |")
+    medians: dict[str, dict[str, float]] = doc["pod_costs"]
+    lines += ["", "| median over the pods | creation to binding (s) | CPU to binding (ms) "
+              "| CPU to binding + 2 s (ms) |", "|---|---:|---:|---:|"]
+    for name, found in medians.items():
+        lines.append(f"| {name} | {_number(found['seconds_to_bind'], 2)} "
+                     f"| {_number(found['cpu_ms_to_bind'], 0)} "
+                     f"| {_number(found['cpu_ms_settled'], 0)} |")
+    ratio: dict[str, float] = doc.get("pod_cost_ratios", {})
+    if ratio:
+        lines.append(f"| kpysched / kube-scheduler | {_number(ratio['seconds_to_bind'], 2)} "
+                     f"| **{_number(ratio['cpu_ms_to_bind'], 2)}** "
+                     f"| {_number(ratio['cpu_ms_settled'], 2)} |")
+    return [*lines, ""]
 
 
 def overview(docs: Sequence[dict[str, Any]]) -> str:

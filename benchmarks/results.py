@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 Better = Literal["higher", "lower"]
 
@@ -78,4 +78,8 @@ class RunResult:
     # once right after the watch saw every pod bound) at or after the last bind.
     unschedulable_by_last_bind: float = math.nan
     scheduler_log: str = ""  # last log lines when the run did not complete
+    # One-at-a-time workloads: each measured pod's cost (runner.PodCost, as a dict) and
+    # the idle scheduler's CPU rate subtracted from it (ms of CPU per second).
+    pod_costs: list[dict[str, Any]] = field(default_factory=list)
+    idle_cpu_ms_per_second: float = math.nan
     profile: dict[str, object] | None = field(default=None)

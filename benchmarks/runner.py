@@ -15,7 +15,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -47,6 +47,13 @@ PODGROUP_HISTOGRAMS = {
 }
 SETTLE_MAX_SECONDS = 5.0
 CreateMode = Literal["live", "before"]
+# One-at-a-time workloads: once ready, the scheduler is left alone QUIET_SECONDS (the
+# tail of its start-up) and its idle CPU rate is then read over IDLE_SECONDS; each
+# pod's cost is read again TRAILING_SECONDS after its binding (events written, garbage
+# collected), for the settled figure beside the one to the binding.
+QUIET_SECONDS = 3.0
+IDLE_SECONDS = 5.0
+TRAILING_SECONDS = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,6 +365,51 @@ def _podgroup_latency_ms(before: promtext.Samples, after: promtext.Samples
     return found
 
 
+@dataclass(frozen=True, slots=True)
+class PodCost:
+    """One pod measured alone: the scheduler process's CPU (user + system, every
+    thread, from /proc) from just before the pod's create request to the moment the
+    watch saw it bound, less what the idle process spends in as long; and the same to
+    TRAILING_SECONDS after the binding."""
+
+    pod: str
+    seconds_to_bind: float
+    cpu_ms_to_bind: float
+    cpu_ms_settled: float
+
+
+async def _idle_cpu_rate(pid: int) -> float:
+    """CPU seconds per second the ready scheduler spends with nothing to schedule."""
+    await asyncio.sleep(QUIET_SECONDS)
+    cpu, start = schedulers.proc_stats(pid).cpu_seconds, time.monotonic()
+    await asyncio.sleep(IDLE_SECONDS)
+    return (schedulers.proc_stats(pid).cpu_seconds - cpu) / (time.monotonic() - start)
+
+
+async def _create_one_at_a_time(api: BenchApi, spec: RunSpec, bodies: list[tuple[str, bytes]],
+                                observer: BindingObserver, pid: int, idle_rate: float,
+                                on_created: Callable[[int, float], None],
+                                costs: list[PodCost]) -> None:
+    """Create the measured pods one by one, each once the previous one is bound (or
+    its share of the timeout is spent: the rest are not created), measuring each."""
+    timeout = spec.bind_timeout() / len(bodies)
+    for index, (path, body) in enumerate(bodies):
+        name = f"{spec.workload.measured_pod.prefix}-{index}"
+        cpu, start = schedulers.proc_stats(pid).cpu_seconds, time.monotonic()
+        await api.must("POST", path, body)
+        on_created(index, time.monotonic())
+        bound_at = await observer.wait_pod(name, timeout)
+        if bound_at is None:
+            return
+        to_bind = schedulers.proc_stats(pid).cpu_seconds - cpu
+        to_bind_idle = idle_rate * (time.monotonic() - start)
+        await asyncio.sleep(TRAILING_SECONDS)
+        settled = schedulers.proc_stats(pid).cpu_seconds - cpu
+        settled_idle = idle_rate * (time.monotonic() - start)
+        costs.append(PodCost(name, bound_at - start, (to_bind - to_bind_idle) * 1000,
+                             (settled - settled_idle) * 1000))
+
+
 def _rate(count: int, seconds: float) -> float:
     return count / seconds if count and seconds > 0 else math.nan
 
@@ -461,6 +513,10 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             await asyncio.to_thread(schedulers.wait_ready, scheduler)
             ready_at = time.monotonic()
             setup_seconds = ready_at - started
+            idle_rate = math.nan
+            if spec.workload.one_at_a_time:
+                idle_rate = await _idle_cpu_rate(scheduler.pid)
+                progress(f"{tag} idle scheduler CPU {idle_rate * 1000:.1f} ms/s")
             if live:
                 # The scheduler is up and idle: measure only what the measured pods cost.
                 scheduler_before = promtext.parse(
@@ -480,18 +536,28 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             # Live: from the first create. Before: from the scheduler's spawn (it may
             # bind its first pods before /readyz is seen to say ok).
             t0 = time.monotonic() if live else spawned_at
-            creator = None
-            if live:
+            creator: asyncio.Task[object] | None = None
+            pod_costs: list[PodCost] = []
+            if live and spec.workload.one_at_a_time:
+                creator = asyncio.create_task(_create_one_at_a_time(
+                    api, spec, bodies, observer, scheduler.pid, idle_rate, on_created,
+                    pod_costs))
+            elif live:
                 creator = asyncio.create_task(api.create_all(bodies, on_created))
             stop_churn = asyncio.Event()
             churn = (asyncio.create_task(_churn(api, spec, scheduler_name, stop_churn))
                      if spec.workload.churn_pod is not None and not blocked else None)
             scheduled_timeline: list[float] = []
             unschedulable_timeline: list[tuple[float, float]] = []
-            sampler = asyncio.create_task(_sample_scheduled(
-                scheduler, scheduled_timeline, unschedulable_timeline))
+            # Not while pods are measured one at a time: serving /metrics would be
+            # counted in their cost (and is not in the idle rate).
+            sampler = None if spec.workload.one_at_a_time else asyncio.create_task(
+                _sample_scheduled(scheduler, scheduled_timeline, unschedulable_timeline))
             complete = await observer.wait(spec.bind_timeout())
-            sampler.cancel()
+            if sampler is not None:
+                sampler.cancel()
+            if spec.workload.one_at_a_time and creator is not None:
+                await creator  # the last pod's trailing CPU read precedes any /metrics read
             # One more sample right after the last bind the watch saw.
             await _sample_unschedulable(scheduler, unschedulable_timeline)
             stop_churn.set()
@@ -528,6 +594,10 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         profile["pods"] = sum(1 for moment in bound_times if moment >= profile_started[0])
     progress(f"{tag} {bound}/{sizes.pods} bound in {makespan:.1f}s, "
              f"avg {figures['throughput_avg']:.1f} pods/s")
+    for cost in pod_costs:
+        progress(f"{tag} {cost.pod}: bound {cost.seconds_to_bind:.2f}s after its create, "
+                 f"CPU {cost.cpu_ms_to_bind:.0f} ms to the binding, "
+                 f"{cost.cpu_ms_settled:.0f} ms to {TRAILING_SECONDS:g}s after (idle less)")
     return RunResult(
         scheduler=scheduler_name, repeat=repeat, pods=sizes.pods, bound=bound,
         complete=complete, figures=figures, throughput_samples=samples,
@@ -547,6 +617,8 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         podgroup_attempts=_delta_by(scheduler_before, scheduler_after, PODGROUP_ATTEMPTS,
                                     lambda labels: labels.get("result", "")),
         podgroup_latency_ms=_podgroup_latency_ms(scheduler_before, scheduler_after),
+        pod_costs=[asdict(cost) for cost in pod_costs],
+        idle_cpu_ms_per_second=idle_rate * 1000,
         unschedulable_by_last_bind=_unschedulable_by(
             max(bound_times, default=math.inf), unschedulable_timeline,
             promtext.total(scheduler_before, ATTEMPTS_COUNTER, result="unschedulable")))

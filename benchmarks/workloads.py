@@ -6,6 +6,12 @@ pods), labelled with a zone; pods are its templates (pause image, 100m CPU /
 bound (spec.nodeName set, spread deterministically) so both schedulers start from
 byte-identical state; measured pods carry the scheduler's name and wait for it.
 
+The expensive-pod workload (issue 30) measures one pod at a time: a tenant's pod
+with 2,500 preferred pod anti-affinity terms (about 1 MB of JSON) on nodes carrying
+30 topology labels, each created alone once the scheduler is ready and idle; what
+it costs is the scheduler's CPU from the pod's creation to its binding, less what
+the idle process spends in that time (runner.py, PodCost).
+
 Gang workloads (issue 18) put pods in PodGroups: upstream's v1.36 API
 (scheduling.k8s.io/v1alpha2, behind the GenericWorkload and GangScheduling gates on
 the control plane and on both schedulers) or scheduler-plugins' Coscheduling API
@@ -213,6 +219,36 @@ class DraSetup:
         }}
 
 
+# Issue 30's tenant pod and nodes (the shape of the issue's repro, cycle_cost.py with
+# KIND=antiaffinity and SCALE=25): every node carries label-0..label-29, all splitting the
+# nodes the same 7 ways (value-{index % 7}-{k}); the pod has 2,500 preferred
+# anti-affinity terms of weight 1 over those keys, each selecting pods in every
+# namespace whose `app` is not one of 20 values no pod carries, so every existing pod
+# matches every term.
+TENANT_LABEL_KEYS = 30
+TENANT_DOMAINS = 7
+EXPENSIVE_TERMS = 2500
+EXPENSIVE_TERM_VALUES = 20
+
+
+def tenant_node_labels(index: int) -> dict[str, str]:
+    return {f"label-{k}": f"value-{index % TENANT_DOMAINS}-{k}"
+            for k in range(TENANT_LABEL_KEYS)}
+
+
+def expensive_anti_affinity(terms: int = EXPENSIVE_TERMS) -> dict[str, Any]:
+    return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {
+            "topologyKey": f"label-{t % TENANT_LABEL_KEYS}", "namespaceSelector": {},
+            "labelSelector": {"matchExpressions": [{
+                "key": "app", "operator": "NotIn",
+                "values": [f"v{t}-{j}" for j in range(EXPENSIVE_TERM_VALUES)]}]}}}
+        for t in range(terms)]}}
+
+
+EXPENSIVE_POD = PodShape("expensive", labels={"app": "expensive"},
+                         affinity=expensive_anti_affinity())
+
 # Members of a gang that can never fit: 100 CPU each on 4-CPU nodes, all 16 needed.
 NEVER_FITTING_MEMBER = PodShape("never-fits", cpu="100", limits=False)
 NEVER_FITTING_MEMBERS = 16
@@ -247,6 +283,12 @@ class Workload:
     # kube-controller-manager's resourceclaim controller running beside the server.
     dra: DraSetup | None = None
     node_labels: tuple[tuple[str, str], ...] = ()
+    # Labels that differ by node: (node index) -> labels.
+    labels_of_node: Callable[[int], dict[str, str]] | None = None
+    # Measured pods are created one at a time once the scheduler is ready and idle,
+    # each after the previous one is bound, and each one's CPU cost is measured
+    # (runner.py, PodCost); the run is in create mode live.
+    one_at_a_time: bool = False
     # Measured pods in gangs; blocked pods (blocked_pods, churn_pod's shape) in gangs.
     gangs: Gangs | None = None
     blocked_gangs: Gangs | None = None
@@ -262,7 +304,9 @@ class Workload:
     def node(self, index: int) -> dict[str, Any]:
         return node_body(f"node-{index}",
                          labels={ZONE_KEY: self.zones[index % len(self.zones)],
-                                 **dict(self.node_labels)})
+                                 **dict(self.node_labels),
+                                 **(self.labels_of_node(index) if self.labels_of_node
+                                    else {})})
 
 
 WORKLOADS: dict[str, Workload] = {w.name: w for w in (
@@ -299,6 +343,13 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
         default_init_pods=lambda nodes: 4 * nodes, default_pods=lambda nodes: nodes,
         place_init=lambda index, nodes: (index // 4) % nodes,
         capacity=lambda nodes, init: nodes),
+    Workload(
+        "expensive-pod", "none (issue 30)",
+        "one tenant's pod with 2,500 preferred pod anti-affinity terms (~1 MB) over 30 "
+        "node labels, created alone on an idle scheduler: CPU from creation to binding",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=EXPENSIVE_POD,
+        default_init_pods=lambda nodes: 6 * nodes, default_pods=lambda nodes: 3,
+        labels_of_node=tenant_node_labels, one_at_a_time=True),
     Workload(
         "in-tree-pvs", "SchedulingInTreePVs",
         "every pod mounts its own bound claim of an in-tree AWS EBS volume",
