@@ -187,10 +187,15 @@ class Scheduler:
 
     async def drain_placements(self, timeout: float) -> None:
         """Graceful stop, the part that must end before another replica may lead:
-        bindings and victim deletions in flight."""
+        bindings and victim deletions in flight get `timeout` to finish; what still
+        runs then is cancelled and awaited, as when the lease is lost, so that nothing
+        this replica decided is written after it releases the Lease."""
         await self.drain_bindings(timeout)
         if self.preemption is not None:
             await self.preemption.drain(timeout)
+        await self.abort_bindings()
+        if self.preemption is not None:
+            await self.preemption.abort()
 
     async def drain_writes(self, timeout: float) -> None:
         """Graceful stop: placements first (they write events), then the queued events

@@ -333,6 +333,20 @@ async def test_a_lost_lease_stops_every_binding_before_it_writes(harness: Harnes
     assert harness.api.sent("POST", "/events") == []
 
 
+async def test_a_graceful_stop_cancels_bindings_that_outlive_the_grace(
+        harness: Harness) -> None:
+    """Issue 32 item 9: the Lease is released after drain_placements, so a binding still
+    running then must not write afterwards (a standby may lead already)."""
+    held = asyncio.Event()
+    harness.api.hold[("POST", "/binding")] = held  # the API server answers slowly
+    await harness.start(pod("late"))
+    await harness.scheduler.drain_placements(0.05)
+    assert harness.scheduler.bindings_in_flight() == 0
+    held.set()  # it answers now, after the release: nothing may go out
+    await asyncio.sleep(0.01)
+    assert harness.api.sent("POST", "/binding") == []
+
+
 # --- NominatedNodeNameForExpectation: announce the node before a PreBind with work ------
 
 def _nominations(recording: RecordingApi, name: str) -> list[Any]:
