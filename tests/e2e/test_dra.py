@@ -8,9 +8,12 @@ test publishes, as a driver would, and no kubelet is needed.
   binding conditions) gives the pod a FailedScheduling event naming the problem,
   the scheduler keeps running, and the pod is retried and binds once the claim is
   back and its device ready.
+- A selector the API server admits but whose actual cost passes cel-go's limit fails
+  Filter for the node with upstream's text, soon, while the pods after it bind.
 
 Each test runs with kpysched and with kube-scheduler v1.36.4 as the yardstick that
-shows the test asks for upstream's behaviour.
+shows the test asks for upstream's behaviour, except the last, kpysched's alone: the
+differential scenario dra-request-cel-actual-cost-limit compares it with upstream.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from tests.cluster import kube
 from tests.cluster.cluster import ClusterState
 from tests.cluster.kpysched_process import KpyschedProcess, scheduler_config
 from tests.cluster.upstream import UpstreamScheduler
+from tests.e2e.differential.dra_scenarios import COST_LIMIT_EXCEEDED, COSTLY
 
 pytestmark = pytest.mark.e2e
 
@@ -36,6 +40,9 @@ DRIVER = "gpu.kpysched.test"
 BINDING_TIMEOUT = "5s"
 # Both schedulers give up waiting for binding conditions after BINDING_TIMEOUT.
 CONFIG = {"leaderElection": {"leaderElect": False}}
+# Upstream stops COSTLY in ~0.1 s per device, kpysched in ~0.05 s: the first attempt's
+# FailedScheduling is due within seconds; the rest is room for a loaded machine.
+COST_LIMIT_SECONDS = 20
 
 
 def _profile(name: str) -> dict[str, Any]:
@@ -98,12 +105,15 @@ class World:
                      "devices": list(devices)}})
         self.slices.append(name)
 
-    async def claim(self, name: str, device_class: str) -> None:
+    async def claim(self, name: str, device_class: str, *selectors: str) -> None:
+        """A claim for one device of the class, which these CEL selectors match."""
+        exactly: dict[str, Any] = {"deviceClassName": device_class}
+        if selectors:
+            exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
         await self.resource.create_namespaced_resource_claim(self.namespace, {
             "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": {"name": name},
-            "spec": {"devices": {"requests": [
-                {"name": "gpu", "exactly": {"deviceClassName": device_class}}]}}})
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}})
 
     async def pod(self, name: str, claim: str) -> None:
         body = kube.pod_body(name, scheduler_name=self.scheduler)
@@ -244,3 +254,33 @@ async def test_claim_deleted_during_binding_is_reported_and_the_pod_retried(
                             "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}]}
             for r in results]}})
     assert await kube.wait_for(lambda: world.node_of("waiter"), 60, "the pod bound") == node
+
+
+@pytest.mark.parametrize("scheduler", ["kpysched"], indirect=True)
+async def test_a_selector_past_the_cost_limit_fails_filter_while_other_pods_bind(
+        world: World) -> None:
+    node = await world.node("costly")
+    gpu = await world.device_class("gpu")
+    await world.devices(node, {"name": "gpu-0"}, {"name": "gpu-1"})
+    # The API server admits it (its estimate is 353,700); cel-go's meter stops it.
+    await world.claim("costly", gpu, COSTLY)
+    await world.pod("costly", "costly")
+    plain = [f"plain-{i}" for i in range(20)]
+    for name in plain:  # right after it, without waiting for its decision
+        await kube.create_pod(world.api, world.namespace,
+                              kube.pod_body(name, scheduler_name=world.scheduler))
+
+    async def told() -> list[str] | None:
+        return await world.failed_scheduling("costly") or None
+
+    notes = await kube.wait_for(told, COST_LIMIT_SECONDS,
+                                "FailedScheduling for the pod whose selector costs too much")
+    # Filter's Error for the node, wrapped by the framework (a retried error, not a
+    # "0/N nodes are available" summary).
+    assert set(notes) == {f'running "DynamicResources" filter plugin: claim '
+                          f"{world.namespace}/costly: selector #0: {COST_LIMIT_EXCEEDED}"}
+    placed = await kube.wait_bound(world.api, world.namespace, plain, timeout=60)
+    assert sorted(placed) == sorted(plain)
+    assert await world.node_of("costly") is None
+    claim = await world.get_claim("costly")
+    assert claim.status is None or claim.status.allocation is None

@@ -32,6 +32,7 @@ from kpysched.plugins.dynamic_resources.cel_cost import (
     QUALIFIERS,
     arm_discount,
     call_cost,
+    in_bytes,
     is_conditional,
     overload_id,
     own_cost,
@@ -42,6 +43,7 @@ from kpysched.plugins.dynamic_resources.cel_cost import (
 # What a device can hold (k8s.io/api/resource/v1 limits), for the upper bound.
 _MAX_ENTRIES = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
 _MAX_DOMAIN, _MAX_ID, _MAX_VALUE, _MAX_DRIVER = 63, 32, 64, 63
+_MAX_UTF8 = 4  # bytes a rune takes in UTF-8, at most
 
 _INF = math.inf
 
@@ -102,7 +104,8 @@ class Bound:
         size = self._size(node, scope, children)
         static = own_cost(node, self.checked)
         own = (static if static is not None else
-               self._call_bound(node.name, overload_id(node, self.checked), children, size))
+               self._call_bound(node.name, overload_id(node, self.checked), children, size,
+                                in_bytes(node, 0)))
         if is_conditional(node):
             own -= sum(arm_discount(arm, self.checked) for arm in node.args[1:])
         return cost + own, iterations, size
@@ -168,13 +171,15 @@ class Bound:
         return _Size(info.kind if info is not None else UNKNOWN, _INF)
 
     @staticmethod
-    def _call_bound(function: str, overload: str, args: list[_Size], result: _Size
-                    ) -> float:
+    def _call_bound(function: str, overload: str, args: list[_Size], result: _Size,
+                    utf8_target: bool) -> float:
         if any(arg.size == _INF for arg in args) or (function == "join"
                                                       and result.size == _INF):
             return _INF
         # An argument of unknown kind may be a string (the costly case) or not.
         worst = [(STRING if a.kind == UNKNOWN else a.kind, a.size) for a in args]
+        if utf8_target and worst[0][0] == STRING:
+            worst[0] = (STRING, worst[0][1] * _MAX_UTF8)  # priced by bytes, sized in runes
         unit = [(SCALAR if a.kind == UNKNOWN else a.kind, a.size) for a in args]
         target = (result.kind, result.size)
         return max(call_cost(function, overload, worst, target),

@@ -69,6 +69,9 @@ _LIBRARY_UNIT = ("sign", "asInteger", "isInteger", "asApproximateFloat", "isGrea
 _LIBRARY_SIZED = frozenset(("indexOf", "lastIndexOf", "lowerAscii", "upperAscii", "substring",
                             "trim", "replace", "split", "join", "quantity", "isQuantity",
                             "semver", "isSemver", "_==_"))
+# library.traversalCost prices these by the bytes of their string target (UTF-8), where
+# every other price counts runes: the size given for that target is its length in bytes.
+BYTE_COUNTED = frozenset(("indexOf", "lastIndexOf"))
 # cel-go's costCall prices these overloads from sizes; it knows the overload only when
 # the checker resolved exactly one (==/!= always: evalEq/evalNe).
 _TENTH_OF_FIRST = frozenset(("starts_with_string", "ends_with_string", "string_to_bytes",
@@ -95,7 +98,7 @@ def call_cost(function: str, overload: str, args: Sequence[tuple[int, float]],
     sizes = [size for _, size in args]
     # k8s.io/apiserver/pkg/cel/library: CostEstimator.CallCost, by function name.
     if function in ("indexOf", "lastIndexOf"):
-        # traversalCost: truncated, not rounded up (it counts bytes; runes here).
+        # traversalCost: truncated, not rounded up; a string's size is its bytes here.
         return int(sizes[0] * _STRING_TRAVERSAL) if kinds[0] in (STRING, BYTES) else 1
     if function in ("lowerAscii", "upperAscii", "substring", "trim", "quantity",
                     "isQuantity", "semver", "isSemver"):
@@ -224,7 +227,8 @@ def own_cost(node: Expr, checked: Checked) -> int | None:
         return _relative(operand, checked) + extra
     if size_dependent(node, checked):
         operands = call_operands(node)
-        known = [static_size(arg, checked) for arg in operands]
+        known = [static_size(arg, checked, in_bytes(node, position))
+                 for position, arg in enumerate(operands)]
         if node.name != "join" and all(size is not None for size in known):
             return int(call_cost(node.name, overload_id(node, checked),
                                  [k for k in known if k is not None]))
@@ -332,12 +336,19 @@ def call_operands(node: Expr) -> list[Expr]:
     return ([node.target] if node.target is not None else []) + node.args
 
 
-def static_size(node: Expr, checked: Checked) -> tuple[int, float] | None:
-    """(kind, size) when known without evaluating: constants, and values without a size."""
+def in_bytes(call: Expr, position: int) -> bool:
+    """Is the call's operand at this position (its target first) priced by its bytes."""
+    return position == 0 and call.target is not None and call.name in BYTE_COUNTED
+
+
+def static_size(node: Expr, checked: Checked, utf8: bool = False,
+                ) -> tuple[int, float] | None:
+    """(kind, size) when known without evaluating: constants, and values without a size.
+    A string's size is its runes, or with `utf8` its bytes."""
     if node.kind == CONST:
         value = const_value(node)
         if isinstance(value, str):
-            return STRING, len(value)
+            return STRING, len(value.encode()) if utf8 else len(value)
         if isinstance(value, bytes):
             return BYTES, len(value)
         return SCALAR, 1

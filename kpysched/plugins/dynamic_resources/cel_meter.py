@@ -24,7 +24,13 @@ from cel_expr_python import cel
 
 from kpysched.plugins.dynamic_resources.cel_ast import SCALAR, Checked, decode_checked
 from kpysched.plugins.dynamic_resources.cel_cost import COST_LIMIT_EXCEEDED, call_cost
-from kpysched.plugins.dynamic_resources.cel_rewrite import SIZE_CODE, Plan, Rewriter, SizeCode
+from kpysched.plugins.dynamic_resources.cel_rewrite import (
+    SIZE_CODE,
+    UTF8_SIZE_CODE,
+    Plan,
+    Rewriter,
+    SizeCode,
+)
 
 INTERRUPTED = "operation interrupted"
 ITERATION_BUDGET = "Iteration budget exceeded"  # cel-cpp's RuntimeError text
@@ -74,7 +80,7 @@ class Runtime:
 
     def __init__(self) -> None:
         self._env: cel.Env | None = None
-        self._size_code: SizeCode | None = None
+        self._size_codes: tuple[SizeCode, SizeCode] | None = None
         self._local = threading.local()
 
     def functions(self) -> list[cel.FunctionDecl]:
@@ -96,14 +102,17 @@ class Runtime:
 
     def bind(self, env: cel.Env, template_env: cel.Env) -> None:
         """Attach the environment whose `@kp.` functions are these; `template_env`
-        compiles _SIZE_CODE (it declares `__v`, which selectors must not see)."""
+        compiles SIZE_CODE and UTF8_SIZE_CODE (they declare `__v`, which selectors must
+        not see)."""
         self._env = env
-        checked = decode_checked(template_env.compile(SIZE_CODE).serialize())
-        self._size_code = SizeCode(checked.root, checked.references)
+        runes, utf8 = (decode_checked(template_env.compile(code).serialize())
+                       for code in (SIZE_CODE, UTF8_SIZE_CODE))
+        self._size_codes = (SizeCode(runes.root, runes.references),
+                            SizeCode(utf8.root, utf8.references))
 
     def plan_for(self, checked: Checked, driven: frozenset[int]) -> Plan:
-        assert self._env is not None and self._size_code is not None, "bind() first"
-        return Rewriter(self._env, self._size_code, checked, driven).plan()
+        assert self._env is not None and self._size_codes is not None, "bind() first"
+        return Rewriter(self._env, *self._size_codes, checked, driven).plan()
 
     @contextmanager
     def evaluating(self, meter: Meter) -> Iterator[None]:

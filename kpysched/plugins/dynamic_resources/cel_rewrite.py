@@ -35,6 +35,7 @@ from kpysched.plugins.dynamic_resources.cel_ast import (
     SCALAR,
     SELECT,
     SIZED,
+    STRING,
     Checked,
     Entry,
     Expr,
@@ -46,6 +47,7 @@ from kpysched.plugins.dynamic_resources.cel_ast import (
 from kpysched.plugins.dynamic_resources.cel_cost import (
     arm_discount,
     call_operands,
+    in_bytes,
     is_constant,
     optional_or,
     optional_qualifier,
@@ -59,6 +61,8 @@ from kpysched.plugins.dynamic_resources.cel_cost import (
 SIZE_CODE = ("type(__v) == string ? size(__v) * 8 + 1 : type(__v) == bytes ? size(__v) * 8 + 2"
              " : type(__v) == list ? size(__v) * 8 + 3 : type(__v) == map ? size(__v) * 8 + 4"
              " : type(__v) == kubernetes.Quantity || type(__v) == kubernetes.Semver ? 13 : 14")
+# The same with a string's size in bytes (UTF-8): for the operands cel_cost.in_bytes names.
+UTF8_SIZE_CODE = SIZE_CODE.replace("size(__v) * 8 + 1", "size(bytes(__v)) * 8 + 1", 1)
 
 
 @dataclass(slots=True)
@@ -118,10 +122,10 @@ class SizeCode:
 class Rewriter:
     """Builds the Plan of one selector for one set of driven loops."""
 
-    def __init__(self, env: cel.Env, size_code: SizeCode, checked: Checked,
-                 driven: frozenset[int]) -> None:
+    def __init__(self, env: cel.Env, size_code: SizeCode, utf8_size_code: SizeCode,
+                 checked: Checked, driven: frozenset[int]) -> None:
         self._env = env
-        self._size_code_template = size_code
+        self._size_code_templates = (size_code, utf8_size_code)
         self._checked = checked
         self._driven = driven
         self._next_id = checked.max_id() + 1
@@ -272,8 +276,9 @@ class Rewriter:
         names: list[tuple[str, Expr]] = []
         codes: list[Expr] = []
         bound: list[Expr] = []
-        for operand, new in zip(operands, rewritten, strict=True):
-            known = static_size(operand, self._checked)
+        for position, (operand, new) in enumerate(zip(operands, rewritten, strict=True)):
+            utf8 = in_bytes(node, position)
+            known = static_size(operand, self._checked, utf8)
             if known is not None and is_constant(operand):
                 plan.operands.append((known[0], int(known[1])))
                 bound.append(new)
@@ -284,10 +289,13 @@ class Rewriter:
             info = self._checked.types.get(operand.id)
             if info is not None and info.kind in SIZED:
                 plan.operands.append((info.kind, None))
-                codes.append(self._call("size", self._ident(name)))
+                value = self._ident(name)
+                if utf8 and info.kind == STRING:
+                    value = self._call("bytes", value)
+                codes.append(self._call("size", value))
             else:
                 plan.operands.append(None)
-                codes.append(self._size_code(self._ident(name)))
+                codes.append(self._size_code(self._ident(name), utf8))
         self.calls.append(plan)
         out = self._guarded(self._call("@kp.charge", int_const(self._id(), index), *codes),
                             self._with_operands(node, bound))
@@ -301,8 +309,8 @@ class Rewriter:
             return dataclasses.replace(node, target=operands[0], args=operands[1:])
         return dataclasses.replace(node, args=operands)
 
-    def _size_code(self, value: Expr) -> Expr:
-        template = self._size_code_template
+    def _size_code(self, value: Expr, utf8: bool = False) -> Expr:
+        template = self._size_code_templates[utf8]
         return self._copy(template.root, value, template.references)
 
     def _copy(self, node: Expr, value: Expr, references: dict[int, bytes]) -> Expr:

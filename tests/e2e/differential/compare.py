@@ -50,6 +50,7 @@ def check_kind(scenario: Scenario, outcome: Outcome) -> None:
         assert outcome.node is not None and outcome.victims, outcome.describe()
     if scenario.expect_node is not None:
         assert outcome.node == scenario.expect_node, outcome.describe()
+    assert all(node is not None for _, node in outcome.then), outcome.describe()
     assert scenario.expect_reason in (outcome.message or ""), outcome.describe()
     volumes = {claim.role: claim.volume for claim in outcome.claims}
     for claim, volume in scenario.expect_claims.items():

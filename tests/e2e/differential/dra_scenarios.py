@@ -119,6 +119,17 @@ T4 = DeviceClassSpec("t4", (f'device.driver == "{DRIVER}"',
 BIG_MEMORY = DeviceClassSpec("big", (
     f'device.driver == "{DRIVER}"',
     f'device.capacity["{DRIVER}"].memory.compareTo(quantity("40Gi")) >= 0'))
+# One rune, four bytes in UTF-8.
+WIDE = "\U0001f600"
+# A selector the API server admits that passes cel-go's actual-cost limit (1,000,000).
+# Four replaces grow 20 runes to 3.2 million (12.8 MB) for ~34,000; then indexOf. The
+# API server's estimate prices indexOf by runes (320,000; 353,700 in all, accepted);
+# cel-go charges k8s' traversalCost, which counts bytes (1,280,000; 1,313,689 in all).
+# Nested all() over literal lists and string growth by cel.bind are priced by their
+# estimate as they run: the API server refuses those past the limit ("too complex").
+COSTLY = (f'cel.bind(s, "{WIDE * 20}", s.replace("{WIDE}", s).replace("{WIDE}", s)'
+          f'.replace("{WIDE}", s).replace("{WIDE}", s).indexOf("b") < 0)')
+COST_LIMIT_EXCEEDED = "CEL runtime error: operation cancelled: actual cost limit exceeded"
 TOLERATE_BROKEN = {"key": "example.com/broken", "operator": "Exists", "effect": "NoSchedule"}
 TWO = (N("n0"), N("n1"))
 THREE = (N("n0"), N("n1"), N("n2"))
@@ -246,6 +257,15 @@ SELECTORS: list[Scenario] = [
                  f'device.attributes["{DRIVER}"].model == "a100"',
                  f'device.attributes["{DRIVER}"].revision >= 2'))),),
              expect="pending", expect_reason="CEL runtime error: no such key: revision"),
+    # Past the cost limit: an error for the pod (no device that merely does not match).
+    # The pods created right after it are scheduled meanwhile, one with a claim of its
+    # own on the same node's devices.
+    Scenario("dra-request-cel-actual-cost-limit", TWO, P("incoming", uses("costly")),
+             device_classes=(GPU,), slices=(gpus("n1", gpu("gpu-0"), gpu("gpu-1")),),
+             resource_claims=(claim("costly", request(selectors=(COSTLY,))), claim("cheap")),
+             existing=(_busy("n1"),), then=(P("cheap", uses("cheap")), P("plain")),
+             expect="pending", expect_reason=COST_LIMIT_EXCEEDED,
+             expect_devices={"cheap": ("n1/gpu-0",)}),
     Scenario("dra-request-cel-capacity", TWO, P("incoming", uses("gpu")),
              device_classes=(GPU,),
              slices=(gpus("n0", gpu("gpu-0", memory="16Gi")),

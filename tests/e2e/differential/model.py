@@ -201,6 +201,10 @@ class Scenario:
     namespace_labels: dict[str, str] = field(default_factory=dict)
     # ResourceClaim role (see AllocationState) -> its allocated devices, "pool/device".
     expect_devices: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Pods created right after the incoming one (without waiting for its decision),
+    # each expected to bind: the incoming pod's outcome does not hold them up. Where
+    # they land is part of the outcome.
+    then: tuple[PodSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -243,9 +247,13 @@ class Outcome:
     claims: tuple[ClaimState, ...] = ()  # every claim of the namespace, by role
     volumes: tuple[VolumeState, ...] = ()  # the scenario's PersistentVolumes, by role
     resource_claims: tuple[AllocationState, ...] = ()  # DRA claims, by role
+    # (pod role, role of its node or None) for each of the scenario's `then` pods.
+    then: tuple[tuple[str, str | None], ...] = ()
 
     def describe(self) -> str:
         text = f"node={self.node} victims={sorted(self.victims)} message={self.message!r}"
+        for pod, node in self.then:
+            text += f"\n   then {pod}: node={node}"
         for claim in self.claims:
             text += (f"\n   claim {claim.role}: {claim.phase} volume={claim.volume} "
                      f"selected-node={claim.selected_node}")

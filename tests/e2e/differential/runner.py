@@ -433,6 +433,9 @@ async def run_scenario(api: client.ApiClient, scenario: Scenario,
         await _allocate_claims(api, scenario, names)
         await asyncio.sleep(SETTLE_SECONDS)
         await _create_incoming(api, scenario, scheduler_name, names)
+        for pod in scenario.then:
+            await core.create_namespaced_pod(
+                namespace, _pod_body(pod, scheduler_name, names, _extended_resources(scenario)))
         outcome = await _observe(api, scenario, names)
     except BaseException:
         await _clean_up(api, scenario, names)
@@ -476,11 +479,27 @@ async def _observe(api: client.ApiClient, scenario: Scenario, names: _Names) -> 
             await asyncio.sleep(SETTLE_SECONDS)  # a second attempt must not change anything
             break
         await asyncio.sleep(0.2)
+    then = await _then_nodes(api, scenario, names, deadline)
     remaining = {p.metadata.name for p in (await core.list_namespaced_pod(namespace)).items}
     claims, volumes = await _settled_storage(api, scenario, names)
     resource_claims = await _resource_claims(api, scenario, names)
     return Outcome(node, names.text(message) if message is not None else None,
-                   frozenset(existing - remaining), claims, volumes, resource_claims)
+                   frozenset(existing - remaining), claims, volumes, resource_claims, then)
+
+
+async def _then_nodes(api: client.ApiClient, scenario: Scenario, names: _Names,
+                      deadline: float) -> tuple[tuple[str, str | None], ...]:
+    """Where the scenario's `then` pods are, once all are bound or at the deadline."""
+    core = client.CoreV1Api(api)
+    while True:
+        pods = {p.metadata.name: p for p in
+                (await core.list_namespaced_pod(names.namespace)).items}
+        nodes = tuple((spec.role, names.role(pods[spec.role].spec.node_name)
+                       if pods[spec.role].spec.node_name else None) for spec in scenario.then)
+        if (all(node is not None for _, node in nodes)
+                or asyncio.get_running_loop().time() >= deadline):
+            return nodes
+        await asyncio.sleep(0.2)
 
 
 async def _resource_claims(api: client.ApiClient, scenario: Scenario, names: _Names,

@@ -49,6 +49,20 @@ def _terms(count: int) -> str:
 
 
 L99, L100 = _numbers(99), _numbers(100)
+EMOJI = "\U0001f600"  # one rune, four bytes in UTF-8
+
+
+def _grown(replaces: int) -> str:
+    """`s` (20 emojis) grown 20-fold by each replace."""
+    return "s" + f'.replace("{EMOJI}", s)' * replaces
+
+
+def _emojis(search: str) -> str:
+    """`search` finds nothing in `s`'s growth: indexOf and lastIndexOf are priced by bytes
+    (library.traversalCost), the rest by runes."""
+    return f'cel.bind(s, "{EMOJI * 20}", {search} < 0)'
+
+
 # A device with 32 attributes, the most the API admits (issue 33's selector).
 WIDE = msgspec.convert({"name": "d0", "attributes": {f"a{i}": {"int": i} for i in range(32)}},
                        Device)
@@ -93,6 +107,9 @@ UPSTREAM_COSTS = {
         True, 120),
     "failed-operand": (f"{ATTRS}.nope == 1 || true", True, 5),
     "filter-200": (f"{_numbers(200)}.filter(x, x > 100).size() == 99", True, 1690),
+    "index-of-counts-bytes": (_emojis(f'{_grown(3)}.indexOf("b")'), True, 65689),
+    "last-index-of-dyn-counts-bytes": (
+        _emojis(f'dyn({_grown(3)}).lastIndexOf("b", 5)'), True, 65690),
     "exists-one-120x120": (
         f"{_numbers(120)}.exists_one(a, {_numbers(120)}.exists_one(b, a == 0 && b == 0))",
         True, 29286),
@@ -142,6 +159,8 @@ OVER_LIMIT = {
     "bind-99x99-100terms": f"cel.bind(l, {L99}, l.all(a, l.all(b, {_terms(100)})))",
     # Charged before each concatenation: stops with strings of a few MiB, not 128.
     "bind-string-doubling-24": _doubling(24),
+    # The API server admits it: its estimate (353,700) counts indexOf's runes.
+    "index-of-3.2M-emojis": _emojis(f'{_grown(4)}.indexOf("b")'),
 }
 
 
