@@ -21,7 +21,7 @@ from kpysched.cache.dump import cache_dump, dump_from
 from kpysched.cache.pod_groups import membership
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
 from kpysched.coscheduling_groups import CoschedulingGroups, GroupStatusWriter
-from kpysched.decisions.endpoint import advertised_url, lease_annotations
+from kpysched.decisions.endpoint import lease_annotations
 from kpysched.decisions.store import DecisionStore
 from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.event_recorder import EventRecorder
@@ -49,6 +49,7 @@ from kpysched.queue.scheduling_queue import UNSCHEDULABLE_MAX_SECONDS, Schedulin
 from kpysched.scheduler import Scheduler
 from kpysched.server import HealthCheck, Server, ServerConfig, ServerThread, progress_check
 from kpysched.serving import DelegationOptions, TlsOptions
+from kpysched.serving.requestheader import RequestHeaderOptions
 
 log = structlog.get_logger(__name__)
 
@@ -290,7 +291,9 @@ async def run(
                                    "handlers are not fully synchronized"),
                     HealthCheck.of("shutdown", lambda: not stop.is_set(),
                                    "process is shutting down")],
-            decisions=_decision_lookup(scheduler) if settings.enable_decision_endpoint
+            decisions=_decision_lookup(scheduler, lambda: elector is None or
+                                       elector.is_leader)
+            if settings.enable_decision_endpoint
             else None,
             cache_dump=dump_from(loop, lambda: cache_dump(
                 scheduler.cache, scheduler.queue.pending_counts,
@@ -304,14 +307,11 @@ async def run(
         if http is not None:
             http.start()
         if elector is not None:
-            # Where `kpysched explain` finds the leader (kpysched.decisions.endpoint); a
-            # previous leader's address is cleared when this one serves no decisions.
-            elector.annotate(lease_annotations(
-                advertised_url("http" if settings.insecure_serving else "https",
-                               settings.bind_address, http.port, settings.pod_ip),
-                settings.pod_namespace, settings.pod_name)
-                if http is not None and settings.enable_decision_endpoint
-                else lease_annotations())
+            # Clears the serving address earlier versions wrote for `kpysched explain`:
+            # anyone able to write the Lease could point it elsewhere and collect the
+            # credentials explain sent there. Explain now goes through the API server's
+            # aggregation layer (kpysched.decisions.api) and reads nothing from the Lease.
+            elector.annotate(lease_annotations())
         try:
             async with asyncio.TaskGroup() as group:
                 background = [group.create_task(r.run(), name=f"informer {r.resource}")
@@ -370,13 +370,20 @@ async def _serves(raw: RawApi, group_version: str, resource: str) -> bool | None
     return any(isinstance(r, dict) and r.get("name") == resource for r in resources)
 
 
-def _decision_lookup(scheduler: Scheduler) -> Callable[[str, str], list[dict[str, Any]]]:
+def _decision_lookup(scheduler: Scheduler, leading: Callable[[], bool],
+                     ) -> Callable[[str, str], list[dict[str, Any]] | None]:
+    """None while not leading: a standby says so (503) rather than "not found"."""
     store = scheduler.decisions
     if store is None:
         log.warning("decisions.endpoint_empty", reason="--decision-records=0: nothing is "
                     "recorded, so /debug/decisions answers 404 for every pod")
-        return lambda namespace, name: []
-    return store.for_pod
+
+    def lookup(namespace: str, name: str) -> list[dict[str, Any]] | None:
+        if not leading():
+            return None
+        return [] if store is None else store.for_pod(namespace, name)
+
+    return lookup
 
 
 def server_config(settings: Settings) -> ServerConfig:
@@ -397,7 +404,12 @@ def server_config(settings: Settings) -> ServerConfig:
             always_allow_paths=settings.authorization_always_allow_paths,
             client_ca_file=settings.client_ca_file,
             skip_lookup=settings.authentication_skip_lookup,
-            tolerate_lookup_failure=settings.authentication_tolerate_lookup_failure)
+            tolerate_lookup_failure=settings.authentication_tolerate_lookup_failure,
+            request_header=RequestHeaderOptions(
+                settings.requestheader_client_ca_file, settings.requestheader_allowed_names,
+                settings.requestheader_username_headers, settings.requestheader_uid_headers,
+                settings.requestheader_group_headers,
+                settings.requestheader_extra_headers_prefix))
     return ServerConfig(settings.bind_address, settings.secure_port, tls, access,
                         reuse_address=settings.permit_address_sharing,
                         reuse_port=settings.permit_port_sharing)

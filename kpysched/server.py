@@ -29,6 +29,7 @@ import structlog
 from aiohttp import web
 
 from kpysched.cache.dump import PATH as CACHE_PATH
+from kpysched.decisions import api as decisions_api
 from kpysched.decisions.endpoint import PATH_PREFIX
 from kpysched.metrics import CONTENT_TYPE, SchedulerMetrics
 from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, server_context
@@ -112,6 +113,7 @@ class Server:
         app.router.add_get("/metrics", self._serve_metrics)
         if decisions is not None:
             app.router.add_get(PATH_PREFIX + "/{namespace}/{pod}", _decisions(decisions))
+            decisions_api.install(app, decisions)
         if cache_dump is not None:
             app.router.add_get(CACHE_PATH, _cache(cache_dump))
         self._app = app
@@ -188,7 +190,7 @@ class Server:
         return web.Response(body=self._metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
 
-DecisionLookup = Callable[[str, str], list[dict[str, Any]]]
+DecisionLookup = decisions_api.DecisionLookup
 CacheDump = Callable[[], Awaitable[dict[str, Any]]]
 # Longer than any scheduling cycle: the dump waits for the loop to be free.
 CACHE_DUMP_TIMEOUT_SECONDS: Final = 10.0
@@ -211,7 +213,7 @@ def _decisions(lookup: DecisionLookup) -> Callable[[web.Request], Awaitable[web.
     async def handler(request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["pod"]
         pod = f"{namespace}/{name}"
-        found = lookup(namespace, name)
+        found = lookup(namespace, name) or []
         if not found:
             body: dict[str, Any] = {
                 "pod": pod, "decisions": [],

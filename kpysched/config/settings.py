@@ -69,6 +69,14 @@ class Settings(BaseSettings):
     client_ca_file: Path | None = None
     authentication_skip_lookup: bool = False
     authentication_tolerate_lookup_failure: bool = True
+    # Front-proxy authentication (kpysched.serving.requestheader): without the CA file
+    # the whole configuration is read from the cluster (extension-apiserver-authentication).
+    requestheader_client_ca_file: Path | None = None
+    requestheader_allowed_names: CommaList = ()
+    requestheader_username_headers: CommaList = ("x-remote-user",)
+    requestheader_uid_headers: CommaList = ("x-remote-uid",)
+    requestheader_group_headers: CommaList = ("x-remote-group",)
+    requestheader_extra_headers_prefix: CommaList = ("x-remote-extra-",)
     # Metric families left out of /metrics (names as exposed, e.g. "..._total").
     disabled_metrics: CommaList = ()
     # Pods unschedulable this long are retried anyway (upstream's deprecated flag).

@@ -12,8 +12,6 @@ from typing import Final
 import msgspec
 
 from kpysched.explain.client import (
-    DEFAULT_LEASE_NAME,
-    DEFAULT_LEASE_NAMESPACE,
     Target,
     UnreachableError,
     context_namespace,
@@ -35,11 +33,14 @@ examples; the top-scored nodes with each Score plugin's normalised score times i
 weight, the totals and ties; preemption candidates, their victims and the criterion
 that chose.
 
-The leader is found through its Lease (holder and the kpysched.io/serving-address
-annotation it writes while --enable-decision-endpoint is on) and asked with your
-kubeconfig's credentials: through the API server's pod proxy in a cluster, directly
-outside one, or at --scheduler-url. kpysched authorizes /debug/decisions as /metrics:
-you need a role with nonResourceURLs ["/debug/decisions/*"], verbs ["get"].
+The leader is asked through the API server, with your kubeconfig: GET
+/apis/decisions.kpysched.io/v1alpha1/namespaces/NAMESPACE/pods/POD, an aggregated API
+the chart registers (decisions.endpoint=true). Your credential goes to the API server
+only; it authenticates you and RBAC decides: you need get on pods.decisions.kpysched.io
+in the pod's namespace (the chart aggregates it to the view, edit and admin roles).
+`kubectl get --raw` on that path gives the same records. --scheduler-url asks a
+scheduler you name directly (a local run, or kubectl port-forward), verifying its
+certificate against --scheduler-ca.
 """
 
 EPILOG = """\
@@ -47,15 +48,16 @@ exit codes:
   0  the pod's decisions were shown
   1  the scheduler kept no decision for the pod (never tried by this leader, or evicted)
   2  usage error
-  3  the scheduler could not be found or asked (no Lease or leader, endpoint off,
+  3  the scheduler could not be asked (the API not registered or not available,
      unreachable, or not authorized)
 
 examples:
   kpysched explain default/web-0
-  kpysched explain -n shop web-0 --lease-namespace kpysched -o json
+  kpysched explain -n shop web-0 -o json
   kubectl kpysched explain shop/web-0 --context prod
-  kubectl port-forward -n kpysched pod/kpysched-abc 10259 &
-  kpysched explain shop/web-0 --scheduler-url https://127.0.0.1:10259
+  kubectl get --raw /apis/decisions.kpysched.io/v1alpha1/namespaces/shop/pods/web-0
+  kpysched explain shop/web-0 --scheduler-url https://127.0.0.1:10259 \
+      --scheduler-ca /var/run/kpysched/kpysched.crt
 """
 
 
@@ -76,18 +78,17 @@ def _parser(prog: str) -> argparse.ArgumentParser:
                         help=f"scored nodes shown (default {DEFAULT_TOP})")
     parser.add_argument("--all", action="store_true", dest="every_attempt",
                         help="show every kept attempt in full, not only the latest")
-    parser.add_argument("--lease-name", default=DEFAULT_LEASE_NAME,
-                        help=f"kpysched's Lease (default {DEFAULT_LEASE_NAME}; the chart's "
-                             "is the release's full name)")
-    parser.add_argument("--lease-namespace", default=DEFAULT_LEASE_NAMESPACE,
-                        help=f"its namespace (default {DEFAULT_LEASE_NAMESPACE}; the "
-                             "chart's is the release namespace)")
     parser.add_argument("--scheduler-url",
-                        help="ask the scheduler here (e.g. https://127.0.0.1:10259 "
-                             "through kubectl port-forward) instead of finding the leader")
+                        help="ask the scheduler here (e.g. https://127.0.0.1:10259, a "
+                             "local run) instead of through the API server; your "
+                             "kubeconfig's credential is sent there")
     parser.add_argument("--scheduler-ca", type=Path,
-                        help="CA that signed the scheduler's serving certificate; without "
-                             "it an https scheduler's certificate is not verified")
+                        help="CA that signed that scheduler's serving certificate (default: "
+                             "the system's trust store; never unverified)")
+    # Accepted so existing scripts keep working; explain reads nothing from the Lease now
+    # (kpysched.explain.client says why).
+    for flag in ("--lease-name", "--lease-namespace"):
+        parser.add_argument(flag, help=argparse.SUPPRESS)
     parser.add_argument("--request-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="per request (default 10)")
     return parser
@@ -113,9 +114,12 @@ def main(args: Sequence[str], prog: str = "kpysched explain") -> int:
         print(f"{prog}: error: expected NAMESPACE/POD or POD, got {options.pod!r}",
               file=sys.stderr)
         return EXIT_USAGE
-    target = Target(options.kubeconfig, options.context, options.lease_name,
-                    options.lease_namespace, options.scheduler_url, options.scheduler_ca,
-                    options.request_timeout)
+    if options.lease_name or options.lease_namespace:
+        print(f"{prog}: --lease-name/--lease-namespace are ignored: the scheduler is asked "
+              "through the API server, never at an address read from its Lease",
+              file=sys.stderr)
+    target = Target(options.kubeconfig, options.context, options.scheduler_url,
+                    options.scheduler_ca, options.request_timeout)
     try:
         answer = asyncio.run(fetch(target, namespace, name))
     except UnreachableError as error:

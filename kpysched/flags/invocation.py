@@ -40,7 +40,9 @@ _SETTINGS: Final = (
     "client-ca-file", "authentication-skip-lookup", "authentication-tolerate-lookup-failure",
     "disabled-metrics", "pod-max-in-unschedulable-pods-duration", "log-level", "log-format",
     "event-loop", "insecure-serving", "decision-records", "enable-decision-endpoint",
-    "enable-cache-endpoint",
+    "enable-cache-endpoint", "requestheader-client-ca-file", "requestheader-allowed-names",
+    "requestheader-username-headers", "requestheader-uid-headers",
+    "requestheader-group-headers", "requestheader-extra-headers-prefix",
 )
 # Deprecated flags mirroring a config field (ignored with --config).
 _DEPRECATED: Final = {
@@ -109,11 +111,6 @@ REFUSALS: Final[tuple[Refusal, ...]] = (
     Refusal("tls-sni-cert-key", _set, "not implemented: one serving certificate only"),
     Refusal("http2-max-streams-per-connection", lambda v, _: v != 0,
             "kpysched serves HTTP/1.1 only"),
-    *(Refusal(f"requestheader-{name}", lambda v, _: True,
-              "not implemented: kpysched does no front-proxy (request header) "
-              "authentication; use tokens or --client-ca-file")
-      for name in ("allowed-names", "client-ca-file", "extra-headers-prefix",
-                   "group-headers", "uid-headers", "username-headers")),
     Refusal("emulated-version", _versions((KUBE_VERSION,)),
             f"kpysched implements kube-scheduler {KUBE_VERSION} only"),
     Refusal("min-compatibility-version", _versions(("1.35", KUBE_VERSION)),

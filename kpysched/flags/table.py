@@ -56,10 +56,19 @@ FLAGS: Final[tuple[Flag, ...]] = (
     Flag("authentication-tolerate-lookup-failure", B, "start anyway when that lookup "
          "fails", AUTHN, default="true"),
     Flag("client-ca-file", S, "CA of client certificates (user = CN, groups = O)", AUTHN),
-    *(Flag(f"requestheader-{name}", L if name != "client-ca-file" else S,
-           "refused: kpysched does no front-proxy (request header) authentication", AUTHN)
-      for name in ("allowed-names", "client-ca-file", "extra-headers-prefix",
-                   "group-headers", "uid-headers", "username-headers")),
+    Flag("requestheader-allowed-names", L, "common names of front-proxy client "
+         "certificates allowed to assert users in headers; empty: any the CA issued", AUTHN),
+    Flag("requestheader-client-ca-file", S, "CA of front-proxy client certificates (the "
+         "aggregator's); unset: every requestheader-* setting is read from configmap "
+         "kube-system/extension-apiserver-authentication", AUTHN),
+    Flag("requestheader-extra-headers-prefix", L, "prefixes of headers carrying user "
+         "extras", AUTHN, default="x-remote-extra-"),
+    Flag("requestheader-group-headers", L, "headers carrying groups", AUTHN,
+         default="x-remote-group"),
+    Flag("requestheader-uid-headers", L, "headers carrying the UID", AUTHN,
+         default="x-remote-uid"),
+    Flag("requestheader-username-headers", L, "headers carrying the user name", AUTHN,
+         default="x-remote-user"),
 
     Flag("authorization-always-allow-paths", L, "paths served without authorization",
          AUTHZ, default="/healthz,/readyz,/livez"),

@@ -8,7 +8,7 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import structlog
 from aiohttp import web
@@ -18,6 +18,12 @@ from kpysched.serving.authn import AuthenticationError, Authenticator, UserInfo
 from kpysched.serving.authz import DEFAULT_ALWAYS_ALLOW_PATHS, AuthorizationError, Authorizer
 from kpysched.serving.delegation import Reviewer, ReviewError, delegation_client
 from kpysched.serving.errors import ServingError
+from kpysched.serving.request_info import ResourceAttributes, resource_attributes
+from kpysched.serving.requestheader import (
+    RequestHeaderAuthenticator,
+    RequestHeaderOptions,
+    resolve,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -42,6 +48,7 @@ class DelegationOptions:
     client_ca_file: Path | None = None
     skip_lookup: bool = False
     tolerate_lookup_failure: bool = True
+    request_header: RequestHeaderOptions = field(default_factory=RequestHeaderOptions)
 
 
 @dataclass(slots=True)
@@ -50,6 +57,8 @@ class AccessControl:
     authorizer: Authorizer
     client_ca: bytes | None  # PEM the TLS layer verifies client certificates against
     _clients: list[client.ApiClient] = field(default_factory=list)
+    # The aggregator's front-proxy identities (kpysched.serving.requestheader).
+    request_header: RequestHeaderAuthenticator | None = None
 
     @classmethod
     async def open(cls, options: DelegationOptions) -> AccessControl:
@@ -69,14 +78,22 @@ class AccessControl:
             authn = Reviewer(authn_client) if authn_client is not None else None
             authz = Reviewer(authz_client) if authz_client is not None else None
             client_ca = await _client_ca(options, authn)
+            proxy = await resolve(options.request_header, _configmap_lookup(options, authn))
         except BaseException:
             for api_client in clients:
                 await api_client.close()
             raise
+        if proxy is not None:
+            # The TLS layer verifies both kinds of client certificate; the middleware
+            # tells them apart (a front proxy's is no user identity of its own).
+            client_ca = (client_ca or b"") + b"\n" + proxy.ca_pem
+            log.info("authn.request_header", allowed_names=list(proxy.allowed_names),
+                     username_headers=list(proxy.username_headers))
         return cls(Authenticator(authn, options.token_cache_ttl),
                    Authorizer(authz, options.always_allow_paths, options.allowed_cache_ttl,
                               options.denied_cache_ttl),
-                   client_ca, clients)
+                   client_ca, clients,
+                   None if proxy is None else RequestHeaderAuthenticator(proxy))
 
     async def close(self) -> None:
         for api_client in self._clients:
@@ -86,29 +103,78 @@ class AccessControl:
     @web.middleware
     async def middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         peer = request.transport.get_extra_info("peercert") if request.transport else None
+        proxied = None
+        if self.request_header is not None and peer:
+            ssl_object = request.transport.get_extra_info("ssl_object") \
+                if request.transport else None
+            proxied = self.request_header.authenticate(
+                ssl_object.getpeercert(binary_form=True) if ssl_object else None,
+                request.headers)
         try:
-            user = await self.authenticator.authenticate(
-                request.headers.get("Authorization"), peer)
+            if proxied is not None and proxied.user is not None:
+                user = proxied.user
+            else:
+                user = await self.authenticator.authenticate(
+                    request.headers.get("Authorization"),
+                    None if proxied is not None and proxied.proxy else peer)
         except AuthenticationError as error:
             log.debug("authn.refused", path=request.path, reason=str(error))
             return _status(401, "Unauthorized", "Unauthorized")
         verb = request.method.lower()
+        resource = resource_attributes(request.path, request.method,
+                                       request.query.get("watch") in ("1", "true"))
         try:
-            decision = await self.authorizer.authorize(user, request.path, verb)
+            decision = await self.authorizer.authorize(user, request.path, verb, resource)
         except AuthorizationError as error:
             return _status(500, "InternalError",
                            f"Internal error occurred: authorization failed: {error}")
         if not decision.allowed:
             log.debug("authz.refused", path=request.path, user=user.name,
                       reason=decision.reason)
-            return _status(403, "Forbidden", _forbidden_message(user, verb, request.path,
-                                                                decision.reason))
+            message = _forbidden_message(user, verb, request.path, decision.reason) \
+                if resource is None else _resource_forbidden(user, resource, decision.reason)
+            return _status(403, "Forbidden", message)
         return await handler(request)
 
 
 def _forbidden_message(user: UserInfo, verb: str, path: str, reason: str) -> str:
     message = f'forbidden: User "{user.name}" cannot {verb} path "{path}"'
     return f"{message}: {reason}" if reason else message
+
+
+def _resource_forbidden(user: UserInfo, resource: ResourceAttributes, reason: str) -> str:
+    # As the API server words it, so a tenant sees the RBAC rule they lack.
+    message = (f'{resource.resource}.{resource.group} "{resource.name}" is forbidden: User '
+               f'"{user.name}" cannot {resource.verb} resource "{resource.resource}" in API '
+               f'group "{resource.group}"')
+    if resource.namespace:
+        message += f' in the namespace "{resource.namespace}"'
+    return f"{message}: {reason}" if reason else message
+
+
+def _configmap_lookup(options: DelegationOptions, reviewer: Reviewer | None,
+                      ) -> Callable[[], Awaitable[dict[str, Any] | None]] | None:
+    """Reads extension-apiserver-authentication's data for the front-proxy settings
+    when no --requestheader-client-ca-file is given, as the client CA is looked up."""
+    if options.skip_lookup or reviewer is None:
+        return None
+
+    async def lookup() -> dict[str, Any] | None:
+        try:
+            configmap = await reviewer.get(AUTHENTICATION_CONFIGMAP)
+        except ReviewError as error:
+            if not options.tolerate_lookup_failure:
+                raise ServingError(
+                    "looking up the request header configuration in configmap kube-system/"
+                    f"extension-apiserver-authentication: {error}") from None
+            log.warning("authn.request_header_lookup_failed", reason=str(error),
+                        consequence="requests through the API server's aggregator are "
+                                    "not authenticated")
+            return None
+        data = configmap.get("data")
+        return data if isinstance(data, dict) else None
+
+    return lookup
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:

@@ -17,6 +17,7 @@ import structlog
 
 from kpysched.serving.authn import UserInfo
 from kpysched.serving.delegation import Reviewer, ReviewError
+from kpysched.serving.request_info import ResourceAttributes
 from kpysched.serving.ttl_cache import TtlCache
 
 log = structlog.get_logger(__name__)
@@ -50,26 +51,31 @@ class Authorizer:
         trimmed = path.lstrip("/")
         return trimmed in self._exact or any(trimmed.startswith(p) for p in self._prefixes)
 
-    async def authorize(self, user: UserInfo, path: str, verb: str) -> Decision:
+    async def authorize(self, user: UserInfo, path: str, verb: str,
+                        resource: ResourceAttributes | None = None) -> Decision:
+        """`resource`: the API resource the path names (an aggregated API's), asked
+        about as such so RBAC rules on the resource, per namespace, apply."""
         if PRIVILEGED_GROUP in user.groups or self.always_allowed(path):
             return Decision(True)
         if self._reviewer is None:
             return Decision(False, "no authorization-kubeconfig: only always-allowed paths "
                                    "and system:masters are served")
-        key = (user, path, verb)
+        key = (user, path, verb, resource)
         cached = self._cache.get(key)
         if cached is not None:
             return cached
-        decision = await self._review(self._reviewer, user, path, verb)
+        decision = await self._review(self._reviewer, user, path, verb, resource)
         self._cache.put(key, decision,
                         self._allowed_ttl if decision.allowed else self._denied_ttl)
         return decision
 
     async def _review(self, reviewer: Reviewer, user: UserInfo, path: str,
-                      verb: str) -> Decision:
-        spec: dict[str, object] = {
-            "user": user.name, "groups": list(user.groups),
-            "nonResourceAttributes": {"path": path, "verb": verb}}
+                      verb: str, resource: ResourceAttributes | None) -> Decision:
+        spec: dict[str, object] = {"user": user.name, "groups": list(user.groups)}
+        if resource is None:
+            spec["nonResourceAttributes"] = {"path": path, "verb": verb}
+        else:
+            spec["resourceAttributes"] = resource.review()
         if user.uid:
             spec["uid"] = user.uid
         if user.extra:

@@ -49,13 +49,28 @@ def generate(pki: Path) -> None:
     # kubelet authorizes it with a SubjectAccessReview.
     client_certificate(pki, KUBELET_CLIENT, "kube-apiserver-kubelet-client",
                        ("system:masters",))
+    front_proxy(pki)
 
 
 KUBELET_CLIENT = "apiserver-kubelet-client"
+# The aggregation layer, as kubeadm sets it up: a CA of its own (front-proxy-ca), whose
+# client certificate the API server presents when it proxies to an aggregated API and
+# which extension API servers (kpysched's decisions API) trust for X-Remote-* headers.
+FRONT_PROXY_CA = "front-proxy-ca"
+FRONT_PROXY_CLIENT = "front-proxy-client"
+
+
+def front_proxy(pki: Path) -> None:
+    """Write front-proxy-ca.{crt,key} and front-proxy-client.{crt,key} into `pki`."""
+    _openssl("genrsa", "-out", f"{FRONT_PROXY_CA}.key", "2048", cwd=pki)
+    _openssl("req", "-x509", "-new", "-nodes", "-key", f"{FRONT_PROXY_CA}.key", "-subj",
+             "/CN=kpysched-test-front-proxy-ca", "-days", "3650", "-out",
+             f"{FRONT_PROXY_CA}.crt", cwd=pki)
+    client_certificate(pki, FRONT_PROXY_CLIENT, FRONT_PROXY_CLIENT, ca=FRONT_PROXY_CA)
 
 
 def client_certificate(pki: Path, name: str, user: str,
-                       groups: tuple[str, ...] = ()) -> tuple[Path, Path]:
+                       groups: tuple[str, ...] = (), ca: str = "ca") -> tuple[Path, Path]:
     """Sign a client certificate for `user` (CN) in `groups` (O) with the cluster CA.
 
     The API server maps CN to the user name and O to groups, so a component can
@@ -70,6 +85,7 @@ def client_certificate(pki: Path, name: str, user: str,
         "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\n"
         "extendedKeyUsage=clientAuth\n"
     )
-    _openssl("x509", "-req", "-in", csr, "-CA", "ca.crt", "-CAkey", "ca.key", "-CAcreateserial",
+    _openssl("x509", "-req", "-in", csr, "-CA", f"{ca}.crt", "-CAkey", f"{ca}.key",
+             "-CAcreateserial",
              "-days", "3650", "-extfile", ext, "-out", cert, cwd=pki)
     return pki / cert, pki / key

@@ -148,6 +148,19 @@ def _apiserver_command(directory: Path, etcd_port: int, port: int,
         "ExternalIP",
         f"--kubelet-client-certificate={pki / (certs.KUBELET_CLIENT + '.crt')}",
         f"--kubelet-client-key={pki / (certs.KUBELET_CLIENT + '.key')}",
+        # The aggregation layer (kpysched's decisions API is served through it). Routing
+        # to endpoint IPs, not the Service's ClusterIP: nothing routes Service IPs on
+        # the loopback cluster, while an endpoint on the host's own non-loopback address
+        # is reachable and passes Endpoints validation.
+        f"--requestheader-client-ca-file={pki / (certs.FRONT_PROXY_CA + '.crt')}",
+        f"--requestheader-allowed-names={certs.FRONT_PROXY_CLIENT}",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        "--requestheader-uid-headers=X-Remote-Uid",
+        f"--proxy-client-cert-file={pki / (certs.FRONT_PROXY_CLIENT + '.crt')}",
+        f"--proxy-client-key-file={pki / (certs.FRONT_PROXY_CLIENT + '.key')}",
+        "--enable-aggregator-routing=true",
         *feature_gates_args(gates.feature_gates),
         *runtime_config_args(gates.runtime_config),
     ]

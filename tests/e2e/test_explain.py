@@ -1,5 +1,7 @@
 """`kpysched explain` against the live leader on the real cluster (issue 16): run as a
-person would (the command, and kubectl's plugin), compared with what the cluster shows."""
+person would (the command, and kubectl's plugin), compared with what the cluster shows.
+The leader is reached through the API server's aggregation layer (tests/cluster/
+aggregated.py registers its decisions API)."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.cluster import build, kube
+from tests.cluster import aggregated, build, kube
 from tests.cluster.cluster import ClusterState
 from tests.cluster.kpysched_process import KpyschedProcess
 
@@ -26,7 +28,6 @@ pytestmark = pytest.mark.e2e
 
 SCHEDULER = "kpysched"
 ROOT = Path(__file__).resolve().parents[2]
-ENDPOINT = ("--enable-decision-endpoint",)
 SSD = {"disktype": "ssd"}
 
 
@@ -78,7 +79,7 @@ async def test_pending_pod_names_each_failing_plugin_with_the_event_counts(
     await kube.create_pod(api, namespace, kube.pod_body(
         "stuck", scheduler_name=SCHEDULER, cpu="2", node_selector=SSD))
 
-    with KpyschedProcess(cluster, log_level="info", extra_args=ENDPOINT):
+    with aggregated.decisions_api(cluster):
         event = await kube.wait_for(lambda: _failed_scheduling(api, namespace, "stuck"), 30,
                                     "a FailedScheduling event")
         table = explained(cluster, f"{namespace}/stuck")
@@ -111,7 +112,7 @@ async def test_bound_pod_top_score_is_its_node_and_ties_are_shown(
                                               memory="4Gi")
     await kube.create_pod(api, namespace, kube.pod_body("placed", scheduler_name=SCHEDULER,
                                                         cpu="500m"))
-    with KpyschedProcess(cluster, log_level="info", extra_args=ENDPOINT):
+    with aggregated.decisions_api(cluster):
         bound = await kube.wait_bound(api, namespace, ["placed"], timeout=30)
         table = explained(cluster, f"{namespace}/placed")
         raw = json.loads(explained(cluster, f"{namespace}/placed", "-o", "json"))
@@ -174,7 +175,7 @@ async def test_preemptor_names_the_victims_actually_deleted(
                                  priority_class="e2e-low")
             body["spec"]["nodeName"] = node
             await core.create_namespaced_pod(namespace, body)
-    with KpyschedProcess(cluster, log_level="info", extra_args=ENDPOINT) as kp:
+    with aggregated.decisions_api(cluster) as kp:
         await kube.create_pod(api, namespace, kube.pod_body(
             "urgent", scheduler_name=SCHEDULER, cpu="1500m", priority_class="e2e-high"))
         await kube.wait_bound(api, namespace, ["urgent"], timeout=60)
@@ -200,7 +201,7 @@ async def test_preemptor_names_the_victims_actually_deleted(
 async def test_a_pod_never_seen_says_so_and_exits_1(
     cluster: ClusterState, namespace: str,
 ) -> None:
-    with KpyschedProcess(cluster, log_level="info", extra_args=ENDPOINT):
+    with aggregated.decisions_api(cluster):
         result = explain(cluster, f"{namespace}/nobody")
     assert result.returncode == 1, result.stderr
     assert f"kept no decision for pod {namespace}/nobody" in result.stderr

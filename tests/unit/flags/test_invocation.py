@@ -82,8 +82,6 @@ def test_with_config_deprecated_flags_are_ignored_by_name_but_leader_election_ap
     pytest.param(["--tls-sni-cert-key=a.crt,a.key"], "--tls-sni-cert-key", id="sni"),
     pytest.param(["--tls-min-version=VersionTLS10"], "--tls-min-version=VersionTLS10",
                  id="tls10"),
-    pytest.param(["--requestheader-username-headers=X-Remote-User"],
-                 "--requestheader-username-headers", id="requestheader"),
     pytest.param(["--vmodule=foo=4"], "--vmodule", id="vmodule"),
     pytest.param(["--leader-elect-resource-lock=endpoints"], "--leader-elect-resource-lock",
                  id="resource-lock"),
@@ -141,3 +139,21 @@ def test_decision_record_flags_set_their_settings() -> None:
     assert invocation.settings == {"decision_records": 50, "enable_decision_endpoint": True}
     with pytest.raises(FlagError, match="--decision-records=-1: must be 0 or more"):
         interpret(["--decision-records=-1"])
+
+
+def test_requestheader_flags_set_their_settings() -> None:
+    # As kube-scheduler's: the front-proxy flags an aggregated API server takes.
+    invocation = interpret([
+        "--requestheader-client-ca-file=/pki/front-proxy-ca.crt",
+        "--requestheader-allowed-names=front-proxy-client",
+        "--requestheader-username-headers=X-Remote-User",
+        "--requestheader-group-headers=X-Remote-Group,X-Other-Group",
+        "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+        "--requestheader-uid-headers=X-Remote-Uid"])
+    assert invocation.settings == {
+        "requestheader_client_ca_file": "/pki/front-proxy-ca.crt",
+        "requestheader_allowed_names": ["front-proxy-client"],
+        "requestheader_username_headers": ["X-Remote-User"],
+        "requestheader_group_headers": ["X-Remote-Group", "X-Other-Group"],
+        "requestheader_extra_headers_prefix": ["X-Remote-Extra-"],
+        "requestheader_uid_headers": ["X-Remote-Uid"]}
