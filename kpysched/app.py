@@ -21,7 +21,7 @@ from kpysched.cache.dump import cache_dump, dump_from
 from kpysched.cache.pod_groups import membership
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
 from kpysched.coscheduling_groups import CoschedulingGroups, GroupStatusWriter
-from kpysched.decisions.endpoint import lease_annotations
+from kpysched.decisions.endpoint import cleared_lease_annotations
 from kpysched.decisions.store import DecisionStore
 from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.event_recorder import EventRecorder
@@ -311,7 +311,7 @@ async def run(
             # anyone able to write the Lease could point it elsewhere and collect the
             # credentials explain sent there. Explain now goes through the API server's
             # aggregation layer (kpysched.decisions.api) and reads nothing from the Lease.
-            elector.annotate(lease_annotations())
+            elector.annotate(cleared_lease_annotations())
         try:
             async with asyncio.TaskGroup() as group:
                 background = [group.create_task(r.run(), name=f"informer {r.resource}")

@@ -104,13 +104,6 @@ class Settings(BaseSettings):
     # checking it against the API server (kpysched.cache.dump). Off, as upstream's
     # debugging handlers are: it names every pod.
     enable_cache_endpoint: bool = False
-    # Where this replica is, written on the Lease while it leads so `kpysched explain`
-    # finds it: the chart sets them from the downward API (status.podIP, metadata.name,
-    # metadata.namespace). Without a pod IP the bind address is advertised (127.0.0.1
-    # when binding all addresses: a scheduler run outside the cluster).
-    pod_ip: str = ""
-    pod_name: str = ""
-    pod_namespace: str = ""
 
     @model_validator(mode="after")
     def _tls_pair(self) -> Self:

@@ -1,5 +1,5 @@
 """GET /debug/decisions/<namespace>/<pod> on the scheduler's server, and the Lease
-annotations that lead `kpysched explain` to it."""
+annotations earlier versions wrote (only cleared now)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ import aiohttp
 from kpysched.decisions.endpoint import (
     ADDRESS_ANNOTATION,
     POD_ANNOTATION,
-    advertised_url,
-    lease_annotations,
+    cleared_lease_annotations,
 )
 from kpysched.decisions.record import Decision
 from kpysched.decisions.store import DecisionStore
@@ -43,12 +42,6 @@ async def test_not_served_unless_enabled() -> None:
         assert response.status == 404
 
 
-def test_lease_annotations() -> None:
-    assert lease_annotations(advertised_url("https", "0.0.0.0", 10259, "10.1.2.3"),
-                             "kpysched", "kpysched-abc") == {
-        ADDRESS_ANNOTATION: "https://10.1.2.3:10259", POD_ANNOTATION: "kpysched/kpysched-abc"}
-    assert lease_annotations(advertised_url("http", "0.0.0.0", 8080)) == {
-        ADDRESS_ANNOTATION: "http://127.0.0.1:8080", POD_ANNOTATION: ""}
-    assert advertised_url("https", "::1", 1) == "https://[::1]:1"
-    # Not serving: both cleared, so a previous leader's address is not left behind.
-    assert lease_annotations() == {ADDRESS_ANNOTATION: "", POD_ANNOTATION: ""}
+def test_the_old_lease_annotations_are_cleared() -> None:
+    # Empty values remove the keys: a previous version's or a planted address goes.
+    assert cleared_lease_annotations() == {ADDRESS_ANNOTATION: "", POD_ANNOTATION: ""}
