@@ -151,14 +151,20 @@ class SchedulerHandle:
         metrics = self._scheduler().metrics
         if metrics is not None:
             metrics.preemption_victims(len(victims))
-        # A victim still waiting at Permit holds no node yet: it leaves Permit with an
-        # error and goes to backoff, never deleted (upstream's waitingPod.Preempt).
+        # A victim still waiting at Permit or still in PreBind was never bound: it
+        # leaves its binding cycle with an error and goes to backoff, never deleted
+        # (upstream's waitingPod.Preempt and podInPreBind.CancelPod).
         in_memory: list[PodInfo] = []
         to_delete: list[PodInfo] = []
+        frameworks = self._scheduler().frameworks.values()
         for victim in victims:
+            uid = victim.uid
             preempted = any(
-                waiting.preempt(plugin, "preempted")
-                for framework in self._scheduler().frameworks.values()
-                if (waiting := framework.waiting_pods.get(victim.uid)) is not None)
+                waiting.preempt(plugin, "preempted") for framework in frameworks
+                if (waiting := framework.waiting_pods.get(uid)) is not None)
+            if not preempted:
+                preempted = any(
+                    binding.cancel_pod(f"preempted by {plugin}") for framework in frameworks
+                    if (binding := framework.pods_in_pre_bind.get(uid)) is not None)
             (in_memory if preempted else to_delete).append(victim)
         self.executor.preempt(preemptor, node_name, to_delete, plugin, in_memory=in_memory)

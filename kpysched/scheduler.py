@@ -392,7 +392,8 @@ class Scheduler:
             # kept for judging a rejection.
             self.queue.release_events(assumed.uid)
             stage = "PreBind"
-            status = await framework.run_pre_bind(state, assumed, node)
+            status = await framework.run_pre_bind(state, assumed, node,
+                                                  cancellable=pre_flight.ok)
         if status.ok:
             stage = "Bind"
             bind_started = time.perf_counter()

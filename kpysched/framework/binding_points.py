@@ -15,7 +15,7 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.guard import plugin_raised
 from kpysched.framework.instrumented import Instrumented
 from kpysched.framework.status import SUCCESS, Code, Status
-from kpysched.framework.waiting import WaitingPod
+from kpysched.framework.waiting import PodInPreBind, WaitingPod, is_pre_bind_cancel
 from kpysched.objects.durations import go_duration
 from kpysched.objects.pod import PodInfo
 
@@ -151,7 +151,35 @@ class BindingPoints(Instrumented):
     def will_wait_on_permit(self, pod: PodInfo) -> bool:
         return pod.uid in self.waiting_pods
 
-    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str) -> Status:
+    async def run_pre_bind(self, state: CycleState, pod: PodInfo, node_name: str, *,
+                           cancellable: bool = False) -> Status:
+        """With `cancellable` (some PreBind plugin has work to do: upstream lists the pod
+        in PreBind only then) preemption may cancel the binding until PreBind is over,
+        which ends it with an Error: the pod goes back to the queue, never deleted."""
+        if not cancellable:
+            return await self._observed_pre_bind(state, pod, node_name)
+        entry = PodInPreBind()
+        self.pods_in_pre_bind[pod.uid] = entry
+        try:
+            entry.task = asyncio.get_running_loop().create_task(
+                self._observed_pre_bind(state, pod, node_name), name=f"pre-bind {pod.uid}")
+            try:
+                status = await entry.task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if not entry.cause or (current is not None and current.cancelling()):
+                    raise  # this binding itself is cancelled (a lost lease): no status
+                status = Status.error(entry.cause)
+        finally:
+            self.pods_in_pre_bind.pop(pod.uid, None)
+        # A PreBind that finished before it saw the cancellation still loses the pod,
+        # as upstream's MarkPrebound check after RunPreBindPlugins.
+        if status.ok and not entry.mark_pre_bound():
+            return Status.error(entry.cause)
+        return status
+
+    async def _observed_pre_bind(self, state: CycleState, pod: PodInfo,
+                                 node_name: str) -> Status:
         started = time.perf_counter()
         outcome = await self._run_pre_bind(state, pod, node_name)
         self.observe("PreBind", outcome, started)
@@ -161,6 +189,11 @@ class BindingPoints(Instrumented):
         for plugin in self.pre_bind_plugins:
             try:
                 status = await plugin.pre_bind(state, pod, node_name)
+            except asyncio.CancelledError as error:
+                if not is_pre_bind_cancel(error):
+                    raise
+                # What a Go plugin returns when its context is cancelled.
+                status = Status.error("context canceled")
             except Exception as error:
                 status = plugin_raised(plugin.NAME, "PreBind", error)
             if not status.ok:

@@ -14,7 +14,7 @@ from typing import Protocol
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
-from kpysched.framework.waiting import WaitingPod
+from kpysched.framework.waiting import PodInPreBind, WaitingPod
 
 
 class MetricsSink(Protocol):
@@ -40,6 +40,7 @@ class Instrumented:
     shared: fw.SharedHandle
     metrics: MetricsSink | None
     waiting_pods: dict[str, WaitingPod]
+    pods_in_pre_bind: dict[str, PodInPreBind]
     weights: dict[str, int]
     pre_filter_plugins: list[fw.PreFilterPlugin]
     pre_filter_extension_plugins: list[fw.PreFilterPlugin]

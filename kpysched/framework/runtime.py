@@ -29,7 +29,7 @@ from kpysched.framework.instrumented import MetricsSink
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.scheduling_points import SchedulingPoints
 from kpysched.framework.status import SUCCESS, Status
-from kpysched.framework.waiting import WaitingPod
+from kpysched.framework.waiting import PodInPreBind, WaitingPod
 from kpysched.objects.pod import PodInfo
 
 # Only plugins at these points can reject a pod, so only their registrations count
@@ -78,6 +78,7 @@ class Framework(SchedulingPoints, BindingPoints):
         self.handle: fw.Handle = ProfileHandle(shared, self)
         handle = self.handle
         self.waiting_pods: dict[str, WaitingPod] = {}
+        self.pods_in_pre_bind: dict[str, PodInPreBind] = {}
         self._instances: dict[str, Any] = {}
         names = {name for point in profile.plugins.values() for name in point}
         for name in sorted(names):

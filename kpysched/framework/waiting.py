@@ -1,4 +1,4 @@
-"""Pods waiting at Permit."""
+"""Pods waiting at Permit, and pods in PreBind that preemption may still call back."""
 
 from __future__ import annotations
 
@@ -45,3 +45,42 @@ class WaitingPod:
         for timer in self.timers.values():
             timer.cancel()
         self.timers.clear()
+
+
+# The message a PreBind cancelled by preemption is cancelled with: a plugin that has
+# something of its own to say (VolumeBinding's "binding volumes: ...") tells this
+# cancellation from any other (a lost lease aborting every binding) by it.
+PRE_BIND_CANCELLED = "pre-bind cancelled by preemption"
+
+
+def is_pre_bind_cancel(error: asyncio.CancelledError) -> bool:
+    return error.args == (PRE_BIND_CANCELLED,)
+
+
+@dataclass(slots=True)
+class PodInPreBind:
+    """A pod whose PreBind plugins have work to do (upstream's podInPreBind): until it
+    is marked pre-bound, preemption may cancel its binding instead of deleting a pod
+    that was never bound. Cancelling interrupts the PreBind task at its next await,
+    the asyncio form of the cancelled context upstream's plugins watch."""
+
+    task: asyncio.Task[Status] | None = None
+    cause: str = ""  # why it was cancelled; "" while it was not
+    finished: bool = False
+
+    def cancel_pod(self, message: str) -> bool:
+        """False once PreBind is over (the pod is being bound: delete it instead)."""
+        if self.finished:
+            return False
+        if not self.cause:
+            self.cause = message
+            if self.task is not None:
+                self.task.cancel(PRE_BIND_CANCELLED)
+        return True
+
+    def mark_pre_bound(self) -> bool:
+        """False when preemption cancelled the binding first."""
+        if self.cause:
+            return False
+        self.finished = True
+        return True

@@ -302,6 +302,100 @@ async def test_preempting_a_waiting_pod_rejects_it_in_memory(harness: Harness) -
     assert not harness.scheduler.cache.has_pod(waiting.metadata.uid)
 
 
+def _pre_bind_held(harness: Harness) -> asyncio.Event:
+    """PreBind has work (its pre-flight says Success) and waits until the event is set."""
+    gate = asyncio.Event()
+    raiser = harness.scheduler.frameworks["kpysched"].plugin(RAISER)
+
+    async def slow_pre_bind(*_: Any) -> Status:
+        await gate.wait()
+        return Status()
+
+    raiser.pre_bind = slow_pre_bind
+    harness.script.pre_bind_pre_flight = Status()
+    return gate
+
+
+async def test_preempting_a_pod_in_pre_bind_cancels_its_binding(harness: Harness) -> None:
+    """Issue 32 item 1: a victim still in PreBind was never bound; upstream cancels its
+    binding (podInPreBind.CancelPod) and never deletes it."""
+    harness.scheduler.cache.remove_node("n2")
+    gate = _pre_bind_held(harness)
+    low = make_pod("low").req(cpu="3").priority(0).obj()
+    low.spec.scheduler_name = "kpysched"
+    await harness.start(low)
+    await asyncio.sleep(0.01)
+    framework = harness.scheduler.frameworks["kpysched"]
+    assert low.metadata.uid in framework.pods_in_pre_bind
+
+    high = make_pod("high").req(cpu="3").priority(1000).obj()
+    high.spec.scheduler_name = "kpysched"
+    await harness.start(high)
+    await asyncio.sleep(0.01)
+    assert harness.api.sent("DELETE", "/pods/low") == []
+    # No DisruptionTarget: only its own failure's PodScheduled=False.
+    assert [c["type"] for body in harness.api.sent("PATCH", "/pods/low/status")
+            for c in body["status"].get("conditions", [])] == ["PodScheduled"]
+    assert harness.api.events("Preempted") == [
+        f"Preempted by pod {high.metadata.uid} on node n1 (in kube-scheduler memory)."]
+    assert harness.api.events("FailedScheduling")[-1] == (
+        'running PreBind plugin "Raiser": context canceled')
+    assert not harness.scheduler.cache.has_pod(low.metadata.uid)
+    assert low.metadata.uid not in framework.pods_in_pre_bind
+    assert harness.where(low) == "backoff"
+    # The room it held is free: the preemptor was moved to be retried (AssignedPodDelete).
+    assert harness.where(high) in ("active", "backoff")
+    gate.set()
+    await harness.settle()
+    assert harness.api.sent("POST", "/pods/low/binding") == []
+
+
+async def test_a_pre_bind_that_ends_before_it_sees_the_cancel_still_fails(
+        harness: Harness) -> None:
+    """Upstream's MarkPrebound after RunPreBindPlugins: cancelled first, no Bind."""
+    harness.script.pre_bind_pre_flight = Status()
+    framework = harness.scheduler.frameworks["kpysched"]
+    p = pod("p")
+    cancelled: list[bool] = []
+
+    async def pre_bind_then_cancelled(*_: Any) -> Status:
+        # Preemption's cancel lands after PreBind's last await, before it is marked done.
+        entry = framework.pods_in_pre_bind[p.metadata.uid]
+        asyncio.get_running_loop().call_soon(
+            lambda: cancelled.append(entry.cancel_pod("preempted by DefaultPreemption")))
+        return Status()
+
+    framework.plugin(RAISER).pre_bind = pre_bind_then_cancelled
+    await harness.start(p)
+    await harness.settle()
+    assert cancelled == [True]
+    assert harness.api.sent("POST", "/pods/p/binding") == []
+    assert harness.api.events("FailedScheduling") == ["preempted by DefaultPreemption"]
+    assert harness.where(p) == "backoff"
+
+
+async def test_a_victim_past_pre_bind_is_deleted(harness: Harness) -> None:
+    """Once PreBind is over the pod is being bound: cancelling fails, so it is deleted."""
+    harness.scheduler.cache.remove_node("n2")
+    harness.script.pre_bind_pre_flight = Status()
+    held = asyncio.Event()
+    harness.api.hold[("POST", "/pods/low/binding")] = held
+    low = make_pod("low").req(cpu="3").priority(0).obj()
+    low.spec.scheduler_name = "kpysched"
+    await harness.start(low)
+    await asyncio.sleep(0.01)
+    framework = harness.scheduler.frameworks["kpysched"]
+    assert low.metadata.uid not in framework.pods_in_pre_bind  # in Bind now
+    high = make_pod("high").req(cpu="3").priority(1000).obj()
+    high.spec.scheduler_name = "kpysched"
+    await harness.start(high)
+    held.set()
+    await harness.settle()
+    assert len(harness.api.sent("DELETE", "/pods/low")) == 1
+    assert harness.api.events("Preempted") == [
+        f"Preempted by pod {high.metadata.uid} on node n1"]
+
+
 async def test_permit_waits_are_capped_at_fifteen_minutes(harness: Harness) -> None:
     harness.script.permit = Status(Code.WAIT)
     harness.script.permit_timeout = 3600
