@@ -9,8 +9,10 @@ Health endpoints answer as k8s.io/apiserver's healthz handler does: "ok" with 20
 when every check passes; otherwise 500 with one "[+]name ok" / "[-]name failed: reason"
 line per check and "<endpoint> check failed". `?verbose` lists the checks on success
 too, `?exclude=name` skips one, and `/<endpoint>/<name>` runs a single check.
-Upstream withholds the reason from the aggregate body; we show it, since nothing a
-check reports is secret and it saves a trip to the logs.
+As upstream, the aggregate says "reason withheld" (the endpoints are open to anyone,
+kubelet probes included, and a reason such as how many pods wait is not theirs to
+know) and the reason goes to the log; unlike upstream, a caller authorised to GET
+`/<endpoint>/<name>`, which states the reason anyway, sees it in the aggregate too.
 
 Checks run on every probe inside the event loop: they must be cheap and synchronous.
 """
@@ -21,7 +23,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import msgspec
@@ -33,6 +35,10 @@ from kpysched.decisions import api as decisions_api
 from kpysched.decisions.endpoint import PATH_PREFIX
 from kpysched.metrics import CONTENT_TYPE, SchedulerMetrics
 from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, server_context
+from kpysched.serving.access import USER, Handler
+from kpysched.serving.authz import AuthorizationError
+from kpysched.serving.limits import ServingLimits, raise_open_files_limit
+from kpysched.serving.listener import Listener, bind
 
 log = structlog.get_logger(__name__)
 
@@ -83,6 +89,8 @@ class ServerConfig:
     access: DelegationOptions | None = None  # None: no authentication or authorization
     reuse_address: bool = False  # --permit-address-sharing (SO_REUSEADDR)
     reuse_port: bool = False  # --permit-port-sharing (SO_REUSEPORT)
+    # Deadlines and caps; upstream's by default, tests shorten them.
+    limits: ServingLimits = field(default_factory=ServingLimits)
 
 
 class Server:
@@ -107,9 +115,10 @@ class Server:
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
         self._access: AccessControl | None = None
-        app = web.Application(middlewares=[self._guard])
+        self._listener: Listener | None = None
+        app = web.Application(middlewares=[self._deadlines, self._guard])
         for endpoint, checks in zip(ENDPOINTS, (healthz, livez, readyz), strict=True):
-            _install(app, endpoint, (PING, *checks))
+            _install(app, endpoint, (PING, *checks), self._may_read_reasons)
         app.router.add_get("/metrics", self._serve_metrics)
         if decisions is not None:
             app.router.add_get(PATH_PREFIX + "/{namespace}/{pod}", _decisions(decisions))
@@ -141,28 +150,45 @@ class Server:
         config = self._config
         # Built on the serving loop: its API clients belong to that loop.
         access = None if config.access is None else await AccessControl.open(config.access)
-        runner = web.AppRunner(self._app, access_log=None)
+        limits = config.limits
+        raise_open_files_limit()  # kpysched.cli did at start; here for embedders and tests
+        # keepalive_timeout is the idle deadline; aiohttp's per-line limits are raised to
+        # the whole header's, which the listener enforces as net/http's MaxHeaderBytes.
+        runner = web.AppRunner(self._app, access_log=None,
+                               keepalive_timeout=limits.idle_timeout,
+                               max_line_size=limits.max_header_bytes,
+                               max_field_size=limits.max_header_bytes,
+                               max_headers=limits.max_header_bytes // 4)
+        listener: Listener | None = None
         try:
             ssl_context = None if config.tls is None else server_context(
                 config.tls, config.bind_address, access.client_ca if access else None)
             await runner.setup()
-            site = web.TCPSite(runner, config.bind_address, config.port,
-                               ssl_context=ssl_context, reuse_address=config.reuse_address,
-                               reuse_port=config.reuse_port)
-            await site.start()
+            assert runner.server is not None
+            sock = bind(config.bind_address, config.port, reuse_address=config.reuse_address,
+                        reuse_port=config.reuse_port)
+            listener = Listener(sock, runner.server, ssl_context, limits)
+            listener.start()
         except BaseException:
+            if listener is not None:
+                await listener.close()
             await runner.cleanup()
             if access is not None:
                 await access.close()
             raise
         self._access = access
         self._runner = runner
-        self._port = int(runner.addresses[0][1])
+        self._listener = listener
+        self._port = int(sock.getsockname()[1])
         log.info("server.listening", address=config.bind_address, port=self._port,
                  tls=ssl_context is not None, authentication=access is not None,
-                 client_certificates=bool(access and access.client_ca))
+                 client_certificates=bool(access and access.client_ca),
+                 max_connections=listener.max_connections)
 
     async def stop(self) -> None:
+        if self._listener is not None:
+            await self._listener.close()
+            self._listener = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -170,6 +196,42 @@ class Server:
         if self._access is not None:
             await self._access.close()
             self._access = None
+
+    @property
+    def open_connections(self) -> int:
+        return 0 if self._listener is None else self._listener.open_connections
+
+    async def _may_read_reasons(self, request: web.Request, endpoint: str,
+                                names: Sequence[str]) -> set[str]:
+        """The failed checks whose reasons this caller may read: those whose own path
+        (/<endpoint>/<name>, which states the reason) it is authorised to GET. Without
+        access control every path is open, so every reason is."""
+        if self._access is None:
+            return set(names)
+        user = request.get(USER)
+        if user is None:
+            return set()
+        readable = set()
+        for name in names:
+            try:
+                decision = await self._access.authorizer.authorize(
+                    user, f"/{endpoint}/{name}", "get")
+            except AuthorizationError:
+                continue  # withheld: a failed review grants nothing
+            if decision.allowed:
+                readable.add(name)
+        return readable
+
+    @web.middleware
+    async def _deadlines(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Outermost: the headers are in, so their deadline is off until the next request."""
+        if self._listener is None:
+            return await handler(request)
+        finished = self._listener.headers_complete(request.transport)
+        try:
+            return await handler(request)
+        finally:
+            finished()
 
     @web.middleware
     async def _guard(self, request: web.Request,
@@ -230,40 +292,49 @@ def _dumps(value: Any) -> str:
     return msgspec.json.encode(value).decode()
 
 
-def _install(app: web.Application, endpoint: str, checks: Sequence[HealthCheck]) -> None:
+# Which of the named failed checks' reasons the request's caller may read.
+ReasonsReadable = Callable[[web.Request, str, Sequence[str]], Awaitable[set[str]]]
+
+
+def _install(app: web.Application, endpoint: str, checks: Sequence[HealthCheck],
+             readable: ReasonsReadable) -> None:
     names = [check.name for check in checks]
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate {endpoint} check names: {names}")
 
     async def root(request: web.Request) -> web.Response:
-        return _aggregate(endpoint, checks, request)
+        return await _aggregate(endpoint, checks, request, readable)
 
     app.router.add_get(f"/{endpoint}", root)
     for check in checks:
         app.router.add_get(f"/{endpoint}/{check.name}", _single(check))
 
 
-def _aggregate(endpoint: str, checks: Sequence[HealthCheck],
-               request: web.Request) -> web.Response:
+async def _aggregate(endpoint: str, checks: Sequence[HealthCheck], request: web.Request,
+                     readable: ReasonsReadable) -> web.Response:
     excluded = set(request.query.getall("exclude", []))
     unknown = excluded - {check.name for check in checks}
+    results = {check.name: check.run() for check in checks if check.name not in excluded}
+    failed = {name: reason for name, reason in results.items() if reason is not None}
+    shown: set[str] = set()
+    if failed:
+        # Probes come every few seconds while failing; upstream logs each one too (V(2)).
+        log.info("health.check_failed", endpoint=endpoint, checks=sorted(failed),
+                 reasons=failed)
+        shown = await readable(request, endpoint, list(failed))
     lines: list[str] = []
-    failed: list[str] = []
     for check in checks:
         if check.name in excluded:
             lines.append(f"[+]{check.name} excluded: ok")
-            continue
-        reason = check.run()
-        if reason is None:
+        elif check.name not in failed:
             lines.append(f"[+]{check.name} ok")
         else:
+            reason = failed[check.name] if check.name in shown else "reason withheld"
             lines.append(f"[-]{check.name} failed: {reason}")
-            failed.append(check.name)
     if unknown:
         quoted = ",".join(f'"{name}"' for name in sorted(unknown))
         lines.append(f"warn: some health checks cannot be excluded: no matches for {quoted}")
     if failed:
-        log.debug("health.check_failed", endpoint=endpoint, checks=failed)
         return _text("\n".join([*lines, f"{endpoint} check failed"]), 500)
     if "verbose" not in request.query:
         return _text("ok", 200)

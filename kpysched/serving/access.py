@@ -33,6 +33,8 @@ AUTHENTICATION_CONFIGMAP: Final = "/api/v1/namespaces/kube-system/configmaps/" \
 CLIENT_CA_KEY: Final = "client-ca-file"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+# Who the request is from, for handlers whose answer depends on it (health reasons).
+USER: Final = web.RequestKey("kpysched_user", UserInfo)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +136,7 @@ class AccessControl:
             message = _forbidden_message(user, verb, request.path, decision.reason) \
                 if resource is None else _resource_forbidden(user, resource, decision.reason)
             return _status(403, "Forbidden", message)
+        request[USER] = user
         return await handler(request)
 
 

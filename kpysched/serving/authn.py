@@ -16,7 +16,8 @@ from typing import Any, Final
 
 import structlog
 
-from kpysched.serving.delegation import Reviewer, ReviewError
+from kpysched.serving.delegation import ReviewError
+from kpysched.serving.reviews import ReviewClient, gated
 from kpysched.serving.ttl_cache import TtlCache
 
 log = structlog.get_logger(__name__)
@@ -46,9 +47,9 @@ class _TokenResult:
 
 
 class Authenticator:
-    def __init__(self, reviewer: Reviewer | None, cache_ttl: float,
+    def __init__(self, reviewer: ReviewClient | None, cache_ttl: float,
                  cache: TtlCache[str, _TokenResult] | None = None) -> None:
-        self._reviewer = reviewer
+        self._reviewer = gated(reviewer)  # QPS 200 / burst 400, singleflight
         self._ttl = cache_ttl
         self._cache: TtlCache[str, _TokenResult] = cache or TtlCache()
 
@@ -71,7 +72,7 @@ class Authenticator:
             raise AuthenticationError("invalid bearer token")
         return cached.user
 
-    async def _review(self, reviewer: Reviewer, token: str) -> _TokenResult:
+    async def _review(self, reviewer: ReviewClient, token: str) -> _TokenResult:
         review = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
                   "spec": {"token": token}}
         try:

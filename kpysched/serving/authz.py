@@ -16,8 +16,9 @@ from typing import Final
 import structlog
 
 from kpysched.serving.authn import UserInfo
-from kpysched.serving.delegation import Reviewer, ReviewError
+from kpysched.serving.delegation import ReviewError
 from kpysched.serving.request_info import ResourceAttributes
+from kpysched.serving.reviews import ReviewClient, gated
 from kpysched.serving.ttl_cache import TtlCache
 
 log = structlog.get_logger(__name__)
@@ -38,10 +39,10 @@ class AuthorizationError(Exception):
 
 
 class Authorizer:
-    def __init__(self, reviewer: Reviewer | None, always_allow_paths: Sequence[str],
+    def __init__(self, reviewer: ReviewClient | None, always_allow_paths: Sequence[str],
                  allowed_ttl: float, denied_ttl: float,
                  cache: TtlCache[tuple[object, ...], Decision] | None = None) -> None:
-        self._reviewer = reviewer
+        self._reviewer = gated(reviewer)  # QPS 200 / burst 400, singleflight
         self._exact, self._prefixes = _compile(always_allow_paths)
         self._allowed_ttl = allowed_ttl
         self._denied_ttl = denied_ttl
@@ -69,7 +70,7 @@ class Authorizer:
                         self._allowed_ttl if decision.allowed else self._denied_ttl)
         return decision
 
-    async def _review(self, reviewer: Reviewer, user: UserInfo, path: str,
+    async def _review(self, reviewer: ReviewClient, user: UserInfo, path: str,
                       verb: str, resource: ResourceAttributes | None) -> Decision:
         spec: dict[str, object] = {"user": user.name, "groups": list(user.groups)}
         if resource is None:

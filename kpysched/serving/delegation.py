@@ -22,8 +22,9 @@ from kpysched.apiclient import RawApi, load_incluster
 
 log = structlog.get_logger(__name__)
 
-# Reviews are on the request path of every scrape: no client-side rate limit (upstream
-# sets 200 qps for these clients, which a scraper never reaches), a bounded wait.
+# Reviews are on the request path of every scrape: a bounded wait. Their rate limit
+# (upstream's QPS 200 / burst 400) and coalescing are kpysched.serving.reviews', applied
+# by the authenticator and authorizer to whichever reviewer they are given.
 REVIEW_TIMEOUT_SECONDS = 10.0
 
 

@@ -1,9 +1,14 @@
 """A small cache whose entries expire, for review results (upstream caches both
-TokenReview and SubjectAccessReview answers for a configured TTL)."""
+TokenReview and SubjectAccessReview answers for a configured TTL).
+
+Bounded and least-recently-used, as upstream's authorizer cache (an LRU expiring
+cache): every operation is O(1), so a client sending ever-new tokens or paths makes
+each insert cost the same as the first, however full the cache."""
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
@@ -15,9 +20,15 @@ MAX_ENTRIES = 4096
 
 
 class TtlCache(Generic[K, V]):
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic,
+                 max_entries: int = MAX_ENTRIES) -> None:
         self._clock = clock
-        self._entries: dict[K, tuple[float, V]] = {}
+        self._max = max(max_entries, 1)
+        self._entries: OrderedDict[K, tuple[float, V]] = OrderedDict()
+
+    @property
+    def size(self) -> int:  # not __len__: callers test `cache or TtlCache()`
+        return len(self._entries)
 
     def get(self, key: K) -> V | None:
         entry = self._entries.get(key)
@@ -27,14 +38,14 @@ class TtlCache(Generic[K, V]):
         if self._clock() >= expires:
             del self._entries[key]
             return None
+        self._entries.move_to_end(key)
         return value
 
     def put(self, key: K, value: V, ttl: float) -> None:
         if ttl <= 0:
             return
-        if len(self._entries) >= MAX_ENTRIES:
-            now = self._clock()
-            self._entries = {k: e for k, e in self._entries.items() if e[0] > now}
-            if len(self._entries) >= MAX_ENTRIES:
-                self._entries.pop(next(iter(self._entries)))
         self._entries[key] = (self._clock() + ttl, value)
+        self._entries.move_to_end(key)
+        if len(self._entries) > self._max:
+            # The least recently used goes; an expired one would have gone anyway.
+            self._entries.popitem(last=False)

@@ -1,0 +1,74 @@
+"""What one client may cost the secure port, as k8s.io/apiserver's secure serving bounds
+it (staging/src/k8s.io/apiserver/pkg/server/secure_serving.go, Serve: ReadHeaderTimeout
+32 s, IdleTimeout 90 s, MaxHeaderBytes 1 MiB), plus a connection cap of our own, and the
+process's file descriptor limit raised as a Go binary's runtime raises it at start.
+
+Why a cap, which upstream has not: an idle TLS connection costs a Go server a few KiB
+but Python ~230 KiB (asyncio's SSL protocol keeps a 256 KiB receive buffer per
+connection). The chart limits the pod to 1 GiB and the scheduler's own working set
+reaches ~600 MiB at 15,000 nodes (docs/benchmarks.md), so the port gets at most
+~250 MiB: 1,000 connections x ~230 KiB idle TLS, plus 64 MiB of request headers being
+read across all of them. Past the cap the port stops accepting (the kernel's backlog
+holds further clients) until a connection closes; the deadlines bound how long anyone
+holds one.
+"""
+
+from __future__ import annotations
+
+import resource
+from dataclasses import dataclass
+from typing import Final
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+READ_HEADER_TIMEOUT_SECONDS: Final = 32.0  # also the TLS handshake's, as Go derives it
+IDLE_TIMEOUT_SECONDS: Final = 90.0
+MAX_HEADER_BYTES: Final = 1 << 20
+# Go's server reads MaxHeaderBytes plus this slack before answering 431.
+HEADER_SLACK_BYTES: Final = 4096
+MAX_CONNECTIONS: Final = 1000
+HEADER_BYTES_BUDGET: Final = 64 << 20
+# After EMFILE and kin, accepting waits this long (asyncio's own ACCEPT_RETRY_DELAY,
+# Go's maximum backoff), and says so at most once per ACCEPT_LOG_INTERVAL_SECONDS.
+ACCEPT_RETRY_SECONDS: Final = 1.0
+ACCEPT_LOG_INTERVAL_SECONDS: Final = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServingLimits:
+    """Defaults are upstream's; tests shorten the deadlines."""
+
+    read_header_timeout: float = READ_HEADER_TIMEOUT_SECONDS
+    idle_timeout: float = IDLE_TIMEOUT_SECONDS
+    max_header_bytes: int = MAX_HEADER_BYTES
+    max_connections: int = MAX_CONNECTIONS
+    header_bytes_budget: int = HEADER_BYTES_BUDGET
+
+
+def connection_cap(max_connections: int) -> int:
+    """The cap, lowered to half the open files limit when that is small (a hard limit
+    that could not be raised), so the scheduler's own API connections always find a
+    descriptor: a full secure port must not stop scheduling."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return max_connections
+    return max(1, min(max_connections, soft // 2))
+
+
+def raise_open_files_limit() -> tuple[int, int]:
+    """Raises RLIMIT_NOFILE's soft limit to the hard limit, as Go's runtime does for
+    kube-scheduler at start (os package, Go >= 1.19); returns (before, after)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == hard:
+        return soft, soft
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ValueError, OSError) as error:
+        # Not fatal: Go ignores this failure too; the connection cap still holds.
+        log.warning("process.open_files_limit_unchanged", soft=soft, hard=hard,
+                    reason=str(error))
+        return soft, soft
+    log.debug("process.open_files_limit_raised", soft=soft, to=hard)
+    return soft, hard
