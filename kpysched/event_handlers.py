@@ -147,11 +147,16 @@ class PodEventHandler:
             for event in ev.pod_update_events(before, info):
                 queue.move_on_assigned_pod(event, before, info)
             return
-        if cache.is_assumed(new.metadata.uid) and new.metadata.deletion_timestamp is None:
-            # Being bound: its own updates (such as the nominatedNodeName the binding
-            # cycle writes) must not make it a queued or nominated pod again (upstream
-            # ignores updates of assumed pods too).
-            return
+        if cache.is_assumed(new.metadata.uid):
+            if new.metadata.deletion_timestamp is None:
+                # Being bound: its own updates (such as the nominatedNodeName the binding
+                # cycle writes) must not make it a queued or nominated pod again
+                # (upstream ignores updates of assumed pods too).
+                return
+            if old.metadata.deletion_timestamp is None:
+                # Terminating while bound: its room is given back now (upstream's
+                # updatePodInSchedulingQueue -> handleAssumedPodDeletion).
+                self._scheduler.forget_deleted_assumed_pod(new.metadata.uid)
         if self._pending_and_ours(new):
             info = self._info(new)
             if info is not None:
@@ -190,15 +195,16 @@ class PodEventHandler:
         self._scheduler.queue.delete(uid)
         if not _is_assigned(pod) and self._scheduler.cache.pod_groups is not None:
             self._scheduler.cache.pod_groups.delete(pod)
-        if (not _is_assigned(pod) and pod.status.nominated_node_name
+        if self._scheduler.cache.is_assumed(uid):
+            # Deleted while being bound: its room is given back now, not when its
+            # binding fails (upstream's handleAssumedPodDeletion); that move covers
+            # the pods its nomination held back too.
+            self._scheduler.forget_deleted_assumed_pod(uid)
+        elif (not _is_assigned(pod) and pod.status.nominated_node_name
                 and self._scheduler.responsible_for(pod.spec.scheduler_name)):
             self._scheduler.queue.move_on_event(
                 ev.ASSIGNED_POD_DELETE, self._quiet_info(pod), None,
                 pre_check=_priority_at_most(pod.spec.priority or 0))
-        for framework in self._scheduler.frameworks.values():
-            waiting = framework.waiting_pods.get(uid)
-            if waiting is not None:
-                waiting.reject("", "pod deleted while waiting on permit")
 
 
 def node_update_event(old: api.Node, new: api.Node) -> list[ev.ClusterEvent]:

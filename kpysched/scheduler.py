@@ -420,11 +420,34 @@ class Scheduler:
         fit now."""
         log.info("bind.failed", pod=assumed.key, node=node, reason=status.message())
         attempt.framework.run_unreserve(attempt.state, assumed, node)
-        self.cache.forget_pod(assumed.uid)
-        self.fail(attempt, None, status)
         uid = assumed.uid
-        self.queue.move_on_event(ASSIGNED_POD_DELETE, assumed, None,
-                                 pre_check=lambda pod: pod.uid != uid)
+        # Not assumed any more when its deletion already gave the room back and moved
+        # the pods (forget_deleted_assumed_pod), as upstream's ForgetPod then fails.
+        held_room = self.cache.is_assumed(uid)
+        self.cache.forget_pod(uid)
+        self.fail(attempt, None, status)
+        if held_room:
+            self.queue.move_on_event(ASSIGNED_POD_DELETE, assumed, None,
+                                     pre_check=lambda pod: pod.uid != uid)
+
+    def forget_deleted_assumed_pod(self, uid: str) -> None:
+        """Upstream's handleAssumedPodDeletion: a pod deleted (or terminating) while its
+        binding runs gives its room back now, not when the binding fails, which after a
+        long PreBind can take minutes. One waiting at Permit is rejected (its binding
+        cycle undoes the rest); one further on is forgotten here and its binding left
+        to fail. Either way, pods rejected meanwhile may fit now."""
+        assumed = self.cache.assumed_pod(uid)
+        if assumed is None:
+            return
+        rejected = False
+        for framework in self.frameworks.values():
+            waiting = framework.waiting_pods.get(uid)
+            if waiting is not None and not waiting.future.done():
+                waiting.reject("", "removed")
+                rejected = True
+        if not rejected:
+            self.cache.forget_pod(uid)
+        self.queue.move_on_event(ASSIGNED_POD_DELETE, assumed, None)
 
     def fail(self, attempt: Attempt, diagnosis: Diagnosis | None, error: Status | None,
               nominated_node: str | None = None) -> None:

@@ -125,6 +125,11 @@ class Cache:
         state = self._pods.get(uid)
         return state is not None and state.assumed
 
+    def assumed_pod(self, uid: str) -> PodInfo | None:
+        """The assumed copy (on its node), or None when the pod is not assumed."""
+        state = self._pods.get(uid)
+        return state.pod if state is not None and state.assumed else None
+
     def add_or_update_pod(self, pod: PodInfo) -> None:
         """An assigned pod reported by the informer (ours or anyone's)."""
         state = self._pods.get(pod.uid)

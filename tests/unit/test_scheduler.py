@@ -15,12 +15,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, cast
 
+import msgspec
 import pytest
 from structlog.testing import capture_logs
 
 from kpysched.apiclient import ApiResponse, RawApi
 from kpysched.app import build_scheduler
 from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
+from kpysched.event_handlers import PodEventHandler
 from kpysched.framework.status import Code, Status
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
@@ -407,6 +409,82 @@ async def test_permit_waits_are_capped_at_fifteen_minutes(harness: Harness) -> N
     assert timer.when() - loop.time() == pytest.approx(900, abs=5)
     framework.waiting_pods[waiting.metadata.uid].allow(RAISER)
     await harness.settle()
+
+
+# --- a pod deleted while it is being bound gives its room back at once -----------------
+
+def _terminating(pod_: api.Pod) -> api.Pod:
+    meta = msgspec.structs.replace(pod_.metadata, deletion_timestamp="2026-01-01T00:00:00Z",
+                                   resource_version="2")
+    return msgspec.structs.replace(pod_, metadata=meta)
+
+
+async def test_a_pod_deleted_during_a_long_bind_frees_its_room_at_once(
+        harness: Harness) -> None:
+    """Issue 32 item 2 (upstream's handleAssumedPodDeletion): forgotten on the delete
+    event, the pod it blocked moved (AssignedPodDelete), not when the Bind call fails."""
+    harness.scheduler.cache.remove_node("n2")
+    held = asyncio.Event()
+    harness.api.hold[("POST", "/binding")] = held
+    harness.api.answers[("POST", "/binding")] = ApiResponse(404, b'{"message":"gone"}')
+    a, b = pod("a", cpu="3"), pod("b", cpu="3")
+    await harness.start(a, b)
+    assert harness.where(b) == "unschedulable"
+    moved: list[str] = []
+    move = harness.scheduler.queue.move_on_event
+    harness.scheduler.queue.move_on_event = (  # type: ignore[method-assign]
+        lambda event, *rest, **kw: (moved.append(event.queue_label()), move(event, *rest, **kw)))
+
+    PodEventHandler(harness.scheduler, harness.scheduler.recorder).on_delete(a)
+    assert not harness.scheduler.cache.has_pod(a.metadata.uid)
+    assert harness.where(b) in ("active", "backoff")
+    assert moved == ["AssignedPodDelete"]
+
+    held.set()  # the Bind call fails now: nothing more to undo, nothing moved twice
+    await harness.settle()
+    assert moved == ["AssignedPodDelete"]
+    assert harness.where(a) is None
+
+
+@pytest.mark.parametrize("how", ["deleted", "terminating"])
+async def test_a_pod_leaving_while_waiting_at_permit_is_rejected_at_once(
+        harness: Harness, how: str) -> None:
+    """Issue 32 item 2: not held until the Permit timeout (up to 15 minutes)."""
+    harness.scheduler.cache.remove_node("n2")
+    harness.script.permit = Status(Code.WAIT, ["wait"])
+    harness.script.permit_timeout = 300.0
+    a, b = pod("a", cpu="3"), pod("b", cpu="3")
+    await harness.start(a, b)
+    framework = harness.scheduler.frameworks["kpysched"]
+    assert a.metadata.uid in framework.waiting_pods
+    handler = PodEventHandler(harness.scheduler, harness.scheduler.recorder)
+    if how == "deleted":
+        handler.on_delete(a)
+    else:
+        handler.on_update(a, _terminating(a))
+    await asyncio.sleep(0.01)
+    assert a.metadata.uid not in framework.waiting_pods
+    assert not harness.scheduler.cache.has_pod(a.metadata.uid)
+    assert harness.where(b) in ("active", "backoff")
+    assert f"{RAISER}.unreserve" in harness.script.log
+    await harness.settle()
+    assert harness.api.sent("POST", "/pods/a/binding") == []
+
+
+async def test_an_update_of_a_pod_being_bound_still_changes_nothing(harness: Harness) -> None:
+    harness.script.permit = Status(Code.WAIT, ["wait"])
+    harness.script.permit_timeout = 300.0
+    a = pod("a")
+    await harness.start(a)
+    later = msgspec.structs.replace(
+        a, metadata=msgspec.structs.replace(a.metadata, resource_version="2"))
+    PodEventHandler(harness.scheduler, harness.scheduler.recorder).on_update(a, later)
+    framework = harness.scheduler.frameworks["kpysched"]
+    assert a.metadata.uid in framework.waiting_pods
+    assert harness.scheduler.cache.is_assumed(a.metadata.uid)
+    framework.waiting_pods[a.metadata.uid].allow(RAISER)
+    await harness.settle()
+    assert harness.api.sent("POST", "/pods/a/binding")
 
 
 # --- the lease is lost while bindings are in flight -------------------------------------
