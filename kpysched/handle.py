@@ -167,4 +167,5 @@ class SchedulerHandle:
                     binding.cancel_pod(f"preempted by {plugin}") for framework in frameworks
                     if (binding := framework.pods_in_pre_bind.get(uid)) is not None)
             (in_memory if preempted else to_delete).append(victim)
-        self.executor.preempt(preemptor, node_name, to_delete, plugin, in_memory=in_memory)
+        self.executor.preempt(preemptor, node_name, to_delete, plugin, in_memory=in_memory,
+                              on_failed=lambda: self.activate([preemptor]))

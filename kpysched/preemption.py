@@ -38,9 +38,13 @@ class PreemptionExecutor:
         return uid in self._running
 
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
-                plugin: str, in_memory: Sequence[PodInfo] = ()) -> None:
-        """Delete `victims`; `in_memory` ones were only waiting at Permit and were already
-        sent back to the queue, so they just get the Preempted event."""
+                plugin: str, in_memory: Sequence[PodInfo] = (),
+                on_failed: Callable[[], object] | None = None) -> None:
+        """Delete `victims`; `in_memory` ones were only waiting at Permit or in PreBind
+        and were already sent back to the queue, so they just get the Preempted event.
+        `on_failed` runs when a victim could not be removed: the preemptor, parked
+        among the unschedulable, would otherwise wait for an unrelated event or the
+        5-minute flush (upstream's prepareCandidateAsync activates it)."""
         for victim in in_memory:
             self._recorder.event(
                 victim.pod, preemptor.pod.spec.scheduler_name, "Normal", "Preempted",
@@ -56,20 +60,30 @@ class PreemptionExecutor:
             return
         self._running.add(preemptor.uid)
         task = asyncio.get_running_loop().create_task(
-            self._run(preemptor, node_name, pending), name=f"preempt for {preemptor.key}")
+            self._run(preemptor, node_name, pending, on_failed),
+            name=f"preempt for {preemptor.key}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, preemptor: PodInfo, node_name: str,
-                   victims: Sequence[PodInfo]) -> None:
+    async def _run(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
+                   on_failed: Callable[[], object] | None) -> None:
+        *first, last = victims
         try:
-            await asyncio.gather(*(self._preempt_one(preemptor, node_name, v) for v in victims))
+            # As upstream: all victims but the last at once, then the last unless one
+            # of the others could not be removed (the preemptor is then retried sooner).
+            removed = all(await asyncio.gather(
+                *(self._preempt_one(preemptor, node_name, victim) for victim in first)))
+            if removed:
+                removed = await self._preempt_one(preemptor, node_name, last)
         finally:
             self._running.discard(preemptor.uid)
             if self._on_finished is not None:
                 self._on_finished()
+        if not removed and on_failed is not None:
+            on_failed()
 
-    async def _preempt_one(self, preemptor: PodInfo, node_name: str, victim: PodInfo) -> None:
+    async def _preempt_one(self, preemptor: PodInfo, node_name: str, victim: PodInfo) -> bool:
+        """True once the victim is gone or going (404 counts: already deleted)."""
         meta = victim.pod.metadata
         path = f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}"
         scheduler_name = preemptor.pod.spec.scheduler_name
@@ -82,25 +96,26 @@ class PreemptionExecutor:
             "PATCH", f"{path}/status", {"status": {"conditions": [condition]}},
             content_type="application/strategic-merge-patch+json")
         if patched.status == 404:
-            return  # already gone
+            return True  # already gone
         if not patched.ok:
             log.warning("preemption.condition_failed", victim=victim.key,
                         preemptor=preemptor.key, status=patched.status,
                         message=patched.message())
-            return
+            return False
         deleted = await self._raw.request(
             "DELETE", path, {"preconditions": {"uid": meta.uid}})
         if deleted.status == 404:
-            return
+            return True
         if not deleted.ok:
             log.warning("preemption.delete_failed", victim=victim.key, preemptor=preemptor.key,
                         status=deleted.status, message=deleted.message())
-            return
+            return False
         log.info("preemption.victim_deleted", victim=victim.key, preemptor=preemptor.key,
                  node=node_name)
         self._recorder.event(
             victim.pod, scheduler_name, "Normal", "Preempted", "Preempting",
             _preempted_by(preemptor, node_name), related=preemptor.pod)
+        return True
 
     async def drain(self, timeout: float) -> None:
         if self._tasks:

@@ -487,6 +487,62 @@ async def test_an_update_of_a_pod_being_bound_still_changes_nothing(harness: Har
     assert harness.api.sent("POST", "/pods/a/binding")
 
 
+# --- a preemption whose API calls fail sends its preemptor back at once ----------------
+
+def _bound_victim(harness: Harness, name: str, cpu: str) -> api.Pod:
+    victim = make_pod(name).req(cpu=cpu).priority(0).node("n1").obj()
+    victim.spec.scheduler_name = "kpysched"
+    harness.scheduler.cache.add_or_update_pod(make_info(victim))
+    return victim
+
+
+@pytest.mark.parametrize("failing", ["PATCH", "DELETE"])
+async def test_a_failed_preemption_activates_its_preemptor(harness: Harness,
+                                                           failing: str) -> None:
+    """Issue 32 item 3 (upstream's prepareCandidateAsync: Activate on any error): not
+    left nominated among the unschedulable until the 5-minute flush."""
+    harness.scheduler.cache.remove_node("n2")
+    _bound_victim(harness, "victim", "3")
+    suffix = "/pods/victim/status" if failing == "PATCH" else "/pods/victim"
+    harness.api.answers[(failing, suffix)] = ApiResponse(
+        500, b'{"message":"etcdserver: request timed out"}')
+    preemptor = make_pod("preemptor").req(cpu="3").priority(1000).obj()
+    preemptor.spec.scheduler_name = "kpysched"
+    await harness.start(preemptor)
+    assert harness.where(preemptor) == "unschedulable"
+    await harness.settle()
+    assert harness.api.events("Preempted") == []
+    assert harness.where(preemptor) == "active"
+
+
+async def test_a_successful_preemption_leaves_its_preemptor_to_the_delete_events(
+        harness: Harness) -> None:
+    harness.scheduler.cache.remove_node("n2")
+    _bound_victim(harness, "victim", "3")
+    preemptor = make_pod("preemptor").req(cpu="3").priority(1000).obj()
+    preemptor.spec.scheduler_name = "kpysched"
+    await harness.start(preemptor)
+    await harness.settle()
+    assert len(harness.api.sent("DELETE", "/pods/victim")) == 1
+    assert harness.where(preemptor) == "unschedulable"
+
+
+async def test_once_a_victim_cannot_be_removed_the_last_is_spared(harness: Harness) -> None:
+    """As upstream: all victims but the last in parallel, the last only if they went."""
+    harness.scheduler.cache.remove_node("n2")
+    _bound_victim(harness, "v1", "2")
+    _bound_victim(harness, "v2", "2")
+    harness.api.answers[("DELETE", "/pods/v1")] = ApiResponse(403, b'{"message":"denied"}')
+    harness.api.answers[("DELETE", "/pods/v2")] = ApiResponse(403, b'{"message":"denied"}')
+    preemptor = make_pod("preemptor").req(cpu="4").priority(1000).obj()
+    preemptor.spec.scheduler_name = "kpysched"
+    await harness.start(preemptor)
+    await harness.settle()
+    deleted = [path for method, path, _ in harness.api.requests if method == "DELETE"]
+    assert len(deleted) == 1  # the first; the last is spared
+    assert harness.where(preemptor) == "active"
+
+
 # --- the lease is lost while bindings are in flight -------------------------------------
 
 async def test_a_lost_lease_stops_every_binding_before_it_writes(harness: Harness) -> None:
