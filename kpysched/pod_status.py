@@ -47,6 +47,8 @@ class PodStatusWriter:
         self._ready: asyncio.Queue[str] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._in_progress = 0
+        # Pods with a patch under way now, set when it ends: flush waits on them.
+        self._writing: dict[str, asyncio.Event] = {}
         self._aborted = False
 
     def set_unschedulable_condition(self, pod: api.Pod, reason: str, message: str,
@@ -123,12 +125,38 @@ class PodStatusWriter:
                 continue
             self._in_progress += 1
             try:
-                await self._write(pending)
+                await self._write_tracked(uid, pending)
             except Exception:
                 log.exception("pod_status.write_crashed", pod=f"{pending.namespace}/{pending.name}")
             finally:
                 self._in_progress -= 1
                 ready.task_done()
+
+    async def flush(self, uid: str) -> None:
+        """Write now what is queued for this pod and wait for a patch of it already under
+        way. Called before a pod is bound: a failed attempt's PodScheduled=False must
+        reach the API server before the binding, never after it (upstream, without
+        SchedulerAsyncAPICalls, writes it before the pod can be retried)."""
+        while not self._aborted:
+            writing = self._writing.get(uid)
+            if writing is not None:
+                await writing.wait()
+                continue
+            pending = self._pending.pop(uid, None)
+            if pending is None:
+                return
+            # Its entry in the ready queue finds nothing pending and is skipped.
+            await self._write_tracked(uid, pending)
+
+    async def _write_tracked(self, uid: str, pending: _Pending) -> None:
+        done = asyncio.Event()
+        self._writing[uid] = done
+        try:
+            await self._write(pending)
+        finally:
+            if self._writing.get(uid) is done:
+                del self._writing[uid]
+            done.set()
 
     def _path(self, namespace: str, name: str) -> str:
         return f"/api/v1/namespaces/{namespace}/pods/{name}/status"

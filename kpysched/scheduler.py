@@ -378,6 +378,10 @@ class Scheduler:
     async def _bind_steps(self, attempt: Attempt, assumed: PodInfo, node: str) -> Status:
         """WaitOnPermit, PreBind and Bind; Success once the pod is bound."""
         framework, state = attempt.framework, attempt.state
+        # What an earlier failed attempt wrote about the pod (PodScheduled=False) goes
+        # out first: queued behind other writes, it could land after the binding and
+        # stay on a running pod.
+        await self.status_writer.flush(assumed.uid)
         # NominatedNodeNameForExpectation (beta, on in v1.36): when Permit or PreBind
         # will hold the pod a while, announce where it is going first.
         pre_flight = framework.run_pre_bind_pre_flights(state, assumed, node)

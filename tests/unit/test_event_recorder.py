@@ -208,6 +208,29 @@ async def test_patches_for_one_pod_coalesce_while_queued() -> None:
     assert second[0]["status"]["nominatedNodeName"] == "n1"
 
 
+async def test_flush_writes_a_queued_patch_now_and_waits_for_one_under_way() -> None:
+    """Issue 32 item 4: before a pod is bound, what a failed attempt queued for it is
+    written (in order), whatever the backlog of other pods' patches."""
+    recording = RecordingApi()
+    gate = asyncio.Event()
+    recording.hold[("PATCH", "/pods/busy/status")] = gate
+    writer = PodStatusWriter(cast(RawApi, recording), writers=1)
+    writer.set_unschedulable_condition(pod("busy"), "Unschedulable", "m")
+    await asyncio.sleep(0)  # the only writer waits on the server for "busy"
+    writer.set_unschedulable_condition(pod("p"), "Unschedulable", "m")
+    await asyncio.wait_for(writer.flush(pod("p").metadata.uid), 1)
+    assert len(recording.sent("PATCH", "/pods/p/status")) == 1
+    assert writer.queued == 0
+
+    flushing = asyncio.create_task(writer.flush(pod("busy").metadata.uid))
+    await asyncio.sleep(0.01)
+    assert not flushing.done()  # its patch is still under way
+    gate.set()
+    await asyncio.wait_for(flushing, 1)
+    await writer.drain(5)
+    assert len(recording.sent("PATCH", "/pods/p/status")) == 1  # written once
+
+
 @pytest.mark.parametrize(("previous", "kept"), [
     ("False", True),
     ("True", False),

@@ -543,6 +543,33 @@ async def test_once_a_victim_cannot_be_removed_the_last_is_spared(harness: Harne
     assert harness.where(preemptor) == "active"
 
 
+# --- a failed attempt's PodScheduled=False never lands after the binding ---------------
+
+async def test_a_failed_attempts_status_patch_goes_out_before_the_binding(
+        harness: Harness) -> None:
+    """Issue 32 item 4: the coalesced patch waited behind other writes and reached the
+    API server after the pod was bound, leaving PodScheduled=False on a running pod."""
+    for name in ("n1", "n2"):
+        harness.scheduler.cache.remove_node(name)
+    gate = asyncio.Event()
+    harness.api.hold[("PATCH", "/status")] = gate  # status writes are slow
+    p = pod("p")
+    await harness.start(p)  # no nodes: fails, its patch is queued
+    await asyncio.sleep(0.01)
+    harness.scheduler.cache.add_or_update_node(node("n3"))
+    harness.scheduler.queue.activate([p.metadata.uid])
+    queued = await harness.scheduler.queue.pop()
+    assert queued is not None
+    harness.scheduler.schedule_one(queued)
+    await asyncio.sleep(0.01)
+    assert harness.api.sent("POST", "/binding") == []  # waits for the patch
+    gate.set()
+    await harness.settle()
+    order = [path.rsplit("/", 1)[-1] for _, path, _ in harness.api.requests
+             if path.endswith(("/binding", "/status"))]
+    assert order == ["status", "binding"]
+
+
 # --- the lease is lost while bindings are in flight -------------------------------------
 
 async def test_a_lost_lease_stops_every_binding_before_it_writes(harness: Harness) -> None:
