@@ -32,10 +32,7 @@ class PreemptionExecutor:
         self._nominator = nominator
         self._on_finished = on_finished
         self._tasks: set[asyncio.Task[None]] = set()
-        # Preemptor uid -> its tasks still removing victims: one preemptor may have
-        # several (a group's members, or a retry before the first finished), and it is
-        # held until the last of them ends.
-        self._running: dict[str, int] = {}
+        self._running: set[str] = set()  # preemptor uids with victims still being removed
 
     def is_running(self, uid: str) -> bool:
         return uid in self._running
@@ -61,7 +58,7 @@ class PreemptionExecutor:
         pending = [v for v in victims if v.pod.metadata.deletion_timestamp is None]
         if not pending:
             return
-        self._running[preemptor.uid] = self._running.get(preemptor.uid, 0) + 1
+        self._running.add(preemptor.uid)
         task = asyncio.get_running_loop().create_task(
             self._run(preemptor, node_name, pending, on_failed),
             name=f"preempt for {preemptor.key}")
@@ -79,11 +76,7 @@ class PreemptionExecutor:
             if removed:
                 removed = await self._preempt_one(preemptor, node_name, last)
         finally:
-            left = self._running.get(preemptor.uid, 0) - 1
-            if left > 0:
-                self._running[preemptor.uid] = left
-            else:
-                self._running.pop(preemptor.uid, None)
+            self._running.discard(preemptor.uid)
             if self._on_finished is not None:
                 self._on_finished()
         if not removed and on_failed is not None:

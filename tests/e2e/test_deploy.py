@@ -266,7 +266,7 @@ def test_monitoring_objects_are_off_by_default_and_the_rest_is_complete() -> Non
     default = {o["kind"] for o in render("kpysched", "kpysched")}
     assert default == {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
                        "RoleBinding", "ConfigMap", "Service", "Deployment",
-                       "PodDisruptionBudget"}
+                       "PodDisruptionBudget", "NetworkPolicy"}
     nondefault = {o["kind"] for o in render("batch", "kpysched", *VALUE_FILES["nondefault"])}
     assert nondefault == default | {"ServiceMonitor", "PrometheusRule"}
 
@@ -352,6 +352,102 @@ def test_gang_scheduling_turns_on_the_gates_and_the_pod_group_rules_together() -
     assert gates == ["--feature-gates=GenericWorkload=true,GangScheduling=true"]
     assert [(r["resources"], r["verbs"]) for r in rules] == [
         (["podgroups"], ["list", "watch"]), (["podgroups/status"], ["patch"])]
+
+
+def _ingress(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    (policy,) = find(objects, "NetworkPolicy")
+    assert policy["spec"]["policyTypes"] == ["Ingress"]  # egress (the API server) stays open
+    (deployment,) = find(objects, "Deployment")
+    assert policy["spec"]["podSelector"]["matchLabels"] == (
+        deployment["spec"]["selector"]["matchLabels"])
+    rules: list[dict[str, Any]] = policy["spec"]["ingress"]
+    return rules
+
+
+def test_network_policy_admits_only_prometheus_to_the_secure_port_by_default() -> None:
+    # Issue 31: no NetworkPolicy; any pod could reach the secure port.
+    (rule,) = _ingress(render("kpysched", "kpysched"))
+    assert rule["ports"] == [{"port": "http-metrics", "protocol": "TCP"}]
+    assert rule["from"] == [{"namespaceSelector": {}, "podSelector": {
+        "matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
+
+
+def test_network_policy_sources_come_from_values() -> None:
+    (rule,) = _ingress(render("batch", "kpysched", *VALUE_FILES["nondefault"]))
+    assert rule["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+         "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}},
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "observability"}}},
+        {"ipBlock": {"cidr": "10.0.0.0/24"}},
+    ]
+    # No source at all: the policy admits nothing (the port is closed to other pods).
+    assert _ingress(render("x", "x", "--set-json", "networkPolicy.scrapers=[]")) == []
+    assert find(render("x", "x", "--set", "networkPolicy.enabled=false"), "NetworkPolicy") == []
+
+
+def test_network_policy_refuses_a_scraper_without_a_selector() -> None:
+    result = helm("template", "x", str(CHART), *LOCAL_IMAGE,
+                  "--set", "networkPolicy.scrapers[0].podSelector=null", check=False)
+    assert result.returncode != 0
+    assert "networkPolicy" in result.stderr, result.stderr
+
+
+def _claim_writes(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return sorted((resource, verb) for role in find(objects, "ClusterRole")
+                  for rule in role["rules"] if "resource.k8s.io" in rule.get("apiGroups", ())
+                  for resource in rule["resources"] for verb in rule["verbs"]
+                  if verb not in ("list", "watch"))
+
+
+@pytest.mark.parametrize(("options", "writes"), [
+    pytest.param((), True, id="default-profile"),
+    pytest.param(("--set", "profiles[0].schedulerName=a",
+                  "--set", "profiles[0].plugins.multiPoint.disabled[0].name=DynamicResources"),
+                 False, id="plugin-disabled"),
+    pytest.param(("--set", "profiles[0].schedulerName=a",
+                  "--set", "profiles[0].plugins.multiPoint.disabled[0].name=*"),
+                 False, id="all-disabled"),
+    pytest.param(("--set", "profiles[0].schedulerName=a",
+                  "--set", "profiles[0].plugins.multiPoint.disabled[0].name=*",
+                  "--set", "profiles[0].plugins.multiPoint.enabled[0].name=DynamicResources"),
+                 True, id="re-enabled"),
+    pytest.param(("--set", "profiles[0].schedulerName=a",
+                  "--set", "profiles[0].plugins.multiPoint.disabled[0].name=DynamicResources",
+                  "--set", "profiles[1].schedulerName=b"),
+                 True, id="another-profile-runs-it"),
+])
+def test_resource_claim_writes_only_while_a_profile_runs_dynamic_resources(
+        options: tuple[str, ...], writes: bool) -> None:
+    # Issue 31: create/delete on resourceclaims were granted with the feature off.
+    expected = [("resourceclaims", "create"), ("resourceclaims", "delete"),
+                ("resourceclaims", "patch"), ("resourceclaims/binding", "patch"),
+                ("resourceclaims/status", "patch")]
+    assert _claim_writes(render("dra", "dra", *options)) == (expected if writes else [])
+
+
+def _scrape_tls(*options: str) -> dict[str, Any]:
+    objects = render("kpysched", "kpysched", "--set", "serviceMonitor.enabled=true", *options)
+    (monitor,) = find(objects, "ServiceMonitor")
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https"
+    tls: dict[str, Any] = endpoint["tlsConfig"]
+    return tls
+
+
+def test_service_monitor_verifies_kpysched_with_a_ca_when_given_one() -> None:
+    # Default, as before: self-signed per replica, so encrypted but not verified.
+    assert _scrape_tls() == {"insecureSkipVerify": True}
+    assert _scrape_tls("--set", "serviceMonitor.tls.caSecret.name=kpysched-decisions-tls") == {
+        "ca": {"secret": {"name": "kpysched-decisions-tls", "key": "ca.crt"}},
+        "serverName": "kpysched-decisions.kpysched.svc", "insecureSkipVerify": False}
+    assert _scrape_tls("--set", "serviceMonitor.tls.caFile=/etc/prometheus/ca/ca.crt",
+                       "--set", "serviceMonitor.tls.serverName=kpysched.example.com") == {
+        "caFile": "/etc/prometheus/ca/ca.crt", "serverName": "kpysched.example.com",
+        "insecureSkipVerify": False}
+    both = helm("template", "x", str(CHART), *LOCAL_IMAGE, "--set", "serviceMonitor.enabled=true",
+                "--set", "serviceMonitor.tls.caFile=/ca.crt",
+                "--set", "serviceMonitor.tls.caSecret.name=s", check=False)
+    assert both.returncode != 0 and "not both" in both.stderr
 
 
 def test_coscheduling_adds_the_plugin_its_rules_and_the_crd(tmp_path: Path) -> None:

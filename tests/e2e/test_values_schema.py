@@ -20,8 +20,13 @@ pytestmark = pytest.mark.e2e
     ("logLevel=verbose", "at '/logLevel'"),
     ("serviceMonitor.enable=true", "additional properties 'enable' not allowed"),
     ("prometheusRule.errorRatio=5", "at '/prometheusRule/errorRatio'"),
+    ("networkPolicy.scrapers[0].podSelectr.matchLabels.a=b",
+     "additional properties 'podSelectr' not allowed"),
+    ("networkPolicy.enabled=yes", "at '/networkPolicy/enabled'"),
+    ("serviceMonitor.tls.ca=x", "additional properties 'ca' not allowed"),
 ], ids=["misspelt-key", "string-for-int", "number-for-duration", "pull-policy", "log-level",
-        "misspelt-nested", "ratio-over-1"])
+        "misspelt-nested", "ratio-over-1", "misspelt-selector", "string-for-bool",
+        "misspelt-tls"])
 def test_bad_values_fail_naming_the_field(option: str, message: str) -> None:
     result = helm("template", "kpysched", str(CHART), *LOCAL_IMAGE,
                   "--set", option, check=False)

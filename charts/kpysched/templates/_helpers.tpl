@@ -130,3 +130,31 @@ job="{{ include "kpysched.metricsServiceName" . }}",namespace="{{ .Release.Names
   "profiles" $profiles -}}
 {{- toYaml (merge $config (deepCopy .Values.extraConfig)) -}}
 {{- end -}}
+
+{{/* The decisions API's serving certificate: the operator's, or one the chart made. */}}
+{{- define "kpysched.decisionsTlsSecret" -}}
+{{- default (printf "%s-decisions-tls" (include "kpysched.fullname" .) | trunc 63 | trimSuffix "-") .Values.decisions.tls.secretName -}}
+{{- end -}}
+
+{{/*
+"true" when some profile runs the DynamicResources plugin (it is in every profile unless
+disabled at multiPoint, by name or with "*"). Its writes to ResourceClaims are granted
+only then: with DRAExtendedResource (beta and on in v1.36, as kpysched keeps it) it
+creates the claim for a pod's extended resources a DeviceClass backs, deletes one an
+attempt left unbound, and patches the claims it allocates.
+*/}}
+{{- define "kpysched.dynamicResources" -}}
+{{- $on := false -}}
+{{- range .Values.profiles -}}
+{{- $multiPoint := default (dict) (default (dict) .plugins).multiPoint -}}
+{{- $off := false -}}
+{{- range (default (list) $multiPoint.disabled) -}}
+{{- if has .name (list "DynamicResources" "*") }}{{ $off = true }}{{ end -}}
+{{- end -}}
+{{- range (default (list) $multiPoint.enabled) -}}
+{{- if eq .name "DynamicResources" }}{{ $off = false }}{{ end -}}
+{{- end -}}
+{{- if not $off }}{{ $on = true }}{{ end -}}
+{{- end -}}
+{{- $on -}}
+{{- end -}}
