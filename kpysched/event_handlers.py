@@ -114,11 +114,16 @@ class PodEventHandler:
                 if groups is not None:
                     groups.add_or_update(info)
                 self._scheduler.queue.add(info)
-                if self._gang_scheduling:
-                    # A new member may complete its gang's minCount: GangScheduling's
-                    # hint releases the members its PreEnqueue held. Upstream moves on
-                    # every unscheduled pod's add while the gate is on.
-                    self._scheduler.queue.move_on_event(ev.UNSCHEDULED_POD_ADD, None, info)
+                name = groups.name_of(pod) if groups is not None else None
+                if self._gang_scheduling and groups is not None and name is not None:
+                    # A new member may complete its gang's minCount: the hint releases
+                    # the members PreEnqueue held. Only its own group's members can
+                    # gain, so only they are asked (not the whole unschedulable pool
+                    # on every pending pod's add).
+                    members = groups.get(info.namespace, name).unscheduled_pods()
+                    self._scheduler.queue.move_members_on_event(
+                        (member.uid for member in members if member.uid != info.uid),
+                        ev.UNSCHEDULED_POD_ADD, None, info)
 
     def on_update(self, old: api.Pod, new: api.Pod) -> None:
         with _handling(self._scheduler, _pod_label(new, "Update")):

@@ -10,31 +10,53 @@ object, drained on stop, dropped when the lease is lost).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from kpysched.apiclient import RawApi
 from kpysched.objects.scheduling import API_VERSION, POD_GROUP_SCHEDULED, PodGroup
 from kpysched.pod_status import PodStatusWriter, api_time
 
 # One cycle writes one condition for a whole group: a single writer keeps up.
 WRITERS = 1
+# How long a True this writer queued speaks for a group whose informer copy does not
+# show it yet: far longer than a patch and its watch event take, short enough that
+# the groups remembered are only those scheduled lately.
+REMEMBER_SECONDS = 120.0
 
 
 class PodGroupConditionWriter(PodStatusWriter):
-    def __init__(self, raw: RawApi) -> None:
+    def __init__(self, raw: RawApi, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(raw, writers=WRITERS)
-        # Groups (by uid) this writer has marked scheduled: the informer's copy may not
-        # show it yet when the next cycle, for members left over, reports on the group.
-        self._scheduled: set[str] = set()
+        self._clock = clock
+        # Groups (by uid) this writer marked scheduled, and when: the informer's copy
+        # may not show it yet when the next cycle, for members left over, reports on
+        # the group. Oldest first; forgotten once the informer shows it or after
+        # REMEMBER_SECONDS, so it holds recent groups only, not every group ever.
+        self._scheduled: dict[str, float] = {}
+
+    def _forget_old(self) -> None:
+        cutoff = self._clock() - REMEMBER_SECONDS
+        while self._scheduled:
+            uid, since = next(iter(self._scheduled.items()))
+            if since > cutoff:
+                break
+            del self._scheduled[uid]
 
     def set_scheduled_condition(self, group: PodGroup, status: str, reason: str,
                                 message: str) -> None:
         meta = group.metadata
         current = next((c for c in group.status.conditions
                         if c.type == POD_GROUP_SCHEDULED), None)
+        self._forget_old()
+        if current is not None and current.status == "True":
+            self._scheduled.pop(meta.uid, None)  # the informer shows it now
         if status != "True" and (meta.uid in self._scheduled
                                  or (current is not None and current.status == "True")):
             return
-        if status == "True":
-            self._scheduled.add(meta.uid)
+        if status == "True" and not (current is not None and current.status == "True"):
+            self._scheduled.pop(meta.uid, None)
+            self._scheduled[meta.uid] = self._clock()
         unchanged = current is not None and (
             current.status, current.reason, current.message,
             current.observed_generation) == (status, reason, message, meta.generation)

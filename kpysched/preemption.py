@@ -32,7 +32,10 @@ class PreemptionExecutor:
         self._nominator = nominator
         self._on_finished = on_finished
         self._tasks: set[asyncio.Task[None]] = set()
-        self._running: set[str] = set()  # preemptor uids with victims still being removed
+        # Preemptor uid -> its tasks still removing victims: one preemptor may have
+        # several (a group's members, or a retry before the first finished), and it is
+        # held until the last of them ends.
+        self._running: dict[str, int] = {}
 
     def is_running(self, uid: str) -> bool:
         return uid in self._running
@@ -58,7 +61,7 @@ class PreemptionExecutor:
         pending = [v for v in victims if v.pod.metadata.deletion_timestamp is None]
         if not pending:
             return
-        self._running.add(preemptor.uid)
+        self._running[preemptor.uid] = self._running.get(preemptor.uid, 0) + 1
         task = asyncio.get_running_loop().create_task(
             self._run(preemptor, node_name, pending, on_failed),
             name=f"preempt for {preemptor.key}")
@@ -76,7 +79,11 @@ class PreemptionExecutor:
             if removed:
                 removed = await self._preempt_one(preemptor, node_name, last)
         finally:
-            self._running.discard(preemptor.uid)
+            left = self._running.get(preemptor.uid, 0) - 1
+            if left > 0:
+                self._running[preemptor.uid] = left
+            else:
+                self._running.pop(preemptor.uid, None)
             if self._on_finished is not None:
                 self._on_finished()
         if not removed and on_failed is not None:

@@ -132,6 +132,10 @@ class PodGroupStates:
 
     def __init__(self, name_of: GroupNameOf = group_name) -> None:
         self._groups: dict[str, PodGroupState] = {}
+        # The group each member was last filed under: a pending pod's group label may
+        # change, and it must leave the group it was in (scheduler-plugins lists a
+        # group's members by label every time, so a relabelled pod is no longer one).
+        self._key_of_uid: dict[str, str] = {}
         self.name_of = name_of
 
     def key_of(self, pod: api.Pod) -> str | None:
@@ -143,34 +147,42 @@ class PodGroupStates:
         """The group's state; an empty one when no member is known."""
         return self._groups.get(f"{namespace}/{name}") or PodGroupState()
 
-    def _state(self, pod: PodInfo) -> PodGroupState | None:
+    def add_or_update(self, pod: PodInfo) -> None:
         key = self.key_of(pod.pod)
+        filed = self._key_of_uid.get(pod.uid)
+        if filed is not None and filed != key:
+            self._leave(filed, pod.uid)
         if key is None:
-            return None
+            return
         state = self._groups.get(key)
         if state is None:
             state = self._groups[key] = PodGroupState()
-        return state
-
-    def add_or_update(self, pod: PodInfo) -> None:
-        if (state := self._state(pod)) is not None:
-            state.update(pod)
+        state.update(pod)
+        self._key_of_uid[pod.uid] = key
 
     def delete(self, pod: api.Pod) -> None:
-        key = self.key_of(pod)
-        state = self._groups.get(key) if key is not None else None
+        # The group it was filed under, whatever its last labels say.
+        key = self._key_of_uid.get(pod.metadata.uid) or self.key_of(pod)
+        if key is not None:
+            self._leave(key, pod.metadata.uid)
+
+    def _leave(self, key: str, uid: str) -> None:
+        self._key_of_uid.pop(uid, None)
+        state = self._groups.get(key)
         if state is None:
             return
-        state.delete(pod.metadata.uid)
+        state.delete(uid)
         if state.empty():
-            del self._groups[key]  # type: ignore[arg-type]
+            del self._groups[key]
 
     def assume(self, pod: PodInfo) -> None:
-        if (state := self._state(pod)) is not None:
+        key = self._key_of_uid.get(pod.uid)
+        state = self._groups.get(key) if key is not None else None
+        if state is not None:
             state.assume(pod)
 
     def forget(self, pod: PodInfo) -> None:
-        key = self.key_of(pod.pod)
+        key = self._key_of_uid.get(pod.uid)
         state = self._groups.get(key) if key is not None else None
         if state is not None:
             state.forget(pod.uid)

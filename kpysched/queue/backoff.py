@@ -63,6 +63,7 @@ class _Entry:
     sequence: int
     info: QueuedPodInfo
     less: Less | None  # ties in expiry: activeQ order (podBackoffQ) or arrival
+    rejected: bool  # in podBackoffQ, which an idle pop() may take from early
     removed: bool = False
 
     def __lt__(self, other: _Entry) -> bool:
@@ -96,10 +97,13 @@ class BackoffQueue:
         # isPodBackingoff: !expiry.Before(now), so the exact expiry still backs off.
         return expiry >= now
 
-    def add(self, info: QueuedPodInfo, expiry: float) -> None:
+    def add(self, info: QueuedPodInfo, expiry: float, *, early: bool = True) -> None:
+        """`early=False` keeps a plugin-rejected pod out of an idle pop(): it waits out
+        its whole backoff in the heap only the flush empties."""
         self.remove(info.pod_info.uid)
-        rejected = bool(info.unschedulable_plugins or info.pending_plugins)
-        entry = _Entry(expiry, next(self._sequence), info, self._less if rejected else None)
+        rejected = early and bool(info.unschedulable_plugins or info.pending_plugins)
+        entry = _Entry(expiry, next(self._sequence), info, self._less if rejected else None,
+                       rejected)
         heapq.heappush(self._rejected if rejected else self._errored, entry)
         self._by_uid[info.pod_info.uid] = entry
         self._rejected_count += rejected
@@ -109,8 +113,18 @@ class BackoffQueue:
         if entry is None:
             return None
         entry.removed = True
-        self._rejected_count -= entry.less is not None
+        self._rejected_count -= entry.rejected
         return entry.info
+
+    def reorder(self, uid: str | None = None) -> None:
+        """The order QueueSort gives (expiry ties) may have changed: for one pod whose
+        update changed it (pushed again), or, with no uid, for all (heaps rebuilt)."""
+        if uid is None:
+            heapq.heapify(self._rejected)
+            return
+        entry = self._by_uid.get(uid)
+        if entry is not None and entry.rejected:
+            self.add(entry.info, entry.expiry)
 
     def get(self, uid: str) -> QueuedPodInfo | None:
         entry = self._by_uid.get(uid)

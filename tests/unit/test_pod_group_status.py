@@ -74,3 +74,30 @@ async def test_a_true_not_yet_seen_by_the_informer_is_not_taken_back_either() ->
     [body] = [body for method, path, body in recording.requests if method == "PATCH"]
     assert isinstance(body, dict)
     assert body["status"]["conditions"][0]["status"] == "True"
+
+
+async def test_the_groups_marked_scheduled_are_forgotten_once_shown_or_old() -> None:
+    # Issue 32 item 10: one uid per PodGroup ever scheduled was kept forever.
+    now = [1000.0]
+    recording = RecordingApi()
+    writer = PodGroupConditionWriter(cast(RawApi, recording), clock=lambda: now[0])
+    shown = Condition(type="PodGroupScheduled", status="True", reason="Scheduled",
+                      observed_generation=1, last_transition_time="2026-01-01T00:00:00Z")
+    groups = [make_pod_group(f"g{index}", 2) for index in range(3)]
+    for index, group in enumerate(groups):
+        group.metadata.uid = f"uid-{index}"
+        writer.set_scheduled_condition(group, "True", "Scheduled", "")
+    assert len(writer._scheduled) == 3
+    # Not shown by the informer yet: a later cycle's False must not take it back.
+    writer.set_scheduled_condition(groups[0], "False", "Unschedulable", "leftover")
+    # The informer shows g1's True: nothing left to remember for it.
+    groups[1].status.conditions = [shown]
+    writer.set_scheduled_condition(groups[1], "False", "Unschedulable", "leftover")
+    assert set(writer._scheduled) == {"uid-0", "uid-2"}
+    now[0] += 121  # long past any informer lag
+    writer.set_scheduled_condition(groups[1], "True", "Scheduled", "")
+    assert writer._scheduled == {}
+    await writer.drain(timeout=5)
+    statuses = [body["status"]["conditions"][0]["status"]
+                for method, path, body in recording.requests if method == "PATCH"]
+    assert statuses == ["True", "True", "True"]  # no False for g0 or g1

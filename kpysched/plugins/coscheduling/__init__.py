@@ -111,6 +111,16 @@ def schedulable_after_pod_added(pod: PodInfo, old: object, new: object) -> Queue
         else QueueingHint.QUEUE_SKIP
 
 
+def schedulable_after_own_relabel(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """The held member itself moved to another group (its label changed): that group,
+    not the one that held it, decides now."""
+    before, after = objects_as(PodInfo, old, new)
+    if (before is None or after is None or after.uid != pod.uid
+            or coscheduling_group_name(before.pod) == coscheduling_group_name(after.pod)):
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
+
+
 def schedulable_after_pod_group_change(pod: PodInfo, old: object,
                                        new: object) -> QueueingHint:
     """The member's own PodGroup appeared, or its spec changed (status writes do not
@@ -137,6 +147,8 @@ def _always(pod: PodInfo, old: object, new: object) -> QueueingHint:
 _EVENTS = (
     ClusterEventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD),
                          schedulable_after_pod_added),
+    ClusterEventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.UPDATE_POD_LABEL),
+                         schedulable_after_own_relabel),
     ClusterEventWithHint(ClusterEvent(Resource.COSCHEDULING_POD_GROUP,
                                       ActionType.ADD | ActionType.UPDATE),
                          schedulable_after_pod_group_change),
