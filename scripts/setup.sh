@@ -9,12 +9,18 @@ PYTHON="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install --quiet -c constraints.txt --upgrade pip
-# Exact versions from constraints.txt (scripts/update-constraints.sh re-resolves them).
-.venv/bin/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+# Exact versions, each file checked against its hashes, from constraints.txt
+# (scripts/update-constraints.sh re-resolves them): pip itself, the build backend,
+# kpysched's dependencies and the dev tools. pip refuses --require-hashes for a local
+# directory, so kpysched (and the tests' plugin package) come after, with --no-deps
+# (everything they need is installed already) and --no-build-isolation (the locked
+# setuptools builds them; an isolated build would fetch one unchecked).
+.venv/bin/python -m pip install --quiet --require-hashes -r constraints.txt
+.venv/bin/python -m pip install --quiet --no-deps --no-build-isolation -e '.[dev]'
 if [ -d tests/plugin_package ]; then
-    .venv/bin/python -m pip install --quiet -c constraints.txt -e tests/plugin_package
+    .venv/bin/python -m pip install --quiet --no-deps --no-build-isolation -e tests/plugin_package
 fi
+# Nothing required is missing or at another version than the lock's.
 .venv/bin/python -m pip check
 # KPYSCHED_SETUP_CORE_ONLY=1 (scripts/test.sh): only what a cluster needs to start and
 # most tests use; the caller builds the rest in the background.

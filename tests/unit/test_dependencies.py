@@ -17,6 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 CONSTRAINTS = ROOT / "constraints.txt"
+IMAGE_CONSTRAINTS = ROOT / "constraints-image.txt"
 
 
 def _normalize(name: str) -> str:
@@ -60,14 +61,25 @@ def test_every_imported_distribution_is_declared() -> None:
     assert undeclared == {}, f"imported but not in pyproject dependencies: {undeclared}"
 
 
+def _entries(path: Path) -> dict[str, tuple[str, list[str]]]:
+    """A lock file's entries: name -> (version, its sha256 hashes). An entry is
+    `name==version` and its `--hash=sha256:...` options, on continued lines."""
+    text = path.read_text().replace("\\\n", " ")
+    entries: dict[str, tuple[str, list[str]]] = {}
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        pin, *options = line.split()
+        name, _, version = pin.partition("==")
+        assert version, f"{path.name}: {pin!r} is not an exact pin"
+        hashes = [option.removeprefix("--hash=sha256:") for option in options]
+        assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes), f"{path.name}: {line}"
+        entries[_normalize(name)] = (version, hashes)
+    return entries
+
+
 def _locked() -> dict[str, str]:
-    pins: dict[str, str] = {}
-    for line in CONSTRAINTS.read_text().splitlines():
-        if line and not line.startswith("#"):
-            name, _, version = line.partition("==")
-            assert version, f"constraints.txt: {line!r} is not an exact pin"
-            pins[_normalize(name)] = version
-    return pins
+    return {name: version for name, (version, _) in _entries(CONSTRAINTS).items()}
 
 
 def test_every_dependency_is_locked() -> None:
@@ -84,3 +96,30 @@ def test_installed_versions_are_the_locked_ones() -> None:
     drift = {name: (version, installed.get(name)) for name, version in _locked().items()
              if installed.get(name) != version}
     assert drift == {}, f"locked vs installed: {drift}; run scripts/setup.sh"
+
+
+def test_every_pin_has_its_hashes() -> None:
+    # pip install --require-hashes (setup.sh, CI, the Dockerfile) refuses a pin
+    # without them, and any file whose hash is not listed.
+    for path in (CONSTRAINTS, IMAGE_CONSTRAINTS):
+        unhashed = [name for name, (_, hashes) in _entries(path).items() if not hashes]
+        assert unhashed == [], f"{path.name}: no hashes for {unhashed}"
+
+
+def test_the_image_lock_is_the_runtime_part_of_the_full_one() -> None:
+    """Same versions and hashes as constraints.txt; kpysched's dependencies, what they
+    require, pip and the build backend, and none of the dev tools."""
+    full, image = _entries(CONSTRAINTS), _entries(IMAGE_CONSTRAINTS)
+    assert {name: full.get(name) for name in image} == image
+    runtime = {_requirement_name(r) for r in PYPROJECT["project"]["dependencies"]}
+    build = {_requirement_name(r) for r in PYPROJECT["build-system"]["requires"]}
+    assert runtime | build | {"pip"} <= set(image)
+    dev_only = {_requirement_name(r) for r in PYPROJECT["project"]["optional-dependencies"]["dev"]}
+    assert dev_only & set(image) == set()
+    for name in image:  # everything installed in the image is required by something in it
+        if name in runtime | build | {"pip"}:
+            continue
+        required_by = [other for other in image if other != name and any(
+            _requirement_name(r) == name
+            for r in importlib.metadata.requires(other) or [])]
+        assert required_by, f"constraints-image.txt: nothing in the image needs {name}"

@@ -3,7 +3,8 @@
 What can go wrong without anyone noticing until a release build: a COPY of a file
 that moved or that .dockerignore leaves out of the context, install steps drifting
 from the ones CI exercises (scripts/setup.sh), an entry point that is not the
-package's console script, a version label that lags pyproject.toml, root at run time.
+package's console script, a version label that lags pyproject.toml, root at run time,
+an unhashed install, or a shell or pip left in the final image.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
 SETUP_SCRIPT = ROOT / "scripts" / "setup.sh"
+CHART_TEMPLATES = ROOT / "charts" / "kpysched" / "templates"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 
 
@@ -165,7 +167,8 @@ def _venv_of(commands: list[str]) -> str:
 
 def test_install_steps_are_those_of_setup_sh() -> None:
     """Same pip commands in the same order; the image drops `-e` (no source tree at run
-    time) and the extras (dev tools), and the test plugin package is the tests' own."""
+    time) and the extras (dev tools), installs from constraints-image.txt (the runtime
+    part of constraints.txt), and the test plugin package is the tests' own."""
     build = STAGES[0]
     venv = _venv_of(build.all("RUN"))
     image_steps = _pip_installs(build.all("RUN"), f"{venv}/bin/python")
@@ -173,7 +176,8 @@ def test_install_steps_are_those_of_setup_sh() -> None:
     assert "-m venv .venv" in SETUP_SCRIPT.read_text()
 
     def for_image(args: list[str]) -> list[str]:
-        return [re.sub(r"\[.*\]$", "", a) for a in args if a != "-e"]
+        return [re.sub(r"\[.*\]$", "", a).replace("constraints.txt", "constraints-image.txt")
+                for a in args if a != "-e"]
 
     expected = [for_image(args) for args in setup_steps
                 if not any(a.startswith("tests/") for a in args)]
@@ -190,8 +194,12 @@ def test_entrypoint_is_the_console_script_running_the_scheduler() -> None:
     assert PYPROJECT["project"]["scripts"][script.name] == "kpysched.cli:main"
     assert script.parent.as_posix() == f"{venv}/bin"
     assert command[1:] == ["run"]
+    # The build stage stages the venv (and what runs it) into a root the image copies.
+    (stager,) = [c for c in STAGES[0].all("RUN") if "image_rootfs.py" in c]
+    staged = re.search(rf"image_rootfs\.py {re.escape(venv)} (\S+)", stager)
+    assert staged, stager
     copied = [copy_sources(args) for args in FINAL.all("COPY")]
-    assert ([venv], STAGES[0].name, venv) in copied, "the venv is not copied into the image"
+    assert copied == [([staged.group(1)], STAGES[0].name, "/")]
 
 
 def test_runs_as_a_numeric_non_root_user() -> None:
@@ -204,7 +212,7 @@ def test_both_stages_use_one_supported_python_pinned_by_digest() -> None:
     minimum = PYPROJECT["project"]["requires-python"].removeprefix(">=")
     version = GLOBAL_ARGS["PYTHON_VERSION"]
     assert tuple(map(int, version.split("."))) >= tuple(map(int, minimum.split(".")))
-    assert {stage.image for stage in STAGES} == {"${BASE_IMAGE}"}
+    assert [stage.image for stage in STAGES] == ["${BASE_IMAGE}", "scratch"]
     base = GLOBAL_ARGS["BASE_IMAGE"]
     assert re.fullmatch(rf"python:{re.escape(version)}\.\d+-slim-bookworm@sha256:[0-9a-f]{{64}}",
                         base), base
@@ -220,3 +228,43 @@ def test_labels_name_the_source_and_the_package_version() -> None:
     assert version == PYPROJECT["project"]["version"]
     assert labels["org.opencontainers.image.source"].startswith("https://")
     assert labels["org.opencontainers.image.licenses"] == PYPROJECT["project"]["license"]
+
+
+def test_every_install_is_hash_checked_or_the_local_package() -> None:
+    """pip refuses --require-hashes for a local directory: the locked files come first,
+    checked against their hashes, then kpysched itself with --no-deps and the locked
+    build backend (--no-build-isolation: an isolated build fetches one unchecked)."""
+    venv = _venv_of(STAGES[0].all("RUN"))
+    for steps in (_pip_installs(STAGES[0].all("RUN"), f"{venv}/bin/python"),
+                  _pip_installs([SETUP_SCRIPT.read_text()], ".venv/bin/python")):
+        locked, *local = steps
+        assert {"--require-hashes", "-r"} <= set(locked), locked
+        for args in local:
+            assert {"--no-deps", "--no-build-isolation"} <= set(args), args
+            assert not any(a in ("-r", "-c") or "==" in a for a in args), args
+
+
+def test_the_image_lock_is_sent_to_the_build() -> None:
+    patterns = ignore_patterns()
+    assert not dockerignored("constraints-image.txt", patterns)
+    assert not dockerignored("scripts/image_rootfs.py", patterns)
+
+
+def test_the_final_image_runs_no_shell() -> None:
+    """FROM scratch with only the staged root: no shell to run a shell-form RUN, CMD or
+    ENTRYPOINT, so each is exec form, and a build-time check proves no shell or pip."""
+    assert FINAL.image == "scratch"
+    for keyword in ("RUN", "CMD", "ENTRYPOINT"):
+        for args in FINAL.all(keyword):
+            assert isinstance(json.loads(args), list), f"{keyword} {args}: shell form"
+    (check,) = FINAL.all("RUN")
+    assert "/bin/sh" in check and "find_spec('pip') is None" in check
+    assert "import kpysched.app" in check
+
+
+def test_the_chart_runs_nothing_in_the_container_but_the_entrypoint() -> None:
+    # No command override, no exec probe, no lifecycle hook: the image has no shell.
+    deployment = (CHART_TEMPLATES / "deployment.yaml").read_text()
+    for needs_a_binary in ("command:", "exec:", "lifecycle:"):
+        assert needs_a_binary not in deployment
+    assert deployment.count("httpGet:") >= 2  # liveness and readiness probes
