@@ -90,7 +90,7 @@ class ServerConfig:
     reuse_address: bool = False  # --permit-address-sharing (SO_REUSEADDR)
     reuse_port: bool = False  # --permit-port-sharing (SO_REUSEPORT)
     # Deadlines and caps; upstream's by default, tests shorten them.
-    limits: ServingLimits = field(default_factory=ServingLimits)
+    limits: ServingLimits = field(default_factory=ServingLimits.from_environment)
 
 
 class Server:

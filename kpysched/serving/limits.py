@@ -4,17 +4,18 @@ it (staging/src/k8s.io/apiserver/pkg/server/secure_serving.go, Serve: ReadHeader
 process's file descriptor limit raised as a Go binary's runtime raises it at start.
 
 Why a cap, which upstream has not: an idle TLS connection costs a Go server a few KiB
-but Python ~230 KiB (asyncio's SSL protocol keeps a 256 KiB receive buffer per
-connection). The chart limits the pod to 1 GiB and the scheduler's own working set
-reaches ~600 MiB at 15,000 nodes (docs/benchmarks.md), so the port gets at most
-~250 MiB: 1,000 connections x ~230 KiB idle TLS, plus 64 MiB of request headers being
-read across all of them. Past the cap the port stops accepting (the kernel's backlog
-holds further clients) until a connection closes; the deadlines bound how long anyone
-holds one.
+but this one ~300 KiB (asyncio's SSL protocol keeps a 256 KiB receive buffer per
+connection; measured with the repro harness and tests/e2e/test_secure_port_load.py).
+The chart limits the pod to 1 GiB and the scheduler's own RSS reaches ~520 MiB at
+15,000 nodes (docs/benchmarks.md), so the port may take ~350 MiB: 1,000 idle TLS
+connections (~300 MiB) plus 64 MiB of request headers being read across all of them.
+Past the cap the port stops accepting (the kernel's backlog holds further clients)
+until a connection closes; the deadlines bound how long anyone holds one.
 """
 
 from __future__ import annotations
 
+import os
 import resource
 from dataclasses import dataclass
 from typing import Final
@@ -45,6 +46,30 @@ class ServingLimits:
     max_header_bytes: int = MAX_HEADER_BYTES
     max_connections: int = MAX_CONNECTIONS
     header_bytes_budget: int = HEADER_BYTES_BUDGET
+
+    @classmethod
+    def from_environment(cls) -> ServingLimits:
+        """Upstream's, unless a test shortens the deadlines for a process it starts
+        (KPYSCHED_SERVING_READ_HEADER_TIMEOUT_SECONDS, _IDLE_TIMEOUT_SECONDS): no flag,
+        since kube-scheduler has none."""
+        return cls(read_header_timeout=_seconds(
+                       "KPYSCHED_SERVING_READ_HEADER_TIMEOUT_SECONDS",
+                       READ_HEADER_TIMEOUT_SECONDS),
+                   idle_timeout=_seconds("KPYSCHED_SERVING_IDLE_TIMEOUT_SECONDS",
+                                         IDLE_TIMEOUT_SECONDS))
+
+
+def _seconds(variable: str, default: float) -> float:
+    raw = os.environ.get(variable)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{variable}={raw!r}: want a positive number of seconds")
+    return value
 
 
 def connection_cap(max_connections: int) -> int:

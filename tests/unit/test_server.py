@@ -8,11 +8,15 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from structlog.testing import capture_logs
 
 from kpysched.metrics import SchedulerMetrics
 from kpysched.server import HealthCheck, Server, ServerConfig, progress_check
-from kpysched.serving import TlsOptions
+from kpysched.serving import AccessControl, DelegationOptions, TlsOptions
+from kpysched.serving.authn import Authenticator
+from kpysched.serving.authz import DEFAULT_ALWAYS_ALLOW_PATHS, Authorizer
 from tests.cluster.certs import generate
+from tests.unit.serving.fakes import FakeReviewer
 
 
 class Flags:
@@ -59,6 +63,8 @@ async def test_healthz_is_ok(server: Server) -> None:
 
 async def test_livez_fails_with_the_reason_when_the_loop_makes_no_progress(
         server: Server, flags: Flags) -> None:
+    # No access control (plain HTTP on loopback): every path is open, the check's own
+    # included, so the aggregate gives the reason too (see the guarded tests below).
     assert (await get(server, "/livez"))[0] == 200
     flags.progressing = False
     status, _, body = await get(server, "/livez")
@@ -136,3 +142,58 @@ async def test_serves_https_with_the_given_certificate(tmp_path: Path) -> None:
         assert server.url.startswith("https://")
         async with session.get(server.url + "/healthz", ssl=trust) as response:
             assert (response.status, await response.text()) == (200, "ok")
+
+
+@pytest.fixture
+async def guarded(flags: Flags, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Server]:
+    """The endpoints behind authentication and authorization: token "monitor" is user
+    monitor, granted GET /livez/sched-progress; everyone else anonymous or refused."""
+    reviewer = FakeReviewer({
+        "monitor": {"authenticated": True, "user": {"username": "monitor"}},
+        "monitor /livez/sched-progress get": {"allowed": True}})
+
+    async def fake_open(_: DelegationOptions) -> AccessControl:
+        return AccessControl(Authenticator(reviewer, 10.0),
+                             Authorizer(reviewer, DEFAULT_ALWAYS_ALLOW_PATHS, 10.0, 10.0),
+                             None)
+
+    monkeypatch.setattr(AccessControl, "open", fake_open)
+    config = ServerConfig(bind_address="127.0.0.1", port=0, access=DelegationOptions())
+    async with Server(config, SchedulerMetrics(), livez=[HealthCheck.of(
+            "sched-progress", lambda: flags.progressing,
+            "scheduling loop made no progress for 61s while 3 pods wait")]) as running:
+        yield running
+
+
+async def _get_as(server: Server, path: str, token: str | None) -> tuple[int, str]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with aiohttp.ClientSession() as session, session.get(
+            server.url + path, headers=headers) as response:
+        return response.status, await response.text()
+
+
+@pytest.mark.parametrize(("token", "reason"), [
+    (None, "reason withheld"),
+    ("monitor", "scheduling loop made no progress for 61s while 3 pods wait"),
+], ids=["anonymous-probe-sees-only-failed", "authorised-for-the-check-sees-why"])
+async def test_livez_tells_why_only_to_callers_who_may_read_the_check(
+        guarded: Server, flags: Flags, token: str | None, reason: str) -> None:
+    assert await _get_as(guarded, "/livez", token) == (200, "ok")
+    flags.progressing = False
+    with capture_logs() as logs:
+        status, body = await _get_as(guarded, "/livez", token)
+    assert status == 500
+    assert body.splitlines() == [
+        "[+]ping ok", f"[-]sched-progress failed: {reason}", "livez check failed"]
+    # The reason is in the log whoever asked (upstream logs it at V(2)).
+    assert [e["reasons"] for e in logs if e["event"] == "health.check_failed"] == [
+        {"sched-progress": "scheduling loop made no progress for 61s while 3 pods wait"}]
+
+
+async def test_the_single_check_path_is_authorised_as_any_other(
+        guarded: Server, flags: Flags) -> None:
+    flags.progressing = False
+    assert (await _get_as(guarded, "/livez/sched-progress", None))[0] == 403
+    assert await _get_as(guarded, "/livez/sched-progress", "monitor") == (
+        500, "internal server error: scheduling loop made no progress for 61s "
+             "while 3 pods wait")
