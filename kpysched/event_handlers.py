@@ -33,6 +33,10 @@ def _priority_at_most(priority: int) -> Callable[[PodInfo], bool]:
     return lambda pod: pod.priority <= priority
 
 
+# Where a pod waits to be popped (not in flight).
+_WAITING = frozenset(("active", "backoff", "unschedulable", "gated"))
+
+
 def _is_terminal(pod: api.Pod) -> bool:
     return pod.status.phase in ("Succeeded", "Failed")
 
@@ -94,6 +98,14 @@ class PodEventHandler:
     def _pending_and_ours(self, pod: api.Pod) -> bool:
         return (not _is_assigned(pod) and pod.metadata.deletion_timestamp is None
                 and self._scheduler.responsible_for(pod.spec.scheduler_name))
+
+    def _terminating_in_queue(self, pod: api.Pod) -> bool:
+        """A pending pod of ours already queued or waiting that began terminating: as
+        upstream's queue, it keeps it; popped, it is passed over with a FailedScheduling
+        "skip schedule deleting pod" event (Scheduler.skip_terminating)."""
+        return (pod.metadata.deletion_timestamp is not None and not _is_assigned(pod)
+                and self._scheduler.responsible_for(pod.spec.scheduler_name)
+                and self._scheduler.queue.where(pod.metadata.uid) in _WAITING)
 
     def on_add(self, pod: api.Pod) -> None:
         with _handling(self._scheduler, _pod_label(pod, "Add")):
@@ -162,7 +174,7 @@ class PodEventHandler:
                 # Terminating while bound: its room is given back now (upstream's
                 # updatePodInSchedulingQueue -> handleAssumedPodDeletion).
                 self._scheduler.forget_deleted_assumed_pod(new.metadata.uid)
-        if self._pending_and_ours(new):
+        if self._pending_and_ours(new) or self._terminating_in_queue(new):
             info = self._info(new)
             if info is not None:
                 if cache.pod_groups is not None:

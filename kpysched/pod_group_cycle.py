@@ -164,6 +164,8 @@ class PodGroupCycle:
         for member in members:
             pod = member.pod_info
             if pod.terminating or scheduler.cache.has_pod(pod.uid):
+                if pod.terminating:
+                    scheduler.skip_terminating(pod, pod.pod.spec.scheduler_name)
                 scheduler.queue.done(pod.uid)
             else:
                 kept.append(member)

@@ -237,6 +237,8 @@ class Scheduler:
         framework = self.frameworks.get(pod.pod.spec.scheduler_name)
         if framework is None or pod.terminating or self.cache.has_pod(pod.uid):
             # Not ours any more, being deleted, or already assumed/bound: nothing to do.
+            if framework is not None and pod.terminating:
+                self.skip_terminating(pod, framework.profile_name)
             self.queue.done(pod.uid)
             return
         attempt = self.new_attempt(framework, queued)
@@ -251,6 +253,12 @@ class Scheduler:
             self.reset_snapshot()
             self.fail(attempt, None, Status.error(
                 f"scheduling cycle failed: {type(error).__name__}: {error}"))
+
+    def skip_terminating(self, pod: PodInfo, profile: str) -> None:
+        """Upstream's skipPodSchedule says so when it passes over a pod being deleted."""
+        log.info("pod.skipped", pod=pod.key, reason="being deleted")
+        self.recorder.failed_scheduling(pod.pod, profile,
+                                        f"skip schedule deleting pod: {pod.key}")
 
     def _report_if_slow(self, attempt: Attempt) -> None:
         seconds = time.perf_counter() - attempt.started
@@ -411,6 +419,12 @@ class Scheduler:
             return status
         if self.metrics is not None:
             self.metrics.bind_failed(stage)
+        if status.is_rejected and stage != "Permit":
+            # Upstream makes a FitError (naming the plugin) of a Permit rejection only:
+            # a pod rejected at PreBind or Bind keeps no rejecting plugin, so it retries
+            # after its backoff in the error backoff queue (which an idle pop does not
+            # take from early) instead of waiting on that plugin's events.
+            status = Status(status.code, list(status.reasons))
         if status.code == Code.ERROR and status.plugin and stage != "Permit":
             # Upstream's wording: running PreBind plugin "X": <error>.
             status = Status.error(
@@ -459,11 +473,14 @@ class Scheduler:
         pod = queued.pod_info
         if diagnosis is not None:
             queued.unschedulable_plugins = {p for p in diagnosis.unschedulable_plugins if p}
+            queued.pending_plugins = _pending_plugins(diagnosis)
             message, reason, is_error = diagnosis.message(), UNSCHEDULABLE, False
         else:
             assert error is not None
             if error.is_rejected:
-                queued.unschedulable_plugins = {error.plugin} if error.plugin else set()
+                plugins = {error.plugin} if error.plugin else set()
+                queued.unschedulable_plugins = plugins
+                queued.pending_plugins = plugins if error.code == Code.PENDING else set()
                 message, reason, is_error = error.message(), UNSCHEDULABLE, False
             else:
                 message, reason, is_error = error.message(), SCHEDULER_ERROR, True
@@ -510,6 +527,18 @@ class Scheduler:
         # thousands of waiting bindings doubled peak RSS).
         attempt.stored = weakref.ref(decision)
         attempt.state.decision = None
+
+
+def _pending_plugins(diagnosis: Diagnosis) -> set[str]:
+    """The plugins that answered Pending (upstream's Diagnosis.PendingPlugins): their
+    Queue hint sends the pod to the active queue at once, skipping its backoff. Nodes
+    share a few Status objects, so each distinct one is looked at once."""
+    statuses = list(diagnosis.node_to_status.values())
+    if diagnosis.absent_status is not None:
+        statuses.append(diagnosis.absent_status)
+    distinct = dict(zip(map(id, statuses), statuses, strict=True)).values()
+    return {status.plugin for status in distinct
+            if status.code == Code.PENDING and status.plugin}
 
 
 def _binding_task_name(uid: str) -> str:
