@@ -15,7 +15,7 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.guard import plugin_raised
 from kpysched.framework.instrumented import Instrumented
 from kpysched.framework.status import SUCCESS, Code, Status
-from kpysched.framework.waiting import PodInPreBind, WaitingPod, is_pre_bind_cancel
+from kpysched.framework.waiting import PodInPreBind, WaitingPod
 from kpysched.objects.durations import go_duration
 from kpysched.objects.pod import PodInfo
 
@@ -189,11 +189,13 @@ class BindingPoints(Instrumented):
         for plugin in self.pre_bind_plugins:
             try:
                 status = await plugin.pre_bind(state, pod, node_name)
-            except asyncio.CancelledError as error:
-                if not is_pre_bind_cancel(error):
-                    raise
-                # What a Go plugin returns when its context is cancelled.
-                status = Status.error("context canceled")
+            except asyncio.CancelledError:
+                cancelled = self.pods_in_pre_bind.get(pod.uid)
+                if cancelled is None or not cancelled.cause:
+                    raise  # the binding itself is cancelled (a lost lease)
+                # Upstream reports the cancellation's cause in place of the plugin's
+                # context.Canceled: 'running PreBind plugin "X": preempted by ...'.
+                status = Status.error(cancelled.cause)
             except Exception as error:
                 status = plugin_raised(plugin.NAME, "PreBind", error)
             if not status.ok:

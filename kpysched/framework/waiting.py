@@ -47,16 +47,6 @@ class WaitingPod:
         self.timers.clear()
 
 
-# The message a PreBind cancelled by preemption is cancelled with: a plugin that has
-# something of its own to say (VolumeBinding's "binding volumes: ...") tells this
-# cancellation from any other (a lost lease aborting every binding) by it.
-PRE_BIND_CANCELLED = "pre-bind cancelled by preemption"
-
-
-def is_pre_bind_cancel(error: asyncio.CancelledError) -> bool:
-    return error.args == (PRE_BIND_CANCELLED,)
-
-
 @dataclass(slots=True)
 class PodInPreBind:
     """A pod whose PreBind plugins have work to do (upstream's podInPreBind): until it
@@ -75,7 +65,7 @@ class PodInPreBind:
         if not self.cause:
             self.cause = message
             if self.task is not None:
-                self.task.cancel(PRE_BIND_CANCELLED)
+                self.task.cancel()
         return True
 
     def mark_pre_bound(self) -> bool:

@@ -341,7 +341,7 @@ async def test_preempting_a_pod_in_pre_bind_cancels_its_binding(harness: Harness
     assert harness.api.events("Preempted") == [
         f"Preempted by pod {high.metadata.uid} on node n1 (in kube-scheduler memory)."]
     assert harness.api.events("FailedScheduling")[-1] == (
-        'running PreBind plugin "Raiser": context canceled')
+        'running PreBind plugin "Raiser": preempted by DefaultPreemption')
     assert not harness.scheduler.cache.has_pod(low.metadata.uid)
     assert low.metadata.uid not in framework.pods_in_pre_bind
     assert harness.where(low) == "backoff"

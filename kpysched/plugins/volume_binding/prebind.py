@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
-from kpysched.framework.waiting import is_pre_bind_cancel
 from kpysched.objects import api, storage
 from kpysched.plugins.volume_binding.assume_cache import NotFoundError
 from kpysched.plugins.volume_binding.binder import (
@@ -37,8 +36,6 @@ MERGE_PATCH = "application/merge-patch+json"
 POLL_INTERVAL_SECONDS = 1.0
 # Poll errors and timeouts read as upstream's wrapped PollUntilContextTimeout error.
 DEADLINE_EXCEEDED = "binding volumes: context deadline exceeded"
-# Preemption cancelled the binding while it polled (upstream's poll returns ctx.Err()).
-CANCELED = "binding volumes: context canceled"
 
 NodeLookup = Callable[[str], api.Node | None]
 
@@ -113,9 +110,9 @@ class VolumeWriter:
         while True:
             remaining = deadline - loop.time()
             if remaining <= POLL_INTERVAL_SECONDS:
-                await _poll_wait(max(remaining, 0.0))
+                await asyncio.sleep(max(remaining, 0.0))
                 raise BinderError(DEADLINE_EXCEEDED)
-            await _poll_wait(POLL_INTERVAL_SECONDS)
+            await asyncio.sleep(POLL_INTERVAL_SECONDS)
             try:
                 if self.check_bindings(node_name, found.static_bindings, claims):
                     return
@@ -210,12 +207,3 @@ def _check_affinity(volume: storage.PersistentVolume, node_name: str,
     if problem is not None:
         raise BinderError(f'pv "{volume.metadata.name}" node affinity doesn\'t match node '
                           f'"{node_name}": {problem}')
-
-
-async def _poll_wait(seconds: float) -> None:
-    try:
-        await asyncio.sleep(seconds)
-    except asyncio.CancelledError as cancel:
-        if not is_pre_bind_cancel(cancel):
-            raise
-        raise BinderError(CANCELED) from None

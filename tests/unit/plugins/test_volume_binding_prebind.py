@@ -15,7 +15,6 @@ import pytest
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
-from kpysched.framework.waiting import PRE_BIND_CANCELLED
 from kpysched.listers import StorageListers
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
@@ -546,27 +545,6 @@ async def test_zero_timeout_gives_up_at_once() -> None:
     found = PodVolumes([BindingInfo(unbound_pvc, pv_node1a_bound)])
     with pytest.raises(BinderError, match="context deadline exceeded"):
         await env.writer(timeout=0).bind_pod_volumes("node1", found)
-
-
-async def test_a_pre_bind_cancelled_by_preemption_ends_as_upstream_says() -> None:
-    """Issue 32 item 1: upstream's poll returns its cancelled context's error."""
-    env = make_env([pv_node1a_bound, bound_pvc_node1a])
-    found = PodVolumes([BindingInfo(unbound_pvc, pv_node1a_bound)])
-    polling = asyncio.create_task(env.writer(timeout=60).bind_pod_volumes("node1", found))
-    await asyncio.sleep(0.05)  # written; now polling for the PV controller
-    polling.cancel(PRE_BIND_CANCELLED)
-    with pytest.raises(BinderError, match=r"^binding volumes: context canceled$"):
-        await polling
-
-
-async def test_any_other_cancellation_goes_through() -> None:
-    env = make_env([pv_node1a_bound, bound_pvc_node1a])
-    found = PodVolumes([BindingInfo(unbound_pvc, pv_node1a_bound)])
-    polling = asyncio.create_task(env.writer(timeout=60).bind_pod_volumes("node1", found))
-    await asyncio.sleep(0.05)
-    polling.cancel()  # the lease is lost: every binding stops
-    with pytest.raises(asyncio.CancelledError):
-        await polling
 
 
 # ---- the plugin's binding path ---------------------------------------------------------
