@@ -14,9 +14,12 @@ provisioned that is Released under the Delete policy it deletes, as a provisione
 deleter does. It never binds anything itself.
 
 It serves `provisioner.kpysched.test` and every `<name>.provisioner.kpysched.test`,
-so each test can name a driver of its own. Run it beside a cluster with
-`ProvisionerProcess(state)` (a process, like the Deployment an external provisioner
-is), or `python -m tests.cluster.provisioner --dir .cluster` in the foreground.
+so each test can name a driver of its own. A claim annotated
+`provisioner.kpysched.test/hold` is never provisioned: its pod's VolumeBinding PreBind
+waits (up to bindTimeoutSeconds), so a test can act on a pod still in PreBind.
+Run it beside a cluster with `ProvisionerProcess(state)` (a process, like the
+Deployment an external provisioner is), or `python -m tests.cluster.provisioner --dir
+.cluster` in the foreground.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 ANN_STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 ANN_BETA_STORAGE_PROVISIONER = "volume.beta.kubernetes.io/storage-provisioner"
 ANN_PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
+ANN_HOLD = f"{DOMAIN}/hold"
 HOSTNAME = "kubernetes.io/hostname"
 READY = "provisioner.ready"
 START_TIMEOUT_SECONDS = 30.0
@@ -94,7 +98,7 @@ async def _provision(api: client.ApiClient, claim: Any) -> None:
     provisioner = (annotations.get(ANN_STORAGE_PROVISIONER)
                    or annotations.get(ANN_BETA_STORAGE_PROVISIONER) or "")
     node = annotations.get(ANN_SELECTED_NODE)
-    if (not serves(provisioner) or not node or claim.spec.volume_name
+    if (not serves(provisioner) or not node or claim.spec.volume_name or ANN_HOLD in annotations
             or claim.metadata.deletion_timestamp or not claim.spec.storage_class_name):
         return
     try:
