@@ -4,11 +4,12 @@ it (staging/src/k8s.io/apiserver/pkg/server/secure_serving.go, Serve: ReadHeader
 process's file descriptor limit raised as a Go binary's runtime raises it at start.
 
 Why a cap, which upstream has not: an idle TLS connection costs a Go server a few KiB
-but this one ~300 KiB (asyncio's SSL protocol keeps a 256 KiB receive buffer per
-connection; measured with the repro harness and tests/e2e/test_secure_port_load.py).
-The chart limits the pod to 1 GiB and the scheduler's own RSS reaches ~520 MiB at
-15,000 nodes (docs/benchmarks.md), so the port may take ~350 MiB: 1,000 idle TLS
-connections (~300 MiB) plus 64 MiB of request headers being read across all of them.
+and this one ~75 KiB (with the listener's 32 KiB TLS read buffer; asyncio's default
+256 KiB made it ~300 KiB), measured with the repro harness and
+tests/e2e/test_secure_port_load.py. The chart limits the pod to 1 GiB and the
+scheduler's own RSS reaches ~520 MiB at 15,000 nodes (docs/benchmarks.md), so the
+port may take ~250 MiB: 2,000 idle TLS connections (~150 MiB) plus 64 MiB of request
+headers being read across all of them, with room left for requests being answered.
 Past the cap the port stops accepting (the kernel's backlog holds further clients)
 until a connection closes; the deadlines bound how long anyone holds one.
 """
@@ -29,7 +30,7 @@ IDLE_TIMEOUT_SECONDS: Final = 90.0
 MAX_HEADER_BYTES: Final = 1 << 20
 # Go's server reads MaxHeaderBytes plus this slack before answering 431.
 HEADER_SLACK_BYTES: Final = 4096
-MAX_CONNECTIONS: Final = 1000
+MAX_CONNECTIONS: Final = 2000
 HEADER_BYTES_BUDGET: Final = 64 << 20
 # After EMFILE and kin, accepting waits this long (asyncio's own ACCEPT_RETRY_DELAY,
 # Go's maximum backoff), and says so at most once per ACCEPT_LOG_INTERVAL_SECONDS.
