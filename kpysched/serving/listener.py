@@ -254,19 +254,23 @@ class Listener:
             deadline = self._limits.read_header_timeout
             protocol = _CompactTls(loop, guard, self._ssl, handshake, server_side=True,
                                    ssl_handshake_timeout=deadline)  # type: ignore[arg-type]
+        transport: asyncio.Transport | None = None
         try:
-            await loop.connect_accepted_socket(lambda: protocol, conn)
+            transport, _ = await loop.connect_accepted_socket(lambda: protocol, conn)
             if handshake is not None:
                 await handshake
-        except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as error:
+        except BaseException as error:
+            # Closing twice is harmless: a failed handshake has closed it already.
+            if transport is not None:
+                transport.abort()
+            if handshake is not None and not handshake.done():
+                handshake.cancel()  # nobody will await it now
+            conn.close()
+            slot.release()
+            if not isinstance(error, OSError | TimeoutError):
+                raise
             # A failed handshake is the client's problem; net/http logs it at debug too.
             log.debug("server.handshake_failed", reason=str(error) or type(error).__name__)
-            conn.close()
-            slot.release()
-        except BaseException:
-            conn.close()
-            slot.release()
-            raise
 
     def _complain(self, error: OSError) -> None:
         now = time.monotonic()
