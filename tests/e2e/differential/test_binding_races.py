@@ -1,5 +1,6 @@
-"""Differential tests of what happens to a pod while it is being bound (issue 32 items 1
-and 2): kube-scheduler v1.36.4 and kpysched on the same cluster must end the same.
+"""Differential tests of what happens to a pod while it is being bound or preempted
+(issue 32 items 1 to 3): kube-scheduler v1.36.4 and kpysched on the same cluster must
+end the same.
 
 Each scenario holds a pod in VolumeBinding's PreBind: its claim is of a provisioning
 class whose provisioner (tests/cluster/provisioner.py) is told to hold it back, so
@@ -9,6 +10,9 @@ PreBind waits for a volume that does not come. Then
 - or its owner deletes it: the room it held is given back at once and the pod that did
   not fit beside it is placed (upstream's handleAssumedPodDeletion), not when the
   PreBind gives up after bindTimeoutSeconds (600 s).
+And a victim whose DELETE a ValidatingAdmissionPolicy refuses: the preemptor is tried
+again at once (upstream's executor activates it), not left among the unschedulable
+until an unrelated event or the 5-minute flush.
 """
 
 from __future__ import annotations
@@ -197,3 +201,109 @@ async def test_a_pod_deleted_in_pre_bind_gives_its_room_back_at_once(
     timings = f"upstream {upstream.pop('seconds')} s, kpysched {ours.pop('seconds')} s"
     print(f"placed after the deletion: {timings}")  # shown with -rP
     assert ours == upstream, f"({timings})\n upstream: {upstream}\n kpysched: {ours}"
+
+
+ADMISSION = ("admissionregistration.k8s.io", "v1")
+# Long enough for several attempts of an activated preemptor, far short of the flush.
+RETRY_OBSERVE_SECONDS = 5.0
+
+
+async def _refusing_deletes(api: client.ApiClient, name: str, label: str) -> None:
+    """A ValidatingAdmissionPolicy `name` (and its binding) refusing DELETE of pods with
+    the label `label`."""
+    custom = client.CustomObjectsApi(api)
+    await custom.create_cluster_custom_object(*ADMISSION, "validatingadmissionpolicies", {
+        "metadata": {"name": name},
+        "spec": {"failurePolicy": "Fail",
+                 "matchConstraints": {
+                     "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                        "operations": ["DELETE"], "resources": ["pods"]}],
+                     "objectSelector": {"matchLabels": {label: "true"}}},
+                 "validations": [{"expression": "false",
+                                  "message": "this pod may not be deleted"}]}})
+    await custom.create_cluster_custom_object(
+        *ADMISSION, "validatingadmissionpolicybindings", {
+            "metadata": {"name": name},
+            "spec": {"policyName": name, "validationActions": ["Deny"]}})
+
+
+async def _allow_deletes(api: client.ApiClient, name: str) -> None:
+    custom = client.CustomObjectsApi(api)
+    for plural in ("validatingadmissionpolicybindings", "validatingadmissionpolicies"):
+        try:
+            await custom.delete_cluster_custom_object(*ADMISSION, plural, name)
+        except ApiException as error:
+            if error.status != 404:
+                raise
+
+
+async def _deleted_once_allowed(run: _Run, pod: str) -> None:
+    """Delete `pod` as soon as the API server has dropped the policy (it takes a moment
+    to notice), so that the namespace can go."""
+    core = client.CoreV1Api(run.api)
+
+    async def deleted() -> bool:
+        try:
+            await core.delete_namespaced_pod(pod, run.namespace, grace_period_seconds=0)
+        except ApiException as error:
+            if error.status == 404:
+                return True
+            if error.status == 422:  # still refused
+                return False
+            raise
+        return True
+
+    await kube.wait_for(deleted, OUTCOME_TIMEOUT_SECONDS, f"{pod} deletable again")
+
+
+async def _attempts(run: _Run, pod: str) -> int:
+    """FailedScheduling events about `pod`, repeats in a series counted."""
+    response = await client.EventsV1Api(run.api).list_namespaced_event(
+        run.namespace, field_selector=f"regarding.name={pod}", _preload_content=False)
+    return sum((e.get("series") or {}).get("count", 1)
+               for e in json.loads(await response.read())["items"]
+               if e.get("reason") == "FailedScheduling")
+
+
+async def _victim_not_deletable(api: client.ApiClient, scheduler: str) -> dict[str, Any]:
+    async with _run(api, scheduler) as run:
+        policy = f"undeletable-{run.suffix}"
+        label = f"kpysched.test/{policy}"
+        await _refusing_deletes(api, policy, label)
+        core = client.CoreV1Api(api)
+        try:
+            victim = run.pod("victim", "low")
+            victim["metadata"]["labels"][label] = "true"
+            victim["spec"]["nodeName"] = run.node  # running there already
+            uids = {"victim": await run.create(victim)}
+            await asyncio.sleep(SETTLE_SECONDS)  # informers have it; the policy is live
+            uids["preemptor"] = await run.create(run.pod("preemptor", "high"))
+            failed = await run.wait_note("preemptor", "FailedScheduling")
+            await asyncio.sleep(RETRY_OBSERVE_SECONDS)
+            attempts = await _attempts(run, "preemptor")
+            preemptor = await core.read_namespaced_pod("preemptor", run.namespace)
+            await core.delete_namespaced_pod("preemptor", run.namespace,
+                                             grace_period_seconds=0)
+            kept = await core.read_namespaced_pod("victim", run.namespace)
+        finally:
+            await _allow_deletes(api, policy)
+            await _deleted_once_allowed(run, "victim")
+        return {
+            "preemptor node": preemptor.spec.node_name,
+            "preemptor's first failure": run.text(failed[0], uids),
+            "preemptor tried again": attempts >= 2,
+            "victim deleted": kept.metadata.deletion_timestamp is not None,
+            "victim conditions": sorted(c.type for c in kept.status.conditions or ()),
+            "attempts": attempts,
+        }
+
+
+async def test_a_refused_victim_delete_sends_the_preemptor_back_at_once(
+        schedulers: None, api: client.ApiClient) -> None:
+    upstream = await _victim_not_deletable(api, UPSTREAM)
+    ours = await _victim_not_deletable(api, KPYSCHED)
+    assert upstream["preemptor tried again"], upstream
+    assert "DisruptionTarget" in upstream["victim conditions"], upstream
+    counts = f"attempts: upstream {upstream.pop('attempts')}, kpysched {ours.pop('attempts')}"
+    print(counts)  # shown with -rP
+    assert ours == upstream, f"({counts})\n upstream: {upstream}\n kpysched: {ours}"
