@@ -302,25 +302,52 @@ def _install(app: web.Application, endpoint: str, checks: Sequence[HealthCheck],
     if len(set(names)) != len(names):
         raise ValueError(f"duplicate {endpoint} check names: {names}")
 
+    failures = _FailureLog(endpoint)
+
     async def root(request: web.Request) -> web.Response:
-        return await _aggregate(endpoint, checks, request, readable)
+        return await _aggregate(endpoint, checks, request, readable, failures)
 
     app.router.add_get(f"/{endpoint}", root)
     for check in checks:
         app.router.add_get(f"/{endpoint}/{check.name}", _single(check))
 
 
+class _FailureLog:
+    """Logs an endpoint's failing checks with their reasons: when the failing set
+    changes, else at most once per FAILURE_LOG_INTERVAL_SECONDS, since anyone may ask
+    the endpoint as often as they like (upstream logs every failed probe, at V(2))."""
+
+    def __init__(self, endpoint: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self._endpoint = endpoint
+        self._clock = clock
+        self._last: tuple[float, frozenset[str]] | None = None
+        self._unlogged = 0
+
+    def failed(self, reasons: dict[str, str]) -> None:
+        now = self._clock()
+        names = frozenset(reasons)  # not the reasons: they may count seconds
+        if self._last is not None and self._last[1] == names \
+                and now - self._last[0] < FAILURE_LOG_INTERVAL_SECONDS:
+            self._unlogged += 1
+            return
+        log.info("health.check_failed", endpoint=self._endpoint, checks=sorted(reasons),
+                 reasons=reasons, unlogged_since=self._unlogged)
+        self._last = (now, names)
+        self._unlogged = 0
+
+
+FAILURE_LOG_INTERVAL_SECONDS: Final = 10.0
+
+
 async def _aggregate(endpoint: str, checks: Sequence[HealthCheck], request: web.Request,
-                     readable: ReasonsReadable) -> web.Response:
+                     readable: ReasonsReadable, failures: _FailureLog) -> web.Response:
     excluded = set(request.query.getall("exclude", []))
     unknown = excluded - {check.name for check in checks}
     results = {check.name: check.run() for check in checks if check.name not in excluded}
     failed = {name: reason for name, reason in results.items() if reason is not None}
     shown: set[str] = set()
     if failed:
-        # Probes come every few seconds while failing; upstream logs each one too (V(2)).
-        log.info("health.check_failed", endpoint=endpoint, checks=sorted(failed),
-                 reasons=failed)
+        failures.failed(failed)
         shown = await readable(request, endpoint, list(failed))
     lines: list[str] = []
     for check in checks:

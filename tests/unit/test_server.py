@@ -197,3 +197,16 @@ async def test_the_single_check_path_is_authorised_as_any_other(
     assert await _get_as(guarded, "/livez/sched-progress", "monitor") == (
         500, "internal server error: scheduling loop made no progress for 61s "
              "while 3 pods wait")
+
+
+async def test_a_failing_check_is_logged_once_per_interval_however_often_asked(
+        server: Server, flags: Flags) -> None:
+    flags.progressing = False
+    with capture_logs() as logs:
+        for _ in range(20):  # anyone may ask as often as they like
+            assert (await get(server, "/livez"))[0] == 500
+        flags.ready = False  # already failing: /readyz is another endpoint's log
+        assert (await get(server, "/readyz"))[0] == 500
+    logged = [(e["endpoint"], e["checks"]) for e in logs
+              if e["event"] == "health.check_failed"]
+    assert logged == [("livez", ["sched-progress"]), ("readyz", ["informer-sync"])]
