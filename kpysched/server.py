@@ -34,11 +34,12 @@ from kpysched.cache.dump import PATH as CACHE_PATH
 from kpysched.decisions import api as decisions_api
 from kpysched.decisions.endpoint import PATH_PREFIX
 from kpysched.metrics import CONTENT_TYPE, SchedulerMetrics
-from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, server_context
+from kpysched.serving import AccessControl, DelegationOptions, TlsOptions
 from kpysched.serving.access import USER, Handler
 from kpysched.serving.authz import AuthorizationError
 from kpysched.serving.limits import ServingLimits, raise_open_files_limit
 from kpysched.serving.listener import Listener, bind
+from kpysched.serving.reload import CHECK_INTERVAL_SECONDS, TlsReloader
 
 log = structlog.get_logger(__name__)
 
@@ -91,6 +92,8 @@ class ServerConfig:
     reuse_port: bool = False  # --permit-port-sharing (SO_REUSEPORT)
     # Deadlines and caps; upstream's by default, tests shorten them.
     limits: ServingLimits = field(default_factory=ServingLimits.from_environment)
+    # How often the certificate and CA files are checked for changes.
+    certificate_check_seconds: float = CHECK_INTERVAL_SECONDS
 
 
 class Server:
@@ -116,6 +119,7 @@ class Server:
         self._port: int | None = None
         self._access: AccessControl | None = None
         self._listener: Listener | None = None
+        self._tls: TlsReloader | None = None
         app = web.Application(middlewares=[self._deadlines, self._guard])
         for endpoint, checks in zip(ENDPOINTS, (healthz, livez, readyz), strict=True):
             _install(app, endpoint, (PING, *checks), self._may_read_reasons)
@@ -161,8 +165,9 @@ class Server:
                                max_headers=limits.max_header_bytes // 4)
         listener: Listener | None = None
         try:
-            ssl_context = None if config.tls is None else server_context(
-                config.tls, config.bind_address, access.client_ca if access else None)
+            tls = None if config.tls is None else TlsReloader.open(
+                config.tls, config.bind_address, access, config.access)
+            ssl_context = None if tls is None else tls.context
             await runner.setup()
             assert runner.server is not None
             sock = bind(config.bind_address, config.port, reuse_address=config.reuse_address,
@@ -176,16 +181,22 @@ class Server:
             if access is not None:
                 await access.close()
             raise
+        if tls is not None:
+            tls.start(listener.replace_ssl_context, config.certificate_check_seconds)
         self._access = access
         self._runner = runner
         self._listener = listener
+        self._tls = tls
         self._port = int(sock.getsockname()[1])
         log.info("server.listening", address=config.bind_address, port=self._port,
                  tls=ssl_context is not None, authentication=access is not None,
-                 client_certificates=bool(access and access.client_ca),
+                 client_certificates=bool(access and access.trusted_client_cas),
                  max_connections=listener.max_connections)
 
     async def stop(self) -> None:
+        if self._tls is not None:
+            await self._tls.close()
+            self._tls = None
         if self._listener is not None:
             await self._listener.close()
             self._listener = None

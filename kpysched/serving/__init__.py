@@ -2,8 +2,8 @@
 asking (authn), may they (authz), wired into the endpoints as one middleware (access)."""
 
 from kpysched.serving.access import AccessControl, DelegationOptions
-from kpysched.serving.certs import TLS_VERSIONS, TlsOptions, server_context
+from kpysched.serving.certs import TLS_VERSIONS, TlsOptions
 from kpysched.serving.errors import ServingError
 
 __all__ = ["TLS_VERSIONS", "AccessControl", "DelegationOptions", "ServingError",
-           "TlsOptions", "server_context"]
+           "TlsOptions"]

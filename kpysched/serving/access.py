@@ -57,7 +57,9 @@ class DelegationOptions:
 class AccessControl:
     authenticator: Authenticator
     authorizer: Authorizer
-    client_ca: bytes | None  # PEM the TLS layer verifies client certificates against
+    # PEM of the CA whose client certificates are users (--client-ca-file or the
+    # cluster's); kpysched.serving.reload replaces it when its file changes.
+    client_ca: bytes | None
     _clients: list[client.ApiClient] = field(default_factory=list)
     # The aggregator's front-proxy identities (kpysched.serving.requestheader).
     request_header: RequestHeaderAuthenticator | None = None
@@ -86,9 +88,6 @@ class AccessControl:
                 await api_client.close()
             raise
         if proxy is not None:
-            # The TLS layer verifies both kinds of client certificate; the middleware
-            # tells them apart (a front proxy's is no user identity of its own).
-            client_ca = (client_ca or b"") + b"\n" + proxy.ca_pem
             log.info("authn.request_header", allowed_names=list(proxy.allowed_names),
                      username_headers=list(proxy.username_headers))
         return cls(Authenticator(authn, options.token_cache_ttl),
@@ -96,6 +95,10 @@ class AccessControl:
                               options.denied_cache_ttl),
                    client_ca, clients,
                    None if proxy is None else RequestHeaderAuthenticator(proxy))
+
+    @property
+    def trusted_client_cas(self) -> bytes | None:
+        return trusted_client_cas(self.client_ca, self.request_header)
 
     async def close(self) -> None:
         for api_client in self._clients:
@@ -138,6 +141,16 @@ class AccessControl:
             return _status(403, "Forbidden", message)
         request[USER] = user
         return await handler(request)
+
+
+def trusted_client_cas(client_ca: bytes | None,
+                       request_header: RequestHeaderAuthenticator | None) -> bytes | None:
+    """The PEM the TLS layer verifies client certificates against: the client CA's and
+    the request header CA's. The middleware tells them apart (a front proxy's
+    certificate is no user identity of its own)."""
+    if request_header is None:
+        return client_ca
+    return (client_ca or b"") + b"\n" + request_header.config.ca_pem
 
 
 def _forbidden_message(user: UserInfo, verb: str, path: str, reason: str) -> str:

@@ -5,7 +5,7 @@ Without --tls-cert-file/--tls-private-key-file a self-signed pair is generated a
 start. With --cert-dir it is written there (and reused on the next start, as
 upstream reuses an existing pair); without, it lives only in a private 0700
 directory for the instant the SSL context reads it, so the key never outlives the
-process on disk.
+process on disk. Served files are watched and reloaded (kpysched.serving.reload).
 """
 
 from __future__ import annotations
@@ -94,25 +94,52 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-def server_context(options: TlsOptions, bind_address: str,
-                   client_ca: bytes | None = None) -> ssl.SSLContext:
-    """The SSL context of the secure port. With `client_ca` (PEM), a client may present a
-    certificate signed by it; presenting none stays allowed (tokens, anonymous)."""
+@dataclass(frozen=True, slots=True)
+class PemPair:
+    """A serving certificate (chain) and its private key, as PEM."""
+
+    certificate: bytes
+    key: bytes
+
+
+def serving_pair(options: TlsOptions, bind_address: str,
+                 ) -> tuple[PemPair, tuple[Path, Path] | None]:
+    """The pair to serve at start, and the files it came from (None: generated in
+    memory, nothing to watch). A --cert-dir pair is generated there first when missing;
+    upstream then serves it from those files, reloading them as it would the flags'."""
+    files: tuple[Path, Path] | None = None
+    try:
+        if options.cert_file is not None and options.key_file is not None:
+            files = options.cert_file, options.key_file
+        elif options.cert_dir is not None:
+            files = _pair_in(options.cert_dir, bind_address)
+        pair = PemPair(*_generate(bind_address)) if files is None else read_pair(files)
+    except OSError as error:
+        raise ServingError(f"{serving_flags(options)}: cannot load the serving "
+                           f"certificate: {error}") from None
+    return pair, files
+
+
+def serving_flags(options: TlsOptions) -> str:
+    """The flags that chose the serving certificate, for error messages."""
+    return ("--tls-cert-file/--tls-private-key-file" if options.cert_file is not None
+            else "--cert-dir")
+
+
+def read_pair(files: tuple[Path, Path]) -> PemPair:
+    """Raises OSError when either file cannot be read."""
+    return PemPair(files[0].read_bytes(), files[1].read_bytes())
+
+
+def tls_context(options: TlsOptions, pair: PemPair,
+                client_ca: bytes | None) -> ssl.SSLContext:
+    """A fresh context serving `pair`; ssl.SSLError when the pair does not load (not
+    PEM, or the key does not match), ServingError when the client CA does not. Fresh
+    rather than updated in place: a context can add trusted CAs but never drop one."""
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     if options.min_version is not None:
         context.minimum_version = TLS_VERSIONS[options.min_version]
-    try:
-        if options.cert_file is not None and options.key_file is not None:
-            context.load_cert_chain(options.cert_file, options.key_file)
-        elif options.cert_dir is not None:
-            cert_file, key_file = _pair_in(options.cert_dir, bind_address)
-            context.load_cert_chain(cert_file, key_file)
-        else:
-            _load_private_pair(context, bind_address)
-    except (OSError, ssl.SSLError) as error:
-        which = ("--tls-cert-file/--tls-private-key-file" if options.cert_file
-                 else "--cert-dir")
-        raise ServingError(f"{which}: cannot load the serving certificate: {error}") from None
+    _load_pair(context, pair)
     if client_ca is not None:
         context.verify_mode = ssl.CERT_OPTIONAL
         try:
@@ -141,13 +168,14 @@ def _pair_in(directory: Path, bind_address: str) -> tuple[Path, Path]:
     return cert_file, key_file
 
 
-def _load_private_pair(context: ssl.SSLContext, bind_address: str) -> None:
-    # ssl only loads a chain from files: write it where nobody else can read, load, delete.
-    certificate, key = _generate(bind_address)
+def _load_pair(context: ssl.SSLContext, pair: PemPair) -> None:
+    # ssl only loads a chain from files: write it where nobody else can read, load,
+    # delete. Loading the bytes already read (not the paths again) serves exactly what
+    # was checked, even when the files change meanwhile.
     directory = Path(tempfile.mkdtemp(prefix="kpysched-tls-"))  # mode 0700
     try:
-        (directory / "tls.crt").write_bytes(certificate)
-        (directory / "tls.key").write_bytes(key)
+        (directory / "tls.crt").write_bytes(pair.certificate)
+        (directory / "tls.key").write_bytes(pair.key)
         context.load_cert_chain(directory / "tls.crt", directory / "tls.key")
     finally:
         shutil.rmtree(directory, ignore_errors=True)

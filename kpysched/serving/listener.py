@@ -213,6 +213,10 @@ class Listener:
     def open_connections(self) -> int:
         return len(self._open)
 
+    def replace_ssl_context(self, context: ssl.SSLContext) -> None:
+        """New handshakes use `context`; open connections keep the one they began with."""
+        self._ssl = context
+
     def headers_complete(self, transport: asyncio.BaseTransport | None) -> Callable[[], None]:
         """Stops `transport`'s header clock; call what it returns when the response is
         done, so the next request's clock starts at its first byte."""
