@@ -1,5 +1,5 @@
 """Differential tests of what happens to a pod while it is being bound or preempted
-(issue 32 items 1 to 3): kube-scheduler v1.36.4 and kpysched on the same cluster must
+(issue 32 items 1 to 4): kube-scheduler v1.36.4 and kpysched on the same cluster must
 end the same.
 
 Each scenario holds a pod in VolumeBinding's PreBind: its claim is of a provisioning
@@ -12,7 +12,9 @@ PreBind waits for a volume that does not come. Then
   PreBind gives up after bindTimeoutSeconds (600 s).
 And a victim whose DELETE a ValidatingAdmissionPolicy refuses: the preemptor is tried
 again at once (upstream's executor activates it), not left among the unschedulable
-until an unrelated event or the 5-minute flush.
+until an unrelated event or the 5-minute flush. And a pod bound while the status
+writes of a crowd of failed pods are still throttled must not end with the
+PodScheduled=False of its own failed attempt (upstream writes it before retrying).
 """
 
 from __future__ import annotations
@@ -307,3 +309,50 @@ async def test_a_refused_victim_delete_sends_the_preemptor_back_at_once(
     counts = f"attempts: upstream {upstream.pop('attempts')}, kpysched {ours.pop('attempts')}"
     print(counts)  # shown with -rP
     assert ours == upstream, f"({counts})\n upstream: {upstream}\n kpysched: {ours}"
+
+
+# Enough failed pods that their PodScheduled=False writes queue behind the client's
+# rate limit (50/s, burst 100) for several seconds.
+CROWD = 600
+CROWD_LABEL = "kpysched.test/crowd"
+# The late pod has failed in kpysched by then, its write still queued behind the crowd's;
+# upstream, writing as it goes, may not have tried it yet (then it simply binds).
+UNCORDON_AFTER_SECONDS = 2.0
+# Long enough for the crowd's writes to drain: a stale one would have landed.
+DRAIN_SECONDS = 15.0
+
+
+async def _bound_behind_a_backlog(api: client.ApiClient, scheduler: str) -> dict[str, Any]:
+    async with _run(api, scheduler) as run:
+        core = client.CoreV1Api(api)
+        roomy = f"n1-{run.suffix}"
+        try:
+            await kube.create_node(api, kube.node_body(roomy, cpu="16", unschedulable=True))
+            for index in range(CROWD):  # never fit: no node has their label
+                body = kube.pod_body(f"crowd-{index}", scheduler_name=scheduler, cpu="1",
+                                     node_selector={CROWD_LABEL: run.suffix})
+                await core.create_namespaced_pod(run.namespace, body)
+            # Fits only the cordoned node (n0 has 4 cpu).
+            uids = {"late": await run.create(
+                kube.pod_body("late", scheduler_name=scheduler, cpu="8"))}
+            await asyncio.sleep(UNCORDON_AFTER_SECONDS)
+            await core.patch_node(roomy, {"spec": {"unschedulable": False}})
+            bound = await kube.wait_bound(api, run.namespace, ["late"],
+                                          timeout=2 * OUTCOME_TIMEOUT_SECONDS)
+            await asyncio.sleep(DRAIN_SECONDS)
+            pod = await core.read_namespaced_pod("late", run.namespace)
+        finally:
+            await kube.delete_nodes(api, [roomy])
+        return {
+            "late node": run.text(bound["late"], uids),
+            "PodScheduled": [(c.status, c.reason) for c in pod.status.conditions or ()
+                             if c.type == "PodScheduled"],
+        }
+
+
+async def test_a_pod_bound_behind_a_status_backlog_keeps_pod_scheduled_true(
+        schedulers: None, api: client.ApiClient) -> None:
+    upstream = await _bound_behind_a_backlog(api, UPSTREAM)
+    ours = await _bound_behind_a_backlog(api, KPYSCHED)
+    assert upstream["PodScheduled"] == [("True", None)], upstream
+    assert ours == upstream, f"\n upstream: {upstream}\n kpysched: {ours}"
