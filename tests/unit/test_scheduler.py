@@ -676,6 +676,19 @@ async def test_a_slow_cycle_is_logged_and_counted_with_its_slowest_plugin(
 
 # --- a long cycle gives the loop turns --------------------------------------------------
 
+def _signal_decisions(harness: Harness) -> asyncio.Event:
+    """An event set each time the scheduler has finished a scheduling cycle."""
+    decided = asyncio.Event()
+    schedule_one = harness.scheduler.schedule_one
+
+    def scheduled(queued: Any) -> None:
+        schedule_one(queued)
+        decided.set()
+
+    harness.scheduler.schedule_one = scheduled  # type: ignore[method-assign]
+    return decided
+
+
 async def test_a_long_cycle_lets_other_tasks_run_while_it_goes_on() -> None:
     """Per-node Filter taking 4 ms on 40 nodes holds the loop 160 ms: the cycle pauses
     between nodes, so a task ticking meanwhile runs in the middle of the cycle, and the
@@ -697,17 +710,17 @@ async def test_a_long_cycle_lets_other_tasks_run_while_it_goes_on() -> None:
             ticks.append(time.perf_counter())
             await asyncio.sleep(0.001)
 
+    decided = _signal_decisions(harness)
     ticker = asyncio.create_task(tick())
     loop = asyncio.create_task(harness.scheduler.run())
     harness.scheduler.queue.add(make_info(pod("long")))
     try:
-        async with asyncio.timeout(10):
-            while not harness.api.sent("POST", "/binding"):
-                await asyncio.sleep(0.01)
+        await asyncio.wait_for(decided.wait(), 10)
     finally:
         harness.scheduler.stop()
         ticker.cancel()
         await asyncio.gather(loop, ticker, return_exceptions=True)
+    await harness.settle()
     assert len(filtered) == 40
     during = [t for t in ticks if filtered[0] < t < filtered[-1]]
     assert len(during) >= 2, "the loop never ran while the cycle went on"
@@ -725,24 +738,23 @@ async def test_a_pod_deleted_while_its_cycle_paused_is_neither_assumed_nor_bound
         time.sleep(0.004)
         filtered.append(name)
 
-    harness.script.on_filter = slow_filter
+    started = asyncio.Event()
+    harness.script.on_filter = lambda name: (started.set(), slow_filter(name))[1]
     doomed = pod("doomed")
 
     async def delete_mid_cycle() -> None:
-        while not filtered:
-            await asyncio.sleep(0.001)
+        await started.wait()
         # As the informer's delete handler does, while the cycle is paused.
         harness.scheduler.queue.delete(doomed.metadata.uid)
 
+    decided = _signal_decisions(harness)
     deleter = asyncio.create_task(delete_mid_cycle())
     loop = asyncio.create_task(harness.scheduler.run())
     harness.scheduler.queue.add(make_info(doomed))
     try:
         async with asyncio.timeout(10):
             await deleter
-            while len(filtered) < 40:
-                await asyncio.sleep(0.01)
-            await asyncio.sleep(0.05)
+            await decided.wait()
     finally:
         harness.scheduler.stop()
         await asyncio.gather(loop, return_exceptions=True)
