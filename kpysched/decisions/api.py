@@ -27,6 +27,8 @@ KIND: Final = "PodDecisions"
 GROUP_PATH: Final = f"/apis/{GROUP}"
 VERSION_PATH: Final = f"{GROUP_PATH}/{VERSION}"
 
+STANDBY_RETRY_AFTER_SECONDS: Final = 1
+AGGREGATED_DISCOVERY: Final = "g=apidiscovery.k8s.io"
 # A pod's decision records; None when this replica does not lead (a standby keeps none).
 DecisionLookup = Callable[[str, str], list[dict[str, Any]] | None]
 
@@ -50,11 +52,28 @@ def install(app: web.Application, lookup: DecisionLookup) -> None:
     """The group's routes on `app`."""
     group_list = {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group()]}
     group = {"kind": "APIGroup", "apiVersion": "v1", **_group()}
-    app.router.add_get("/apis", _static(group_list))
+    app.router.add_get("/apis", _group_list(_static(group_list)))
     app.router.add_get(GROUP_PATH, _static(group))
     app.router.add_get(VERSION_PATH, _static(_resources()))
     app.router.add_get(VERSION_PATH + "/namespaces/{namespace}/" + RESOURCE + "/{pod}",
                        _get(lookup))
+
+
+def _group_list(legacy: Callable[[web.Request], Awaitable[web.Response]],
+                ) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """kube-apiserver's discovery manager asks /apis for aggregated discovery
+    (apidiscovery.k8s.io/v2) first and falls back to /apis/<group>/<version> only on
+    406 or 404; a legacy APIGroupList with 200 fails its decoding, which marks the group
+    stale, and a stale group blocks namespace deletion, garbage collection and quota
+    cluster-wide. So: 406 to that request, the legacy list to everyone else."""
+
+    async def handler(request: web.Request) -> web.Response:
+        if AGGREGATED_DISCOVERY in request.headers.get("Accept", ""):
+            return status(406, "NotAcceptable",
+                          "only legacy discovery is served: /apis/" + GROUP_VERSION)
+        return await legacy(request)
+
+    return handler
 
 
 def _static(body: dict[str, Any]) -> Callable[[web.Request], Awaitable[web.Response]]:
@@ -71,9 +90,15 @@ def _get(lookup: DecisionLookup) -> Callable[[web.Request], Awaitable[web.Respon
         namespace, name = request.match_info["namespace"], request.match_info["pod"]
         found = lookup(namespace, name)
         if found is None:
-            return status(503, "ServiceUnavailable",
-                          "this kpysched replica is not the leader and keeps no decisions; "
-                          "ask again (the Service spreads requests over the replicas)")
+            # Retry-After makes client-go (kubectl get --raw, any Go client) ask again,
+            # up to 10 times; the aggregator picks a random endpoint each time, so the
+            # leader answers soon.
+            response = status(503, "ServiceUnavailable",
+                              "this kpysched replica is not the leader and keeps no "
+                              "decisions; ask again (the Service spreads requests over "
+                              "the replicas)")
+            response.headers["Retry-After"] = str(STANDBY_RETRY_AFTER_SECONDS)
+            return response
         if not found:
             return status(404, "NotFound",
                           f'{RESOURCE}.{GROUP} "{name}" not found: the scheduler kept no '

@@ -35,9 +35,10 @@ from kubernetes_asyncio import config as kube_config
 from kpysched.apiclient import RawApi
 from kpysched.decisions.api import GROUP, RESOURCE, path
 
-# A standby replica answers 503 (it keeps no decisions); the Service spreads requests
-# over the replicas, so a few tries reach the leader.
-STANDBY_RETRIES: Final = 5
+# A standby replica answers 503 (it keeps no decisions); the aggregator picks a random
+# endpoint for each request, so a few tries reach the leader (client-go, and so
+# `kubectl get --raw`, retries on the 503's Retry-After up to 10 times).
+STANDBY_RETRIES: Final = 10
 STANDBY_BACKOFF_SECONDS: Final = 0.2
 
 

@@ -30,7 +30,7 @@ import structlog
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
 
-from kpysched.serving.authn import UserInfo
+from kpysched.serving.authn import AUTHENTICATED_GROUP, UserInfo
 from kpysched.serving.errors import ServingError
 
 log = structlog.get_logger(__name__)
@@ -211,7 +211,11 @@ class RequestHeaderAuthenticator:
                 if len(header) >= len(prefix) and header[:len(prefix)].lower() == \
                         prefix.lower():
                     extra.setdefault(_extra_key(header[len(prefix):]), []).append(value)
-        # Groups exactly as asserted: the API server already added system:authenticated.
+        # As upstream's AuthenticatedGroupAdder: the aggregator's own identities
+        # (system:kube-aggregator asking for discovery) come with no groups, and
+        # discovery is granted to system:authenticated.
+        if AUTHENTICATED_GROUP not in groups:
+            groups = (*groups, AUTHENTICATED_GROUP)
         return UserInfo(name, groups, uid,
                         tuple(sorted((k, tuple(v)) for k, v in extra.items())))
 

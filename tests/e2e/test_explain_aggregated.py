@@ -119,6 +119,11 @@ async def test_tenant_explains_own_namespace_only_and_never_sends_credential_els
             refused = _kubectl_kpysched(tenant, tmp_path, "explain", f"{other}/stuck")
             admin_other = _kubectl_kpysched(Path(cluster.kubeconfig), tmp_path, "explain",
                                             f"{other}/stuck")
+            # The registered group must not block the cluster's discovery: a stale group
+            # stops namespace deletion (and GC, quota) everywhere.
+            kubectl.run(cluster, "create", "namespace", f"{other}-gone")
+            gone = kubectl.run(cluster, "delete", "namespace", f"{other}-gone", "--wait=true",
+                               "--timeout=60s", check=False)
     finally:
         listener.close()
         await kube.delete_namespace(api, other)
@@ -138,4 +143,5 @@ async def test_tenant_explains_own_namespace_only_and_never_sends_credential_els
     # The same pod is there for someone allowed: the refusal is RBAC, not absence.
     assert admin_other.returncode == 0, admin_other.stderr
 
+    assert gone.returncode == 0, gone.stderr
     assert listener.connections == []
