@@ -213,8 +213,8 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
     kpysched_image.build()
     kpysched_image.import_into_node(in_cluster.directory)
 
-    # 2. helm install, default values except the image and the decision endpoint (for
-    #    `kpysched explain`, step 4).
+    # 2. helm install, default values except the image and the decision endpoint (the
+    #    decisions API for `kpysched explain`, step 4).
     _helm(state, "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace",
           "--set", f"image.repository={kpysched_image.REPOSITORY}",
           "--set", "decisions.endpoint=true", "--wait", "--timeout", "5m")
@@ -320,18 +320,21 @@ def _place_workload(state: ClusterState) -> None:
 
 
 def _explain_in_cluster(state: ClusterState) -> None:
-    """`kpysched explain` with the admin's kubeconfig and no scheduler flag: it finds
-    the leader pod through the Lease and asks it through `kubectl port-forward`."""
+    """`kpysched explain` and `kubectl get --raw` through the chart's APIService: the
+    API server authenticates the admin and proxies to the leader pod (aggregator routing
+    to the pod IP); nothing is read from the Lease."""
     explained = subprocess.run(
-        [sys.executable, "-m", "kpysched.cli", "explain", "work/fits-nowhere",
-         "--lease-namespace", NAMESPACE, "--lease-name", LEASE],
+        [sys.executable, "-m", "kpysched.cli", "explain", "work/fits-nowhere"],
         capture_output=True, text=True, timeout=120,
-        env={**os.environ, "KUBECONFIG": state.kubeconfig,
-             "KPYSCHED_KUBECTL": str(build.binary_path("kubectl"))})
+        env={**os.environ, "KUBECONFIG": state.kubeconfig})
     assert explained.returncode == 0, explained.stderr
     assert "Unschedulable" in explained.stdout, explained.stdout
     assert "nodes are available" in explained.stdout, explained.stdout
-    assert "through kubectl port-forward" in explained.stderr, explained.stderr
+    assert "asked the API server" in explained.stderr, explained.stderr
+    raw = json.loads(kubectl.run(
+        state, "get", "--raw",
+        "/apis/decisions.kpysched.io/v1alpha1/namespaces/work/pods/fits-nowhere").stdout)
+    assert raw["kind"] == "PodDecisions" and raw["decisions"], raw
 
 
 def _wait_policy_effective(state: ClusterState, namespace: str) -> None:
