@@ -3,9 +3,10 @@ cluster's aggregation layer, for a kpysched run as a process on this host.
 
 The aggregator reaches an APIService through its Service's endpoints
 (--enable-aggregator-routing, set by cluster.py). Endpoints may not be loopback
-addresses, so kpysched binds the host's own non-loopback address and a selector-less
-Service points there by hand-written Endpoints and EndpointSlice, as a Service for an
-external backend does. The serving certificate names the Service (the aggregator
+addresses, so kpysched binds an address on a bridge the harness adds for the
+purpose (as it adds the real node's pod bridge), and a selector-less Service points
+there by hand-written Endpoints and EndpointSlice, as a Service for an external backend
+does. The serving certificate names the Service (the aggregator
 verifies it against the APIService's caBundle); the front-proxy configuration is read by
 kpysched from configmap kube-system/extension-apiserver-authentication, as in a cluster.
 """
@@ -13,8 +14,10 @@ kpysched from configmap kube-system/extension-apiserver-authentication, as in a 
 from __future__ import annotations
 
 import base64
+import hashlib
+import ipaddress
 import json
-import socket
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,15 +35,40 @@ NAMESPACE = "kube-system"
 AVAILABLE_TIMEOUT_SECONDS = 60.0
 
 
-def host_address() -> str:
-    """This host's IPv4 address on its default route: not loopback, so Endpoints
-    validation accepts it; no packet is sent (UDP connect only picks the route)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.connect(("192.0.2.254", 9))
-        address: str = probe.getsockname()[0]
-    if address.startswith("127."):
-        raise ClusterError("no non-loopback IPv4 address to publish kpysched's endpoint at")
-    return address
+@contextmanager
+def endpoint_address(state: ClusterState) -> Iterator[str]:
+    """An address of the harness's own for kpysched's endpoint, while the block runs.
+
+    Endpoints may not be loopback addresses, and the tests send nothing to the host's
+    other interfaces: the harness adds a bridge of its own (no ports; the kernel here
+    has no dummy interfaces) holding one address of a /30 named after the cluster's
+    directory (two clusters of one run get two), as it creates the real node's pod
+    bridge, and removes it afterwards. The API server reaches it on this host; no
+    packet leaves the machine."""
+    digest = hashlib.sha256(str(Path(state.dir).resolve()).encode()).hexdigest()
+    name = f"kpa{digest[:8]}"  # interface names hold at most 15 characters
+    block = int(digest[8:12], 16) % 16384  # one of the /30s of 10.90.0.0/16
+    address = str(ipaddress.IPv4Address("10.90.0.0") + block * 4 + 1)
+    _delete_interface(name)  # left by a run that was killed
+    _ip("link", "add", "name", name, "type", "bridge")
+    try:
+        _ip("addr", "add", f"{address}/30", "dev", name)
+        _ip("link", "set", name, "up")
+        yield address
+    finally:
+        _delete_interface(name)
+
+
+def _ip(*arguments: str) -> None:
+    result = subprocess.run(("ip", *arguments), capture_output=True, text=True, timeout=30)
+    if result.returncode != 0:
+        raise ClusterError(f"`ip {' '.join(arguments)}` failed: {result.stderr.strip()}")
+
+
+def _delete_interface(name: str) -> None:
+    if subprocess.run(("ip", "link", "show", name), capture_output=True,
+                      timeout=30).returncode == 0:
+        _ip("link", "del", name)
 
 
 def serving_pair(directory: Path) -> tuple[Path, Path]:
@@ -95,7 +123,12 @@ def decisions_api(state: ClusterState, config: dict[str, Any] | None = None,
                   log_level: str = "info") -> Iterator[KpyschedProcess]:
     """A leading kpysched serving its decisions, reachable through the API server at
     /apis/decisions.kpysched.io/v1alpha1 until the block ends."""
-    address = host_address()
+    with endpoint_address(state) as address:
+        yield from _serving_at(state, address, config, log_level)
+
+
+def _serving_at(state: ClusterState, address: str, config: dict[str, Any] | None,
+                log_level: str) -> Iterator[KpyschedProcess]:
     directory = Path(state.dir) / "decisions-api"
     directory.mkdir(exist_ok=True)
     cert_file, key_file = serving_pair(directory)
