@@ -204,7 +204,13 @@ MINIMAL_CRDS = [
                 "bearerTokenFile": _STRING,
                 "tlsConfig": {"type": "object", "properties": {
                     "insecureSkipVerify": {"type": "boolean"}, "serverName": _STRING,
-                    "caFile": _STRING}},
+                    "caFile": _STRING,
+                    # SecretOrConfigMap, as upstream's SafeTLSConfig.ca.
+                    "ca": {"type": "object", "properties": {
+                        kind: {"type": "object", "required": ["key"], "properties": {
+                            "key": _STRING, "name": _STRING,
+                            "optional": {"type": "boolean"}}}
+                        for kind in ("secret", "configMap")}}}},
                 "interval": _DURATION, "scrapeTimeout": _DURATION,
                 "honorLabels": {"type": "boolean"}}}}}}),
     _crd("PrometheusRule", "prometheusrules", {
