@@ -19,6 +19,7 @@ reaches the caller as a transport error, as with aiohttp.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
 from dataclasses import dataclass
 
@@ -246,4 +247,9 @@ class ConnectionPool:
     def close(self) -> None:
         self._closed = True
         while self._idle:
-            self._idle.pop().close()
+            connection = self._idle.pop()
+            # RuntimeError: its event loop has already closed (the pool is finalized
+            # at exit, after asyncio.run or the lease thread ended it); the socket goes
+            # with the process, and there is nothing left to tell the loop.
+            with contextlib.suppress(RuntimeError):
+                connection.close()

@@ -218,3 +218,18 @@ async def test_a_closed_pool_opens_nothing() -> None:
         with pytest.raises(ConnectionError, match="closed"):
             await connections.request(head(), None)
         assert server.connections == 0
+
+
+def test_a_pool_closed_after_its_loop_ended_raises_nothing() -> None:
+    """The pool is finalized with its ApiClient, at exit after asyncio.run (explain) or
+    the lease thread closed the loop its idle connections belong to."""
+    async def open_one() -> http11.ConnectionPool:
+        server = await asyncio.start_server(lambda reader, writer: None, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        pool = http11.ConnectionPool("127.0.0.1", port, None, None, 4, host_header="h")
+        pool._idle.append(await pool._open())
+        return pool
+
+    pool = asyncio.run(open_one())
+    pool.close()  # before the fix: RuntimeError('Event loop is closed')
+    assert pool.closed
