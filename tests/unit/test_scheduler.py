@@ -689,10 +689,9 @@ def _signal_decisions(harness: Harness) -> asyncio.Event:
     return decided
 
 
-async def test_a_long_cycle_lets_other_tasks_run_while_it_goes_on() -> None:
-    """Per-node Filter taking 4 ms on 40 nodes holds the loop 160 ms: the cycle pauses
-    between nodes, so a task ticking meanwhile runs in the middle of the cycle, and the
-    pod is still placed once."""
+def _long_cycle_harness() -> tuple[Harness, list[float]]:
+    """40 nodes whose per-node Filter takes 4 ms each (a 160 ms cycle), and the times
+    the Filter calls ended."""
     harness = make_harness()
     for index in range(3, 41):
         harness.scheduler.cache.add_or_update_node(node(f"n{index}"))
@@ -703,6 +702,14 @@ async def test_a_long_cycle_lets_other_tasks_run_while_it_goes_on() -> None:
         filtered.append(time.perf_counter())
 
     harness.script.on_filter = slow_filter
+    return harness, filtered
+
+
+async def test_a_long_cycle_lets_other_tasks_run_while_it_goes_on() -> None:
+    """Per-node Filter taking 4 ms on 40 nodes holds the loop 160 ms: the cycle pauses
+    between nodes, so a task ticking meanwhile runs in the middle of the cycle, and the
+    pod is still placed once."""
+    harness, filtered = _long_cycle_harness()
     ticks: list[float] = []
 
     async def tick() -> None:
@@ -729,16 +736,10 @@ async def test_a_long_cycle_lets_other_tasks_run_while_it_goes_on() -> None:
 
 
 async def test_a_pod_deleted_while_its_cycle_paused_is_neither_assumed_nor_bound() -> None:
-    harness = make_harness()
-    for index in range(3, 41):
-        harness.scheduler.cache.add_or_update_node(node(f"n{index}"))
-    filtered: list[str] = []
-
-    def slow_filter(name: str) -> None:
-        time.sleep(0.004)
-        filtered.append(name)
-
+    harness, filtered = _long_cycle_harness()
     started = asyncio.Event()
+    slow_filter = harness.script.on_filter
+    assert slow_filter is not None
     harness.script.on_filter = lambda name: (started.set(), slow_filter(name))[1]
     doomed = pod("doomed")
 
