@@ -77,12 +77,21 @@ def _memory(pid: int) -> dict[str, int]:
     return found
 
 
+# The clients' own address: 2,000 connections from 127.0.0.1 would hold 2,000 of its
+# ephemeral ports, and a component of the other test worker's cluster restarting on
+# its fixed port meanwhile could find that port taken (a controller manager did:
+# "bind: address already in use"). Ports of 127.0.0.2 never collide with listeners
+# on 127.0.0.1.
+CLIENT_ADDRESS = "127.0.0.2"
+
+
 async def _idle(port: int, context: ssl.SSLContext, outcome: Counter[str],
                 closed_after: list[float]) -> None:
     """Handshake, then send nothing; wait for the server to close the connection."""
     try:
         reader, writer = await asyncio.open_connection(
-            "127.0.0.1", port, ssl=context, ssl_handshake_timeout=CLOSED_WITHIN_SECONDS)
+            "127.0.0.1", port, ssl=context, ssl_handshake_timeout=CLOSED_WITHIN_SECONDS,
+            local_addr=(CLIENT_ADDRESS, 0))
     except (OSError, ssl.SSLError, TimeoutError) as error:
         # Reset in the handshake: the server's handshake deadline (Go's is the header
         # deadline too) passed while 2,000 handshakes queued for two cores.
@@ -104,7 +113,8 @@ async def _idle(port: int, context: ssl.SSLContext, outcome: Counter[str],
 async def _trickle(port: int, context: ssl.SSLContext) -> float:
     """A partial request, then one header byte every half second: seconds until the
     server closes the connection."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context,
+                                                   local_addr=(CLIENT_ADDRESS, 0))
     started = time.monotonic()
     writer.write(b"GET /metrics HTTP/1.1\r\nHost: kpysched\r\nX-Slow: ")
     try:
