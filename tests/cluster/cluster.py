@@ -296,10 +296,7 @@ def restart_apiserver(directory: Path = DEFAULT_DIR) -> ClusterState:
             # Its informers are still backing off (see serves_new_namespaces); the next
             # test would wait up to a minute for a ServiceAccount. Tests restart the API
             # server to test kpysched, not the controller manager, so start it afresh.
-            _stop(component.pid)
-            component.pid = _spawn(component.command, Path(component.log))
-            state.save()
-            controller_manager.wait_ready(state, component)
+            controller_manager.restart(state, component)
     return state
 
 

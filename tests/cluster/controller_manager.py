@@ -104,6 +104,20 @@ def launch(state: ClusterState, *, node_monitor_grace_period: str | None = None)
                      health_url=f"https://127.0.0.1:{port}/healthz")
 
 
+def restart(state: ClusterState, component: Component) -> None:
+    """Stop it and start it again, on a secure port free now: its old port may have
+    been taken as an ephemeral port by some client while it was down (seen in CI:
+    "bind: address already in use")."""
+    processes.stop(component.pid)
+    port = processes.free_port()
+    component.command = [f"--secure-port={port}" if arg.startswith("--secure-port=") else arg
+                         for arg in component.command]
+    component.health_url = f"https://127.0.0.1:{port}/healthz"
+    component.pid = processes.spawn(component.command, Path(component.log))
+    state.save()
+    wait_ready(state, component)
+
+
 def wait_ready(state: ClusterState, component: Component) -> None:
     def healthy_and_working() -> bool:
         if processes.http_get(component.health_url,
