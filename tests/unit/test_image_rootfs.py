@@ -4,23 +4,18 @@ the root (the image build itself proves the whole set runs: its exec-form RUN)."
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "image_rootfs.py"
+from tests.unit.scripts_module import load_script
 
 
 @pytest.fixture(scope="module")
 def image_rootfs() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("image_rootfs", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("image_rootfs")
 
 
 def _inside(root: Path, path: Path) -> Path:

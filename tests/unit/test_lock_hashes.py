@@ -3,22 +3,16 @@ of that exact version Python 3.11 can install, on any platform, and nothing else
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "lock_hashes.py"
+from tests.unit.scripts_module import load_script
 
 
 @pytest.fixture(scope="module")
 def lock_hashes() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("lock_hashes", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("lock_hashes")
 
 
 @pytest.mark.parametrize(("filename", "installable"), [
