@@ -224,6 +224,7 @@ async def run(
         pod_handler = PodEventHandler(scheduler, scheduler.recorder,
                                       gang_scheduling=features.gang_scheduling or coscheduling)
         pods = pod_reflector(api_client, pod_handler)
+        scheduler.pods = lambda: pods.store
         nodes = node_reflector(api_client, NodeEventHandler(scheduler))
         reflectors: list[Reflector[Any]] = [nodes, pods, *listers.reflectors(api_client)]
         if scheduler.coscheduling_groups is not None:

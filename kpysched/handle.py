@@ -7,7 +7,7 @@ Built once by the application and attached to the scheduler it serves.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -26,6 +26,7 @@ from kpysched.preemption import PreemptionExecutor
 
 if TYPE_CHECKING:
     from kpysched.cache.snapshot import Snapshot
+    from kpysched.metrics import SchedulerMetrics
     from kpysched.scheduler import Scheduler
 
 
@@ -41,6 +42,23 @@ class _LabelOwner:
     namespace: str
     name: str
     selector: api.LabelSelector | None
+
+
+class _InformerPods:
+    """The pod informer's store (by uid) read by namespace and name."""
+
+    def __init__(self, store: Callable[[], Mapping[str, api.Pod]]) -> None:
+        self._store = store
+
+    def get(self, namespace: str, name: str, uid: str = "") -> api.Pod | None:
+        pods = self._store()
+        if uid:
+            found = pods.get(uid)
+            if found is not None:
+                return found
+        # Only when that pod is gone: a search for one recreated under its name.
+        return next((pod for pod in pods.values() if pod.metadata.name == name
+                     and pod.metadata.namespace == namespace), None)
 
 
 class SchedulerHandle:
@@ -76,6 +94,15 @@ class SchedulerHandle:
     @property
     def resources(self) -> ResourceListers:
         return self._listers.resources
+
+    @property
+    def pod_lister(self) -> _InformerPods | None:
+        pods = self._scheduler().pods
+        return _InformerPods(pods) if pods is not None else None
+
+    @property
+    def metrics(self) -> SchedulerMetrics | None:
+        return self._scheduler().metrics
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
         for framework in self._scheduler().frameworks.values():

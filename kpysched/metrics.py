@@ -211,6 +211,15 @@ class SchedulerMetrics:
             "[ALPHA] Duration for running a queueing hint function of a plugin.",
             ["plugin", "event", "hint"],
             buckets=exponential_buckets(0.00001, 1.5, 20), registry=r)
+        # The volume binder's own (volumebinding/metrics), registered with the others.
+        self._volume_binder_cache = Counter(
+            "scheduler_volume_binder_cache_requests_total",
+            "[ALPHA] Total number for request volume binding cache",
+            ["operation"], registry=r)
+        self._volume_stage_errors = Counter(
+            "scheduler_volume_scheduling_stage_error_total",
+            "[ALPHA] Volume scheduling stage error count",
+            ["operation"], registry=r)
         self._cache_size = Gauge(
             "scheduler_cache_size",
             "[ALPHA] Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
@@ -455,6 +464,12 @@ class SchedulerMetrics:
 
     def bind_finished(self, result: Literal["success", "error"], seconds: float) -> None:
         self._bind_duration.labels(result).observe(seconds)
+
+    def volume_binder_cache_request(self, operation: str) -> None:
+        self._volume_binder_cache.labels(operation).inc()
+
+    def volume_scheduling_stage_failed(self, operation: str) -> None:
+        self._volume_stage_errors.labels(operation).inc()
 
     def bind_failed(self, reason: str) -> None:
         self._bind_failures.labels(reason).inc()

@@ -15,10 +15,11 @@ bug in the core fails that one pod (event, backoff), not the process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -41,7 +42,9 @@ from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
 from kpysched.metrics import SchedulerMetrics
+from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
+from kpysched.objects.quantity import QuantityError
 from kpysched.pod_group_cycle import PodGroupCycle
 from kpysched.pod_status import PodStatusWriter
 from kpysched.preemption import PreemptionExecutor
@@ -121,6 +124,10 @@ class Scheduler:
         # A cycle holding the loop this long is logged and counted (kpysched's own
         # report; kube-scheduler has none): one tenant's pod can cost every other pod.
         self.slow_cycle_seconds = DEFAULT_SLOW_CYCLE_SECONDS
+        # The pod informer's store now, by uid (upstream's pod lister; a relist
+        # replaces the mapping); set by the application once the pod reflector
+        # exists, None where there is none.
+        self.pods: Callable[[], Mapping[str, api.Pod]] | None = None
         self._stopping = False
 
     def responsible_for(self, scheduler_name: str) -> bool:
@@ -341,11 +348,13 @@ class Scheduler:
         if not status.ok and status.code != Code.WAIT:
             framework.run_unreserve(state, assumed, node)
             self.cache.forget_pod(pod.uid)
+            # As upstream's prepareForBindingCycle failure: the nomination is cleared.
             if status.is_rejected:
                 # As upstream: a FitError over the one node the pod was given.
-                self.fail(attempt, Diagnosis(1, {node: status}, {status.plugin}), None)
+                self.fail(attempt, Diagnosis(1, {node: status}, {status.plugin}), None,
+                          nominated_node="")
             else:
-                self.fail(attempt, None, status)
+                self.fail(attempt, None, status, nominated_node="")
             return
         self._record(attempt, outcome=decisions.SCHEDULED, node=node)
         task = asyncio.get_running_loop().create_task(
@@ -443,10 +452,25 @@ class Scheduler:
         # the pods (forget_deleted_assumed_pod), as upstream's ForgetPod then fails.
         held_room = self.cache.is_assumed(uid)
         self.cache.forget_pod(uid)
-        self.fail(attempt, None, status)
+        self._refresh_from_informer(attempt)
+        # Upstream fails it with clearNominatedNode: the nominatedNodeName written
+        # before PreBind (or by an earlier preemption) goes, in memory and on the pod.
+        self.fail(attempt, None, status, nominated_node="")
         if held_room:
             self.queue.move_on_event(ASSIGNED_POD_DELETE, assumed, None,
                                      pre_check=lambda pod: pod.uid != uid)
+
+    def _refresh_from_informer(self, attempt: Attempt) -> None:
+        """The pod as the informer has it now, as upstream's handleSchedulingFailure
+        reads it from the pod lister: updates of an assumed pod (the nominatedNodeName
+        the binding cycle wrote among them) never reached the queue's copy."""
+        queued = attempt.queued
+        current = self.pods().get(queued.pod_info.uid) if self.pods is not None else None
+        if current is None or current is queued.pod_info.pod:
+            return
+        # Malformed since (the event handler reported it): the last good copy stays.
+        with contextlib.suppress(QuantityError, ValueError):
+            queued.pod_info = PodInfo.of(current)
 
     def forget_deleted_assumed_pod(self, uid: str) -> None:
         """Upstream's handleAssumedPodDeletion: a pod deleted (or terminating) while its

@@ -50,6 +50,14 @@ class ProfileHandle:
     def resources(self) -> fw.ResourceListers:
         return self._shared.resources
 
+    @property
+    def pod_lister(self) -> fw.PodLister | None:
+        return self._shared.pod_lister
+
+    @property
+    def metrics(self) -> fw.PluginMetrics | None:
+        return self._shared.metrics
+
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
         self._shared.allow_waiting_pod(uid, plugin)
 

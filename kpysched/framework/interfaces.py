@@ -133,6 +133,29 @@ class ResourceListers(Protocol):
         ...
 
 
+class PodLister(Protocol):
+    """The pod informer's pods (upstream's pod lister)."""
+
+    def get(self, namespace: str, name: str, uid: str = "") -> api.Pod | None:
+        """The pod of that name as last seen; `uid`, when known, finds it without a
+        search (a pod recreated under the name is still found by name)."""
+        ...
+
+
+class PluginMetrics(Protocol):
+    """The metrics plugins report themselves, into the scheduler's registry (upstream's
+    plugins write to the process-wide one)."""
+
+    def volume_binder_cache_request(self, operation: str) -> None:
+        """scheduler_volume_binder_cache_requests_total{operation}."""
+        ...
+
+    def volume_scheduling_stage_failed(self, operation: str) -> None:
+        """scheduler_volume_scheduling_stage_error_total{operation}: predicate, assume
+        or bind."""
+        ...
+
+
 class SharedHandle(Protocol):
     """What the scheduler offers every profile's framework."""
 
@@ -157,6 +180,17 @@ class SharedHandle(Protocol):
     @property
     def resources(self) -> ResourceListers:
         """ResourceClaims, their templates, ResourceSlices and DeviceClasses."""
+        ...
+
+    @property
+    def pod_lister(self) -> PodLister | None:
+        """The pod informer's pods; None where the scheduler runs without one (a
+        simulation), when whether a pod still exists cannot be told."""
+        ...
+
+    @property
+    def metrics(self) -> PluginMetrics | None:
+        """Where plugins count what they report; None when metrics are off."""
         ...
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None: ...

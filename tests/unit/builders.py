@@ -286,6 +286,10 @@ class FakeHandle:
     pod_group_states: PodGroupStates = field(default_factory=PodGroupStates)
     activated: list[str] = field(default_factory=list)  # uids, in order
     allowed: list[tuple[str, str]] = field(default_factory=list)  # (uid, plugin)
+    # The pod informer's pods (namespace/name); None: no pod lister, as in a simulation.
+    informer_pods: dict[str, api.Pod] | None = None
+    # Plugins' own metrics, e.g. a kpysched.metrics.SchedulerMetrics.
+    plugin_metrics: Any = None
 
     @property
     def snapshot(self) -> Snapshot:
@@ -302,6 +306,19 @@ class FakeHandle:
     @property
     def resources(self) -> ResourceListers:
         return self.resource_listers
+
+    @property
+    def pod_lister(self) -> FakeHandle | None:
+        return self if self.informer_pods is not None else None
+
+    def get(self, namespace: str, name: str, uid: str = "") -> api.Pod | None:
+        """The pod lister's answer (this handle is its own lister)."""
+        assert self.informer_pods is not None
+        return self.informer_pods.get(f"{namespace}/{name}")
+
+    @property
+    def metrics(self) -> Any:
+        return self.plugin_metrics
 
     async def bind(self, pod: api.Pod, node_name: str) -> Status:
         self.bound.append((f"{pod.metadata.namespace}/{pod.metadata.name}", node_name))

@@ -639,6 +639,38 @@ async def test_a_failing_pre_flight_fails_the_binding_with_upstream_text(
 
 
 
+async def test_a_binding_error_clears_the_nomination_it_wrote(harness: Harness) -> None:
+    """Issue 33 item 2: upstream fails a binding cycle with clearNominatedNode, judged on
+    the pod as the informer has it (the assumed pod's own updates never reach the
+    queue): the nominatedNodeName written before PreBind goes again."""
+    harness.scheduler.cache.remove_node("n2")
+    harness.script.pre_bind_pre_flight = Status()
+    harness.script.pre_bind = Status.error("volumes did not bind")
+    p = pod("p")
+    seen = msgspec.structs.replace(
+        p, status=msgspec.structs.replace(p.status, nominated_node_name="n1"))
+    harness.scheduler.pods = lambda: {p.metadata.uid: seen}
+    await harness.add_and_schedule(p)
+    assert _nominations(harness.api, "p") == ["n1", None]
+    [last] = [body["status"] for body in harness.api.sent("PATCH", "/pods/p/status")][-1:]
+    assert last["conditions"][0]["message"] == (
+        'running PreBind plugin "Raiser": volumes did not bind')
+    assert harness.scheduler.queue.nominator.nodes() == set()
+    assert harness.where(p) == "backoff"
+
+
+@pytest.mark.parametrize("reserve", [Status(Code.UNSCHEDULABLE, ["no room"]),
+                                     Status.error("broken")], ids=["rejected", "error"])
+async def test_a_failed_reserve_clears_the_pods_nomination(harness: Harness,
+                                                           reserve: Status) -> None:
+    """Upstream's prepareForBindingCycle failures carry clearNominatedNode too."""
+    harness.script.reserve = reserve
+    p = pod("p")
+    p.status.nominated_node_name = "n2"  # from an earlier preemption
+    await harness.add_and_schedule(p)
+    assert _nominations(harness.api, "p") == [None]
+
+
 # --- a slow cycle is reported with the plugin that took it ------------------------------
 
 def _slow_normalize(scores: list[Any]) -> Status:
@@ -764,3 +796,20 @@ async def test_a_pod_deleted_while_its_cycle_paused_is_neither_assumed_nor_bound
     assert harness.api.sent("POST", "/binding") == []
     assert not harness.scheduler.cache.has_pod(doomed.metadata.uid)
     assert harness.where(doomed) is None
+
+
+def test_the_handles_pod_lister_reads_the_pod_informer(harness: Harness) -> None:
+    """VolumeBinding's PreBind asks it (issue 33 item 8): by uid at once, by name for a
+    pod recreated under it, None once gone; no lister without a pod informer."""
+    handle = harness.scheduler.frameworks["kpysched"].handle
+    assert handle.pod_lister is None
+    first, again = pod("p"), pod("p")
+    store = {first.metadata.uid: first}
+    harness.scheduler.pods = lambda: store
+    lister = handle.pod_lister
+    assert lister is not None
+    assert lister.get("default", "p", first.metadata.uid) is first
+    store = {again.metadata.uid: again}
+    assert lister.get("default", "p", first.metadata.uid) is again
+    store = {}
+    assert lister.get("default", "p", first.metadata.uid) is None

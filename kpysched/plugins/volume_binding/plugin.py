@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -168,6 +168,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             found, reasons = self.binder.find_pod_volumes(pod.pod, data.claims, node.name,
                                                           node.labels)
         except BinderError as error:
+            self._stage_failed("predicate")
             return Status.error(str(error))
         if reasons:
             return Status.unresolvable(*reasons)
@@ -231,6 +232,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         try:
             data.all_bound = self.binder.assume_pod_volumes(pod.pod, node_name, found)
         except BinderError as error:
+            self._stage_failed("assume")
             return Status.error(str(error))
         return SUCCESS
 
@@ -265,14 +267,33 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         found = data.pod_volumes_by_node.get(node_name)
         if found is None:
             return Status.error(_no_pod_volumes(node_name))
-        writer = VolumeWriter(self.binder, self._handle.client, self._node, self._bind_timeout)
+        writer = VolumeWriter(self.binder, self._handle.client, self._node, self._bind_timeout,
+                              self._pod_gone_error(pod))
         try:
             await writer.bind_pod_volumes(node_name, found)
         except BinderError as error:
+            self._stage_failed("bind")
             log.info("volumes.bind_failed", pod=pod.key, node=node_name, reason=str(error))
             return Status.error(str(error))
         log.debug("volumes.bound", pod=pod.key, node=node_name)
         return SUCCESS
+
+    def _stage_failed(self, stage: str) -> None:
+        metrics = self._handle.metrics
+        if metrics is not None:
+            metrics.volume_scheduling_stage_failed(stage)
+
+    def _pod_gone_error(self, pod: PodInfo) -> Callable[[], str | None]:
+        """What the wait asks each time it looks: upstream's binder stops waiting once
+        the pod lister no longer has the pod (deleted while its volumes bind)."""
+        meta = pod.pod.metadata
+
+        def gone() -> str | None:
+            lister = self._handle.pod_lister
+            if lister is None or lister.get(meta.namespace, meta.name, meta.uid) is not None:
+                return None
+            return f'pod does not exist any more: pod "{meta.name}" not found'
+        return gone
 
     def _node(self, name: str) -> api.Node | None:
         info = self._handle.snapshot.get(name)

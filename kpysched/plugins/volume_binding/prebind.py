@@ -6,7 +6,8 @@ fields it reads, so a PUT would erase the rest; a merge patch carrying
 metadata.resourceVersion gives the same optimistic concurrency (409 Conflict when
 the object changed since it was read) and changes only what binding changes: a
 PV's claimRef (and bound-by-controller annotation), a claim's selected-node
-annotation. The wait polls the informer indexes once a second, never the API.
+annotation. The wait polls the informer indexes once a second, never the API, and
+ends with an error once the pod informer no longer has the pod (deleted meanwhile).
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ POLL_INTERVAL_SECONDS = 1.0
 DEADLINE_EXCEEDED = "binding volumes: context deadline exceeded"
 
 NodeLookup = Callable[[str], api.Node | None]
+# Why the pod being bound no longer exists, or None while it does.
+PodGone = Callable[[], str | None]
 
 
 class Client(Protocol):
@@ -94,11 +97,12 @@ class VolumeWriter:
     """Writes and waits for one pod's volume bindings."""
 
     def __init__(self, binder: VolumeBinder, client: Client, nodes: NodeLookup,
-                 timeout_seconds: float) -> None:
+                 timeout_seconds: float, pod_gone: PodGone | None = None) -> None:
         self._binder = binder
         self._client = client
         self._nodes = nodes
         self._timeout = timeout_seconds
+        self._pod_gone = pod_gone
 
     async def bind_pod_volumes(self, node_name: str, found: PodVolumes) -> None:
         """BinderError with upstream's text when binding fails, times out or is undone
@@ -154,6 +158,10 @@ class VolumeWriter:
             raise BinderError(f'failed to get node "{node_name}": node "{node_name}" not found')
         labels = node.metadata.labels
         csi_node = self._binder.listers.csi_nodes.get(node_name)
+        # A deleted pod needs its volumes no more: stop waiting, as upstream's binder.
+        gone = self._pod_gone() if self._pod_gone is not None else None
+        if gone is not None:
+            raise BinderError(gone)
         pv_cache, pvc_cache = self._binder.pv_cache, self._binder.pvc_cache
         for binding in bindings:
             try:

@@ -16,6 +16,7 @@ from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
 from kpysched.listers import StorageListers
+from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.volume_binding import (
@@ -584,9 +585,9 @@ class PVController:
         api_.update(with_annotation(bound, storage.ANNOTATION_BIND_COMPLETED, "yes"))
 
 
-def _plugin(env: Env, client: Any, timeout: int = 10) -> VolumeBinding:
+def _plugin(env: Env, client: Any, timeout: int = 10, **handle_fields: Any) -> VolumeBinding:
     handle = FakeHandle(snapshot_value=make_snapshot(_node_info("node1"), _node_info("node2")),
-                        storage_listers=env.listers, api_client=client)
+                        storage_listers=env.listers, api_client=client, **handle_fields)
     plugin = VolumeBinding(VolumeBindingArgs(bindTimeoutSeconds=timeout),
                            handle)  # type: ignore[arg-type]
     plugin.binder = env.binder
@@ -667,3 +668,51 @@ async def test_all_bound_pod_needs_no_pre_bind() -> None:
     state = _schedule(plugin, pod)
     assert plugin.pre_bind_pre_flight(state, pod, "node1").code == Code.SKIP
     assert (await plugin.pre_bind(state, pod, "node1")).ok
+
+
+@pytest.mark.usefixtures("fast_polls")
+async def test_a_pod_deleted_during_pre_bind_stops_the_wait() -> None:
+    """Issue 33 item 8: upstream's checkBindings asks the pod lister each time and gives
+    up once the pod is gone, instead of waiting out bindTimeoutSeconds with its
+    volumes assumed. The bind stage's failure is counted."""
+    env = make_env([pv_node1a, unbound_pvc])  # no PV controller: the claim never binds
+    pod = PodInfo.of(make_pod(claims=[unbound_pvc], node=""))
+    informer = {"testns/test-pod": pod.pod}
+    metrics = SchedulerMetrics(process_metrics=False)
+    plugin = _plugin(env, env.api, timeout=600, informer_pods=informer,
+                     plugin_metrics=metrics)
+    state = _schedule(plugin, pod)
+    asyncio.get_running_loop().call_later(0.05, informer.clear)
+    status = await asyncio.wait_for(plugin.pre_bind(state, pod, "node1"), 5)
+    assert (status.code, status.reasons) == (Code.ERROR, [
+        'binding volumes: pod does not exist any more: pod "test-pod" not found'])
+    assert metrics.registry.get_sample_value(
+        "scheduler_volume_scheduling_stage_error_total", {"operation": "bind"}) == 1
+
+
+@pytest.mark.usefixtures("fast_polls")
+async def test_without_a_pod_lister_the_wait_goes_on() -> None:
+    """A simulation has no pod informer: the pod counts as present."""
+    env = make_env([pv_node1a, unbound_pvc])
+    plugin = _plugin(env, PVController(env))
+    pod = PodInfo.of(make_pod(claims=[unbound_pvc], node=""))
+    state = _schedule(plugin, pod)
+    assert (await plugin.pre_bind(state, pod, "node1")).ok
+
+
+def test_a_filter_error_is_counted_as_the_predicate_stage() -> None:
+    """scheduler_volume_scheduling_stage_error_total{operation="predicate"}: FindPodVolumes
+    failed (here: the class of a claim to provision went away after PreFilter)."""
+    env = make_env([provisioned_pvc])
+    metrics = SchedulerMetrics(process_metrics=False)
+    plugin = _plugin(env, env.api, plugin_metrics=metrics)
+    pod = PodInfo.of(make_pod(claims=[provisioned_pvc], node=""))
+    state = CycleState()
+    assert plugin.pre_filter(state, pod, [])[1].ok
+    env.listers.storage_classes.on_delete(
+        env.listers.storage_classes.get(WAIT_CLASS_WITH_PROVISIONER))  # type: ignore[arg-type]
+    got = plugin.filter(state, pod, _node_info("node1"))
+    assert (got.code, got.reasons) == (Code.ERROR, [
+        f'failed to find storage class "{WAIT_CLASS_WITH_PROVISIONER}"'])
+    assert metrics.registry.get_sample_value(
+        "scheduler_volume_scheduling_stage_error_total", {"operation": "predicate"}) == 1
