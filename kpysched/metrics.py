@@ -281,6 +281,11 @@ class SchedulerMetrics:
             "Scheduling cycles that held the scheduling loop longer than the slow-cycle "
             "threshold, by profile and by the plugin and extension point that took the "
             "most of it.", ["profile", "plugin", "extension_point"], registry=r)
+        self._serving_throttled = Counter(
+            "kpysched_serving_throttled_seconds_total",
+            "Seconds the secure port's thread slept because it had used its share of CPU "
+            "(kpysched/serving/cpu_budget.py): time clients of the port waited so the "
+            "scheduling loop kept the GIL.", registry=r)
 
         # Series dashboards expect from the start, as upstream's queue and cache set them.
         for queue in PENDING_QUEUES:
@@ -473,6 +478,9 @@ class SchedulerMetrics:
 
     def bind_failed(self, reason: str) -> None:
         self._bind_failures.labels(reason).inc()
+
+    def serving_throttled(self, seconds: float) -> None:
+        self._serving_throttled.inc(seconds)
 
     def event_dropped(self, reason: str) -> None:
         self._events_dropped.labels(reason).inc()

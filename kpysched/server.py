@@ -34,7 +34,7 @@ from kpysched.cache.dump import PATH as CACHE_PATH
 from kpysched.decisions import api as decisions_api
 from kpysched.decisions.endpoint import PATH_PREFIX
 from kpysched.metrics import CONTENT_TYPE, SchedulerMetrics
-from kpysched.serving import AccessControl, DelegationOptions, TlsOptions
+from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, cpu_budget
 from kpysched.serving.access import USER, Handler
 from kpysched.serving.authz import AuthorizationError
 from kpysched.serving.limits import ServingLimits, raise_open_files_limit
@@ -207,6 +207,10 @@ class Server:
         if self._access is not None:
             await self._access.close()
             self._access = None
+
+    @property
+    def metrics(self) -> SchedulerMetrics:
+        return self._metrics
 
     @property
     def open_connections(self) -> int:
@@ -430,9 +434,12 @@ class ServerThread:
             loop.close()
             return
         self._started.set()
+        governor = loop.create_task(cpu_budget.enforce(
+            cpu_budget.CpuBudget(), self._server.metrics.serving_throttled))
         try:
             loop.run_forever()
         finally:
+            governor.cancel()
             loop.run_until_complete(self._server.stop())
             loop.close()
 
