@@ -19,6 +19,7 @@ context deadline exceeded". User CEL never reaches Python's eval.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from collections import OrderedDict
@@ -29,7 +30,8 @@ from cel_expr_python import cel
 
 from kpysched.objects.quantity import QuantityError, parse_quantity
 from kpysched.objects.resource import Device
-from kpysched.plugins.dynamic_resources.cel_ast import Checked, decode_checked
+from kpysched.plugins.dynamic_resources.cel_adapt import adapted, message_equalities
+from kpysched.plugins.dynamic_resources.cel_ast import Checked, decode_checked, encode_checked
 from kpysched.plugins.dynamic_resources.cel_bound import Bound
 from kpysched.plugins.dynamic_resources.cel_cost import COST_LIMIT, COST_LIMIT_EXCEEDED
 from kpysched.plugins.dynamic_resources.cel_library import (
@@ -38,6 +40,7 @@ from kpysched.plugins.dynamic_resources.cel_library import (
     parse_semver,
     quantity_message,
 )
+from kpysched.plugins.dynamic_resources.cel_literals import literal_errors
 from kpysched.plugins.dynamic_resources.cel_meter import (
     INTERRUPTED,
     ITERATION_BUDGET,
@@ -94,6 +97,12 @@ _RUNTIME_TEXTS = (
     (re.compile(r"^No matching overloads found : .*$", re.S), "no such overload"),
     (re.compile(r"^divide by zero$"), "division by zero"),
     (re.compile(r"^modulus by zero$"), "modulus by zero"),
+    (re.compile(r"^cannot convert string to (int|uint|double)$"),
+     r"type conversion error from 'string' to '\1'"),
+    (re.compile(r"^Type conversion error from '(\w+)' to '(\w+)'$"),
+     r"type conversion error from '\1' to '\2'"),
+    (re.compile(r"^(?:double|uint64) out of int64 range$"), "integer overflow"),
+    (re.compile(r"^(?:double|int64) out of uint64 range$"), "unsigned integer overflow"),
 )
 _TYPE_WORDS = {"BOOL": "bool", "INT": "int", "UINT": "uint", "DOUBLE": "double",
                "STRING": "string", "BYTES": "bytes", "NULL": "null_type", "DYN": "dyn",
@@ -163,21 +172,6 @@ def device_variable(driver: str, device: Device) -> dict[str, Any]:
             "attributes": attributes, "capacity": capacity}
 
 
-_DEVICE_USE = re.compile(r"\bdevice\b(?!\s*\.\s*(?:driver\b|allowMultipleAllocations\b|"
-                         r"(?:attributes|capacity)\s*\[))")
-_LITERAL = re.compile(r"\"([^\"\\\n]*)\"|'([^'\\\n]*)'")
-
-
-def _default_domains(expression: str) -> tuple[str, ...]:
-    """Upstream's attribute and capacity maps answer an unknown domain with an empty map.
-    A CEL map cannot, so the domains an expression names as plain literals get one, but
-    only when `device.attributes` / `device.capacity` are never used whole (where `in`,
-    size() or a macro would see the padding)."""
-    if _DEVICE_USE.search(expression):
-        return ()
-    return tuple(dict.fromkeys(a or b for a, b in _LITERAL.findall(expression) if a or b))
-
-
 class _Devices:
     """Devices as CEL activations, by (driver, id(device)) and then by the padding a
     selector wants. The cache holds each device, so an id is not reused while its entry
@@ -185,11 +179,11 @@ class _Devices:
     identity key sound."""
 
     def __init__(self, env: cel.Env, max_size: int) -> None:
-        self._env = env
+        self.env = env
         self._max_size = max_size
         self._entries: dict[tuple[str, int], _DeviceEntry] = {}
 
-    def get(self, driver: str, device: Device, domains: tuple[str, ...]) -> cel.Activation:
+    def get(self, driver: str, device: Device) -> cel.Activation:
         key = (driver, id(device))
         entry = self._entries.get(key)
         if entry is None or entry.device is not device:
@@ -198,19 +192,17 @@ class _Devices:
             entry = self._entries[key] = _DeviceEntry(device, driver)
         if entry.error is not None:
             raise SelectorError(entry.error)
-        activation = entry.activations.get(domains)
-        if activation is None:
-            variable = _pad(entry.variable, domains) if domains else entry.variable
-            activation = entry.activations[domains] = self._env.Activation({"device": variable})
-        return activation
+        if entry.activation is None:
+            entry.activation = self.env.Activation({"device": entry.variable})
+        return entry.activation
 
 
 class _DeviceEntry:
-    __slots__ = ("activations", "device", "error", "variable")
+    __slots__ = ("activation", "device", "error", "variable")
 
     def __init__(self, device: Device, driver: str) -> None:
         self.device = device
-        self.activations: dict[tuple[str, ...], cel.Activation] = {}
+        self.activation: cel.Activation | None = None
         self.error: str | None = None
         self.variable: dict[str, Any] = {}
         try:
@@ -243,15 +235,21 @@ class Evaluation:
 class CompiledSelector:
     """One compiled selector; matches() evaluates it for a device of a driver."""
 
-    __slots__ = ("_checked", "_domains", "_driven", "_metered", "_plan", "_program",
+    __slots__ = ("_checked", "_driven", "_metered", "_plan", "_program", "_runs",
                  "_shared", "expression")
 
     def __init__(self, expression: str, program: cel.Expression, shared: _Shared) -> None:
         self.expression = expression
         self._program = program
         self._shared = shared
-        self._domains = _default_domains(expression)
         self._checked: Checked = decode_checked(program.serialize())
+        # The program cel-cpp runs unmetered, adapted (cel_adapt.py); costs and bounds
+        # read the tree as written.
+        ids = itertools.count(self._checked.max_id() + 1)
+        self._checked.equalities = message_equalities(self._checked)
+        runs = adapted(self._checked.root, lambda: next(ids), self._checked.equalities)
+        self._runs = program if runs is None else shared.devices.env.deserialize(
+            encode_checked(self._checked, runs, self._checked.references))
         bound = Bound(self._checked)
         self._metered = (bound.cost > min(shared.unmetered_max_cost, shared.cost_limit)
                          or bound.iterations > _MAX_ITERATIONS)
@@ -261,7 +259,7 @@ class CompiledSelector:
     def matches(self, driver: str, device: Device, deadline: float | None = None) -> bool:
         """`deadline` (time.monotonic()) interrupts a metered evaluation with
         SelectorTimeoutError; an unmetered one is short by construction."""
-        activation = self._shared.devices.get(driver, device, self._domains)
+        activation = self._shared.devices.get(driver, device)
         verdict = self._unmetered(activation)
         if verdict is not None:
             return verdict
@@ -270,7 +268,7 @@ class CompiledSelector:
     def evaluate(self, driver: str, device: Device, deadline: float | None = None
                  ) -> Evaluation:
         """matches(), with the actual cost when the selector was metered."""
-        activation = self._shared.devices.get(driver, device, self._domains)
+        activation = self._shared.devices.get(driver, device)
         verdict = self._unmetered(activation)
         if verdict is not None:
             return Evaluation(verdict, None)
@@ -280,7 +278,7 @@ class CompiledSelector:
         if self._metered:
             return None
         try:
-            return _verdict(self._program.eval(activation))
+            return _verdict(self._runs.eval(activation))
         except RuntimeError as err:
             if ITERATION_BUDGET not in str(err):
                 raise SelectorError(_error_text(err)) from None
@@ -336,18 +334,6 @@ def _verdict(result: cel.Value) -> bool:
                         f"type conversion error from {kind.capitalize()} to 'bool'")
 
 
-def _pad(variable: dict[str, Any], domains: tuple[str, ...]) -> dict[str, Any]:
-    padded = variable
-    for field in ("attributes", "capacity"):
-        maps = variable[field]
-        missing = [domain for domain in domains if domain not in maps]
-        if missing:
-            if padded is variable:
-                padded = dict(variable)
-            padded[field] = {**maps, **{domain: {} for domain in missing}}
-    return padded
-
-
 _ACCEPTED_RESULTS = ("BOOL", "DYN", "google.protobuf.Any")
 
 
@@ -384,6 +370,9 @@ class CelCache:
         except RuntimeError as err:
             text = _STATUS.sub("", str(err), count=1).removesuffix(" [INVALID_ARGUMENT]")
             return SelectorError(f"compilation failed: {text}")
+        mixed = literal_errors(expression, decode_checked(program.serialize()))
+        if mixed is not None:
+            return SelectorError(f"compilation failed: {mixed}")
         result = program.return_type()
         if result.name() not in _ACCEPTED_RESULTS:
             return SelectorError(

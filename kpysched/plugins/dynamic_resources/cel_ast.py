@@ -53,6 +53,16 @@ def fields(buf: bytes) -> list[tuple[int, Any]]:
     return out
 
 
+def varints(buf: bytes) -> list[int]:
+    """A packed repeated integer field's values."""
+    out: list[int] = []
+    i = 0
+    while i < len(buf):
+        value, i = _varint(buf, i)
+        out.append(value)
+    return out
+
+
 def first(pairs: list[tuple[int, Any]], number: int, default: Any = b"") -> Any:
     return next((value for num, value in pairs if num == number), default)
 
@@ -323,6 +333,8 @@ class Checked:
     # Kinds upstream's checker knows where this one sees dyn, by node id (cel_cost fills
     # it: keys of the device's maps).
     upstream_kinds: dict[int, int] | None = None
+    # `==`/`!=` between messages, which cel_adapt runs as compareTo (cel.py fills it).
+    equalities: frozenset[int] = frozenset()
 
     def reference_name(self, node_id: int) -> str:
         reference = self.references.get(node_id)
@@ -375,3 +387,9 @@ def encode_checked(checked: Checked, root: Expr, references: dict[int, bytes]) -
     _put(out, 1, _CHECKED_EXPR_URL)
     _put(out, 2, bytes(body))
     return bytes(out)
+
+
+def string_const(node_id: int, value: str) -> Expr:
+    out = bytearray()
+    _put(out, 6, value)
+    return Expr(id=node_id, kind=CONST, const=bytes(out))

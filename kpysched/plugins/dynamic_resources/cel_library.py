@@ -31,7 +31,7 @@ def _message_classes() -> tuple[descriptor_pool.DescriptorPool, type[Any], type[
     proto = descriptor_pb2.FieldDescriptorProto
     file = descriptor_pb2.FileDescriptorProto(
         name="kpysched/dra_cel.proto", package="kubernetes", syntax="proto3")
-    fields = {"Quantity": [("key", proto.TYPE_STRING)],
+    fields = {"Quantity": [("key", proto.TYPE_STRING), ("held", proto.TYPE_STRING)],
               "Semver": [("major", proto.TYPE_UINT64), ("minor", proto.TYPE_UINT64),
                          ("patch", proto.TYPE_UINT64), ("pre", proto.TYPE_STRING)]}
     for name, declared in fields.items():
@@ -50,16 +50,36 @@ _QUANTITY = cel.Type("kubernetes.Quantity")
 _SEMVER = cel.Type("kubernetes.Semver")
 
 
+def _as_int64(quantity: Quantity) -> int | None:
+    """Quantity.AsInt64 as apimachinery answers it: from how the amount is held (an
+    inf.Dec or a negative scale never is an integer, "1000m" included)."""
+    if quantity.is_dec or quantity.scale < 0:
+        return None
+    if quantity.scale == 0:
+        return quantity.value
+    if quantity.value == 0:
+        return 0
+    whole = quantity.value * 10**quantity.scale if quantity.scale < 20 else _INT64_MAX + 1
+    return whole if _INT64_MIN <= whole <= _INT64_MAX else None
+
+
 def quantity_message(quantity: Quantity) -> Any:
-    """The message for an exact amount: value * 10**scale with trailing zeros folded into
-    the scale, so that equal amounts (1Ki and 1024) are equal messages, as Quantity.Equal."""
+    """The message for an amount: `key` is the exact amount, value * 10**scale with
+    trailing zeros folded into the scale, so that equal amounts (1Ki and 1024) are equal
+    messages, as Quantity.Equal. `held` keeps how apimachinery holds a whole amount that
+    it does not call an integer ("1000m", "1.0"), which isInteger, asInteger and later
+    arithmetic see; such a message differs from the plain amount's (cel_adapt.py makes
+    `==` between quantities compare amounts)."""
     value, scale = quantity.value, quantity.scale
     if value == 0:
         scale = 0
     while value and value % 10 == 0:
         value //= 10
         scale += 1
-    return _QuantityMsg(key=f"{value}e{scale}")
+    held = ""
+    if scale >= 0 and _as_int64(quantity) is None and _as_int64(Quantity(value, scale)) is not None:
+        held = f"{quantity.value}e{quantity.scale}{'d' if quantity.is_dec else ''}"
+    return _QuantityMsg(key=f"{value}e{scale}", held=held)
 
 
 @lru_cache(maxsize=4096)
@@ -69,6 +89,9 @@ def _amount(key: str) -> tuple[int, int]:
 
 
 def _quantity(msg: Any) -> Quantity:
+    if msg.held:
+        value, scale = _amount(msg.held.removesuffix("d"))
+        return Quantity(value, scale, msg.held.endswith("d"))
     value, scale = _amount(msg.key)
     return Quantity(value, scale, not _INT64_MIN <= value <= _INT64_MAX)
 
@@ -99,7 +122,9 @@ def _is_quantity(text: str) -> bool:
 
 
 def _integer(msg: Any) -> int | None:
-    """Quantity.AsInt64 of the amount: None unless it is a whole number within int64."""
+    """Quantity.AsInt64: None unless a whole number within int64, held as one."""
+    if msg.held:
+        return None
     value, scale = _amount(msg.key)
     if scale < 0:
         return None
