@@ -39,6 +39,7 @@ from kpysched.serving.access import USER, Handler
 from kpysched.serving.authz import AuthorizationError
 from kpysched.serving.limits import ServingLimits, raise_open_files_limit
 from kpysched.serving.listener import Listener, bind
+from kpysched.serving.published import INTERVAL_SECONDS as PUBLISHED_INTERVAL_SECONDS
 from kpysched.serving.reload import CHECK_INTERVAL_SECONDS, TlsReloader
 
 log = structlog.get_logger(__name__)
@@ -94,6 +95,9 @@ class ServerConfig:
     limits: ServingLimits = field(default_factory=ServingLimits.from_environment)
     # How often the certificate and CA files are checked for changes.
     certificate_check_seconds: float = CHECK_INTERVAL_SECONDS
+    # How often the client CA and front-proxy settings taken from the cluster's
+    # configmap are read again.
+    published_check_seconds: float = PUBLISHED_INTERVAL_SECONDS
 
 
 class Server:
@@ -182,7 +186,8 @@ class Server:
                 await access.close()
             raise
         if tls is not None:
-            tls.start(listener.replace_ssl_context, config.certificate_check_seconds)
+            tls.start(listener.replace_ssl_context, config.certificate_check_seconds,
+                      config.published_check_seconds)
         self._access = access
         self._runner = runner
         self._listener = listener

@@ -18,6 +18,7 @@ from kpysched.serving.authn import AuthenticationError, Authenticator, UserInfo
 from kpysched.serving.authz import DEFAULT_ALWAYS_ALLOW_PATHS, AuthorizationError, Authorizer
 from kpysched.serving.delegation import Reviewer, ReviewError, delegation_client
 from kpysched.serving.errors import ServingError
+from kpysched.serving.published import CLIENT_CA_KEY, PublishedSource
 from kpysched.serving.request_info import ResourceAttributes, resource_attributes
 from kpysched.serving.requestheader import (
     RequestHeaderAuthenticator,
@@ -30,7 +31,6 @@ log = structlog.get_logger(__name__)
 # Where kube-apiserver publishes its client CA for delegated authentication.
 AUTHENTICATION_CONFIGMAP: Final = "/api/v1/namespaces/kube-system/configmaps/" \
     "extension-apiserver-authentication"
-CLIENT_CA_KEY: Final = "client-ca-file"
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # Who the request is from, for handlers whose answer depends on it (health reasons).
@@ -63,6 +63,9 @@ class AccessControl:
     _clients: list[client.ApiClient] = field(default_factory=list)
     # The aggregator's front-proxy identities (kpysched.serving.requestheader).
     request_header: RequestHeaderAuthenticator | None = None
+    # The parts above that came from the cluster's configmap, which
+    # kpysched.serving.reload follows; None: every part came from a flag.
+    published: PublishedSource | None = None
 
     @classmethod
     async def open(cls, options: DelegationOptions) -> AccessControl:
@@ -94,7 +97,8 @@ class AccessControl:
                    Authorizer(authz, options.always_allow_paths, options.allowed_cache_ttl,
                               options.denied_cache_ttl),
                    client_ca, clients,
-                   None if proxy is None else RequestHeaderAuthenticator(proxy))
+                   None if proxy is None else RequestHeaderAuthenticator(proxy),
+                   _published_source(options, authn))
 
     @property
     def trusted_client_cas(self) -> bytes | None:
@@ -191,6 +195,29 @@ def _configmap_lookup(options: DelegationOptions, reviewer: Reviewer | None,
         return data if isinstance(data, dict) else None
 
     return lookup
+
+
+def _published_source(options: DelegationOptions, reviewer: Reviewer | None,
+                      ) -> PublishedSource | None:
+    """The parts looked up in the configmap at start, to follow while serving."""
+    if options.skip_lookup or reviewer is None:
+        return None
+    client_ca = options.client_ca_file is None
+    request_header = options.request_header.client_ca_file is None
+    if not client_ca and not request_header:
+        return None
+
+    async def read() -> dict[str, Any] | None:
+        try:
+            configmap = await reviewer.get(AUTHENTICATION_CONFIGMAP)
+        except ReviewError as error:
+            # Logged at start when it mattered; meanwhile what is in use stays.
+            log.debug("authn.published_lookup_failed", reason=str(error))
+            return None
+        data = configmap.get("data")
+        return data if isinstance(data, dict) else {}
+
+    return PublishedSource(read, client_ca, request_header)
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:

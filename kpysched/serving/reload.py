@@ -14,7 +14,8 @@ the material in use and is logged, once per change here (upstream logs each retr
 identical content is no change. New TLS handshakes get a context built afresh
 (ssl can add trusted CAs to a context but never drop one); open connections keep the
 context they began with. A pair generated in memory is not watched: no file holds it.
-The client CA looked up from the cluster's configmap is not reloaded either.
+The client CA and request header settings taken from the cluster's configmap are
+followed as kpysched.serving.published says.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from cryptography import x509
 from kpysched.serving.access import AccessControl, DelegationOptions, trusted_client_cas
 from kpysched.serving.certs import PemPair, TlsOptions, serving_flags, serving_pair, tls_context
 from kpysched.serving.errors import ServingError
+from kpysched.serving.published import INTERVAL_SECONDS as PUBLISHED_INTERVAL_SECONDS
+from kpysched.serving.published import Published
 from kpysched.serving.requestheader import RequestHeaderAuthenticator
 
 log = structlog.get_logger(__name__)
@@ -86,7 +89,9 @@ class TlsReloader:
         self._watched = watched
         self.context = tls_context(options, pair,
                                    None if access is None else access.trusted_client_cas)
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        # The last bad configmap content and why, logged once until it changes.
+        self._rejected: tuple[Published | None, str] | None = None
 
     @classmethod
     def open(cls, options: TlsOptions, bind_address: str, access: AccessControl | None,
@@ -115,23 +120,81 @@ class TlsReloader:
                                f"certificate: {error}") from None
 
     def start(self, apply: Callable[[ssl.SSLContext], None],
-              interval: float = CHECK_INTERVAL_SECONDS) -> None:
-        """Checks the files every `interval` seconds; `apply` gets each new context."""
+              interval: float = CHECK_INTERVAL_SECONDS,
+              published_interval: float = PUBLISHED_INTERVAL_SECONDS) -> None:
+        """Checks the files every `interval` seconds and the cluster's configmap every
+        `published_interval`; `apply` gets each new context."""
+        loop = asyncio.get_running_loop()
         if self._watched:
-            self._task = asyncio.get_running_loop().create_task(
-                self._run(apply, interval), name="kpysched-tls-reload")
+            self._tasks.append(loop.create_task(self._run(apply, interval),
+                                                name="kpysched-tls-reload"))
+        if self._access is not None and self._access.published is not None:
+            self._tasks.append(loop.create_task(self._follow(apply, published_interval),
+                                                name="kpysched-published-authentication"))
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.wait([self._task])
-            self._task = None
+        for task in self._tasks:
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(self._tasks)
+        self._tasks.clear()
 
     async def _run(self, apply: Callable[[ssl.SSLContext], None], interval: float) -> None:
         while True:
             await asyncio.sleep(interval)
             if self.check():
                 apply(self.context)
+
+    async def _follow(self, apply: Callable[[ssl.SSLContext], None], interval: float) -> None:
+        while True:
+            await asyncio.sleep(interval)
+            if await self.check_published():
+                apply(self.context)
+
+    async def check_published(self) -> bool:
+        """Reads the cluster's configmap once; True when the context was replaced."""
+        access = self._access
+        if access is None or access.published is None:
+            return False
+        header = access.request_header
+        in_use = Published(access.client_ca, None if header is None else header.config)
+        try:
+            fresh = await access.published.current(in_use)
+        except ServingError as error:  # a request header key of the wrong shape
+            self._reject(None, str(error))
+            return False
+        if fresh is None or fresh == in_use:
+            return False
+        try:
+            if fresh.client_ca is not None:
+                _parse_cas(fresh.client_ca)
+            if fresh.request_header is not None:
+                _parse_cas(fresh.request_header.ca_pem)
+            new_header = None if fresh.request_header is None \
+                else RequestHeaderAuthenticator(fresh.request_header)
+            context = tls_context(self._options, self._pair,
+                                  trusted_client_cas(fresh.client_ca, new_header))
+        except (ValueError, ssl.SSLError) as error:
+            self._reject(fresh, f"not a PEM CA bundle: {error}")
+            return False
+        access.client_ca, access.request_header, self.context = \
+            fresh.client_ca, new_header, context
+        self._rejected = None
+        log.info("serving.published_authentication_changed",
+                 name=f"{REQUEST_HEADER}/{CLIENT_CA}::configmap extension-apiserver-"
+                      "authentication",
+                 client_ca=fresh.client_ca is not None,
+                 request_header=fresh.request_header is not None,
+                 allowed_names=[] if fresh.request_header is None
+                 else list(fresh.request_header.allowed_names))
+        return True
+
+    def _reject(self, content: Published | None, reason: str) -> None:
+        if (content, reason) == self._rejected:
+            return
+        self._rejected = (content, reason)
+        log.error("serving.published_authentication_rejected", reason=reason,
+                  consequence="the previous content stays in use")
 
     def check(self) -> bool:
         """Reads every watched file once; True when the context was replaced."""

@@ -259,3 +259,87 @@ async def test_a_rotated_request_header_ca_is_whom_identity_headers_are_believed
 
         await _eventually(believes_new)
         assert await _status(server, "/metrics", old_proxy, as_admin) == "refused"
+
+
+class PublishedConfigMap:
+    """extension-apiserver-authentication as the API server would serve it."""
+
+    def __init__(self, front_proxy_ca: Ca, allowed: str) -> None:
+        self.data: dict[str, str] | None = {}
+        self.publish(front_proxy_ca, allowed)
+
+    def publish(self, front_proxy_ca: Ca, allowed: str) -> None:
+        self.data = {"requestheader-client-ca-file": front_proxy_ca.pem.decode(),
+                     "requestheader-allowed-names": f'["{allowed}"]',
+                     "requestheader-username-headers": '["X-Remote-User"]',
+                     "requestheader-group-headers": '["X-Remote-Group"]',
+                     "requestheader-extra-headers-prefix": '["X-Remote-Extra-"]'}
+
+    async def read(self) -> dict[str, str] | None:
+        return self.data
+
+
+@pytest.fixture
+def published(monkeypatch: pytest.MonkeyPatch) -> PublishedConfigMap:
+    """AccessControl.open as with a reachable API server whose configmap is `published`
+    (the authentication kubeconfig's reviews are not needed: identities come from the
+    front proxy's headers)."""
+    from kpysched.serving import access as access_module
+    from kpysched.serving.authn import Authenticator
+    from kpysched.serving.authz import Authorizer
+    from kpysched.serving.published import PublishedSource
+    from kpysched.serving.requestheader import RequestHeaderAuthenticator, RequestHeaderConfig
+
+    configmap = PublishedConfigMap(Ca("front-proxy-ca-1"), "front-proxy-client")
+
+    async def open_access(cls: type[access_module.AccessControl],
+                          options: DelegationOptions) -> access_module.AccessControl:
+        assert configmap.data is not None
+        config = RequestHeaderConfig.from_configmap(configmap.data)
+        assert config is not None
+        return cls(Authenticator(None, 10.0),
+                   Authorizer(None, options.always_allow_paths, 10.0, 10.0),
+                   None, [], RequestHeaderAuthenticator(config),
+                   PublishedSource(configmap.read, client_ca=True, request_header=True))
+
+    monkeypatch.setattr(access_module.AccessControl, "open", classmethod(open_access))
+    return configmap
+
+
+async def test_a_front_proxy_ca_rotated_in_the_clusters_configmap_is_followed(
+        tmp_path: Path, published: PublishedConfigMap) -> None:
+    """Upstream's RequestHeaderAuthRequestController: the aggregator's new CA and allowed
+    name are believed without a restart; a configmap that breaks keeps them."""
+    assert published.data is not None
+    old_ca = Ca("front-proxy-ca-1")
+    published.publish(old_ca, "front-proxy-client")
+    new_ca = Ca("front-proxy-ca-2")
+    old_proxy = _client(old_ca.issue("front-proxy-client"), tmp_path / "old")
+    new_proxy = _client(new_ca.issue("aggregator"), tmp_path / "new")
+    as_admin = {"X-Remote-User": "admin", "X-Remote-Group": "system:masters"}
+    config = ServerConfig("127.0.0.1", 0, tls=TlsOptions(), access=DelegationOptions(),
+                          certificate_check_seconds=CHECK_SECONDS,
+                          published_check_seconds=CHECK_SECONDS)
+    with capture_logs() as logs:
+        async with Server(config, SchedulerMetrics()) as server:
+            assert await _status(server, "/metrics", old_proxy, as_admin) == 200
+            assert await _status(server, "/metrics", new_proxy, as_admin) == "refused"
+            published.publish(new_ca, "aggregator")
+
+            async def believes_new() -> bool:
+                return await _status(server, "/metrics", new_proxy, as_admin) == 200
+
+            await _eventually(believes_new)
+            assert await _status(server, "/metrics", old_proxy, as_admin) == "refused"
+
+            # A CA that does not parse, then an unreadable configmap: what is in use stays.
+            published.data = dict(published.data or {})
+            published.data["requestheader-client-ca-file"] = "not a certificate"
+            await _polls(5)
+            published.data = None
+            await _polls(5)
+            assert await _status(server, "/metrics", new_proxy, as_admin) == 200
+    rejected = [e for e in logs if e["event"] == "serving.published_authentication_rejected"]
+    assert len(rejected) == 1, rejected  # logged once, not at every poll
+    assert any(e["event"] == "serving.published_authentication_changed"
+               and e["allowed_names"] == ["aggregator"] for e in logs)
