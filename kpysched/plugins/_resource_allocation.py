@@ -5,7 +5,8 @@ pairs the node's allocatable with what is already allocated there and what it
 would be with the pod, then hands the three lists to a strategy. Fit scores on
 non-zero requests (containers without cpu/memory requests count 100m/200Mi);
 BalancedAllocation on real requests. A scalar resource the pod does not
-request, or one the node does not offer, is left out.
+request, or one the node does not offer, is left out, unless DRA devices back it
+on the node (DeviceTotals: upstream's DRAExtendedResource scoring).
 
 Each strategy also has a vectorised form over Snapshot.columns, used when every
 resource in play has a column; the per-node form is the reference.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -24,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.interfaces import MAX_NODE_SCORE
+from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource, is_scalar_resource
 from kpysched.plugins._helper import ShapePoint, broken_linear, go_div, round_ratio
@@ -250,6 +253,15 @@ def balanced_vector(requested: IntArray, allocated: IntArray, allocatable: IntAr
 # ---- the scorer ------------------------------------------------------------------------------
 
 
+class DeviceTotals(Protocol):
+    """Devices backing extended resources (kpysched.plugins._dra_scoring.DraCounts)."""
+
+    def totals(self, node: api.Node, resource_name: str) -> tuple[int, int]:
+        """(capacity, allocated) on the node; (0, 0) when nothing backs the name."""
+        ...
+
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceAllocationScorer:
     names: tuple[str, ...]
@@ -266,7 +278,10 @@ class ResourceAllocationScorer:
         source = pod.requests if self.use_requested else pod.non_zero_requests
         return tuple(_amount(source, name) for name in self.names)
 
-    def score(self, node: NodeInfo, pod_requests: Sequence[int]) -> int:
+    def score(self, node: NodeInfo, pod_requests: Sequence[int],
+              devices: DeviceTotals | None = None) -> int:
+        """`devices`: DRA-backed extended resources the node does not advertise are
+        counted on devices (upstream's DRAExtendedResource path)."""
         node_allocatable = node.allocatable
         node_used = node.requested if self.use_requested else node.non_zero_requested
         requested: list[int] = []
@@ -286,6 +301,8 @@ class ResourceAllocationScorer:
                 # Names with no place on the node (e.g. pods) find no capacity and drop out.
                 capacity = node_allocatable.scalar.get(name, 0)
                 used = node.requested.scalar.get(name, 0)
+                if capacity == 0 and devices is not None and node.node is not None:
+                    capacity, used = devices.totals(node.node, name)
             if capacity == 0:
                 requested.append(0)
                 allocated.append(0)

@@ -9,13 +9,15 @@ and skips pods that request nothing (they would all pile onto one node).
 
 `score_vector` returns scores for every snapshot row when at most two
 column-backed resources are configured, else None (use the per-node form).
+A DRA-backed extended resource named in `resources` is counted on devices where the
+node does not advertise it, as NodeResourcesFit scores it (_dra_scoring.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +39,10 @@ from kpysched.plugins._resource_allocation import (
     balanced_vector,
     default_resource_specs,
 )
+from kpysched.plugins.node_resources_fit import dra_extended_resources
+
+if TYPE_CHECKING:
+    from kpysched.plugins._dra_scoring import DraCounts, DraExtendedResources
 
 NAME = "NodeResourcesBalancedAllocation"
 
@@ -70,15 +76,21 @@ class NodeResourcesBalancedAllocationArgs(BaseModel):
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     pod_requests: tuple[int, ...]
+    devices: DraCounts | None = None
 
 
 class NodeResourcesBalancedAllocation(PreScorePlugin, RowsScorePlugin):
     NAME: ClassVar[str] = NAME
 
-    def __init__(self, args: NodeResourcesBalancedAllocationArgs) -> None:
+    def __init__(self, args: NodeResourcesBalancedAllocationArgs,
+                 dra: DraExtendedResources | None = None) -> None:
         names = tuple(spec.name for spec in args.resources)
         self._scorer = ResourceAllocationScorer(names, True, balanced, balanced_vector,
                                                 max_vector_resources=2)
+        self._dra = dra
+
+    def _devices(self) -> DraCounts | None:
+        return self._dra.prepare(self._scorer.names) if self._dra is not None else None
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return ()
@@ -87,7 +99,7 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, RowsScorePlugin):
         requests = self._scorer.pod_requests(pod)
         if not any(requests):
             return Status.skip()
-        state.write(_PRE_SCORE_KEY, _PreScoreState(requests))
+        state.write(_PRE_SCORE_KEY, _PreScoreState(requests, self._devices()))
         return SUCCESS
 
     def _pod_requests(self, state: CycleState, pod: PodInfo) -> tuple[int, ...]:
@@ -95,10 +107,13 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, RowsScorePlugin):
         return cached.pod_requests if cached is not None else self._scorer.pod_requests(pod)
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
-        requests = self._pod_requests(state, pod)
-        if not any(requests):
-            return 0, SUCCESS
-        return self._scorer.score(node, requests), SUCCESS
+        cached: _PreScoreState | None = state.get(_PRE_SCORE_KEY)
+        if cached is None:
+            requests = self._scorer.pod_requests(pod)
+            if not any(requests):
+                return 0, SUCCESS
+            cached = _PreScoreState(requests, self._devices())
+        return self._scorer.score(node, cached.pod_requests, cached.devices), SUCCESS
 
     def score_vector(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> IntArray | None:
         requests = self._pod_requests(state, pod)
@@ -116,8 +131,9 @@ class NodeResourcesBalancedAllocation(PreScorePlugin, RowsScorePlugin):
 
 def new(args: NodeResourcesBalancedAllocationArgs | None,
         handle: Handle) -> NodeResourcesBalancedAllocation:
+    args = args if args is not None else NodeResourcesBalancedAllocationArgs()
     return NodeResourcesBalancedAllocation(
-        args if args is not None else NodeResourcesBalancedAllocationArgs())
+        args, dra_extended_resources(handle, [spec.name for spec in args.resources]))
 
 
 SPEC = PluginSpec(NAME, NodeResourcesBalancedAllocation, new, NodeResourcesBalancedAllocationArgs)

@@ -18,10 +18,9 @@ extended resource the pod requests that some DeviceClass maps (its
 extendedResourceName, or deviceclass.resource.kubernetes.io/<class>) is not checked
 on a node that does not advertise it; DynamicResources allocates it there as devices.
 The node hint counts it as available the same way, and a DeviceClass that starts
-mapping a requested name requeues the pod. Not carried over yet: scoring such a
-resource when scoringStrategy.resources names it (upstream then counts, for a node
-without it in allocatable, the ResourceSlice devices the class selects and how many
-are allocated); kpysched scores it as a resource the node does not offer (left out).
+mapping a requested name requeues the pod. Named in scoringStrategy.resources, such a
+resource is scored on a node without it in allocatable by the ResourceSlice devices
+the class selects there and how many claims hold (_dra_scoring.py).
 
 Vectorised forms: `filter_vector` and `score_vector` return a value for every
 node of the snapshot (row order), or None when the per-node form must be used.
@@ -31,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -87,13 +86,17 @@ from kpysched.plugins.node_resources_fit.fit import (
 )
 from kpysched.plugins.node_resources_fit.hints import events
 
+if TYPE_CHECKING:
+    from kpysched.plugins._dra_scoring import DraCounts, DraExtendedResources
+
 __all__ = [
     "LEAST_ALLOCATED", "MOST_ALLOCATED", "NAME", "REASON_INSUFFICIENT_CPU",
     "REASON_INSUFFICIENT_EPHEMERAL_STORAGE", "REASON_INSUFFICIENT_MEMORY",
     "REASON_INSUFFICIENT_PREFIX", "REASON_TOO_MANY_PODS", "REQUESTED_TO_CAPACITY_RATIO", "SPEC",
     "InsufficientResource", "NodeResourcesFit", "NodeResourcesFitArgs",
     "RequestedToCapacityRatioParam", "ScoringStrategy", "UtilizationShapePoint",
-    "fits_request", "is_dra_extended_resource_name", "is_extended_resource_name", "new",
+    "dra_extended_resources", "fits_request", "is_dra_extended_resource_name",
+    "is_extended_resource_name", "new",
 ]
 
 NAME = "NodeResourcesFit"
@@ -121,6 +124,7 @@ def is_dra_extended_resource_name(name: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
     pod_requests: tuple[int, ...]
+    devices: DraCounts | None = None
 
 
 def _build_scorer(strategy: ScoringStrategy) -> ResourceAllocationScorer:
@@ -173,10 +177,13 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: NodeResourcesFitArgs,
-                 device_class_for: Callable[[str], DeviceClass | None] | None = None) -> None:
+                 device_class_for: Callable[[str], DeviceClass | None] | None = None,
+                 dra: DraExtendedResources | None = None) -> None:
         self._ignored_resources = frozenset(args.ignored_resources)
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         self._scorer = _build_scorer(args.scoring_strategy)
+        # Counts DRA-backed extended resources for Score (None: no DRA at all).
+        self._dra = dra
         # Extended resource name -> the DeviceClass backing it (None: no DRA at all).
         self._device_class_for = device_class_for
         self._events = events(device_class_for) if device_class_for is not None else events()
@@ -298,15 +305,22 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
                       reasons, NAME)
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
-        state.write(_PRE_SCORE_KEY, _PreScoreState(self._scorer.pod_requests(pod)))
+        state.write(_PRE_SCORE_KEY, self._pre_score_state(pod))
         return SUCCESS
+
+    def _pre_score_state(self, pod: PodInfo) -> _PreScoreState:
+        devices = self._dra.prepare(self._scorer.names) if self._dra is not None else None
+        return _PreScoreState(self._scorer.pod_requests(pod), devices)
 
     def _pod_requests(self, state: CycleState, pod: PodInfo) -> tuple[int, ...]:
         cached: _PreScoreState | None = state.get(_PRE_SCORE_KEY)
         return cached.pod_requests if cached is not None else self._scorer.pod_requests(pod)
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
-        return self._scorer.score(node, self._pod_requests(state, pod)), SUCCESS
+        cached: _PreScoreState | None = state.get(_PRE_SCORE_KEY)
+        if cached is None:
+            cached = self._pre_score_state(pod)
+        return self._scorer.score(node, cached.pod_requests, cached.devices), SUCCESS
 
     def score_vector(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> IntArray | None:
         """Scores for every snapshot row; None when a scored resource has no column."""
@@ -318,8 +332,21 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
 
 
 def new(args: NodeResourcesFitArgs | None, handle: Handle) -> NodeResourcesFit:
-    return NodeResourcesFit(args if args is not None else NodeResourcesFitArgs(),
-                            handle.resources.device_class_for_extended_resource)
+    args = args if args is not None else NodeResourcesFitArgs()
+    names = [spec.name for spec in args.scoring_strategy.resources]
+    return NodeResourcesFit(args, handle.resources.device_class_for_extended_resource,
+                            dra_extended_resources(handle, names))
+
+
+def dra_extended_resources(handle: Handle,
+                           scored: Sequence[str]) -> DraExtendedResources | None:
+    """The device counting for scored names a DeviceClass could back; None when no
+    scored name can be one (cpu and memory only: nothing to follow)."""
+    if not any(is_dra_extended_resource_name(name) for name in scored):
+        return None
+    # Imported here: the DRA modules it uses import this plugin's name checks.
+    from kpysched.plugins._dra_scoring import DraExtendedResources
+    return DraExtendedResources(handle.resources, is_dra_extended_resource_name)
 
 
 SPEC = PluginSpec(NAME, NodeResourcesFit, new, NodeResourcesFitArgs)
