@@ -35,6 +35,7 @@ from kpysched.framework.status import Status
 from kpysched.handle import SchedulerHandle
 from kpysched.informers import Reflector, node_reflector, pod_reflector
 from kpysched.leader import LeaderElector, LeaseLostError
+from kpysched.leader_label import LeaderLabel
 from kpysched.listers import Index, Listers
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import coscheduling as cs_api
@@ -245,6 +246,8 @@ async def run(
             """Runs only while this replica may schedule (holds the Lease)."""
             log.info("scheduler.started", profiles=[p.scheduler_name for p in profiles])
             pod_handler.on_leading()
+            labelling = None if leader_label is None else loop.create_task(
+                leader_label.mark(True), name="leader label")
             try:
                 async with asyncio.TaskGroup() as group:
                     group.create_task(scheduler.run(), name="scheduling loop")
@@ -258,6 +261,9 @@ async def run(
                     # status patches are drained after it (below), so a standby takes
                     # over within a retryPeriod even when the event queue is long.
                     await scheduler.drain_placements(SHUTDOWN_GRACE_SECONDS)
+                if labelling is not None and leader_label is not None:
+                    labelling.cancel()
+                    await leader_label.mark(False)
 
         election = config.leader_election
         elector = LeaderElector(
@@ -266,6 +272,11 @@ async def run(
             retry_period=election.retry_period, on_started_leading=lead, metrics=metrics,
         ) if election.leader_elect else None
         leader_checks = [HealthCheck("leaderElection", elector.check)] if elector else []
+        # Only a replica among others needs its leadership visible to the Service.
+        leader_label = LeaderLabel.of(raw, settings.pod_namespace, settings.pod_name) \
+            if elector is not None and settings.enable_decision_endpoint else None
+        if leader_label is not None:
+            await leader_label.mark(False)  # a restarted container's pod may still say so
 
         def synced() -> bool:
             return all(r.has_synced for r in reflectors)

@@ -104,6 +104,11 @@ class Settings(BaseSettings):
     # checking it against the API server (kpysched.cache.dump). Off, as upstream's
     # debugging handlers are: it names every pod.
     enable_cache_endpoint: bool = False
+    # The pod this replica runs in (the chart sets both from the downward API). The
+    # leader labels it so the decisions API's Service reaches only the leader
+    # (kpysched.leader_label); unset outside a pod.
+    pod_name: str | None = None
+    pod_namespace: str | None = None
 
     @model_validator(mode="after")
     def _tls_pair(self) -> Self:

@@ -124,6 +124,11 @@ def _scheduler_pods(state: ClusterState) -> list[dict[str, Any]]:
     return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
+def _labelled_leaders(state: ClusterState) -> list[str]:
+    return sorted(p["metadata"]["name"] for p in _scheduler_pods(state)
+                  if p["metadata"].get("labels", {}).get("kpysched.io/leader") == "true")
+
+
 def _ready(pod: dict[str, Any]) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True"
                for c in pod.get("status", {}).get("conditions", []))
@@ -233,6 +238,8 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
     names = {p["metadata"]["name"] for p in pods}
     leader = _wait("a Lease holder", 60,
                    lambda: next((n for n in names if _holder(state).startswith(n)), None))
+    # Only the leader's pod is labelled, so the decisions Service reaches no standby.
+    _wait(f"only {leader} labelled the leader", 30, lambda: _labelled_leaders(state) == [leader])
 
     # 6 and 7. Prometheus, with a ServiceAccount token allowed to get /metrics, from
     #    before the workload so the leader's scheduling is scraped.
@@ -447,6 +454,9 @@ def _fail_over(state: ClusterState, names: set[str], leader: str) -> None:
     _wait("two Ready kpysched pods again", 120,
           lambda: len([p for p in _scheduler_pods(state) if _ready(p)]) == 2)
     assert {p["spec"]["nodeName"] for p in _scheduler_pods(state)} == {REAL_NODE}
+    _wait("the new leader's pod alone labelled", 30, lambda: (
+        labelled := _labelled_leaders(state)) and len(labelled) == 1
+        and new_holder.startswith(labelled[0]))
 
 
 def _panel_exprs() -> list[str]:
