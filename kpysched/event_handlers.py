@@ -99,12 +99,15 @@ class PodEventHandler:
         return (not _is_assigned(pod) and pod.metadata.deletion_timestamp is None
                 and self._scheduler.responsible_for(pod.spec.scheduler_name))
 
+    def _terminating_and_ours(self, pod: api.Pod) -> bool:
+        return (pod.metadata.deletion_timestamp is not None and not _is_assigned(pod)
+                and self._scheduler.responsible_for(pod.spec.scheduler_name))
+
     def _terminating_in_queue(self, pod: api.Pod) -> bool:
         """A pending pod of ours already queued or waiting that began terminating: as
         upstream's queue, it keeps it; popped, it is passed over with a FailedScheduling
         "skip schedule deleting pod" event (Scheduler.skip_terminating)."""
-        return (pod.metadata.deletion_timestamp is not None and not _is_assigned(pod)
-                and self._scheduler.responsible_for(pod.spec.scheduler_name)
+        return (self._terminating_and_ours(pod)
                 and self._scheduler.queue.where(pod.metadata.uid) in _WAITING)
 
     def on_add(self, pod: api.Pod) -> None:
@@ -119,6 +122,14 @@ class PodEventHandler:
             if info is not None:
                 self._scheduler.cache.add_or_update_pod(info)
                 self._scheduler.queue.move_on_assigned_pod(ev.ASSIGNED_POD_ADD, None, info)
+        elif self._terminating_and_ours(pod):
+            # Already terminating when first seen (a start or relist in the middle of
+            # its deletion): upstream's informer queues it all the same, and popped it
+            # is passed over with the "skip schedule deleting pod" event. Its group is
+            # not told: a leaving member completes no gang.
+            info = self._info(pod)
+            if info is not None:
+                self._scheduler.queue.add(info)
         elif self._pending_and_ours(pod):
             info = self._info(pod)
             if info is not None:

@@ -42,6 +42,25 @@ async def test_a_pod_being_deleted_is_skipped_with_upstreams_event(harness: Harn
     assert harness.where(deleting) is None  # not requeued
 
 
+async def test_a_pod_already_terminating_when_first_seen_gets_the_event_too(
+        harness: Harness) -> None:
+    """A start or relist during a pending pod's deletion: upstream's informer queues it
+    (addPodToSchedulingQueue filters on assignment and scheduler name only), so the pop
+    reports it; dropping it at the add said nothing."""
+    handler = PodEventHandler(harness.scheduler, harness.scheduler.recorder)
+    handler.on_leading()
+    deleting = terminating("late")
+    handler.on_add(deleting)
+    assert harness.where(deleting) == "active"
+    queued = await harness.scheduler.queue.pop()
+    assert queued is not None and queued.pod_info.terminating
+    harness.scheduler.schedule_one(queued)
+    await harness.settle()
+    assert harness.api.events("FailedScheduling") == [
+        "skip schedule deleting pod: default/late"]
+    assert harness.where(deleting) is None
+
+
 async def test_a_queued_pod_that_starts_terminating_stays_queued_until_popped(
         harness: Harness) -> None:
     handler = PodEventHandler(harness.scheduler, harness.scheduler.recorder)
