@@ -104,6 +104,10 @@ class SchedulerHandle:
     def metrics(self) -> SchedulerMetrics | None:
         return self._scheduler().metrics
 
+    def record_event(self, pod: api.Pod, controller: str, type_: str, reason: str,
+                     action: str, note: str) -> None:
+        self._scheduler().recorder.event(pod, controller, type_, reason, action, note)
+
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
         for framework in self._scheduler().frameworks.values():
             if (waiting := framework.waiting_pods.get(uid)) is not None:

@@ -66,6 +66,13 @@ class LoopThread:
         future = asyncio.run_coroutine_threadsafe(coro, self._loop)
         return await asyncio.wrap_future(future)
 
+    def run_blocking(self, coro: Coroutine[Any, Any, Result]) -> Result:
+        """Run `coro` on the thread's loop and wait for it here, blocking the caller
+        (its own loop included) until it ends; return (or raise) what it does."""
+        self.start()
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
     def call_soon(self, callback: Any, *args: Any) -> None:
         """Run a plain callback on the thread's loop (e.g. setting one of its Events)."""
         if self._loop is not None and self.running:

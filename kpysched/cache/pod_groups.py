@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import Enum
+from typing import Any
 
 from kpysched.objects import api
 from kpysched.objects.coscheduling import POD_GROUP_LABEL
@@ -55,11 +56,14 @@ def membership(*, generic_workload: bool, coscheduling: bool) -> GroupNameOf | N
 class PodGroupState:
     """The members of one pod group and where each stands."""
 
-    __slots__ = ("_pods", "_where")
+    __slots__ = ("_pods", "_where", "cycle_data")
 
     def __init__(self) -> None:
         self._pods: dict[str, PodInfo] = {}  # by uid, as the informer last reported it
         self._where: dict[str, Member] = {}
+        # A pod-group scheduling cycle's copy: what plugins keep for the whole cycle,
+        # each under its own key (upstream's pod-group CycleState).
+        self.cycle_data: dict[str, Any] = {}
 
     def add(self, pod: PodInfo) -> None:
         self._pods[pod.uid] = pod

@@ -58,6 +58,14 @@ class ProfileHandle:
     def metrics(self) -> fw.PluginMetrics | None:
         return self._shared.metrics
 
+    def record_event(self, pod: api.Pod, controller: str, type_: str, reason: str,
+                     action: str, note: str) -> None:
+        self._shared.record_event(pod, controller, type_, reason, action, note)
+
+    def record_pod_event(self, pod: api.Pod, type_: str, reason: str, action: str,
+                         note: str) -> None:
+        self._shared.record_event(pod, self.profile_name, type_, reason, action, note)
+
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
         self._shared.allow_waiting_pod(uid, plugin)
 

@@ -193,6 +193,12 @@ class SharedHandle(Protocol):
         """Where plugins count what they report; None when metrics are off."""
         ...
 
+    def record_event(self, pod: api.Pod, controller: str, type_: str, reason: str,
+                     action: str, note: str) -> None:
+        """An events.k8s.io Event about `pod`, reported by `controller` (a profile's
+        scheduler name), written in the background."""
+        ...
+
     def allow_waiting_pod(self, uid: str, plugin: str) -> None: ...
 
     def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None: ...
@@ -264,6 +270,11 @@ class Handle(SharedHandle, Protocol):
 
     @property
     def profile_name(self) -> str: ...
+
+    def record_pod_event(self, pod: api.Pod, type_: str, reason: str, action: str,
+                         note: str) -> None:
+        """An Event about `pod` in this profile's name (upstream's fh.EventRecorder())."""
+        ...
 
     def run_filter_with_nominated(self, state: CycleState, pod: PodInfo, node: NodeInfo,
                                   node_only_passed: bool = False) -> Status:

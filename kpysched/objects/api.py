@@ -25,6 +25,8 @@ class OwnerReference(_Wire):
     name: str = ""
     uid: str = ""
     controller: bool | None = None
+    # Kept so that an object sent back whole (a ResourceClaim's update) keeps it.
+    block_owner_deletion: bool | None = None
 
 
 class ObjectMeta(_Wire):

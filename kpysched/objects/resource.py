@@ -4,8 +4,13 @@ with msgspec like objects/api.py).
 
 Unlike the other object modules, these keep nearly every field of the API: the
 allocator reads most of them, and PreBind writes an allocation result that must
-round-trip through the API server unchanged. Opaque driver configuration stays a
-plain value (`Any`): only the driver reads it, the scheduler copies it.
+round-trip through the API server unchanged. A claim keeps every field of the v1.36
+API except managedFields (which kube-scheduler's informers drop too): PreBind sends
+it back whole, as upstream's Update does, and the API server compares the spec it
+gets with the stored one. Opaque driver configuration and device data stay the raw
+JSON the API server sent (`msgspec.Raw`, as Go's RawExtension keeps its bytes): only
+drivers read them, and re-encoding them would change the bytes the API server
+compares ("field is immutable").
 """
 
 from __future__ import annotations
@@ -152,7 +157,7 @@ class DeviceSelector(_Wire):
 
 class OpaqueDeviceConfiguration(_Wire):
     driver: str = ""
-    parameters: Any = None
+    parameters: msgspec.Raw = msgspec.Raw()
 
 
 class DeviceClassConfiguration(_Wire):
@@ -275,12 +280,20 @@ class ResourceClaimConsumerReference(_Wire):
     uid: str = ""
 
 
+class NetworkDeviceData(_Wire):
+    interface_name: str = ""
+    ips: list[str] = []
+    hardware_address: str = ""
+
+
 class AllocatedDeviceStatus(_Wire):
     driver: str = ""
     pool: str = ""
     device: str = ""
     share_id: str | None = msgspec.field(default=None, name="shareID")
     conditions: list[dict[str, Any]] = []
+    data: msgspec.Raw = msgspec.Raw()
+    network_data: NetworkDeviceData | None = None
 
 
 class ResourceClaimStatus(_Wire):
@@ -289,8 +302,18 @@ class ResourceClaimStatus(_Wire):
     devices: list[AllocatedDeviceStatus] = []
 
 
+class ClaimMeta(ObjectMeta):
+    """A claim's metadata as the API has it (but managedFields): an update sends all of
+    it back, and a field left out would be cleared."""
+
+    generate_name: str = ""
+    generation: int = 0
+    deletion_grace_period_seconds: int | None = None
+    self_link: str = ""
+
+
 class ResourceClaim(_Wire):
-    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    metadata: ClaimMeta = msgspec.field(default_factory=ClaimMeta)
     spec: ResourceClaimSpec = msgspec.field(default_factory=ResourceClaimSpec)
     status: ResourceClaimStatus = msgspec.field(default_factory=ResourceClaimStatus)
 

@@ -106,6 +106,14 @@ async def list_resource(reader: Reader, spec: ResourceSpec) -> tuple[list[Any], 
         continue_token = meta.continue_
 
 
+def _raw_json(value: Any) -> Any:
+    """Opaque JSON kept as the API server sent it (a claim's driver parameters), as a
+    value for the document."""
+    if isinstance(value, msgspec.Raw):
+        return msgspec.json.decode(value)
+    raise TypeError(f"cannot encode {type(value).__name__}")
+
+
 async def take(reader: Reader, server: str = "") -> dict[str, Any]:
     """The snapshot document: each resource listed once. A resource the server does
     not serve (404, e.g. resource.k8s.io off) is recorded as empty."""
@@ -120,7 +128,7 @@ async def take(reader: Reader, server: str = "") -> dict[str, Any]:
             missing.append(spec.resource)
             items, version = [], ""
         resources[spec.resource] = {"metadata": {"resourceVersion": version},
-                                    "items": msgspec.to_builtins(items)}
+                                    "items": msgspec.to_builtins(items, enc_hook=_raw_json)}
     taken = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     document: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND,
                                 "metadata": {"creationTimestamp": taken, "server": server},

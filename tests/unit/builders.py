@@ -290,6 +290,8 @@ class FakeHandle:
     informer_pods: dict[str, api.Pod] | None = None
     # Plugins' own metrics, e.g. a kpysched.metrics.SchedulerMetrics.
     plugin_metrics: Any = None
+    # Events plugins recorded: (pod key, controller, type, reason, action, note).
+    events: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
 
     @property
     def snapshot(self) -> Snapshot:
@@ -323,6 +325,15 @@ class FakeHandle:
     async def bind(self, pod: api.Pod, node_name: str) -> Status:
         self.bound.append((f"{pod.metadata.namespace}/{pod.metadata.name}", node_name))
         return self.bind_status
+
+    def record_event(self, pod: api.Pod, controller: str, type_: str, reason: str,
+                     action: str, note: str) -> None:
+        self.events.append((f"{pod.metadata.namespace}/{pod.metadata.name}", controller,
+                            type_, reason, action, note))
+
+    def record_pod_event(self, pod: api.Pod, type_: str, reason: str, action: str,
+                         note: str) -> None:
+        self.record_event(pod, "kpysched", type_, reason, action, note)
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
         self.allowed.append((uid, plugin))

@@ -1,19 +1,22 @@
 """DynamicResources' writes to ResourceClaims, all through the handle's client.
 
-Upstream sends the whole claim back with Update/UpdateStatus. A merge patch that
-carries metadata.resourceVersion gives the same optimistic concurrency (409 when the
-claim changed since it was read) and writes only the fields the scheduler owns:
-the finalizer, status.allocation and status.reservedFor. On a conflict upstream GETs
-the claim and tries again (client-go's DefaultRetry: five tries, 10 ms apart);
-kpysched re-reads its informer instead, which needs no `get` permission and has the
-newer version by the time the short pause is over.
+As upstream, a claim goes back whole: PUT (Update/UpdateStatus) of the claim as it was
+read, with its resourceVersion, so that the API server answers 409 when it changed
+since. The body is the claim's own encoding (resource.py keeps every field, opaque
+parameters as the bytes the API server sent): a merge patch would make the API
+server re-encode the spec's opaque parameters, which then differ from the stored
+bytes and fail the spec's immutability check. On a 409 the claim is read again from
+the API server (GET) and the write tried again, five tries 10 ms apart (client-go's
+RetryOnConflict with DefaultRetry): the informer may not have the newer version yet.
 """
 
 from __future__ import annotations
 
 import asyncio
+import random
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 import structlog
@@ -33,12 +36,15 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-MERGE_PATCH = "application/merge-patch+json"
+_T = TypeVar("_T")
+
+KIND = "ResourceClaim"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 CONFLICT = 409
 RETRY_STEPS = 5
 RETRY_PAUSE_SECONDS = 0.01
+RETRY_JITTER = 0.1
 BINDING_POLL_SECONDS = 5.0
 
 
@@ -70,46 +76,66 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _with_finalizers(claim: resource.ResourceClaim,
+                     finalizers: list[str]) -> resource.ResourceClaim:
+    return msgspec.structs.replace(
+        claim, metadata=msgspec.structs.replace(claim.metadata, finalizers=finalizers))
+
+
+def claim_body(claim: resource.ResourceClaim) -> bytes:
+    """The claim as an update sends it: every field as read (opaque parameters as
+    their bytes), apiVersion and kind first."""
+    fields = msgspec.to_builtins(claim, builtin_types=(msgspec.Raw,))
+    return msgspec.json.encode({"apiVersion": resource.API_VERSION, "kind": KIND, **fields})
+
+
 class ClaimWriter:
     def __init__(self, client: Client, tracker: ClaimTracker) -> None:
         self._client = client
-        self._tracker = tracker
+        self._tracker = tracker  # read while PreBind waits for binding conditions
 
-    async def _patch(self, claim: resource.ResourceClaim, body: dict[str, Any],
-                     subresource: str, what: str) -> resource.ResourceClaim:
-        response = await self._client.request("PATCH", claim_path(claim, subresource), body,
-                                              content_type=MERGE_PATCH)
+    async def _update(self, claim: resource.ResourceClaim, subresource: str,
+                      what: str) -> resource.ResourceClaim:
+        """PUT the claim (or its status); a 409 raises _ConflictError."""
+        response = await self._client.request("PUT", claim_path(claim, subresource),
+                                              claim_body(claim))
         if response.status == CONFLICT:
             raise _ConflictError(f"{what}: {response.message()}")
         if not response.ok:
             raise ClaimWriteError(f"{what}: {response.message()}")
         return msgspec.json.decode(response.body, type=resource.ResourceClaim)
 
+    async def _get(self, claim: resource.ResourceClaim, what: str) -> resource.ResourceClaim:
+        response = await self._client.request("GET", claim_path(claim))
+        if not response.ok:
+            raise ClaimWriteError(f"{what}: {response.message()}")
+        return msgspec.json.decode(response.body, type=resource.ResourceClaim)
+
+    async def _retry_on_conflict(
+            self, claim: resource.ResourceClaim, refresh_error: str,
+            attempt: Callable[[resource.ResourceClaim], Awaitable[_T]]) -> _T:
+        """client-go's RetryOnConflict: the first try with `claim`, each later one with
+        the claim as the API server has it now."""
+        current = claim
+        last_conflict = ""
+        for step in range(RETRY_STEPS):
+            if step:
+                await asyncio.sleep(RETRY_PAUSE_SECONDS * (1 + RETRY_JITTER * random.random()))
+                current = await self._get(current, refresh_error)
+            try:
+                return await attempt(current)
+            except _ConflictError as conflict:
+                last_conflict = str(conflict)
+        raise ClaimWriteError(last_conflict)
+
     async def bind(self, claim: resource.ResourceClaim,
                    allocation: resource.AllocationResult | None,
                    pod: api.Pod) -> resource.ResourceClaim:
         """Record the allocation Reserve chose (if any) and reserve the claim for the
         pod; returns the claim as the API server stored it."""
-        key = _kobj(claim)
-        current = claim
-        last_conflict = ""
-        for attempt in range(RETRY_STEPS):
-            if attempt:
-                await asyncio.sleep(RETRY_PAUSE_SECONDS)
-                latest = self._tracker.get(key)
-                if latest is None:
-                    raise ClaimWriteError(
-                        f"get updated claim {key} after conflict: "
-                        f'resourceclaims.resource.k8s.io "{claim.metadata.name}" not found')
-                current = latest
-            try:
-                updated = await self._bind_once(current, allocation, pod)
-            except _ConflictError as conflict:
-                last_conflict = str(conflict)
-                continue
-            self._tracker.assume(updated)
-            return updated
-        raise ClaimWriteError(last_conflict)
+        return await self._retry_on_conflict(
+            claim, f"get updated claim {_kobj(claim)} after conflict",
+            lambda current: self._bind_once(current, allocation, pod))
 
     async def _bind_once(self, claim: resource.ResourceClaim,
                          allocation: resource.AllocationResult | None,
@@ -124,25 +150,22 @@ class ClaimWriter:
             finalizers = claim.metadata.finalizers
             if FINALIZER not in finalizers:
                 # The finalizer goes in with a normal update, before the status.
-                claim = await self._patch(
-                    claim, {"metadata": {"resourceVersion": claim.metadata.resource_version,
-                                         "finalizers": [*finalizers, FINALIZER]}},
-                    "", f"add finalizer to claim {key}")
+                claim = await self._update(
+                    _with_finalizers(claim, [*finalizers, FINALIZER]), "",
+                    f"add finalizer to claim {key}")
         else:
             target = claim.status.allocation
         if target is None:
             raise ClaimWriteError(f"claim {key} got deallocated elsewhere in the meantime")
         if target.allocation_timestamp is None:
             target = msgspec.structs.replace(target, allocation_timestamp=_now())
-        reserved = [*claim.status.reserved_for, consumer_reference(pod)]
+        status = msgspec.structs.replace(
+            claim.status, allocation=target,
+            reserved_for=[*claim.status.reserved_for, consumer_reference(pod)])
         what = (f"add allocation and reservation to claim {key}" if allocation is not None
                 else f"add reservation to claim {key}")
-        return await self._patch(
-            claim,
-            {"metadata": {"resourceVersion": claim.metadata.resource_version},
-             "status": {"allocation": msgspec.to_builtins(target),
-                        "reservedFor": msgspec.to_builtins(reserved)}},
-            "status", what)
+        return await self._update(msgspec.structs.replace(claim, status=status), "status",
+                                  what)
 
     async def create(self, body: dict[str, Any]) -> resource.ResourceClaim:
         """POST the claim for a pod's DRA-backed extended resources."""
@@ -173,20 +196,20 @@ class ClaimWriter:
 
     async def delete(self, claim: resource.ResourceClaim) -> None:
         """Delete a claim the scheduler made for extended resources, its finalizer
-        first (else the claim would wait for a controller that never removes it)."""
-        finalizers = [f for f in claim.metadata.finalizers if f != FINALIZER]
-        if finalizers != claim.metadata.finalizers:
-            response = await self._client.request(
-                "PATCH", claim_path(claim), {"metadata": {"finalizers": finalizers or None}},
-                content_type=MERGE_PATCH)
-            if not response.ok and response.status != 404:
-                log.warning("removing the finalizer failed", claim=_kobj(claim),
-                            error=response.message())
-                return
+        first (else the claim would wait for a controller that never removes it). The
+        claim is updated whole, with its resourceVersion (another controller's
+        finalizer stays), and read again after a conflict, as upstream's deleteClaim."""
+        key = _kobj(claim)
+
+        async def without_finalizer(current: resource.ResourceClaim) -> None:
+            finalizers = [f for f in current.metadata.finalizers if f != FINALIZER]
+            await self._update(_with_finalizers(current, finalizers), "",
+                               f"update resourceclaim {key}")
+
+        await self._retry_on_conflict(claim, f"get resourceclaim {key}", without_finalizer)
         response = await self._client.request("DELETE", claim_path(claim))
-        if not response.ok and response.status != 404:
-            log.warning("deleting the extended resource claim failed", claim=_kobj(claim),
-                        error=response.message())
+        if not response.ok:
+            raise ClaimWriteError(response.message())
 
     async def unreserve(self, claim: resource.ResourceClaim, pod: api.Pod) -> None:
         """Take the pod out of reservedFor; a strategic merge patch removes one entry
@@ -200,13 +223,15 @@ class ClaimWriter:
             log.warning("unreserve failed", claim=_kobj(claim), error=response.message())
 
     async def deallocate(self, claim: resource.ResourceClaim) -> None:
-        """PostFilter: free an allocated claim nobody else uses."""
-        body = {"metadata": {"resourceVersion": claim.metadata.resource_version},
-                "status": {"reservedFor": None, "allocation": None, "devices": None}}
-        response = await self._client.request("PATCH", claim_path(claim, "status"), body,
-                                              content_type=MERGE_PATCH)
+        """PostFilter: free an allocated claim nobody else uses (UpdateStatus of the
+        claim as read, without reservations, allocation and device status)."""
+        status = msgspec.structs.replace(claim.status, reserved_for=[], allocation=None,
+                                         devices=[])
+        response = await self._client.request(
+            "PUT", claim_path(claim, "status"),
+            claim_body(msgspec.structs.replace(claim, status=status)))
         if not response.ok:
-            log.warning("deallocation failed", claim=_kobj(claim), error=response.message())
+            raise ClaimWriteError(response.message())
 
     async def wait_for_binding_conditions(self, claims: list[resource.ResourceClaim],
                                           timeout_seconds: float) -> Status:

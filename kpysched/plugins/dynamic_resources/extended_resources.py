@@ -26,6 +26,7 @@ from kpysched.objects import api
 from kpysched.objects.quantity import QuantityError, parse_quantity
 from kpysched.objects.resource import (
     ALLOCATION_MODE_EXACT_COUNT,
+    ClaimMeta,
     DeviceClass,
     DeviceRequest,
     ExactDeviceRequest,
@@ -92,7 +93,7 @@ def new_special_claim(pod: api.Pod, uid: str | None = None) -> ResourceClaim:
     bookkeeping), owned by the pod (controller), annotated, with an empty spec.
 
     Its generateName (special_claim_generate_name) goes into the create body."""
-    return ResourceClaim(metadata=api.ObjectMeta(
+    return ResourceClaim(metadata=ClaimMeta(
         name=SPECIAL_CLAIM_IN_MEM_NAME,
         namespace=pod.metadata.namespace,
         uid=uid if uid is not None else str(uuid.uuid4()),
@@ -107,7 +108,7 @@ def claim_create_body(node_claim: ResourceClaim, pod: api.Pod) -> dict[str, Any]
     """The body PreBind POSTs to .../namespaces/<ns>/resourceclaims for the node's
     variant of the special claim (createExtendedResourceClaimInAPI): name, UID and
     allocation cleared, generateName set."""
-    body: dict[str, Any] = msgspec.to_builtins(node_claim)
+    body: dict[str, Any] = msgspec.to_builtins(node_claim, builtin_types=(msgspec.Raw,))
     metadata = body.setdefault("metadata", {})
     metadata.pop("name", None)
     metadata.pop("uid", None)

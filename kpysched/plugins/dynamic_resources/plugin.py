@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -57,6 +58,7 @@ from kpysched.framework.interfaces import (
 )
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
+from kpysched.loop_thread import LoopThread
 from kpysched.objects import api, resource
 from kpysched.objects.labels import node_selector_matches
 from kpysched.objects.pod import PodInfo
@@ -74,6 +76,7 @@ from kpysched.plugins.dynamic_resources.args import DynamicResourcesArgs, parse_
 from kpysched.plugins.dynamic_resources.binding_conditions import (
     claim_binding_timed_out,
     claim_ready_for_binding,
+    has_binding_conditions,
 )
 from kpysched.plugins.dynamic_resources.cel import CelCache
 from kpysched.plugins.dynamic_resources.claim_writes import FINALIZER, ClaimWriteError, ClaimWriter
@@ -93,6 +96,10 @@ NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 DEALLOCATED = "deallocation of ResourceClaim completed"
 EXTENDED_CLAIM_DELETED = "deletion of ResourceClaim completed"
 STILL_NOT_SCHEDULABLE = "still not schedulable"
+# The event PreBind records before it waits for devices' binding conditions.
+BINDING_CONDITIONS_PENDING = "BindingConditionsPending"
+# Connections of PostFilter's own for the writes it waits for.
+POST_FILTER_LANE = "dra-postfilter"
 NOT_AVAILABLE_ON_NODE = "resourceclaim not available on the node"
 CANNOT_ALLOCATE_ALL = "cannot allocate all claims"
 # resourceapi.FirstAvailableDeviceRequestMaxSize: a subrequest at index i scores 8 - i.
@@ -103,6 +110,16 @@ CEL_CACHE_SIZE = 10
 
 def _kobj(claim: resource.ResourceClaim) -> str:
     return f"{claim.metadata.namespace}/{claim.metadata.name}"
+
+
+def _group_pending(state: CycleState) -> set[str] | None:
+    """In a pod-group scheduling cycle, the UIDs of the claims whose allocations its
+    members have reserved so far (upstream's podGroupStateData.pendingAllocations);
+    None outside one. Only members of one such cycle share an in-flight allocation."""
+    if state.pod_group is None:
+        return None
+    pending: set[str] = state.pod_group.cycle_data.setdefault(_STATE_KEY, set())
+    return pending
 
 
 @dataclass
@@ -183,6 +200,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self._slice_catalog: SliceCatalog | None = None
         handle.resources.resource_slices.observers.append(self._forget_slice_catalog)
         self._writer = ClaimWriter(handle.client, self._tracker)
+        # PostFilter's writes, made while the scheduling loop waits (_write_now).
+        self._post_filter_thread: LoopThread | None = None
+        self._post_filter_client: ClaimWriter | None = None
         self._background: set[asyncio.Task[None]] = set()
 
     def _forget_slice_catalog(self, action: ActionType, old: object, new: object) -> None:
@@ -243,6 +263,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             claims.append(extended)
         if not claims:
             return None, Status.skip()
+        group_pending = _group_pending(state)
         infos = [_ClaimInfo() for _ in claims]
         to_allocate = 0
         for index, (claim, info) in enumerate(zip(claims, infos, strict=True)):
@@ -251,7 +272,15 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 info.available_on = allocation.node_selector
                 continue
             to_allocate += 1
-            if self._tracker.pending_allocation(claim.metadata.uid) is not None:
+            pending = self._tracker.pending_allocation(claim.metadata.uid)
+            if (pending is not None and group_pending is not None
+                    and claim.metadata.uid in group_pending):
+                # Another member of this pod-group cycle reserved it: share that
+                # allocation (it still goes to the allocator's count, so that Reserve
+                # and PreBind record it for this pod too).
+                info.allocation = pending
+                continue
+            if pending is not None:
                 return None, Status.unresolvable(
                     f"resource claim {_kobj(claim)} is in the process of being allocated")
             if index == data.extended_index:
@@ -404,13 +433,45 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             claim = data.claims[index]
             reserved = claim.status.reserved_for
             if not reserved or (len(reserved) == 1 and reserved[0].uid == pod.uid):
-                self._spawn(self._writer.deallocate(claim))
+                failure = self._write_now(self._post_filter_writer().deallocate(claim))
+                if failure is not None:
+                    return None, failure
                 return None, Status.unschedulable(DEALLOCATED)
         if extended is not None and stale_extended:
             # Made by an earlier attempt that did not bind: start afresh.
-            self._spawn(self._writer.delete(extended))
+            failure = self._write_now(self._post_filter_writer().delete(extended))
+            if failure is not None:
+                return None, failure
             return None, Status.unschedulable(EXTENDED_CLAIM_DELETED)
         return None, Status.unschedulable(STILL_NOT_SCHEDULABLE)
+
+    def _post_filter_writer(self) -> ClaimWriter:
+        if self._post_filter_thread is None:
+            self._post_filter_thread = LoopThread("kpysched-dra-postfilter")
+            self._post_filter_client = ClaimWriter(
+                self._handle.client.sibling(POST_FILTER_LANE), self._tracker)
+        assert self._post_filter_client is not None
+        return self._post_filter_client
+
+    def _write_now(self, write: Coroutine[Any, Any, None]) -> Status | None:
+        """PostFilter's write, done before PostFilter returns as upstream's is: the
+        pod's verdict depends on it (an Error ends PostFilter with its text). PostFilter
+        runs on the scheduling loop, which cannot await, so the write runs on a thread
+        of its own (with connections of its own) while the loop waits for it."""
+        assert self._post_filter_thread is not None
+        try:
+            self._post_filter_thread.run_blocking(write)
+        except ClaimWriteError as error:
+            return Status.error(str(error))
+        return None
+
+    async def _delete_logged(self, claim: resource.ResourceClaim) -> None:
+        try:
+            await self._writer.delete(claim)
+        except ClaimWriteError as error:
+            # Tried again when the pod is (upstream logs it too).
+            log.warning("extended resource claim not deleted", claim=_kobj(claim),
+                        error=str(error))
 
     def _spawn(self, work: object) -> None:
         assert asyncio.iscoroutine(work)
@@ -510,17 +571,23 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 claim, metadata=meta,
                 status=msgspec.structs.replace(claim.status, allocation=allocation))
             self._tracker.signal_pending_allocation(pending)
+            group_pending = _group_pending(state)
+            if group_pending is not None:
+                group_pending.add(claim.metadata.uid)
         return SUCCESS
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         data: _State | None = state.get(_STATE_KEY)
         if data is None or not data.claims:
             return
+        group_pending = _group_pending(state)
         for index, claim in enumerate(data.claims):
             if index == data.extended_index:
                 continue
             if self._tracker.maybe_remove_pending_allocation(claim.metadata.uid):
                 self._tracker.restore(_kobj(claim))
+                if group_pending is not None:
+                    group_pending.discard(claim.metadata.uid)
             if (claim.status.allocation is not None
                     and pod_claims_mod.is_reserved_for_pod(pod.pod, claim)):
                 self._spawn(self._writer.unreserve(claim, pod.pod))
@@ -529,7 +596,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             if self._tracker.maybe_remove_pending_allocation(data.extended_initial_uid):
                 self._tracker.restore(_kobj(extended))
             if not er.is_special_claim_name(extended.metadata.name):
-                self._spawn(self._writer.delete(extended))
+                self._spawn(self._delete_logged(extended))
 
     # ---- PreBind ---------------------------------------------------------------------
 
@@ -550,20 +617,30 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             if pod_claims_mod.is_reserved_for_pod(pod.pod, claim):
                 continue
             allocation = data.infos[index].allocation
+            extended = index == data.extended_index
+            if extended and allocation is None and not claim.spec.devices.requests:
+                continue  # device plugins provide the extended resources
+            # Once the written claim is in the tracker, its allocation no longer needs
+            # to be in flight, whoever else shares it; otherwise this pod only stops
+            # sharing it (upstream's bindClaim).
+            recorded = False
             try:
-                if index == data.extended_index:
-                    if allocation is None and not claim.spec.devices.requests:
-                        continue  # device plugins provide the extended resources
+                if extended:
                     data.claims[index] = await self._bind_extended(
                         data, claim, allocation, pod, node_name)
                 else:
                     data.claims[index] = await self._writer.bind(claim, allocation, pod.pod)
+                    recorded = self._tracker.assume(data.claims[index])
             except ClaimWriteError as error:
                 return Status.error(str(error))
             finally:
                 if allocation is not None:
-                    self._tracker.maybe_remove_pending_allocation(
-                        claim.metadata.uid, force=True)
+                    self._tracker.maybe_remove_pending_allocation(claim.metadata.uid,
+                                                                  force=recorded)
+        if any(has_binding_conditions(claim) for claim in data.claims):
+            self._handle.record_pod_event(
+                pod.pod, "Normal", BINDING_CONDITIONS_PENDING, "Scheduling",
+                f"waiting for binding conditions for device on node {node_name}")
         return await self._writer.wait_for_binding_conditions(
             data.claims, self._args.binding_timeout_seconds)
 
@@ -583,6 +660,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             # From now on Unreserve and PostFilter delete the real claim.
             data.claims[data.extended_index or 0] = claim
         bound = await self._writer.bind(claim, allocation, pod.pod)
+        self._tracker.assume(bound)
         if not mappings:
             meta = pod.pod.metadata
             raise ClaimWriteError(

@@ -194,13 +194,18 @@ class ClaimTracker:
         in_flight.sharers -= 1
         return False
 
-    def assume(self, claim: resource.ResourceClaim) -> None:
-        """PreBind: the version the API server answered with."""
+    def assume(self, claim: resource.ResourceClaim) -> bool:
+        """PreBind: the version the API server answered with. False where upstream's
+        assume cache refuses it: the informer has a newer version (which stands), or
+        does not know the claim yet (kept all the same, so that a claim PreBind just
+        created holds its devices before the informer delivers it)."""
         key = f"{claim.metadata.namespace}/{claim.metadata.name}"
         stored = self._claims.get(key)
-        if stored is not None and _resource_version(stored) >= _resource_version(claim):
-            return
-        self._assumed[key] = claim
+        if stored is not None and _resource_version(stored) > _resource_version(claim):
+            return False
+        if stored is None or _resource_version(stored) < _resource_version(claim):
+            self._assumed[key] = claim
+        return stored is not None
 
     def restore(self, key: str) -> None:
         self._assumed.pop(key, None)

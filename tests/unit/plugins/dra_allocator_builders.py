@@ -144,8 +144,8 @@ def device_class(name: str, driver: str, config: str | None = None,
 
 
 def opaque(driver: str, attribute: str) -> r.OpaqueDeviceConfiguration:
-    return r.OpaqueDeviceConfiguration(driver=driver,
-                                       parameters={attribute: attribute + "Value"})
+    return r.OpaqueDeviceConfiguration(driver=driver, parameters=msgspec.Raw(
+        msgspec.json.encode({attribute: attribute + "Value"})))
 
 
 def request(name: str, class_name: str, count: int = 1, *selectors: r.DeviceSelector,
@@ -345,7 +345,8 @@ class Case:
 
 def dump(results: list[r.AllocationResult] | None) -> Any:
     """Comparable and readable on failure."""
-    return None if results is None else msgspec.to_builtins(results)
+    return None if results is None else msgspec.to_builtins(
+        results, enc_hook=lambda raw: msgspec.json.decode(raw))
 
 
 def with_range_policy(name: str, capacity: dict[str, str], shared: bool = True) -> r.Device:

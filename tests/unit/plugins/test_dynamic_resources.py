@@ -187,10 +187,10 @@ async def test_allocated_claim_elsewhere_is_not_available_and_postfilter_frees_i
     _, status = world.plugin.post_filter(state, pod, {})
     assert (status.code, status.message()) == (
         Code.UNSCHEDULABLE, "deallocation of ResourceClaim completed")
-    for task in list(world.plugin._background):
-        await task
-    [body] = recording.sent("PATCH", "/resourceclaims/c/status")
-    assert body["status"] == {"reservedFor": None, "allocation": None, "devices": None}
+    # Written before PostFilter returned: the claim as read, its status emptied.
+    [body] = recording.sent("PUT", "/resourceclaims/c/status")
+    assert body["metadata"]["resourceVersion"] == "5"
+    assert body.get("status", {}) == {}
 
 
 def test_postfilter_keeps_claims_other_pods_use() -> None:
@@ -240,8 +240,8 @@ async def test_prebind_adds_the_finalizer_then_allocation_and_reservation() -> N
     with_finalizer = msgspec.structs.replace(stored, metadata=msgspec.structs.replace(
         stored.metadata, finalizers=[dynamic_resources.FINALIZER], resource_version="6"))
     recording = RecordingApi(answers={
-        ("PATCH", "/resourceclaims/c"): ApiResponse(200, msgspec.json.encode(with_finalizer)),
-        ("PATCH", "/resourceclaims/c/status"): ApiResponse(200, msgspec.json.encode(
+        ("PUT", "/resourceclaims/c"): ApiResponse(200, msgspec.json.encode(with_finalizer)),
+        ("PUT", "/resourceclaims/c/status"): ApiResponse(200, msgspec.json.encode(
             with_finalizer))})
     world = World(stored, _class(), _slice("n1", "gpu-0"), api_client=recording)
     pod = _pod([_uses("c")])
@@ -249,11 +249,15 @@ async def test_prebind_adds_the_finalizer_then_allocation_and_reservation() -> N
     assert world.plugin.reserve(state, pod, "n1").ok
     status = await world.plugin.pre_bind(state, pod, "n1")
     assert status.ok, status.message()
-    [finalizer] = recording.sent("PATCH", "/resourceclaims/c")
-    assert finalizer["metadata"] == {"resourceVersion": "5",
+    # The claim goes back whole (Update), with the finalizer, then with its status
+    # (UpdateStatus), each with the resourceVersion it was read at.
+    [finalizer] = recording.sent("PUT", "/resourceclaims/c")
+    assert finalizer["metadata"] == {"name": "c", "namespace": "d", "uid": "uid-c",
+                                     "resourceVersion": "5",
                                      "finalizers": [dynamic_resources.FINALIZER]}
-    [written] = recording.sent("PATCH", "/resourceclaims/c/status")
-    assert written["metadata"] == {"resourceVersion": "6"}
+    assert finalizer["spec"] == msgspec.to_builtins(stored.spec)
+    [written] = recording.sent("PUT", "/resourceclaims/c/status")
+    assert written["metadata"]["resourceVersion"] == "6"
     assert written["status"]["reservedFor"] == [
         {"resource": "pods", "name": "p", "uid": "uid-p"}]
     [result] = written["status"]["allocation"]["devices"]["results"]
@@ -288,9 +292,9 @@ async def test_dra_backed_extended_resource_gets_a_claim_made_at_prebind() -> No
     recording = RecordingApi(answers={
         ("POST", "/namespaces/d/resourceclaims"): ApiResponse(201, msgspec.json.encode(
             _claim("p-extended-resources-x"))),
-        ("PATCH", "/resourceclaims/p-extended-resources-x"): ApiResponse(
+        ("PUT", "/resourceclaims/p-extended-resources-x"): ApiResponse(
             200, msgspec.json.encode(_claim("p-extended-resources-x"))),
-        ("PATCH", "/resourceclaims/p-extended-resources-x/status"): ApiResponse(
+        ("PUT", "/resourceclaims/p-extended-resources-x/status"): ApiResponse(
             200, msgspec.json.encode(made))})
     world = World(gpu_class, _slice("n1", "gpu-0"), api_client=recording)
     world.handle.resource_listers.device_classes.on_add(gpu_class)
