@@ -402,19 +402,32 @@ class SchedulingQueue:
 
     def activate(self, uids: Iterable[str]) -> None:
         """Upstream's Activate: pods waiting among the unschedulable (PreEnqueue runs
-        again for gated ones) or in backoff go to the active queue now."""
-        event = FORCE_ACTIVATE.queue_label()
+        again for gated ones) or in backoff go to the active queue now. A pod in the
+        middle of its cycle gets a ForceActivate event meant for it alone, so that if
+        the cycle fails it is requeued rather than parked among the unschedulable (the
+        case of a preemption whose API calls end while its preemptor is in flight)."""
         for uid in uids:
-            if (info := self._unschedulable.get(uid) or self._gated.get(uid)) is not None:
-                self._to_active(info, event)
-            elif (info := self._backoff.get(uid)) is not None:
-                self._to_active(info, event, from_backoff=True)
+            if self._activate_waiting(uid):
+                continue
+            if (info := self._in_flight.get(uid)) is not None:
+                self._in_flight_events.record_for(uid, (FORCE_ACTIVATE,), None, info.pod_info)
+
+    def _activate_waiting(self, uid: str) -> bool:
+        """Upstream's activate: the pod to the active queue if it waits somewhere."""
+        event = FORCE_ACTIVATE.queue_label()
+        if (info := self._unschedulable.get(uid) or self._gated.get(uid)) is not None:
+            self._to_active(info, event)
+        elif (info := self._backoff.get(uid)) is not None:
+            self._to_active(info, event, from_backoff=True)
+        else:
+            return False
+        return True
 
     def pop_specific(self, uid: str) -> QueuedPodInfo | None:
         """Take this pod out of the queue for the scheduling cycle under way (upstream's
         PopSpecificPod: activate it, then take it from the active queue); None when it
         is not there to take (in flight, deleted, or held by PreEnqueue)."""
-        self.activate((uid,))
+        self._activate_waiting(uid)
         entry = self._active_by_uid.pop(uid, None)
         if entry is None:
             return None

@@ -330,6 +330,35 @@ async def test_pod_updated_in_flight_is_requeued_in_its_latest_version() -> None
     assert queued.pod_info.pod.metadata.labels == {"v": "2"}
 
 
+async def test_a_pod_activated_in_flight_is_requeued_when_its_cycle_fails() -> None:
+    """Upstream's Activate registers ForceActivate for an in-flight pod (a preemption's
+    API calls ending while its preemptor is in its next cycle): a rejection then sends
+    it to backoff/active, not to wait among the unschedulable. Meant for that pod
+    alone: another pod in flight at the same time still parks."""
+    clock = FakeClock()
+    queue = make_queue(clock)
+    activated, other = pod("activated", 10), pod("other")
+    queue.add(activated)
+    queue.add(other)
+    first, second = await pop_now(queue), await pop_now(queue)
+    assert first.pod_info.uid == activated.uid
+    queue.activate([activated.uid])
+    reject(queue, first, FIT)
+    reject(queue, second, FIT)
+    assert queue.where(activated.uid) in ("backoff", "active")
+    assert queue.where(other.uid) == "unschedulable"
+
+
+async def test_pop_specific_of_an_in_flight_pod_registers_no_activation() -> None:
+    queue = make_queue(FakeClock())
+    info = pod("p")
+    queue.add(info)
+    queued = await pop_now(queue)
+    assert queue.pop_specific(info.uid) is None
+    reject(queue, queued, FIT)
+    assert queue.where(info.uid) == "unschedulable"
+
+
 async def test_done_forgets_the_in_flight_pod() -> None:
     queue = make_queue(FakeClock())
     info = pod("p")
