@@ -30,12 +30,17 @@ from cel_expr_python import cel
 
 from kpysched.objects.quantity import QuantityError, parse_quantity
 from kpysched.objects.resource import Device
-from kpysched.plugins.dynamic_resources.cel_adapt import adapted, message_equalities
+from kpysched.plugins.dynamic_resources.cel_adapt import (
+    adapted,
+    library_calls,
+    message_equalities,
+)
 from kpysched.plugins.dynamic_resources.cel_ast import Checked, decode_checked, encode_checked
 from kpysched.plugins.dynamic_resources.cel_bound import Bound
 from kpysched.plugins.dynamic_resources.cel_cost import COST_LIMIT, COST_LIMIT_EXCEEDED
 from kpysched.plugins.dynamic_resources.cel_library import (
     go_quantity_error,
+    new_checker_env,
     new_env,
     parse_semver,
     quantity_message,
@@ -247,7 +252,8 @@ class CompiledSelector:
         # read the tree as written.
         ids = itertools.count(self._checked.max_id() + 1)
         self._checked.equalities = message_equalities(self._checked)
-        runs = adapted(self._checked.root, lambda: next(ids), self._checked.equalities)
+        self._checked.library_calls = library_calls(self._checked)
+        runs = adapted(self._checked.root, lambda: next(ids), self._checked)
         self._runs = program if runs is None else shared.devices.env.deserialize(
             encode_checked(self._checked, runs, self._checked.references))
         bound = Bound(self._checked)
@@ -346,6 +352,7 @@ class CelCache:
         self._max_size = max_size
         runtime = Runtime()
         self._env = new_env(runtime.functions())
+        self._checker = new_checker_env()
         runtime.bind(self._env, new_env(variables={"__v": cel.Type.DYN}))
         self._shared = _Shared(_Devices(self._env, max_devices), runtime, cost_limit,
                                unmetered_max_cost)
@@ -366,7 +373,8 @@ class CelCache:
 
     def _compile(self, expression: str) -> CompiledSelector | SelectorError:
         try:
-            program = self._env.compile(expression)
+            checked = self._checker.compile(expression)
+            program = self._env.deserialize(checked.serialize())
         except RuntimeError as err:
             text = _STATUS.sub("", str(err), count=1).removesuffix(" [INVALID_ARGUMENT]")
             return SelectorError(f"compilation failed: {text}")

@@ -17,6 +17,9 @@ maps, directly or through a `cel.bind` of them:
 A device map reached any other way (inside a list, through dyn) keeps plain map
 semantics: indexing a missing domain there fails with `no such key: <domain>`.
 
+Library calls. The list and set libraries' calls become calls of the `@kp.` functions
+that implement them (cel_lists.py), with a member call's target as first argument.
+
 Equality of quantities. Quantity.Equal compares amounts, and a quantity message also
 records how apimachinery holds an amount that it does not call an integer
 (cel_library.quantity_message), so `a == b` and `a != b` between two values the checker
@@ -44,6 +47,7 @@ from kpysched.plugins.dynamic_resources.cel_ast import (
     int_const,
     string_const,
 )
+from kpysched.plugins.dynamic_resources.cel_lists import WRAPPED_ITEM, runtime_name
 
 _DEVICE_MAPS = ("attributes", "capacity")
 
@@ -54,6 +58,21 @@ def _is_device_map(node: Expr, aliases: frozenset[str], device_visible: bool) ->
     return (node.kind == SELECT and not node.test_only and node.name in _DEVICE_MAPS
             and device_visible and node.target is not None and node.target.kind == IDENT
             and node.target.name == "device")
+
+
+def library_calls(checked: Checked) -> dict[int, str]:
+    """The calls of the list and set libraries, with the `@kp.` function that runs each
+    (cel_lists.py)."""
+    found: dict[int, str] = {}
+    stack = [checked.root]
+    while stack:
+        node = stack.pop()
+        stack += node.children()
+        if node.kind == CALL:
+            name = runtime_name(node.name, checked.overloads(node.id))
+            if name is not None:
+                found[node.id] = name
+    return found
 
 
 def message_equalities(checked: Checked) -> frozenset[int]:
@@ -70,10 +89,19 @@ def message_equalities(checked: Checked) -> frozenset[int]:
     return frozenset(found)
 
 
+def _unguarded(node: Expr) -> Expr:
+    """The value inside the metered copy's `@kp.tick(n) ? value : null` (cel_rewrite)."""
+    while (node.kind == CALL and node.name == "_?_:_" and len(node.args) == 3
+           and node.args[0].kind == CALL and node.args[0].name == "@kp.tick"):
+        node = node.args[1]
+    return node
+
+
 class _Adapter:
-    def __init__(self, next_id: Callable[[], int], equalities: frozenset[int]) -> None:
+    def __init__(self, next_id: Callable[[], int], checked: Checked) -> None:
         self._id = next_id
-        self._equalities = equalities
+        self._equalities = checked.equalities
+        self._library = checked.library_calls
         self.changed = False
 
     def _lookup(self, operand: Expr, key: Expr) -> Expr:
@@ -88,6 +116,14 @@ class _Adapter:
             left, right = (self.walk(arg, aliases, device_visible) for arg in node.args)
             order = Expr(self._id(), CALL, name="compareTo", target=left, args=[right])
             return Expr(node.id, CALL, name=node.name, args=[order, int_const(self._id(), 0)])
+        if node.kind == CALL and node.id in self._library:
+            self.changed = True
+            operands = [self.walk(operand, aliases, device_visible) for operand in
+                        ([node.target] if node.target is not None else []) + node.args]
+            name = self._library[node.id]
+            if name in WRAPPED_ITEM:  # a Python function takes no parameter of any kind
+                operands[1] = Expr(self._id(), LIST, args=[operands[1]])
+            return Expr(self._id(), CALL, name=name, args=operands)
         if node.kind == COMPREHENSION:
             return self._comprehension(node, aliases, device_visible)
         if node.kind == SELECT and node.target is not None and _is_device_map(
@@ -128,7 +164,7 @@ class _Adapter:
         # only by the loop.
         accu = node.accu_var
         outer = aliases - {accu}
-        if is_bind and _is_device_map(init, aliases, device_visible):
+        if is_bind and _is_device_map(_unguarded(init), aliases, device_visible):
             outer = outer | {accu}
         result_visible = device_visible and accu != "device"
         loop_aliases = outer - {node.iter_var, node.iter_var2}
@@ -141,10 +177,10 @@ class _Adapter:
             result=self.walk(result, outer, result_visible))
 
 
-def adapted(root: Expr, next_id: Callable[[], int], equalities: frozenset[int]
-            ) -> Expr | None:
-    """`root` as cel-cpp should run it (new nodes numbered by next_id), or None when
-    nothing changes. `equalities`: message_equalities of the checked selector."""
-    adapter = _Adapter(next_id, equalities)
+def adapted(root: Expr, next_id: Callable[[], int], checked: Checked) -> Expr | None:
+    """`root` (the checked selector's tree or a copy of it) as cel-cpp should run it,
+    new nodes numbered by next_id; None when nothing changes. Reads the checked
+    selector's `equalities` and `library_calls`."""
+    adapter = _Adapter(next_id, checked)
     out = adapter.walk(root, frozenset(), True)
     return out if adapter.changed else None

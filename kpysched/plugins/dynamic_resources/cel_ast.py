@@ -335,6 +335,8 @@ class Checked:
     upstream_kinds: dict[int, int] | None = None
     # `==`/`!=` between messages, which cel_adapt runs as compareTo (cel.py fills it).
     equalities: frozenset[int] = frozenset()
+    # Calls of the list and set libraries, by id: the `@kp.` function that runs each.
+    library_calls: dict[int, str] = field(default_factory=dict)
 
     def reference_name(self, node_id: int) -> str:
         reference = self.references.get(node_id)

@@ -39,6 +39,7 @@ from kpysched.plugins.dynamic_resources.cel_cost import (
     set_membership,
     static_size,
 )
+from kpysched.plugins.dynamic_resources.cel_lists import K8S_TRAVERSED, library_call
 
 # What a device can hold (k8s.io/api/resource/v1 limits), for the upper bound.
 _MAX_ENTRIES = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
@@ -78,6 +79,46 @@ def _join(sizes: Sequence[_Size]) -> _Size:
     return _Size(kinds.pop() if len(kinds) == 1 else UNKNOWN, max(s.size for s in sizes))
 
 
+def _traversal(size: _Size | None) -> float:
+    """Upper bound of library.traversalCost (a string priced by its bytes)."""
+    if size is None or size.size == _INF:
+        return _INF
+    if size.kind == LIST_KIND:
+        return size.size * _traversal(size.element) if size.size else 0
+    if size.kind == MAP_KIND:
+        return size.size * (_traversal(size.element) + _traversal(size.member)) if (
+            size.size) else 0
+    if size.kind == STRING:
+        return math.floor(size.size * _MAX_UTF8 * 0.1)
+    if size.kind in (SCALAR, MESSAGE):
+        return 1
+    return max(1.0, math.floor(size.size * _MAX_UTF8 * 0.1))  # a string, or no size
+
+
+def _int_constant(node: Expr) -> float:
+    value = const_value(node) if node.kind == CONST else None
+    return max(value, 0) if isinstance(value, int) and not isinstance(value, bool) else _INF
+
+
+def _library_bound(node: Expr, overloads: list[str], args: list[_Size]) -> float:
+    """What a list or set function charges beyond own_cost, at most (cel_lists.py)."""
+    if node.name in K8S_TRAVERSED:
+        return _traversal(args[0])
+    sizes = [arg.size for arg in args]
+    if node.name.startswith("sets."):
+        return sizes[0] * sizes[1] * (2 if node.name == "sets.equivalent" else 1)
+    if node.name == "sort" and len(overloads) > 1:
+        return 0
+    if node.name in ("sort", "distinct"):
+        return 10 + sizes[0] * sizes[0] * 2.1
+    if node.name == "lists.range":
+        return 10 + _int_constant(node.args[0])
+    if node.name == "flatten":
+        depth = _int_constant(node.args[0]) if node.args else 1
+        return 10 + depth * sizes[0]
+    return 10 + max(sizes[0], 1)  # slice, reverse: the result is no longer than the list
+
+
 @dataclass(slots=True)
 class Bound:
     """Worst-case cost and comprehension iterations of a checked selector on any device
@@ -102,7 +143,10 @@ class Bound:
             cost, iterations = cost + child_cost, iterations + child_iterations
             children.append(size)
         size = self._size(node, scope, children)
-        static = own_cost(node, self.checked)
+        static: float | None = own_cost(node, self.checked)
+        if (static is not None and node.kind == CALL
+                and library_call(node.name, self.checked.overloads(node.id))):
+            static += _library_bound(node, self.checked.overloads(node.id), children)
         own = (static if static is not None else
                self._call_bound(node.name, overload_id(node, self.checked), children, size,
                                 in_bytes(node, 0)))
@@ -168,6 +212,15 @@ class Bound:
             return _Size(children[0].kind, children[0].size + children[1].size, element)
         if node.kind == CALL and node.name == "_?_:_":
             return _join(children[1:])
+        if node.kind == CALL and node.name in ("slice", "reverse", "sort", "distinct") and (
+                library_call(node.name, self.checked.overloads(node.id))):
+            return children[0]  # no longer than the list, made of its elements
+        if node.kind == CALL and node.name in ("max", "min") and (
+                library_call(node.name, self.checked.overloads(node.id))):
+            return children[0].element or _ANY
+        if node.kind == CALL and node.name == "lists.range" and (
+                library_call(node.name, self.checked.overloads(node.id))):
+            return _Size(LIST_KIND, _int_constant(node.args[0]), _ONE)
         return _Size(info.kind if info is not None else UNKNOWN, _INF)
 
     @staticmethod

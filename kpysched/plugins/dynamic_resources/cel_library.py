@@ -23,6 +23,7 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from kpysched.objects.quantity import Quantity, QuantityError, parse_quantity
+from kpysched.plugins.dynamic_resources.cel_lists import checker_config, checker_impls
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -305,6 +306,20 @@ def _functions() -> list[cel.FunctionDecl]:
         "patch": [_overload("semver_patch", t.INT, [s], lambda v: v.patch)],
     }
     return [cel.FunctionDecl(name, overloads) for name, overloads in decls.items()]
+
+
+def new_checker_env() -> cel.Env:
+    """The environment selectors are compiled in: new_env's, with the list and set
+    libraries declared as cel-go does (cel_lists.py). Its programs never run: cel.py
+    deserializes them into new_env's environment."""
+    return cel.NewEnv(
+        _POOL,
+        config=checker_config(),
+        variables={"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN)},
+        extensions=[ext_bindings.ExtBindings(), ext_optional.ExtOptional()],
+        functions=_functions(),
+        function_impls=checker_impls(),
+    )
 
 
 def new_env(functions: Sequence[cel.FunctionDecl] = (),

@@ -24,6 +24,7 @@ from cel_expr_python import cel
 
 from kpysched.plugins.dynamic_resources.cel_ast import SCALAR, Checked, decode_checked
 from kpysched.plugins.dynamic_resources.cel_cost import COST_LIMIT_EXCEEDED, call_cost
+from kpysched.plugins.dynamic_resources.cel_lists import Library
 from kpysched.plugins.dynamic_resources.cel_rewrite import (
     SIZE_CODE,
     UTF8_SIZE_CODE,
@@ -98,7 +99,15 @@ class Runtime:
                              is_member=False, impl=self._fold),
                 cel.Overload("@kp.fold_map", _T.DYN, [_T.INT, _T.MAP, _T.LIST],
                              is_member=False, impl=self._fold)]),
+            *Library(self._library_charge).functions(),
         ]
+
+    def _library_charge(self, cost: int) -> None:
+        # The list and set functions price themselves from their values; only a metered
+        # evaluation has a meter to charge.
+        meter: Meter | None = getattr(self._local, "meter", None)
+        if meter is not None:
+            meter.add(cost)
 
     def bind(self, env: cel.Env, template_env: cel.Env) -> None:
         """Attach the environment whose `@kp.` functions are these; `template_env`

@@ -168,7 +168,7 @@ class Rewriter:
         return self._compile(self._block(node, scope, frame))
 
     def _compile(self, body: Expr) -> cel.Expression:
-        body = adapted(body, self._id, self._checked.equalities) or body
+        body = adapted(body, self._id, self._checked) or body
         return self._env.deserialize(encode_checked(self._checked, body, self._references))
 
     def _block(self, node: Expr, scope: dict[str, _Binding], frame: _Frame,

@@ -4,7 +4,8 @@ StoredExpressions, then DeviceMatches) on the same device, in the form
 `true`/`false`, `ERROR <runtime error>` or `COMPILE-ERROR <compile error>`. They cover
 the differences issue 33 item 5 found: a domain the device lacks is an empty map however
 the selector reaches it, quantities held as fractions are no integers, conversion
-errors and mixed-type literals are worded and refused as cel-go does."""
+errors and mixed-type literals are worded and refused as cel-go does; and the list and
+set libraries of the v1.36 environment, with their cost."""
 
 from __future__ import annotations
 
@@ -166,9 +167,198 @@ UPSTREAM = [
 ]
 
 
+# The list and set libraries, with upstream's actual cost (EvalDetails.ActualCost).
+LIBRARIES = [
+    pytest.param('[1,2,3].isSorted() && ![3,1].isSorted()',
+                 'true',
+                 6,
+                 id='is-sorted'),
+    pytest.param('["a","b"].isSorted() && [1.0, 2.0].isSorted()',
+                 'true',
+                 2,
+                 id='is-sorted-strings-doubles'),
+    pytest.param('[1,2,3].sum() == 6',
+                 'true',
+                 4,
+                 id='sum-int'),
+    pytest.param('[1.5,2.5].sum() == 4.0',
+                 'true',
+                 3,
+                 id='sum-double'),
+    pytest.param('[duration("1s"), duration("2s")].sum() == duration("3s")',
+                 'true',
+                 3,
+                 id='sum-duration'),
+    pytest.param('[1u, 2u].sum() == 3u',
+                 'true',
+                 3,
+                 id='sum-uint'),
+    pytest.param('[9223372036854775807, 1].sum() > 0',
+                 'ERROR integer overflow',
+                 3,
+                 id='sum-overflow'),
+    pytest.param('[3,1,2].max() == 3 && [3,1,2].min() == 1',
+                 'true',
+                 8,
+                 id='max-min'),
+    pytest.param('["b","a"].max() == "b"',
+                 'true',
+                 1,
+                 id='max-string'),
+    pytest.param('[].max() == 1',
+                 'ERROR max called on empty list',
+                 1,
+                 id='max-empty'),
+    pytest.param('[duration("1s"), duration("3s")].max() == duration("3s") && [timestamp(1)'
+                 ', timestamp(2)].min() == timestamp(1)',
+                 'true',
+                 6,
+                 id='max-min-time'),
+    pytest.param('[1,2,3].indexOf(2) == 1 && [1,2,1].lastIndexOf(1) == 2 && [1].indexOf(5) == -1',
+                 'true',
+                 10,
+                 id='list-index-of'),
+    pytest.param('["abcdefghijklmnopqrstuvwxyz", "b"].indexOf("b") == 1',
+                 'true',
+                 3,
+                 id='list-index-of-strings'),
+    pytest.param('[[1],[2]].indexOf([2]) == 1',
+                 'true',
+                 3,
+                 id='list-index-of-lists'),
+    pytest.param('"abcb".indexOf("b") == 1 && "abcb".lastIndexOf("b") == 3',
+                 'true',
+                 2,
+                 id='string-index-of'),
+    pytest.param('[1,2,3,4].slice(1,3) == [2,3]',
+                 'true',
+                 14,
+                 id='slice'),
+    pytest.param('[1,2].slice(1,3) == [2]',
+                 'ERROR cannot slice(1, 3), list is length 2',
+                 13,
+                 id='slice-too-long'),
+    pytest.param('[1,2].slice(2,1) == []',
+                 'ERROR cannot slice(2, 1), start index must be less than or equal to end index',
+                 12,
+                 id='slice-backwards'),
+    pytest.param('[1,2].slice(-1,1) == []',
+                 'ERROR cannot slice(-1, 1), negative indexes not supported',
+                 12,
+                 id='slice-negative'),
+    pytest.param('[[1],[2,3]].flatten() == [1,2,3] && [dyn(1), dyn([2])].flatten() == [1,2]',
+                 'true',
+                 28,
+                 id='flatten'),
+    pytest.param('[[[1]],[[2],[3]]].flatten(2) == [1,2,3] && [[[1]]].flatten(1) == [[1]]',
+                 'true',
+                 29,
+                 id='flatten-depth'),
+    pytest.param('[[1],[2]].flatten(-1) == [1]',
+                 'ERROR level must be non-negative',
+                 10,
+                 id='flatten-negative'),
+    pytest.param('[3,2,1].sort() == [1,2,3] && ["b","c","a"].sort() == ["a","b","c"]',
+                 'true',
+                 60,
+                 id='sort'),
+    pytest.param('[timestamp(2), timestamp(1)].sort()[0] == timestamp(1)',
+                 'true',
+                 22,
+                 id='sort-time'),
+    pytest.param('lists.range(5) == [0,1,2,3,4] && lists.range(0) == []',
+                 'true',
+                 28,
+                 id='range'),
+    pytest.param('[5,3,1,2].reverse() == [2,1,3,5]',
+                 'true',
+                 16,
+                 id='reverse'),
+    pytest.param('[1,2,2,3,3,3].distinct() == [1,2,3] && ["b","b","c","a","c"].distinct() ='
+                 '= ["b","c","a"]',
+                 'true',
+                 148,
+                 id='distinct'),
+    pytest.param('sets.contains([1,2,3], [3,2]) && !sets.contains([1], [1, 2])',
+                 'true',
+                 11,
+                 id='sets-contains'),
+    pytest.param('sets.equivalent([1], [1, 1]) && sets.equivalent([dyn(1), dyn(2)], [dyn(2.'
+                 '0), dyn(1u)])',
+                 'true',
+                 14,
+                 id='sets-equivalent'),
+    pytest.param('!sets.intersects([1], []) && sets.intersects([[dyn(1)], [dyn(3)]], [[dyn('
+                 '1.0)]])',
+                 'true',
+                 5,
+                 id='sets-intersects'),
+    pytest.param('sets.equivalent([1], [1u, 1.0])',
+                 "COMPILE-ERROR compilation failed: ERROR: <input>:1:27: expected type 'uin"
+                 "t' but found 'double'\n | sets.equivalent([1], [1u, 1.0])\n | ..........."
+                 '...............^',
+                 0,
+                 id='sets-mixed-literal'),
+    pytest.param('device.attributes["dra.example.com"].model in ["a100", "h100"].sort()',
+                 'true',
+                 25,
+                 id='device-in-sorted'),
+    pytest.param('device.attributes["dra.example.com"].model.split("1").sort()[0] == ""',
+                 'false',
+                 26,
+                 id='device-split-sorted'),
+    pytest.param('sets.contains(["a100", "b"], [device.attributes["dra.example.com"].model])',
+                 'true',
+                 17,
+                 id='device-sets'),
+    pytest.param('lists.range(100).map(x, x * 2).sum() == 9900',
+                 'true',
+                 1613,
+                 id='range-map-sum'),
+    pytest.param('lists.range(20000).all(x, x >= 0)',
+                 'true',
+                 120012,
+                 id='range-loop'),
+    pytest.param('lists.range(1000).sort().size() == 1000',
+                 'ERROR operation cancelled: actual cost limit exceeded',
+                 2001022,
+                 id='sort-over-limit'),
+    pytest.param('lists.range(1000).distinct().size() == 1000',
+                 'ERROR operation cancelled: actual cost limit exceeded',
+                 2001022,
+                 id='distinct-over-limit'),
+    pytest.param('sets.equivalent(lists.range(700), lists.range(700))',
+                 'true',
+                 981423,
+                 id='sets-near-limit'),
+    pytest.param('lists.range(100).map(x, lists.range(100)).flatten().size() == 10000',
+                 'true',
+                 12525,
+                 id='map-flatten'),
+]
+
+
 @pytest.mark.parametrize(("expression", "expected"), UPSTREAM)
 def test_selector_evaluates_as_upstream(expression: str, expected: str) -> None:
     assert outcome(CelCache(), expression) == expected
+
+
+@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES)
+def test_list_and_set_libraries_as_upstream(expression: str, expected: str, cost: int
+                                            ) -> None:
+    assert outcome(CelCache(), expression) == expected
+
+
+@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES)
+def test_list_and_set_libraries_cost_as_upstream(expression: str, expected: str, cost: int
+                                                 ) -> None:
+    # Metered, every selector reports the cost cel-go's tracker counts.
+    cache = CelCache(unmetered_max_cost=0)
+    if expected not in ("true", "false"):
+        assert outcome(cache, expression) == expected
+        return
+    evaluation = cache.compile(expression).evaluate(DRIVER, DEVICE)
+    assert (str(evaluation.matches).lower(), evaluation.cost) == (expected, cost)
 
 
 def test_missing_domain_through_a_metered_selector() -> None:
