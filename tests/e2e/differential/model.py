@@ -103,6 +103,8 @@ class PvcSpec:
 class CSINodeSpec:
     node: str  # role of the node; the CSINode's name is that node's name
     drivers: dict[str, int | None]  # driver (role or literal name) -> allocatable.count
+    # e.g. storage.alpha.kubernetes.io/migrated-plugins, as kubelet writes it.
+    annotations: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -177,7 +177,8 @@ def _csi_node_body(spec: CSINodeSpec, names: _Names) -> dict[str, Any]:
         if count is not None:
             entry["allocatable"] = {"count": count}
         drivers.append(entry)
-    return {"metadata": {"name": node}, "spec": {"drivers": drivers}}
+    return {"metadata": {"name": node, "annotations": dict(spec.annotations)},
+            "spec": {"drivers": drivers}}
 
 
 def _csi_driver_body(spec: CSIDriverSpec, names: _Names) -> dict[str, Any]:

@@ -15,6 +15,11 @@ again at once (upstream's executor activates it), not left among the unschedulab
 until an unrelated event or the 5-minute flush. And a pod bound while the status
 writes of a crowd of failed pods are still throttled must not end with the
 PodScheduled=False of its own failed attempt (upstream writes it before retrying).
+
+Issue 33: a pod held in PreBind shows the node as its nominatedNodeName
+(NominatedNodeNameForExpectation), and loses it when the binding fails (items 2, 12);
+a pod deleted in PreBind ends its PreBind within a second, which both schedulers
+count in scheduler_volume_scheduling_stage_error_total{operation="bind"} (items 8, 12).
 """
 
 from __future__ import annotations
@@ -30,10 +35,14 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cluster import kube, provisioner
 from tests.cluster.cluster import ClusterState
-from tests.e2e.differential.compare import KPYSCHED, UPSTREAM, schedulers_running
+from tests.cluster.kpysched_process import KpyschedProcess
+from tests.cluster.provisioner import ProvisionerProcess
+from tests.cluster.upstream import UpstreamScheduler
+from tests.e2e.differential.compare import KPYSCHED, UPSTREAM
 from tests.e2e.differential.runner import ensure_priority_classes
 
 pytestmark = pytest.mark.e2e
@@ -47,10 +56,30 @@ PLACED_WITHIN_SECONDS = 1.0
 CLAIM = "data"
 
 
+# Upstream's checkBindings asks its pod lister once a second.
+PRE_BIND_ENDED_WITHIN_SECONDS = 5.0
+BIND_STAGE_ERRORS = "scheduler_volume_scheduling_stage_error_total"
+
+
+@dataclass(frozen=True)
+class _Schedulers:
+    upstream: UpstreamScheduler
+    kpysched: KpyschedProcess
+
+    def metric(self, scheduler: str, name: str, **labels: str) -> float:
+        """A sample of `scheduler`'s /metrics (0 while it has none)."""
+        body = (self.upstream.metrics() if scheduler == UPSTREAM
+                else self.kpysched.get("/metrics")[1])
+        return sum(sample.value for family in text_string_to_metric_families(body)
+                   for sample in family.samples
+                   if sample.name == name and labels.items() <= sample.labels.items())
+
+
 @pytest.fixture(scope="module")
-def schedulers(cluster: ClusterState) -> Iterator[None]:
-    with schedulers_running(cluster):
-        yield
+def schedulers(cluster: ClusterState) -> Iterator[_Schedulers]:
+    with (ProvisionerProcess(cluster), UpstreamScheduler(cluster) as upstream,
+          KpyschedProcess(cluster, log_level="info") as ours):
+        yield _Schedulers(upstream, ours)
 
 
 @dataclass(frozen=True)
@@ -161,7 +190,7 @@ async def _victim_in_pre_bind(api: client.ApiClient, scheduler: str) -> dict[str
 
 
 async def test_a_victim_still_in_pre_bind_is_sent_back_not_deleted(
-        schedulers: None, api: client.ApiClient) -> None:
+        schedulers: _Schedulers, api: client.ApiClient) -> None:
     upstream = await _victim_in_pre_bind(api, UPSTREAM)
     ours = await _victim_in_pre_bind(api, KPYSCHED)
     # The scenario means what it says: upstream cancelled the binding in memory.
@@ -171,7 +200,8 @@ async def test_a_victim_still_in_pre_bind_is_sent_back_not_deleted(
     assert ours == upstream, f"\n upstream: {upstream}\n kpysched: {ours}"
 
 
-async def _deleted_in_pre_bind(api: client.ApiClient, scheduler: str) -> dict[str, Any]:
+async def _deleted_in_pre_bind(api: client.ApiClient, scheduler: str,
+                               schedulers: _Schedulers) -> dict[str, Any]:
     async with _run(api, scheduler) as run:
         uids = {"binding": await run.create(run.pod("binding", "low", claim=True))}
         await run.wait_in_pre_bind()
@@ -179,30 +209,86 @@ async def _deleted_in_pre_bind(api: client.ApiClient, scheduler: str) -> dict[st
         failed = await run.wait_note("waiting", "FailedScheduling")
         # Its first backoff (1 s) runs out: a move now takes it to be scheduled at once.
         await asyncio.sleep(SETTLE_SECONDS)
+        bind_errors = schedulers.metric(scheduler, BIND_STAGE_ERRORS, operation="bind")
         loop = asyncio.get_running_loop()
         started = loop.time()
         await client.CoreV1Api(api).delete_namespaced_pod("binding", run.namespace,
                                                           grace_period_seconds=0)
         bound = await kube.wait_bound(api, run.namespace, ["waiting"],
                                       timeout=OUTCOME_TIMEOUT_SECONDS)
+        placed = loop.time() - started
+
+        async def pre_bind_ended() -> bool:
+            # The deleted pod's PreBind gives up (and counts its bind stage's error).
+            return schedulers.metric(scheduler, BIND_STAGE_ERRORS,
+                                     operation="bind") == bind_errors + 1
+
+        await kube.wait_for(pre_bind_ended, PRE_BIND_ENDED_WITHIN_SECONDS,
+                            f"{scheduler}'s PreBind of the deleted pod to end")
         return {
             "waiting node": run.text(bound["waiting"], uids),
             "waiting's first failure": run.text(failed[0], uids),
-            "placed in time": loop.time() - started < PLACED_WITHIN_SECONDS,
-            "seconds": round(loop.time() - started, 2),
+            "placed in time": placed < PLACED_WITHIN_SECONDS,
+            "seconds": round(placed, 2),
+            "pre-bind ended after": round(loop.time() - started, 1),
         }
 
 
 async def test_a_pod_deleted_in_pre_bind_gives_its_room_back_at_once(
-        schedulers: None, api: client.ApiClient) -> None:
-    upstream = await _deleted_in_pre_bind(api, UPSTREAM)
-    ours = await _deleted_in_pre_bind(api, KPYSCHED)
+        schedulers: _Schedulers, api: client.ApiClient) -> None:
+    upstream = await _deleted_in_pre_bind(api, UPSTREAM, schedulers)
+    ours = await _deleted_in_pre_bind(api, KPYSCHED, schedulers)
     assert upstream["placed in time"], upstream
     assert upstream["waiting's first failure"].startswith(
         "0/1 nodes are available: 1 Insufficient cpu."), upstream
-    timings = f"upstream {upstream.pop('seconds')} s, kpysched {ours.pop('seconds')} s"
+    timings = (f"upstream {upstream.pop('seconds')} s, kpysched {ours.pop('seconds')} s; "
+               f"PreBind ended after upstream {upstream.pop('pre-bind ended after')} s, "
+               f"kpysched {ours.pop('pre-bind ended after')} s")
     print(f"placed after the deletion: {timings}")  # shown with -rP
     assert ours == upstream, f"({timings})\n upstream: {upstream}\n kpysched: {ours}"
+
+
+async def _nominated_in_pre_bind(api: client.ApiClient, scheduler: str) -> dict[str, Any]:
+    async with _run(api, scheduler) as run:
+        core = client.CoreV1Api(api)
+        uids = {"binding": await run.create(run.pod("binding", "low", claim=True))}
+        await run.wait_in_pre_bind()
+        during = await core.read_namespaced_pod("binding", run.namespace)
+        # The retry must fail in Filter, not enter PreBind (and nominate) again.
+        await core.patch_node(run.node, {"spec": {"unschedulable": True}})
+        # The provisioner gives up, as a failing one does: the selected node goes.
+        await core.patch_namespaced_persistent_volume_claim(CLAIM, run.namespace, {
+            "metadata": {"annotations": {provisioner.ANN_SELECTED_NODE: None}}})
+
+        async def two_failures() -> list[str] | None:
+            notes = await run.notes("binding", "FailedScheduling")
+            return notes if len(notes) >= 2 else None
+
+        failures: list[str] = await kube.wait_for(
+            two_failures, OUTCOME_TIMEOUT_SECONDS, "the binding failure and the retry")
+        after = await core.read_namespaced_pod("binding", run.namespace)
+        claim = await core.read_namespaced_persistent_volume_claim(CLAIM, run.namespace)
+        annotations = claim.metadata.annotations or {}
+        return {
+            "nominated in PreBind": run.text(during.status.nominated_node_name or "", uids),
+            "failures": [run.text(note, uids) for note in failures[:2]],
+            "nominated after": after.status.nominated_node_name,
+            "node": after.spec.node_name,
+            "claim": (claim.status.phase, annotations.get(provisioner.ANN_SELECTED_NODE)),
+        }
+
+
+async def test_a_pod_in_pre_bind_is_nominated_until_its_binding_fails(
+        schedulers: _Schedulers, api: client.ApiClient) -> None:
+    """Issue 33 items 12 and 2: nominatedNodeName is written before a PreBind with work
+    and cleared (clearNominatedNode) when the binding cycle fails."""
+    upstream = await _nominated_in_pre_bind(api, UPSTREAM)
+    ours = await _nominated_in_pre_bind(api, KPYSCHED)
+    assert upstream["nominated in PreBind"] == "n0", upstream
+    assert upstream["failures"][0] == ('running PreBind plugin "VolumeBinding": binding '
+                                       'volumes: provisioning failed for PVC "data"'), upstream
+    assert upstream["nominated after"] is None, upstream
+    assert ours == upstream, f"\n upstream: {upstream}\n kpysched: {ours}"
 
 
 ADMISSION = ("admissionregistration.k8s.io", "v1")
@@ -301,7 +387,7 @@ async def _victim_not_deletable(api: client.ApiClient, scheduler: str) -> dict[s
 
 
 async def test_a_refused_victim_delete_sends_the_preemptor_back_at_once(
-        schedulers: None, api: client.ApiClient) -> None:
+        schedulers: _Schedulers, api: client.ApiClient) -> None:
     upstream = await _victim_not_deletable(api, UPSTREAM)
     ours = await _victim_not_deletable(api, KPYSCHED)
     assert upstream["preemptor tried again"], upstream
@@ -351,7 +437,7 @@ async def _bound_behind_a_backlog(api: client.ApiClient, scheduler: str) -> dict
 
 
 async def test_a_pod_bound_behind_a_status_backlog_keeps_pod_scheduled_true(
-        schedulers: None, api: client.ApiClient) -> None:
+        schedulers: _Schedulers, api: client.ApiClient) -> None:
     upstream = await _bound_behind_a_backlog(api, UPSTREAM)
     ours = await _bound_behind_a_backlog(api, KPYSCHED)
     assert upstream["PodScheduled"] == [("True", None)], upstream

@@ -76,6 +76,16 @@ def csi_source(driver: str, handle: str) -> dict[str, Any]:
     return {"csi": {"driver": driver, "volumeHandle": handle}}
 
 
+GKE_ZONE = "topology.gke.io/zone"  # the zone label GCE PD's CSI driver publishes
+MIGRATED_PLUGINS = "storage.alpha.kubernetes.io/migrated-plugins"
+# Nodes whose kubelet runs in-tree GCE PD volumes through the CSI driver: only the
+# driver's zone label, and a CSINode that says so.
+GKE_NODES = tuple(N(f"n{i}", labels={GKE_ZONE: "abc"[i]}) for i in range(3))
+GKE_CSI_NODES = tuple(CSINodeSpec(f"n{i}", {GCE_PD: None},
+                                  annotations={MIGRATED_PLUGINS: "kubernetes.io/gce-pd"})
+                      for i in range(3))
+
+
 STATIC = StorageClassSpec("static")  # WaitForFirstConsumer, kubernetes.io/no-provisioner
 MANUAL = StorageClassSpec("manual", binding_mode=IMMEDIATE)
 PROVISIONED = StorageClassSpec("fast", provisioner="disk")  # the test provisioner serves it
@@ -203,6 +213,21 @@ VOLUME_BINDING: list[Scenario] = [
     Scenario("vb-ephemeral-no-pv", (N("n0"), N("n1")),
              P("incoming", ephemeral("scratch", "static")), storage_classes=(STATIC,),
              expect="pending", expect_reason=f"2 {NO_PV_TO_BIND}"),
+    # Issue 33 item 11: a bound in-tree GCE PD with only a zone label is checked as the
+    # CSI driver sees it (csi-translation-lib turns the label into affinity to the
+    # driver's zone label); untranslated, every node would pass.
+    Scenario("vb-csi-migrated-pv-zone-label-becomes-affinity", GKE_NODES,
+             P("incoming", claim("data")), csi_nodes=GKE_CSI_NODES,
+             pvs=(PvSpec("pd", labels={ZONE: "b"}, claim="data",
+                         source={"gcePersistentDisk": {"pdName": "disk-1"}}),),
+             pvcs=(PvcSpec("data"),), existing=(_busy("n1"),), expect_node="n1",
+             expect_claims={"data": "pd"}),
+    Scenario("vb-csi-migrated-pv-zone-label-conflict", GKE_NODES[:2],
+             P("incoming", claim("data")), csi_nodes=GKE_CSI_NODES[:2],
+             pvs=(PvSpec("pd", labels={ZONE: "z"}, claim="data",
+                         source={"gcePersistentDisk": {"pdName": "disk-1"}}),),
+             pvcs=(PvcSpec("data"),), expect="pending",
+             expect_reason=f"2 {NODE_AFFINITY_CONFLICT}"),
     Scenario("missing-claim-not-found", (N("n0"), N("n1")),
              P("incoming", claim("missing")),
              expect="pending", expect_reason='persistentvolumeclaim "missing" not found'),
