@@ -45,6 +45,17 @@ class DraCounts:
     class_for: Callable[[str], DeviceClass | None]
     cel: CelCache
     _totals: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    # A slice naming its node serves that node only: looked up, not scanned per node.
+    _by_node: dict[str, list[ResourceSlice]] = field(default_factory=dict)
+    _elsewhere: list[ResourceSlice] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for resource_slice in self.slices:
+            spec = resource_slice.spec
+            if spec.node_name and not spec.per_device_node_selection and not spec.all_nodes:
+                self._by_node.setdefault(spec.node_name, []).append(resource_slice)
+            else:
+                self._elsewhere.append(resource_slice)
 
     def totals(self, node: api.Node, resource_name: str) -> tuple[int, int]:
         """(devices of the backing class on the node, how many are allocated); (0, 0)
@@ -70,7 +81,7 @@ class DraCounts:
 
     def _count_class(self, node: api.Node, device_class: DeviceClass) -> tuple[int, int]:
         capacity = allocated = 0
-        for resource_slice in self.slices:
+        for resource_slice in (*self._by_node.get(node.metadata.name, ()), *self._elsewhere):
             spec = resource_slice.spec
             for device in _devices_on_node(resource_slice, node):
                 if not self._selected(device_class, spec.driver, device):
