@@ -7,6 +7,7 @@ a Deployment would; the invariants are checked all the while by the observer.
 from __future__ import annotations
 
 import asyncio
+import secrets
 import signal
 import subprocess
 from collections.abc import Awaitable, Callable
@@ -16,7 +17,8 @@ from typing import Any, Final
 
 from kubernetes_asyncio import client
 
-from tests.cluster import cluster, faults, nodes
+from tests.cluster import cluster, faults, nodes, provisioner
+from tests.cluster.provisioner import ProvisionerProcess
 from tests.soak.churn import HIGH_PRIORITY, IMAGE, KPYSCHED, LOW_PRIORITY, NAMESPACE
 from tests.soak.replicas import Replicas
 
@@ -27,6 +29,9 @@ RELIST_TIMEOUT_SECONDS: Final = 30.0
 LEADER_EXIT_SECONDS: Final = 20.0
 POOL_LABEL: Final = "soak.kpysched.io/pool"
 POOL_TAINT: Final = {"key": POOL_LABEL, "value": "pdb", "effect": "NoSchedule"}
+HELD_PODS: Final = 5
+PREBIND_SECONDS: Final = 30.0
+BIND_SECONDS: Final = 60.0
 
 
 @dataclass
@@ -151,6 +156,74 @@ async def pdb_changed_mid_preemption(ctx: FaultContext) -> None:
     ctx.notes.append("pdb-changed-mid-preemption: both preemptors bound on the pool")
 
 
+async def sigterm_in_slow_prebind(ctx: FaultContext) -> None:
+    """Issue 32 item 9: SIGTERM while bindings sit in a slow PreBind. Pods whose
+    WaitForFirstConsumer claims the test provisioner holds back wait in VolumeBinding's
+    PreBind (for up to bindTimeoutSeconds) when the leader is told to stop. It must
+    cancel those bindings before it releases its Lease, so that nothing it decided is
+    written while the next leader schedules (the report's leader-overlap check compares
+    their binding windows); then the claims are let go and the next leader binds every
+    pod once."""
+    core, storage = client.CoreV1Api(ctx.api), client.StorageV1Api(ctx.api)
+    tag = secrets.token_hex(3)
+    class_name = f"soak-held-{tag}"
+    await storage.create_storage_class({
+        "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+        "metadata": {"name": class_name}, "provisioner": f"soak.{provisioner.DOMAIN}",
+        "volumeBindingMode": "WaitForFirstConsumer", "reclaimPolicy": "Delete"})
+    claims = [f"held-{tag}-{i}" for i in range(HELD_PODS)]
+    for claim in claims:
+        await core.create_namespaced_persistent_volume_claim(NAMESPACE, {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "annotations": {provisioner.ANN_HOLD: "true"}},
+            "spec": {"storageClassName": class_name, "accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}})
+        await core.create_namespaced_pod(NAMESPACE, _pod(claim, {"volumes": [
+            {"name": "data", "persistentVolumeClaim": {"claimName": claim}}]},
+            labels={"soak/held": tag}))
+    # PreBind has begun once the claim names its node (VolumeBinding writes it first).
+    await _wait_for(lambda: _claims_with_node(core, claims), len(claims), PREBIND_SECONDS,
+                    "claims annotated with a selected node (pods in PreBind)")
+    stopped = await asyncio.to_thread(ctx.replicas.signal_leader, signal.SIGTERM)
+    if stopped is None or stopped.process.process is None:
+        raise AssertionError("no leader to stop")
+    code = stopped.process.process.returncode
+    events = [e.get("event") for e in stopped.process.log_events()]
+    if code != 0:
+        raise AssertionError(f"replica {stopped.serial} exited {code} on SIGTERM")
+    if "bindings.aborted" not in events or "leader.released" not in events or \
+            events.index("bindings.aborted") > events.index("leader.released"):
+        raise AssertionError(f"replica {stopped.serial} did not cancel its bindings in "
+                             "PreBind before releasing the Lease")
+    bound_by_stopped = {pod for _, pod in stopped.bound()} & {
+        f"{NAMESPACE}/{claim}" for claim in claims}
+    if bound_by_stopped:
+        raise AssertionError(f"the stopped replica bound {sorted(bound_by_stopped)}")
+    with ProvisionerProcess(ctx.replicas.state):
+        for claim in claims:
+            await core.patch_namespaced_persistent_volume_claim(
+                claim, NAMESPACE, {"metadata": {"annotations": {provisioner.ANN_HOLD: None}}})
+        await _wait_all_bound(core, f"soak/held={tag}", len(claims), timeout=BIND_SECONDS)
+    ctx.notes.append(f"sigterm-in-slow-prebind: replica {stopped.serial} cancelled "
+                     f"{HELD_PODS} bindings in PreBind before releasing the Lease; the next "
+                     "leader bound them once the claims were provisioned")
+
+
+async def _claims_with_node(core: client.CoreV1Api, names: list[str]) -> int:
+    listed = await core.list_namespaced_persistent_volume_claim(NAMESPACE)
+    return len([c for c in listed.items if c.metadata.name in names
+                and provisioner.ANN_SELECTED_NODE in (c.metadata.annotations or {})])
+
+
+async def _wait_for(count: Callable[[], Awaitable[int]], want: int, timeout: float,
+                    what: str) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while (seen := await count()) < want:
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"{seen} of {want} {what} within {timeout:.0f}s")
+        await asyncio.sleep(0.5)
+
+
 def _pod(name: str, placement: dict[str, Any], *, cpu: str = "100m",
          priority: str = LOW_PRIORITY, labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod",
@@ -181,4 +254,5 @@ FAULTS: Final[dict[str, Fault]] = {
     "leader-kill": leader_kill,
     "node-deleted-while-binding": node_deleted_while_binding,
     "pdb-changed-mid-preemption": pdb_changed_mid_preemption,
+    "sigterm-in-slow-prebind": sigterm_in_slow_prebind,
 }

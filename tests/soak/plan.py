@@ -8,7 +8,8 @@ from typing import Final
 # Every fault fault_plan.py knows, in the order a plan injects them.
 ALL_FAULTS: Final = (
     "apiserver-restart", "leader-sigterm", "watch-expiry", "node-deleted-while-binding",
-    "etcd-restart", "leader-kill", "pdb-changed-mid-preemption", "apiserver-pause",
+    "etcd-restart", "leader-kill", "pdb-changed-mid-preemption", "sigterm-in-slow-prebind",
+    "apiserver-pause",
 )
 
 
