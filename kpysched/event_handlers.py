@@ -34,7 +34,6 @@ def _priority_at_most(priority: int) -> Callable[[PodInfo], bool]:
 
 
 # Where a pod waits to be popped (not in flight).
-_WAITING = frozenset(("active", "backoff", "unschedulable", "gated"))
 
 
 def _is_terminal(pod: api.Pod) -> bool:
@@ -102,13 +101,6 @@ class PodEventHandler:
     def _terminating_and_ours(self, pod: api.Pod) -> bool:
         return (pod.metadata.deletion_timestamp is not None and not _is_assigned(pod)
                 and self._scheduler.responsible_for(pod.spec.scheduler_name))
-
-    def _terminating_in_queue(self, pod: api.Pod) -> bool:
-        """A pending pod of ours already queued or waiting that began terminating: as
-        upstream's queue, it keeps it; popped, it is passed over with a FailedScheduling
-        "skip schedule deleting pod" event (Scheduler.skip_terminating)."""
-        return (self._terminating_and_ours(pod)
-                and self._scheduler.queue.where(pod.metadata.uid) in _WAITING)
 
     def on_add(self, pod: api.Pod) -> None:
         with _handling(self._scheduler, _pod_label(pod, "Add")):
@@ -185,12 +177,16 @@ class PodEventHandler:
                 # Terminating while bound: its room is given back now (upstream's
                 # updatePodInSchedulingQueue -> handleAssumedPodDeletion).
                 self._scheduler.forget_deleted_assumed_pod(new.metadata.uid)
-        if self._pending_and_ours(new) or self._terminating_in_queue(new):
+        # A terminating pending pod stays (or, updated after a pop passed over it, comes
+        # back) in the queue, as upstream's Update keeps or adds it: each pop passes over
+        # it with a FailedScheduling "skip schedule deleting pod" event
+        # (Scheduler.skip_terminating).
+        if self._pending_and_ours(new) or self._terminating_and_ours(new):
             info = self._info(new)
             if info is not None:
                 if cache.pod_groups is not None:
                     cache.pod_groups.add_or_update(info)
-                queue.update(info)
+                queue.update(info, old.status.nominated_node_name)
         else:
             queue.delete(new.metadata.uid)  # terminating, or handed to another scheduler
         nominated = old.status.nominated_node_name

@@ -23,13 +23,17 @@ class Nominator:
         self._by_node.setdefault(node_name, {})[pod.uid] = pod
         self._node_of[pod.uid] = node_name
 
-    def add_from_status(self, pod: PodInfo) -> None:
-        """Follow status.nominatedNodeName as the API reports it (e.g. after a restart)."""
+    def add_from_status(self, pod: PodInfo, previously: str = "") -> None:
+        """Follow status.nominatedNodeName as the API reports it (e.g. after a restart);
+        `previously` is what the pod's previous version said. As upstream's
+        UpdateNominatedPod: a nomination the status drops goes; one only in memory is
+        kept until the status write lands."""
         nominated = pod.pod.status.nominated_node_name
         if nominated:
             self.add(pod, nominated)
+        elif previously:
+            self.delete(pod.uid)
         elif pod.uid in self._node_of:
-            # Keep an in-memory nomination until the status write lands.
             self._by_node[self._node_of[pod.uid]][pod.uid] = pod
 
     def delete(self, uid: str) -> None:

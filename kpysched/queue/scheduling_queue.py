@@ -198,9 +198,11 @@ class SchedulingQueue:
         self._to_active(QueuedPodInfo(pod, timestamp=self._clock()),
                         UNSCHEDULED_POD_ADD.queue_label())
 
-    def update(self, pod: PodInfo) -> None:
+    def update(self, pod: PodInfo, previously_nominated: str = "") -> None:
+        """A pending pod changed; `previously_nominated` is the status.nominatedNodeName
+        of its previous version."""
         uid = pod.uid
-        self.nominator.add_from_status(pod)
+        self.nominator.add_from_status(pod, previously_nominated)
         if (info := self._in_flight.get(uid)) is not None:
             # Kept for when it comes back: the update may be what would have let it fit.
             self._in_flight_events.record_for(uid, pod_update_events(info.pod_info, pod),

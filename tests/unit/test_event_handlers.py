@@ -106,7 +106,7 @@ class RecordingQueue:
     def delete(self, uid: str) -> None:
         self.deleted.append(uid)
 
-    def update(self, pod: PodInfo) -> None:
+    def update(self, pod: PodInfo, previously_nominated: str = "") -> None:
         pass
 
 
