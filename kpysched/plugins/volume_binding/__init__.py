@@ -8,15 +8,15 @@ fit) or can be provisioned there (class provisioner, allowedTopologies, and
 CSIStorageCapacity for drivers that track capacity). Reserve assumes the choices
 in the plugin's PV and claim caches; PreBind writes them (PV claimRef, claim
 selected-node annotation) and waits, up to bindTimeoutSeconds, until the PV
-controller reports the claims bound. Scoring needs the StorageCapacityScoring gate,
-off in v1.36, so this plugin does not score by default.
+controller reports the claims bound, or until the Handle's pod lister no longer has
+the pod (deleted meanwhile). Scoring needs the StorageCapacityScoring gate, off in
+v1.36, so this plugin does not score by default. Failures of the predicate (Filter),
+assume (Reserve) and bind (PreBind) stages are counted in the Handle's metrics
+(scheduler_volume_scheduling_stage_error_total), as upstream's binder counts them.
 
 Bound in-tree PVs (GCE PD, EBS, Cinder, ...) on nodes whose CSINode says their
 plugin migrated to CSI are checked as translated (csi_migration.py). Queueing hints
-let only the events that may help a rejected pod requeue it (hints.py). Not carried
-over: PreBind's check that the pod still exists (no pod lister on the Handle: a
-deleted pod's binding ends at the timeout, or fails at Bind once its claims are
-bound).
+let only the events that may help a rejected pod requeue it (hints.py).
 """
 
 from kpysched.framework.registry import PluginSpec
