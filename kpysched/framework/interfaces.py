@@ -146,10 +146,6 @@ class PluginMetrics(Protocol):
     """The metrics plugins report themselves, into the scheduler's registry (upstream's
     plugins write to the process-wide one)."""
 
-    def volume_binder_cache_request(self, operation: str) -> None:
-        """scheduler_volume_binder_cache_requests_total{operation}."""
-        ...
-
     def volume_scheduling_stage_failed(self, operation: str) -> None:
         """scheduler_volume_scheduling_stage_error_total{operation}: predicate, assume
         or bind."""

@@ -65,6 +65,9 @@ UPSTREAM = [
     Upstream("scheduler_unschedulable_pods", "gauge", ("plugin", "profile"), "BETA"),
     Upstream("scheduler_plugin_evaluation_total", "counter",
              ("plugin", "extension_point", "profile"), "BETA"),
+    # volumebinding/metrics, registered with the scheduler's.
+    Upstream("scheduler_volume_scheduling_stage_error_total", "counter", ("operation",),
+             "ALPHA"),
     Upstream("leader_election_master_status", "gauge", ("name",), "ALPHA"),
     Upstream("leader_election_slowpath_total", "counter", ("name",), "ALPHA"),
     # kpysched's own.
@@ -103,6 +106,7 @@ def exercised() -> SchedulerMetrics:
     m.relisted("pods")
     m.bind_finished("success", 0.02)
     m.bind_failed("Conflict")
+    m.volume_scheduling_stage_failed("bind")
     return m
 
 
@@ -161,6 +165,15 @@ def test_exposed_names_are_exact() -> None:
                  "# TYPE scheduler_scheduling_attempt_duration_seconds histogram"):
         assert line in text
     assert "_created" not in text  # Go's client exposes no creation timestamps
+
+
+def test_the_volume_binder_cache_family_is_registered_without_samples() -> None:
+    """v1.36.4 registers scheduler_volume_binder_cache_requests_total and never counts."""
+    text = exercised().render().decode()
+    assert ("# HELP scheduler_volume_binder_cache_requests_total [ALPHA] Total number for "
+            "request volume binding cache") in text
+    assert "# TYPE scheduler_volume_binder_cache_requests_total counter" in text
+    assert "scheduler_volume_binder_cache_requests_total{" not in text
 
 
 def test_content_type_is_text_format_0_0_4() -> None:
