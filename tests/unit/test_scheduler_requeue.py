@@ -61,6 +61,30 @@ async def test_a_pod_already_terminating_when_first_seen_gets_the_event_too(
     assert harness.where(deleting) is None
 
 
+async def test_a_terminating_pod_updated_after_its_skip_is_queued_and_skipped_again(
+        harness: Harness) -> None:
+    """Upstream's Update adds a pod it holds nowhere: a terminating pending pod's later
+    update (a finalizer removed, a label) brings it back, and the pop reports it again."""
+    handler = PodEventHandler(harness.scheduler, harness.scheduler.recorder)
+    handler.on_leading()
+    deleting = terminating("again")
+    handler.on_add(deleting)
+    for _ in range(2):
+        queued = await harness.scheduler.queue.pop()
+        assert queued is not None
+        harness.scheduler.schedule_one(queued)
+        await harness.settle()
+        assert harness.where(deleting) is None
+        relabelled = msgspec.structs.replace(deleting, metadata=msgspec.structs.replace(
+            deleting.metadata, labels={"touched": "yes"},
+            resource_version=str(int(deleting.metadata.resource_version or "1") + 1)))
+        handler.on_update(deleting, relabelled)
+        deleting = relabelled
+    assert harness.api.events("FailedScheduling") == [
+        "skip schedule deleting pod: default/again"] * 2
+    assert harness.where(deleting) == "active"
+
+
 async def test_a_queued_pod_that_starts_terminating_stays_queued_until_popped(
         harness: Harness) -> None:
     handler = PodEventHandler(harness.scheduler, harness.scheduler.recorder)
