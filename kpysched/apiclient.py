@@ -120,6 +120,7 @@ class RawApi:
         query: dict[str, str] | None = None,
         timeout: float | None = 30.0,
         throttle: bool = True,
+        accept: str = "application/json",
     ) -> ApiResponse:
         """`body` is sent as is when bytes, else JSON-encoded (JSON is YAML too, for an
         apply patch). Never raises for the network: no answer is status TRANSPORT_ERROR."""
@@ -127,7 +128,7 @@ class RawApi:
             await self._bucket.acquire()
         self.requests_sent += 1
         configuration = self.api_client.configuration
-        headers = {"Accept": "application/json"}
+        headers = {"Accept": accept}
         if user_agent := self.api_client.user_agent:
             headers["User-Agent"] = user_agent  # the ApiClient's, as the informers send
         authorization = await _authorization(configuration)

@@ -23,6 +23,7 @@ import structlog
 
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api, resource
+from kpysched.plugins.dynamic_resources import verbatim
 from kpysched.plugins.dynamic_resources.binding_conditions import (
     claim_binding_timed_out,
     claim_ready_for_binding,
@@ -50,7 +51,7 @@ BINDING_POLL_SECONDS = 5.0
 
 class Client(Protocol):
     async def request(self, method: str, path: str, body: Any = None, *,
-                      content_type: str = ...) -> ApiResponse: ...
+                      content_type: str = ..., accept: str = ...) -> ApiResponse: ...
 
 
 class ClaimWriteError(Exception):
@@ -111,6 +112,21 @@ class ClaimWriter:
             raise ClaimWriteError(f"{what}: {response.message()}")
         return msgspec.json.decode(response.body, type=resource.ResourceClaim)
 
+    async def _verbatim(self, claim: resource.ResourceClaim) -> resource.ResourceClaim:
+        """`claim` with its opaque parameters as stored (verbatim.py), when it has any;
+        as it is when the protobuf read fails (the write then tells what is wrong)."""
+        if not verbatim.has_parameters(claim):
+            return claim
+        response = await self._client.request("GET", claim_path(claim),
+                                              accept=verbatim.PROTOBUF)
+        if not response.ok:
+            return claim
+        try:
+            return verbatim.with_stored_parameters(claim, response.body)
+        except verbatim.ProtobufError as error:
+            log.warning("claim.protobuf_unreadable", claim=_kobj(claim), error=str(error))
+            return claim
+
     async def _retry_on_conflict(
             self, claim: resource.ResourceClaim, refresh_error: str,
             attempt: Callable[[resource.ResourceClaim], Awaitable[_T]]) -> _T:
@@ -141,6 +157,7 @@ class ClaimWriter:
                          allocation: resource.AllocationResult | None,
                          pod: api.Pod) -> resource.ResourceClaim:
         key = _kobj(claim)
+        claim = await self._verbatim(claim)
         if claim.metadata.deletion_timestamp is not None:
             raise ClaimWriteError(f"claim {key} got deleted in the meantime")
         target = allocation

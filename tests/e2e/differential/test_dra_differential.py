@@ -7,13 +7,15 @@ the core and volume scenarios."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
 from kubernetes_asyncio import client
 
 from tests.cluster.cluster import ClusterState
-from tests.e2e.differential.compare import same_decision, schedulers_running
+from tests.e2e.differential import dra_writes
+from tests.e2e.differential.compare import KPYSCHED, UPSTREAM, same_decision, schedulers_running
 from tests.e2e.differential.dra_scenarios import DRA
 from tests.e2e.differential.model import Scenario
 
@@ -29,3 +31,15 @@ async def test_same_decision_as_kube_scheduler(
     schedulers: None, api: client.ApiClient, scenario: Scenario
 ) -> None:
     await same_decision(api, scenario)
+
+
+async def test_claim_writes_as_kube_scheduler(schedulers: None, api: client.ApiClient) -> None:
+    """Issue 33: claims with spaced opaque config, two pods reserving one claim at once,
+    a deallocation an admission policy refuses and a wait for binding conditions, both
+    schedulers at once (dra_writes.py)."""
+    barrier = asyncio.Barrier(2)
+    upstream, ours = await asyncio.gather(
+        dra_writes.run_claim_writes(api, UPSTREAM, barrier),
+        dra_writes.run_claim_writes(api, KPYSCHED, barrier))
+    dra_writes.check_upstream(upstream)
+    assert ours == upstream, f"\n upstream:{upstream.describe()}\n kpysched:{ours.describe()}"

@@ -7,6 +7,7 @@ for binding conditions. tests/e2e/differential holds the same against the API se
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ from kpysched.listers import Listers
 from kpysched.objects import api, resource
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.dynamic_resources import plugin as dynamic_resources
+from kpysched.plugins.dynamic_resources import verbatim
 from kpysched.plugins.dynamic_resources.claim_writes import ClaimWriteError, ClaimWriter
 from tests.unit.api_double import RecordingApi
 from tests.unit.builders import make_pod, make_pod_group
@@ -47,19 +49,57 @@ ALLOCATED_ON_N1 = {"devices": {"results": [
     "allocationTimestamp": "2026-01-01T00:00:00Z"}
 
 
+def _field(number: int, value: bytes) -> bytes:
+    """One length-delimited protobuf field (sizes below 128)."""
+    assert len(value) < 128
+    return bytes([number << 3 | 2, len(value)]) + value
+
+
+def _protobuf(parameters: list[bytes], allocated: list[bytes]) -> bytes:
+    """The protobuf of a claim, as far as verbatim.py reads it: its spec's and its
+    allocation's opaque parameters (other fields as the API server puts them first)."""
+    def configuration(raw: bytes) -> bytes:  # DeviceConfiguration{opaque{driver, params}}
+        return _field(1, _field(1, DRIVER.encode()) + _field(2, _field(1, raw)))
+
+    spec = _field(1, b"".join(_field(1, _field(1, b"gpu")) for _ in parameters)
+                  + b"".join(_field(3, _field(1, b"gpu") + _field(2, configuration(raw)))
+                             for raw in parameters))
+    status = _field(1, _field(1, b"".join(
+        _field(2, _field(1, b"FromClass") + _field(3, configuration(raw)))
+        for raw in allocated)))
+    claim = _field(1, _field(1, b"c")) + _field(2, spec) + _field(3, status)
+    return b"k8s\x00" + _field(1, _field(1, b"resource.k8s.io/v1")) + bytes(
+        [2 << 3 | 2]) + _varint(len(claim)) + claim
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append(value & 0x7F | (0x80 if value > 0x7F else 0))
+        value >>= 7
+        if not value:
+            return bytes(out)
+
+
 @dataclass
 class VersionedApi(RecordingApi):
     """An API server holding one claim: PUTs with a stale resourceVersion get 409, the
-    others are stored (resourceVersion + 1) and answered with what is stored."""
+    others are stored (resourceVersion + 1) and answered with what is stored. It
+    answers GETs in JSON (opaque parameters compacted, as the API server does) or, when
+    asked, with `protobuf` (the parameters as stored)."""
 
     stored: dict[str, Any] = field(default_factory=dict)
     failures: dict[tuple[str, str], ApiResponse] = field(default_factory=dict)
+    protobuf: bytes = b""
 
-    async def request(self, method: str, path: str, body: Any = None, **_: Any) -> ApiResponse:
+    async def request(self, method: str, path: str, body: Any = None,
+                      accept: str = "application/json", **_: Any) -> ApiResponse:
         self.requests.append((method, path, body))
         for (want, suffix), answer in self.failures.items():
             if method == want and path.endswith(suffix):
                 return answer
+        if method == "GET" and accept == verbatim.PROTOBUF:
+            return ApiResponse(200, self.protobuf)
         if method == "GET":
             return ApiResponse(200, msgspec.json.encode(self.stored))
         if method != "PUT":
@@ -96,8 +136,12 @@ SPACED = (b'{"metadata": {"name": "c", "namespace": "d", "uid": "uid-c", '
 
 
 async def test_prebind_updates_the_claim_as_read_opaque_parameters_byte_for_byte() -> None:
-    claim = msgspec.json.decode(SPACED, type=resource.ResourceClaim)
-    api_double = VersionedApi(stored=msgspec.json.decode(SPACED))
+    # The informer's copy came as JSON, where the API server compacts the parameters;
+    # their stored bytes come from the protobuf read.
+    claim = msgspec.json.decode(msgspec.json.encode(msgspec.json.decode(SPACED)),
+                                type=resource.ResourceClaim)
+    api_double = VersionedApi(stored=msgspec.json.decode(SPACED), protobuf=_protobuf(
+        [b'{"kind" : "GpuConfig",  "sharing": { "strategy": "TimeSlicing" }}'], []))
     world = World(claim, _class(), _slice("n1", "gpu-0"), api_client=api_double)
     pod = _pod([_uses("c")])
     state, _ = world.cycle(pod, "n1")
@@ -106,15 +150,17 @@ async def test_prebind_updates_the_claim_as_read_opaque_parameters_byte_for_byte
     assert status.ok, status.message()
     [(_, finalizer_body), (_, status_body)] = [
         (path, body) for method, path, body in api_double.requests if method == "PUT"]
-    assert [path for method, path, _ in api_double.requests] == [
-        "/apis/resource.k8s.io/v1/namespaces/d/resourceclaims/c",
-        "/apis/resource.k8s.io/v1/namespaces/d/resourceclaims/c/status"]
+    assert [(method, path) for method, path, _ in api_double.requests] == [
+        ("GET", "/apis/resource.k8s.io/v1/namespaces/d/resourceclaims/c"),
+        ("PUT", "/apis/resource.k8s.io/v1/namespaces/d/resourceclaims/c"),
+        ("PUT", "/apis/resource.k8s.io/v1/namespaces/d/resourceclaims/c/status")]
     # The parameters' bytes are the creator's, spaces included; nothing else is lost
     # (a count of 1 would be left out: the API server defaults it back, as it does
-    # everything resource.py leaves out at its default).
+    # everything resource.py leaves out at its default). The status update's spec is
+    # not compared by the API server.
+    assert b'"parameters":{"kind" : "GpuConfig",  "sharing": { "strategy": ' \
+           b'"TimeSlicing" }}' in finalizer_body
     for body in (finalizer_body, status_body):
-        assert b'"parameters":{"kind" : "GpuConfig",  "sharing": { "strategy": ' \
-               b'"TimeSlicing" }}' in body
         assert msgspec.json.decode(body)["spec"] == msgspec.json.decode(SPACED)["spec"]
     meta = msgspec.json.decode(finalizer_body)["metadata"]
     assert meta == {**msgspec.json.decode(SPACED)["metadata"],
@@ -122,6 +168,32 @@ async def test_prebind_updates_the_claim_as_read_opaque_parameters_byte_for_byte
     assert msgspec.json.decode(status_body)["metadata"]["resourceVersion"] == "6"
     # The class's and claim's configs land in the allocation, the claim's bytes intact.
     assert b'"source":"FromClaim"' in status_body
+
+
+async def test_a_reservation_keeps_the_stored_bytes_of_the_allocations_parameters() -> None:
+    """kube-scheduler (protobuf) allocated the claim with a class's spaced parameters;
+    the allocation is immutable, so adding a reservation must send those bytes."""
+    spaced = b'{"mode" :  "shared"}'
+    stored = copy.deepcopy(_shared("5", "a"))
+    stored["status"]["allocation"]["devices"]["config"] = [{
+        "source": "FromClass", "requests": ["gpu"],
+        "opaque": {"driver": DRIVER, "parameters": {"mode": "shared"}}}]
+    api_double = VersionedApi(stored=stored, protobuf=_protobuf([], [spaced]))
+    informer = msgspec.json.decode(msgspec.json.encode(stored), type=resource.ResourceClaim)
+    world = World(informer, _class(), _slice("n1", "gpu-0"), api_client=api_double)
+    pod = _pod([_uses("shared")], name="b")
+    state, _ = world.cycle(pod, "n1")
+    assert world.plugin.reserve(state, pod, "n1").ok
+    assert (await world.plugin.pre_bind(state, pod, "n1")).ok
+    [(_, body)] = [(p, b) for m, p, b in api_double.requests if m == "PUT"]
+    assert b'"parameters":{"mode" :  "shared"}' in body
+
+
+def test_verbatim_reads_both_places_of_parameters() -> None:
+    body = _protobuf([b'{"a" : 1}', b'{ }'], [b'{"b" :2}'])
+    assert verbatim.stored_parameters(body) == ([b'{"a" : 1}', b'{ }'], [b'{"b" :2}'])
+    with pytest.raises(verbatim.ProtobufError):
+        verbatim.stored_parameters(b'{"kind":"ResourceClaim"}')
 
 
 # --- item 6: after a conflict, the claim as the API server has it -------------------
