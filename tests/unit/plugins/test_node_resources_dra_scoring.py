@@ -66,9 +66,12 @@ def handle_with(*objects: Any) -> FakeHandle:
     handle = FakeHandle()
     listers = handle.resource_listers
     for obj in objects:
-        index = {r.DeviceClass: listers.device_classes, r.ResourceSlice: listers.resource_slices,
-                 r.ResourceClaim: listers.resource_claims}[type(obj)]
-        index.on_add(obj)
+        if isinstance(obj, r.DeviceClass):
+            listers.device_classes.on_add(obj)
+        elif isinstance(obj, r.ResourceSlice):
+            listers.resource_slices.on_add(obj)
+        else:
+            listers.resource_claims.on_add(obj)
     return handle
 
 
