@@ -375,3 +375,105 @@ def check_upstream(outcome: WritesOutcome) -> None:
     assert [source for source, _, _ in configured.config] == ["FromClass", "FromClaim"], detail
     assert claims["shared"].reserved_for == ("share-a", "share-b"), detail
     assert claims["stuck"].devices == ("n-full/gpu-0",), detail
+
+
+# --- a gang sharing one unallocated claim (GenericWorkload + GangScheduling) --------
+
+GANG_MEMBERS = ("g-0", "g-1")
+
+
+@dataclass(frozen=True)
+class GangClaimOutcome:
+    bound: dict[str, str | None]  # member role -> node role
+    notes: tuple[str, ...]  # the members' first FailedScheduling notes, sorted
+    condition: tuple[str, str, str] | None  # PodGroupScheduled (status, reason, message)
+    claim: ClaimEnd | None
+
+    def describe(self) -> str:
+        return (f"\n   bound={self.bound}\n   notes={self.notes}\n   "
+                f"condition={self.condition}\n   claim={self.claim}")
+
+
+async def run_shared_claim_gang(api: client.ApiClient, scheduler: str,
+                                barrier: asyncio.Barrier) -> GangClaimOutcome:
+    """A PodGroup of two (minCount 2) whose members use one claim nobody allocated, on
+    a node with one device. Both schedulers allocate it for the first member's
+    reservation and let the second share it; the two PreBinds then race to write it."""
+    namespace = await kube.create_namespace(api, "gangclaim")
+    names = _Names(secrets.token_hex(3), namespace)
+    raw = RawApi(api)
+    custom = client.CustomObjectsApi(api)
+    device_class = names.of("plain")
+    try:
+        await kube.create_node(api, kube.node_body(
+            names.of("n0"), labels={ROLE_LABEL: "n0", RUN_LABEL: names.suffix}))
+        response = await raw.request("POST", f"{BASE}/deviceclasses",
+                                     _raw_class(device_class, None))
+        assert response.ok, response.message()
+        await custom.create_cluster_custom_object("resource.k8s.io", "v1", "resourceslices", {
+            "metadata": {"name": names.of("slice-n0")}, "spec": {
+                "driver": DRIVER, "nodeName": names.of("n0"),
+                "pool": {"name": names.of("n0"), "generation": 1, "resourceSliceCount": 1},
+                "devices": [{"name": "gpu-0"}]}})
+        response = await raw.request("POST", f"{BASE}/namespaces/{namespace}/resourceclaims",
+                                     _raw_claim("shared", device_class, None))
+        assert response.ok, response.message()
+        await custom.create_namespaced_custom_object(
+            "scheduling.k8s.io", "v1alpha2", namespace, "podgroups",
+            {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+             "metadata": {"name": "g"},
+             "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
+        await barrier.wait()
+        await asyncio.sleep(SETTLE_SECONDS)
+        for role in GANG_MEMBERS:
+            body = kube.pod_body(role, scheduler_name=scheduler, cpu="100m", memory="100Mi",
+                                 node_selector={RUN_LABEL: names.suffix})
+            body["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+            body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared"}]
+            body["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
+            await core_create(api, namespace, body)
+        outcome = await _observe_gang(api, raw, custom, names)
+        await barrier.wait()
+        return outcome
+    except BaseException:
+        await barrier.abort()
+        raise
+    finally:
+        for plural, name in (("deviceclasses", device_class),
+                             ("resourceslices", names.of("slice-n0"))):
+            try:
+                await custom.delete_cluster_custom_object("resource.k8s.io", "v1", plural, name)
+            except ApiException as error:
+                if error.status != 404:
+                    raise
+        await kube.delete_namespace(api, namespace)
+        await kube.delete_nodes(api, [names.of("n0")])
+        await _wait_nodes_gone(api, [names.of("n0")])
+
+
+async def _observe_gang(api: client.ApiClient, raw: RawApi, custom: client.CustomObjectsApi,
+                        names: _Names) -> GangClaimOutcome:
+    core = client.CoreV1Api(api)
+
+    async def bound() -> bool:
+        pods = (await core.list_namespaced_pod(names.namespace)).items
+        return all(p.spec.node_name for p in pods) and len(pods) == len(GANG_MEMBERS)
+
+    with contextlib.suppress(AssertionError):  # the outcome shows what is missing
+        await kube.wait_for(bound, OUTCOME_TIMEOUT_SECONDS, "the gang bound")
+    await asyncio.sleep(SETTLE_SECONDS)
+    pods = {p.metadata.name: p for p in (await core.list_namespaced_pod(names.namespace)).items}
+    first: dict[str, str] = {}
+    for event in await _events(api, names, "FailedScheduling"):
+        first.setdefault(event["regarding"]["name"], names.text(event.get("note", "")))
+    group = await custom.get_namespaced_custom_object(
+        "scheduling.k8s.io", "v1alpha2", names.namespace, "podgroups", "g")
+    found = [c for c in group.get("status", {}).get("conditions", [])
+             if c["type"] == "PodGroupScheduled"]
+    condition = ((found[0]["status"], found[0]["reason"],
+                  names.text(found[0].get("message", ""))) if found else None)
+    claims = {c.role: c for c in await _claims(api, raw, names)}
+    return GangClaimOutcome(
+        {role: names.role(pods[role].spec.node_name) if pods[role].spec.node_name else None
+         for role in GANG_MEMBERS},
+        tuple(sorted(first.values())), condition, claims.get("shared"))

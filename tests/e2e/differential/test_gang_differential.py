@@ -10,6 +10,7 @@ PodGroups' protection finalizer is lifted as in a real cluster.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Iterator
 
@@ -20,6 +21,7 @@ from tests.cluster import cluster as harness
 from tests.cluster import gates, kube
 from tests.cluster.kpysched_process import KpyschedProcess
 from tests.cluster.upstream import UpstreamScheduler
+from tests.e2e.differential import dra_writes
 from tests.e2e.differential.compare import KPYSCHED, UPSTREAM
 from tests.e2e.differential.gang import GangPod, GangScenario, Step, run_gang_scenario
 from tests.e2e.differential.model import NodeSpec
@@ -118,3 +120,18 @@ async def test_same_gang_outcome_as_kube_scheduler(gang_api: client.ApiClient,
             == {r for r, o in upstream.pods.items() if o.bound}), detail
     assert ours.held_back_notes() == upstream.held_back_notes(), detail
     assert ours.conditions == upstream.conditions, detail
+
+
+async def test_gang_sharing_one_unallocated_claim(gang_api: client.ApiClient) -> None:
+    """Issue 33 item 3: the members of a gang share one ResourceClaim nobody allocated;
+    the second member reuses the first's in-flight allocation, and both bind (the
+    reservation write that loses the race is retried by its pod). Both schedulers at
+    once, each on a node of its own (dra_writes.py)."""
+    barrier = asyncio.Barrier(2)
+    upstream, ours = await asyncio.gather(
+        dra_writes.run_shared_claim_gang(gang_api, UPSTREAM, barrier),
+        dra_writes.run_shared_claim_gang(gang_api, KPYSCHED, barrier))
+    detail = f"\n upstream:{upstream.describe()}\n kpysched:{ours.describe()}"
+    assert upstream.bound == {"g-0": "n0", "g-1": "n0"}, detail
+    assert upstream.claim is not None and upstream.claim.reserved_for == ("g-0", "g-1"), detail
+    assert ours == upstream, detail
