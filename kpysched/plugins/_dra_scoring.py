@@ -24,7 +24,7 @@ from kpysched.objects.resource import Device, DeviceClass, ResourceSlice
 from kpysched.plugins.dynamic_resources.capacity import DeviceID
 from kpysched.plugins.dynamic_resources.cel import CelCache, SelectorError
 from kpysched.plugins.dynamic_resources.pools import NodeSelectionError, node_matches
-from kpysched.plugins.dynamic_resources.tracker import AllocatedSnapshot, ClaimTracker
+from kpysched.plugins.dynamic_resources.tracker import AllocatedSnapshot, tracker_for
 
 log = structlog.get_logger(__name__)
 
@@ -139,9 +139,9 @@ class DraExtendedResources:
                  is_dra_extended_resource_name: Callable[[str], bool]) -> None:
         self._listers = listers
         self._is_candidate = is_dra_extended_resource_name
-        # The claims informer's allocations (the DynamicResources plugin keeps its own
-        # in-flight allocations, which this view does not see).
-        self._tracker = ClaimTracker(listers.resource_claims)
+        # DynamicResources' view: the informer's allocations, PreBind's writes the
+        # informer has yet to deliver and the allocations in flight (Reserve to PreBind).
+        self._tracker = tracker_for(listers.resource_claims)
         self._cel = CelCache(CEL_CACHE_SIZE)
 
     def prepare(self, resource_names: Sequence[str]) -> DraCounts | None:

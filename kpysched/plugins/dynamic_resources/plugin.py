@@ -82,7 +82,7 @@ from kpysched.plugins.dynamic_resources.cel import CelCache
 from kpysched.plugins.dynamic_resources.claim_writes import FINALIZER, ClaimWriteError, ClaimWriter
 from kpysched.plugins.dynamic_resources.claims import ClaimUnavailableError
 from kpysched.plugins.dynamic_resources.pools import SliceCatalog
-from kpysched.plugins.dynamic_resources.tracker import ClaimTracker
+from kpysched.plugins.dynamic_resources.tracker import tracker_for
 
 log = structlog.get_logger(__name__)
 
@@ -193,7 +193,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self._handle = handle
         self._args = args
         self._listers = handle.resources
-        self._tracker = ClaimTracker(handle.resources.resource_claims)
+        self._tracker = tracker_for(handle.resources.resource_claims)
         self._cel = CelCache(CEL_CACHE_SIZE)
         self._features = Features()
         # What the allocator derives from the slices alone, kept until one changes.

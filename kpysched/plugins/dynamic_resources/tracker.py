@@ -209,3 +209,14 @@ class ClaimTracker:
 
     def restore(self, key: str) -> None:
         self._assumed.pop(key, None)
+
+
+def tracker_for(claims: ObservedLister[resource.ResourceClaim]) -> ClaimTracker:
+    """The tracker already following these claims, else a new one: the DynamicResources
+    plugin of every profile and NodeResourcesFit's and BalancedAllocation's scoring of
+    DRA-backed extended resources share one view, as upstream's shared DRA manager."""
+    for observer in claims.observers:
+        owner = getattr(observer, "__self__", None)
+        if isinstance(owner, ClaimTracker):
+            return owner
+    return ClaimTracker(claims)

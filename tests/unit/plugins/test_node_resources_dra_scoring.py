@@ -16,6 +16,7 @@ from kpysched.objects import api
 from kpysched.objects import resource as r
 from kpysched.plugins import node_resources_balanced_allocation as balanced
 from kpysched.plugins import node_resources_fit as fit
+from kpysched.plugins.dynamic_resources.tracker import tracker_for
 from tests.unit.builders import FakeHandle, make_node, make_pod
 from tests.unit.plugins.dra_allocator_builders import (
     ALL_NODES,
@@ -169,3 +170,14 @@ def test_balanced_allocation_scores_devices_beside_cpu() -> None:
 def test_no_counting_without_a_scored_extended_resource() -> None:
     """Default resources (cpu, memory): nothing to follow, no claim tracking."""
     assert fit.dra_extended_resources(FakeHandle(), ["cpu", "memory"]) is None  # type: ignore[arg-type]
+
+
+def test_allocations_in_flight_count_as_upstreams_shared_dra_manager_does() -> None:
+    """A device DynamicResources gave a claim in Reserve, not yet written by PreBind, is
+    allocated for scoring too: both read one tracker of the claims."""
+    handle = handle_with(gpu_class(), devices("node1", 3))
+    # DynamicResources builds its tracker so, before the scoring plugins in the profile.
+    dynamic_resources = tracker_for(handle.resource_listers.resource_claims)
+    dynamic_resources.signal_pending_allocation(held("pending", "node1", "device-1"))
+    plugin = fit_plugin(handle, GPU)
+    assert run_scores(plugin, GPU_POD, nodes("node1")) == [33]  # 2 of 3 with the pod's
