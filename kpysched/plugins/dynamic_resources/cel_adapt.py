@@ -47,7 +47,7 @@ from kpysched.plugins.dynamic_resources.cel_ast import (
     int_const,
     string_const,
 )
-from kpysched.plugins.dynamic_resources.cel_lists import WRAPPED_ITEM, runtime_name
+from kpysched.plugins.dynamic_resources.cel_lists import WRAPPED_OPERANDS, runtime_name
 
 _DEVICE_MAPS = ("attributes", "capacity")
 
@@ -121,8 +121,8 @@ class _Adapter:
             operands = [self.walk(operand, aliases, device_visible) for operand in
                         ([node.target] if node.target is not None else []) + node.args]
             name = self._library[node.id]
-            if name in WRAPPED_ITEM:  # a Python function takes no parameter of any kind
-                operands[1] = Expr(self._id(), LIST, args=[operands[1]])
+            if (name, len(operands)) in WRAPPED_OPERANDS:
+                operands[1:] = [Expr(self._id(), LIST, args=operands[1:])]
             return Expr(self._id(), CALL, name=name, args=operands)
         if node.kind == COMPREHENSION:
             return self._comprehension(node, aliases, device_visible)

@@ -23,7 +23,11 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from kpysched.objects.quantity import Quantity, QuantityError, parse_quantity
-from kpysched.plugins.dynamic_resources.cel_lists import checker_config, checker_impls
+from kpysched.plugins.dynamic_resources.cel_lists import (
+    TWO_VARIABLE_LOOPS,
+    checker_config,
+    checker_impls,
+)
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
@@ -329,6 +333,8 @@ def new_env(functions: Sequence[cel.FunctionDecl] = (),
     `device`."""
     return cel.NewEnv(
         _POOL,
+        config=cel.NewEnvConfigFromYaml(json.dumps({"name": "kpysched-dra",
+                                                    "extensions": TWO_VARIABLE_LOOPS})),
         variables={"device": cel.Type.Map(cel.Type.STRING, cel.Type.DYN), **(variables or {})},
         extensions=[ext_bindings.ExtBindings(), ext_strings.ExtStrings(),
                     ext_optional.ExtOptional()],

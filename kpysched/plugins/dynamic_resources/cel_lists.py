@@ -1,5 +1,5 @@
-"""The list and set libraries of the Kubernetes CEL environment (apiserver/pkg/cel/
-environment/base.go at v1.36), for cel-expr-python, which ships none of them:
+"""What the Kubernetes CEL environment (apiserver/pkg/cel/environment/base.go at v1.36)
+has beyond cel-expr-python's standard environment and extensions:
 
 - Kubernetes' lists library (apiserver/pkg/cel/library/lists.go): `isSorted`, `sum`,
   `min`, `max`, and `indexOf` / `lastIndexOf` on lists;
@@ -7,15 +7,20 @@ environment/base.go at v1.36), for cel-expr-python, which ships none of them:
   `lists.range`, `reverse`, `distinct` (not the `sortBy` macro: cel-expr-python's parser
   takes no macros from Python, so `sortBy` stays undeclared);
 - cel-go's sets extension (ext/sets.go): `sets.contains`, `sets.equivalent`,
-  `sets.intersects`.
+  `sets.intersects`;
+- two-variable comprehensions (ext.TwoVarComprehensions), which cel-cpp has: enabled
+  by name, with `cel.@mapInsert` (what transformMap and transformMapEntry expand to)
+  implemented here, cel-expr-python having none;
+- cel.CrossTypeNumericComparisons: `1 < 1.5`, `2u > 1` (the runtime has them; the
+  checker's ordering declarations are replaced by ones that include them).
 
 Selectors are type-checked in an environment that declares these with cel-go's type
 parameters and overload ids (cel-expr-python takes those only from an environment
 config, whose functions cannot share a name with an extension's: so the strings
 extension's functions, `indexOf` and `lastIndexOf` among them, are declared there too,
-and checked_env() leaves the extension out). The checked program then runs in the
-runtime environment, where cel_adapt renames each library call to one of the `@kp.`
-functions below (plain list parameters, implemented here); calls of the strings
+and the checking environment leaves the extension out). The checked program then runs
+in the runtime environment, where cel_adapt renames each library call to one of the
+`@kp.` functions below (plain list parameters, implemented here); calls of the strings
 extension keep their names and run in cel-cpp.
 
 Each function charges what cel-go's cost tracker does for it (the call's 1 is in the
@@ -104,6 +109,13 @@ def _declarations() -> dict[str, list[_Decl]]:
         "lists.range": [d("lists_range", ("int",), "list(int)", member=False)],
         "reverse": [d("list_reverse", ("list(T)",), "list(T)")],
         "distinct": [d("list_distinct", ("list(T)",), "list(T)")],
+        # cel.CrossTypeNumericComparisons: ordering across int, uint and double, besides
+        # the standard library's (whose declarations these replace).
+        **{operator: [d(f"{word}_{_ORDERED[t]}", (t, t), "bool", member=False)
+                      for t in _ORDERED]
+           + [d(f"{word}_{_NUMBERS[a]}_{_NUMBERS[b]}", (a, b), "bool", member=False)
+              for a in _NUMBERS for b in _NUMBERS if a != b]
+           for operator, word in _COMPARISONS.items()},
         # cel-go's sets extension.
         "sets.contains": [d("list_sets_contains_list", ("list(T)", "list(T)"), "bool", False)],
         "sets.equivalent": [d("list_sets_equivalent_list", ("list(T)", "list(T)"), "bool",
@@ -114,6 +126,12 @@ def _declarations() -> dict[str, list[_Decl]]:
     return decls
 
 
+_COMPARISONS = {"_<_": "less", "_<=_": "less_equals", "_>_": "greater",
+                "_>=_": "greater_equals"}
+_NUMBERS = {"int": "int64", "uint": "uint64", "double": "double"}
+_ORDERED = {"bool": "bool", "int": "int64", "uint": "uint64", "double": "double",
+            "string": "string", "bytes": "bytes", "google.protobuf.Timestamp": "timestamp",
+            "google.protobuf.Duration": "duration"}
 _TYPE_PARAMS = ("A", "T")
 
 
@@ -126,6 +144,11 @@ def _type_spec(text: str) -> dict[str, Any]:
     if inner:
         spec["params"] = [_type_spec(inner[:-1])]
     return spec
+
+
+# ext.TwoVarComprehensions (all/exists/existsOne with two variables, transformList,
+# transformMap, transformMapEntry): cel-cpp has them, enabled by name in a config.
+TWO_VARIABLE_LOOPS = [{"name": "two-var-comprehensions"}]
 
 
 def checker_config() -> cel.EnvConfig:
@@ -141,13 +164,16 @@ def checker_config() -> cel.EnvConfig:
             entry["args"] = params
             entries.append(entry)
         functions.append({"name": name, "overloads": entries})
-    return cel.NewEnvConfigFromYaml(json.dumps({"name": "kpysched-dra-checker",
-                                                "functions": functions}))
+    return cel.NewEnvConfigFromYaml(json.dumps({
+        "name": "kpysched-dra-checker", "extensions": TWO_VARIABLE_LOOPS,
+        "stdlib": {"exclude_functions": [{"name": name} for name in _COMPARISONS]},
+        "functions": functions}))
 
 
 def checker_impls() -> dict[str, Callable[..., Any]]:
     """Placeholders the checking environment needs to plan a program it never runs."""
-    return {decl.id: _never for overloads in _declarations().values() for decl in overloads}
+    return {decl.id: _never for name, overloads in _declarations().items()
+            if name not in _COMPARISONS for decl in overloads}
 
 
 def _never(*_: Any) -> Any:
@@ -164,6 +190,8 @@ K8S_TRAVERSED = frozenset(("isSorted", "sum", "max", "min", "indexOf", "lastInde
 def runtime_name(function: str, overloads: Sequence[str]) -> str | None:
     """The `@kp.` function that runs a call the checker resolved to `overloads`, or None
     for calls that keep their name (everything outside these libraries)."""
+    if function == MAP_INSERT:  # cel-expr-python declares it but has no implementation
+        return "@kp.mapInsert"
     ids = set(overloads)
     if not ids or not ids <= _LIBRARY_IDS:
         return None
@@ -180,9 +208,12 @@ def runtime_name(function: str, overloads: Sequence[str]) -> str | None:
     return f"@kp.{function}" if "." in function else f"@kp.list.{function}"
 
 
-# Runtime functions whose second operand reaches them in a one-element list: a Python
-# function's parameter cannot be of any type in cel-expr-python.
-WRAPPED_ITEM = frozenset(("@kp.list.indexOf", "@kp.list.lastIndexOf"))
+# Runtime functions (and operand counts) whose operands after the first reach them in a
+# list: a Python function's parameter cannot be of any type in cel-expr-python.
+WRAPPED_OPERANDS = frozenset((("@kp.list.indexOf", 2), ("@kp.list.lastIndexOf", 2),
+                              ("@kp.mapInsert", 3)))
+# What the two-variable transformMap and transformMapEntry macros expand to.
+MAP_INSERT = "cel.@mapInsert"
 # Result types a Python function must declare (dyn results cannot be durations or
 # timestamps).
 _TIME_KINDS = ("duration", "timestamp")
@@ -301,6 +332,11 @@ class Library:
             decl("@kp.lists.range", [t.INT], lst, self._range),
             decl("@kp.list.reverse", [lst], lst, self._reverse),
             decl("@kp.list.distinct", [lst], lst, self._distinct),
+            cel.FunctionDecl("@kp.mapInsert", [
+                cel.Overload("@kp_mapInsert_map_map", t.MAP, [t.MAP, t.MAP], is_member=False,
+                             impl=_map_insert_map),
+                cel.Overload("@kp_mapInsert_map_key_value", t.MAP, [t.MAP, lst],
+                             is_member=False, impl=lambda m, kv: _map_insert(m, *kv))]),
             decl("@kp.sets.contains", [lst, lst], t.BOOL, self._sets(1, _sets_contains)),
             decl("@kp.sets.equivalent", [lst, lst], t.BOOL,
                  self._sets(2, lambda a, b: _sets_contains(a, b) and _sets_contains(b, a))),
@@ -420,6 +456,24 @@ def _cel_value(value: Any) -> Any:
     if isinstance(value, list):
         return _cel_list(value)
     return value
+
+
+def _map_insert(values: dict[Any, Any], key: Any, value: Any) -> dict[Any, Any]:
+    """types.InsertMapKeyValue: a new key only."""
+    if any(equal(key, other) for other in values):
+        raise ValueError(f"insert failed: key {_go_text(key)} already exists")
+    return {**values, key: _cel_value(value)}
+
+
+def _map_insert_map(values: dict[Any, Any], update: dict[Any, Any]) -> dict[Any, Any]:
+    for key, value in update.items():
+        values = _map_insert(values, key, value)
+    return values
+
+
+def _go_text(value: Any) -> str:
+    """fmt's %v of a CEL key (int, uint, bool, string)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _sets_contains(values: list[Any], sublist: list[Any]) -> bool:

@@ -189,13 +189,20 @@ class Runtime:
         meter.scopes.append(scope)
         try:
             scope[fold.accu_slot] = _run(meter, index, "init")
-            for item in values:  # a map's keys, as cel-go iterates it
+            # A map's keys, as cel-go iterates it; with two variables a list's indexes.
+            items = (range(len(values)) if fold.value_slot is not None
+                     and isinstance(values, list) else values)
+            for item in items:
                 scope[fold.iter_slot] = item
+                if fold.value_slot is not None:
+                    scope[fold.value_slot] = values[item]
                 meter.add(0)  # the deadline, as cel-go's interrupt checks in a loop
                 if _run(meter, index, "condition") is False:
                     break
                 scope[fold.accu_slot] = _run(meter, index, "step")
             scope.pop(fold.iter_slot, None)
+            if fold.value_slot is not None:
+                scope.pop(fold.value_slot, None)
             result = _run(meter, index, "result")
         finally:
             meter.scopes.pop()

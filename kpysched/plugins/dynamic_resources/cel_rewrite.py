@@ -87,6 +87,9 @@ class FoldPlan:
     accu_slot: int
     captures: list[int]  # slots of the captured values, in the call's order
     parts: dict[str, cel.Expression]  # init, condition, step, result
+    # A two-variable loop's second variable: a list's element (the first is its index)
+    # or a map's value (the first is its key).
+    value_slot: int | None = None
 
 
 @dataclass(slots=True)
@@ -378,11 +381,11 @@ class Rewriter:
     def _drivable(self, node: Expr, scope: dict[str, _Binding]) -> bool:
         iter_range, init, condition, step, result = self._parts(node)
         info = self._checked.types.get(init.id)
-        if node.iter_var2 or info is None or info.kind != SCALAR or not info.plain:
+        if info is None or info.kind != SCALAR or not info.plain:
             return False  # only all(), exists(), exists_one(): a bool or int accumulator
         if not self._safe(iter_range, scope):
             return False
-        bound = {node.iter_var, node.accu_var}
+        bound = {node.iter_var, node.iter_var2, node.accu_var}
         free = set().union(*(_free_names(part) - bound for part in (condition, step, result)),
                            _free_names(init))
         return all(scope[name].safe for name in free if name in scope)
@@ -397,6 +400,9 @@ class Rewriter:
         accu = _Binding(fold.accu_slot, None, True)
         inner = {**scope, node.accu_var: accu}
         loop = {**inner, node.iter_var: _Binding(fold.iter_slot, None, True)}
+        if node.iter_var2:
+            fold.value_slot = self._slot()
+            loop[node.iter_var2] = _Binding(fold.value_slot, None, True)
         fold.parts = {"init": self._program(init, scope, sub),
                       "condition": self._program(condition, loop, sub),
                       "step": self._compile(self._step(node, loop, sub)),

@@ -164,10 +164,23 @@ UPSTREAM = [
                  '\xe9" && ["\xfc", 1].size() == 1\n | ....................................'
                  '......\uff0e.......\uff0e...^',
                  id='two-mixed-lists-wide-runes'),
+    pytest.param('1 < 1.5 && !(1.0 >= 2)',
+                 'true',
+                 id='int-less-double'),
+    pytest.param('2u > 1 && 1 <= 1u',
+                 'true',
+                 id='uint-greater-int'),
+    pytest.param('device.attributes["dra.example.com"].cores < 7.5',
+                 'true',
+                 id='attribute-less-double'),
+    pytest.param('1 < "a"',
+                 'COMPILE-ERROR compilation failed: ERROR: <input>:1:3: found no matching o'
+                 'verload for \'_<_\' applied to \'(int, string)\'\n | 1 < "a"\n | ..^',
+                 id='int-less-string'),
 ]
 
-
-# The list and set libraries, with upstream's actual cost (EvalDetails.ActualCost).
+# The list and set libraries and two-variable comprehensions, with upstream's actual cost
+# (EvalDetails.ActualCost).
 LIBRARIES = [
     pytest.param('[1,2,3].isSorted() && ![3,1].isSorted()',
                  'true',
@@ -335,8 +348,41 @@ LIBRARIES = [
                  'true',
                  12525,
                  id='map-flatten'),
+    pytest.param('[1,2].all(i, v, v > i) && {"a": 1, "b": 2}.all(k, v, v > 0)',
+                 'true',
+                 24,
+                 id='two-var-all'),
+    pytest.param('[1,2].exists(i, v, v == 2 && i == 1) && [1,2,2].existsOne(i, v, v == 1)',
+                 'true',
+                 25,
+                 id='two-var-exists-one'),
+    pytest.param('device.attributes.all(d, attrs, size(attrs) > 0)',
+                 'true',
+                 15,
+                 id='two-var-device-maps'),
+    pytest.param('[1,2].transformList(i, v, v * 2) == [2, 4] && [1,2].transformList(i, v, i'
+                 ' > 0, v * 2) == [4]',
+                 'true',
+                 50,
+                 id='transform-list'),
+    pytest.param('{"a": 1}.transformMap(k, v, v + 1) == {"a": 2} && {"a": 1}.transformMap(k'
+                 ', v, k == "a", v * 10)["a"] == 10',
+                 'true',
+                 18,
+                 id='transform-map'),
+    pytest.param('{"a": 1}.transformMapEntry(k, v, {v: k}) == {1: "a"}',
+                 'true',
+                 36,
+                 id='transform-map-entry'),
+    pytest.param('[1,1].transformMapEntry(i, v, {v: i}) == {1: 0}',
+                 'ERROR insert failed: key 1 already exists',
+                 70,
+                 id='transform-map-entry-duplicate'),
+    pytest.param('lists.range(120).all(i, v, lists.range(100).all(j, w, v + w >= 0))',
+                 'true',
+                 97932,
+                 id='two-var-loop-past-budget'),
 ]
-
 
 @pytest.mark.parametrize(("expression", "expected"), UPSTREAM)
 def test_selector_evaluates_as_upstream(expression: str, expected: str) -> None:
