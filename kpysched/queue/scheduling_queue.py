@@ -36,6 +36,7 @@ from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 from kpysched.queue.backoff import BackoffQueue, FailureCounts, Less
+from kpysched.queue.gated import GatedPods
 from kpysched.queue.hints import QueueingHints, Strategy
 from kpysched.queue.in_flight import InFlightEvents
 from kpysched.queue.nominator import Nominator
@@ -99,7 +100,7 @@ class SchedulingQueue:
         self._active_by_uid: dict[str, _HeapEntry] = {}
         self._backoff = BackoffQueue(less, initial_backoff_seconds, max_backoff_seconds)
         self._unschedulable: dict[str, QueuedPodInfo] = {}
-        self._gated: dict[str, QueuedPodInfo] = {}
+        self._gated = GatedPods()
         # Gated pods DefaultPreemption holds (a subset of _gated, by uid): a finished
         # preemption asks only these again, however many pods other gates hold.
         self._held_for_preemption: set[str] = set()
@@ -128,8 +129,11 @@ class SchedulingQueue:
         if uid not in self._unschedulable and uid not in self._gated:
             self._count("unschedulable", event)
         self._unschedulable.pop(uid, None)
-        self._gated.pop(uid, None)
-        (self._gated if gated else self._unschedulable)[uid] = info
+        self._gated.pop(uid)
+        if gated:
+            self._gated.put(info)
+        else:
+            self._unschedulable[uid] = info
 
     def _admitted(self, info: QueuedPodInfo, event: str) -> bool:
         """Run PreEnqueue; a pod it turns away waits among the gated pods."""
@@ -148,7 +152,7 @@ class SchedulingQueue:
         info.gated = False
         info.gating_plugin = ""
         self._unschedulable.pop(info.pod_info.uid, None)
-        self._gated.pop(info.pod_info.uid, None)
+        self._gated.pop(info.pod_info.uid)
         return True
 
     def _to_active(self, info: QueuedPodInfo, event: str, *,
@@ -240,7 +244,7 @@ class SchedulingQueue:
             entry.removed = True
         self._backoff.remove(uid)
         self._unschedulable.pop(uid, None)
-        self._gated.pop(uid, None)
+        self._gated.pop(uid)
         self._held_for_preemption.discard(uid)
         self._forget(uid)
         self.nominator.delete(uid)
@@ -347,7 +351,8 @@ class SchedulingQueue:
             self.reorder()
         if not self.hints.interested(event):
             return 0  # no plugin listens: not even in-flight pods need it
-        candidates = [info for info in (*self._unschedulable.values(), *self._gated.values())
+        candidates = [info for info in (*self._unschedulable.values(),
+                                        *self._gated.hearing(event, self.hints.hears))
                       if pre_check is None or pre_check(info.pod_info)]
         return self._move(candidates, event, old, new)
 
@@ -382,7 +387,8 @@ class SchedulingQueue:
         if not self.hints.interested(event):
             return 0
         labels = self._namespace_labels(new.namespace) or {}
-        candidates = [info for info in (*self._unschedulable.values(), *self._gated.values())
+        candidates = [info for info in (*self._unschedulable.values(),
+                                        *self._gated.hearing(event, self.hints.hears))
                       if _may_be_helped_by(info, new, labels)]
         return self._move(candidates, event, old, new)
 
