@@ -124,6 +124,20 @@ def _scheduler_pods(state: ClusterState) -> list[dict[str, Any]]:
     return [p for p in items if not p["metadata"].get("deletionTimestamp")]
 
 
+def _assert_api_server_admitted(state: ClusterState) -> None:
+    """With the decisions API on, the chart's NetworkPolicy admits the addresses the
+    cluster publishes for the API server (what the aggregator connects from)."""
+    slices = kubectl.get_json(state, "endpointslices", "-n", "default", "-l",
+                              "kubernetes.io/service-name=kubernetes")["items"]
+    addresses = {a for s in slices for e in s.get("endpoints", []) for a in e["addresses"]}
+    assert addresses, slices
+    (policy,) = kubectl.get_json(state, "networkpolicies", "-n", NAMESPACE, "-l",
+                                 f"app.kubernetes.io/instance={RELEASE}")["items"]
+    admitted = {peer["ipBlock"]["cidr"] for rule in policy["spec"]["ingress"]
+                for peer in rule["from"] if "ipBlock" in peer}
+    assert {f"{a}/128" if ":" in a else f"{a}/32" for a in addresses} <= admitted, policy
+
+
 def _labelled_leaders(state: ClusterState) -> list[str]:
     return sorted(p["metadata"]["name"] for p in _scheduler_pods(state)
                   if p["metadata"].get("labels", {}).get("kpysched.io/leader") == "true")
@@ -238,6 +252,7 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
     names = {p["metadata"]["name"] for p in pods}
     leader = _wait("a Lease holder", 60,
                    lambda: next((n for n in names if _holder(state).startswith(n)), None))
+    _assert_api_server_admitted(state)
     # Only the leader's pod is labelled, so the decisions Service reaches no standby.
     _wait(f"only {leader} labelled the leader", 30, lambda: _labelled_leaders(state) == [leader])
 
