@@ -6,12 +6,14 @@
 - Filter: an allocated claim's node selector must match the node; the claims still
   to allocate must all fit on the node's devices (the allocation is kept for Reserve).
 - PostFilter frees one allocated claim that kept the pod off every node, when no
-  other pod uses it ("deallocation of ResourceClaim completed").
+  other pod uses it ("deallocation of ResourceClaim completed"), and waits for that
+  write as upstream does: its failure is PostFilter's Error.
 - Score prefers nodes where prioritized lists (firstAvailable) got earlier choices.
 - Reserve records the chosen allocations as in flight, so the next cycle does not
   hand the same devices out again; Unreserve undoes that.
 - PreBind writes each allocation and the pod's reservation to its claim (after the
-  deletion-protection finalizer), then waits for any binding conditions.
+  deletion-protection finalizer), updating the claim as read (claim_writes.py), then
+  waits for any binding conditions (BindingConditionsPending event).
 
 The texts of every status are upstream's, because they end up in the pod's events.
 Most rejections are UnschedulableAndUnresolvable there (statusUnschedulable), which
