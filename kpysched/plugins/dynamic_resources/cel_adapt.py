@@ -23,8 +23,8 @@ that implement them (cel_lists.py), with a member call's target as first argumen
 Equality of quantities. Quantity.Equal compares amounts, and a quantity message also
 records how apimachinery holds an amount that it does not call an integer
 (cel_library.quantity_message), so `a == b` and `a != b` between two values the checker
-typed as messages become `a.compareTo(b) == 0` / `!= 0` (Semver's compareTo is its
-equality too). Equality through dyn, lists or `in` stays message equality.
+typed as quantities become `a.compareTo(b) == 0` / `!= 0`. Equality through dyn, lists
+or `in` stays message equality.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ from kpysched.plugins.dynamic_resources.cel_ast import (
     COMPREHENSION,
     IDENT,
     LIST,
-    MESSAGE,
     SELECT,
     STRUCT,
     Checked,
@@ -48,6 +47,7 @@ from kpysched.plugins.dynamic_resources.cel_ast import (
     string_const,
 )
 from kpysched.plugins.dynamic_resources.cel_lists import WRAPPED_OPERANDS, runtime_name
+from kpysched.plugins.dynamic_resources.cel_literals import type_names
 
 _DEVICE_MAPS = ("attributes", "capacity")
 
@@ -76,15 +76,15 @@ def library_calls(checked: Checked) -> dict[int, str]:
 
 
 def message_equalities(checked: Checked) -> frozenset[int]:
-    """The `==`/`!=` calls between two values typed as messages (Quantity, Semver)."""
+    """The `==`/`!=` calls between two values typed as quantities."""
+    names = type_names(checked)
     found: set[int] = set()
     stack = [checked.root]
     while stack:
         node = stack.pop()
         stack += node.children()
         if node.kind == CALL and node.name in ("_==_", "_!=_") and len(node.args) == 2 and all(
-                (info := checked.types.get(arg.id)) is not None and info.kind == MESSAGE
-                for arg in node.args):
+                names.get(arg.id) == "kubernetes.Quantity" for arg in node.args):
             found.add(node.id)
     return frozenset(found)
 

@@ -39,7 +39,7 @@ from kpysched.plugins.dynamic_resources.cel_cost import (
     set_membership,
     static_size,
 )
-from kpysched.plugins.dynamic_resources.cel_lists import K8S_TRAVERSED, library_call
+from kpysched.plugins.dynamic_resources.cel_lists import K8S_TRAVERSED, WHOLLY_PRICED, library_call
 
 # What a device can hold (k8s.io/api/resource/v1 limits), for the upper bound.
 _MAX_ENTRIES = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
@@ -104,6 +104,17 @@ def _library_bound(node: Expr, overloads: list[str], args: list[_Size]) -> float
     """What a list or set function charges beyond own_cost, at most (cel_lists.py)."""
     if node.name in K8S_TRAVERSED:
         return _traversal(args[0])
+    if node.name in WHOLLY_PRICED:  # the IP and CIDR functions
+        text = args[-1] if args and args[-1].kind in (STRING, UNKNOWN) else None
+        parse = (0.0 if text is None else _INF if text.size == _INF
+                 else math.ceil(text.size * 0.1))
+        if node.name == "ip.isCanonical":
+            return 2 * parse
+        if node.name in ("containsIP", "containsCIDR"):
+            return 7 + parse  # up to 16 bytes compared twice, once more and one for a CIDR
+        return max(parse, 1)
+    if node.name == "string":
+        return 0
     sizes = [arg.size for arg in args]
     if node.name.startswith("sets."):
         return sizes[0] * sizes[1] * (2 if node.name == "sets.equivalent" else 1)

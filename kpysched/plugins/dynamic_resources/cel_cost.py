@@ -51,7 +51,7 @@ from kpysched.plugins.dynamic_resources.cel_ast import (
     Expr,
     const_value,
 )
-from kpysched.plugins.dynamic_resources.cel_lists import K8S_TRAVERSED, library_call
+from kpysched.plugins.dynamic_resources.cel_lists import WHOLLY_PRICED, library_call
 
 COST_LIMIT = 1_000_000  # resourceapi.CELSelectorExpressionMaxCost (= celconfig.PerCallLimit)
 COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
@@ -221,9 +221,9 @@ def own_cost(node: Expr, checked: Checked) -> int | None:
     if node.name in _SHORT_CIRCUIT or optional_or(node, checked) or set_membership(node):
         return 0
     if library_call(node.name, checked.overloads(node.id)):
-        # The list and set functions charge the rest from their values (cel_lists.py);
-        # Kubernetes' lists library charges no call cost besides the traversal.
-        return 0 if node.name in K8S_TRAVERSED else 1
+        # The library functions charge the rest from their values (cel_lists.py,
+        # cel_network.py); some have no call cost besides.
+        return 0 if node.name in WHOLLY_PRICED else 1
     if node.name in QUALIFIERS:
         # The planner makes the key a qualifier of the operand's attribute: a constant
         # costs 1, an attribute what it costs anyway, anything else 1 more.

@@ -34,17 +34,24 @@ _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 def _message_classes() -> tuple[descriptor_pool.DescriptorPool, type[Any], type[Any]]:
     proto = descriptor_pb2.FieldDescriptorProto
-    file = descriptor_pb2.FileDescriptorProto(
-        name="kpysched/dra_cel.proto", package="kubernetes", syntax="proto3")
-    fields = {"Quantity": [("key", proto.TYPE_STRING), ("held", proto.TYPE_STRING)],
-              "Semver": [("major", proto.TYPE_UINT64), ("minor", proto.TYPE_UINT64),
-                         ("patch", proto.TYPE_UINT64), ("pre", proto.TYPE_STRING)]}
-    for name, declared in fields.items():
-        message = file.message_type.add(name=name)
-        for number, (field, kind) in enumerate(declared, 1):
-            message.field.add(name=field, number=number, type=kind, label=proto.LABEL_OPTIONAL)
     pool = descriptor_pool.DescriptorPool()
-    pool.Add(file)
+    packages = {
+        "kubernetes": {"Quantity": [("key", proto.TYPE_STRING), ("held", proto.TYPE_STRING)],
+                       "Semver": [("major", proto.TYPE_UINT64), ("minor", proto.TYPE_UINT64),
+                                  ("patch", proto.TYPE_UINT64), ("pre", proto.TYPE_STRING)]},
+        # Go's canonical text of a netip.Addr / netip.Prefix (cel_network.py), under the
+        # type names upstream's library gives them.
+        "net": {"IP": [("addr", proto.TYPE_STRING)], "CIDR": [("prefix", proto.TYPE_STRING)]},
+    }
+    for package, messages in packages.items():
+        file = descriptor_pb2.FileDescriptorProto(
+            name=f"kpysched/dra_cel_{package}.proto", package=package, syntax="proto3")
+        for name, declared in messages.items():
+            message = file.message_type.add(name=name)
+            for number, (field, kind) in enumerate(declared, 1):
+                message.field.add(name=field, number=number, type=kind,
+                                  label=proto.LABEL_OPTIONAL)
+        pool.Add(file)
     find = pool.FindMessageTypeByName
     return (pool, message_factory.GetMessageClass(find("kubernetes.Quantity")),
             message_factory.GetMessageClass(find("kubernetes.Semver")))
@@ -53,6 +60,14 @@ def _message_classes() -> tuple[descriptor_pool.DescriptorPool, type[Any], type[
 _POOL, _QuantityMsg, _SemverMsg = _message_classes()
 _QUANTITY = cel.Type("kubernetes.Quantity")
 _SEMVER = cel.Type("kubernetes.Semver")
+IP_TYPE = cel.Type("net.IP")
+CIDR_TYPE = cel.Type("net.CIDR")
+
+
+def message_class(name: str) -> type[Any]:
+    """The class of one of this environment's messages (net.IP, ...)."""
+    cls: type[Any] = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(name))
+    return cls
 
 
 def _as_int64(quantity: Quantity) -> int | None:

@@ -116,6 +116,30 @@ def _declarations() -> dict[str, list[_Decl]]:
            + [d(f"{word}_{_NUMBERS[a]}_{_NUMBERS[b]}", (a, b), "bool", member=False)
               for a in _NUMBERS for b in _NUMBERS if a != b]
            for operator, word in _COMPARISONS.items()},
+        # Kubernetes' IP and CIDR libraries (cel_network.py); `string` keeps the standard
+        # library's overloads (whose declaration this replaces).
+        "ip": [d("string_to_ip", ("string",), _IP, member=False),
+               d("cidr_ip", (_CIDR,), _IP)],
+        "isIP": [d("is_ip", ("string",), "bool", member=False)],
+        "ip.isCanonical": [d("ip_is_canonical", ("string",), "bool", member=False)],
+        "family": [d("ip_family", (_IP,), "int")],
+        **{name: [d(overload, (_IP,), "bool")] for name, overload in (
+            ("isUnspecified", "ip_is_unspecified"), ("isLoopback", "ip_is_loopback"),
+            ("isLinkLocalMulticast", "ip_is_link_local_multicast"),
+            ("isLinkLocalUnicast", "ip_is_link_local_unicast"),
+            ("isGlobalUnicast", "ip_is_global_unicast"))},
+        "cidr": [d("string_to_cidr", ("string",), _CIDR, member=False)],
+        "isCIDR": [d("is_cidr", ("string",), "bool", member=False)],
+        "containsIP": [d("cidr_contains_ip_string", (_CIDR, "string"), "bool"),
+                       d("cidr_contains_ip_ip", (_CIDR, _IP), "bool")],
+        "containsCIDR": [d("cidr_contains_cidr_string", (_CIDR, "string"), "bool"),
+                         d("cidr_contains_cidr", (_CIDR, _CIDR), "bool")],
+        "prefixLength": [d("cidr_prefix_length", (_CIDR,), "int")],
+        "masked": [d("cidr_masked", (_CIDR,), _CIDR)],
+        "string": [*(d(f"{word}_to_string", (t,), "string", member=False)
+                     for word, t in _TO_STRING.items()),
+                   d("ip_to_string", (_IP,), "string", member=False),
+                   d("cidr_to_string", (_CIDR,), "string", member=False)],
         # cel-go's sets extension.
         "sets.contains": [d("list_sets_contains_list", ("list(T)", "list(T)"), "bool", False)],
         "sets.equivalent": [d("list_sets_equivalent_list", ("list(T)", "list(T)"), "bool",
@@ -133,6 +157,13 @@ _ORDERED = {"bool": "bool", "int": "int64", "uint": "uint64", "double": "double"
             "string": "string", "bytes": "bytes", "google.protobuf.Timestamp": "timestamp",
             "google.protobuf.Duration": "duration"}
 _TYPE_PARAMS = ("A", "T")
+_IP, _CIDR = "net.IP", "net.CIDR"
+_TO_STRING = {"string": "string", "bytes": "bytes", "bool": "bool", "double": "double",
+              "int64": "int", "uint64": "uint", "timestamp": "google.protobuf.Timestamp",
+              "duration": "google.protobuf.Duration"}
+# Standard functions whose declarations the checker's config replaces (their overloads
+# redeclared, the runtime's implementations kept).
+_REPLACED = (*_COMPARISONS, "string")
 
 
 def _type_spec(text: str) -> dict[str, Any]:
@@ -166,14 +197,15 @@ def checker_config() -> cel.EnvConfig:
         functions.append({"name": name, "overloads": entries})
     return cel.NewEnvConfigFromYaml(json.dumps({
         "name": "kpysched-dra-checker", "extensions": TWO_VARIABLE_LOOPS,
-        "stdlib": {"exclude_functions": [{"name": name} for name in _COMPARISONS]},
+        "stdlib": {"exclude_functions": [{"name": name} for name in _REPLACED]},
         "functions": functions}))
 
 
 def checker_impls() -> dict[str, Callable[..., Any]]:
     """Placeholders the checking environment needs to plan a program it never runs."""
+    standard = {f"{word}_to_string" for word in _TO_STRING}
     return {decl.id: _never for name, overloads in _declarations().items()
-            if name not in _COMPARISONS for decl in overloads}
+            if name not in _COMPARISONS for decl in overloads if decl.id not in standard}
 
 
 def _never(*_: Any) -> Any:
@@ -193,6 +225,9 @@ def runtime_name(function: str, overloads: Sequence[str]) -> str | None:
     if function == MAP_INSERT:  # cel-expr-python declares it but has no implementation
         return "@kp.mapInsert"
     ids = set(overloads)
+    network = {NETWORK_RUNTIME.get(overload) for overload in ids}
+    if ids and len(network) == 1 and None not in network:
+        return network.pop()
     if not ids or not ids <= _LIBRARY_IDS:
         return None
     if function in ("sum", "max", "min"):
@@ -208,6 +243,29 @@ def runtime_name(function: str, overloads: Sequence[str]) -> str | None:
     return f"@kp.{function}" if "." in function else f"@kp.list.{function}"
 
 
+# The IP and CIDR libraries' overloads and the `@kp.` function that runs each
+# (cel_network.py).
+NETWORK_RUNTIME = {
+    "string_to_ip": "@kp.ip", "is_ip": "@kp.isIP", "ip_is_canonical": "@kp.ip.isCanonical",
+    "ip_family": "@kp.ip.family", "ip_is_unspecified": "@kp.ip.isUnspecified",
+    "ip_is_loopback": "@kp.ip.isLoopback",
+    "ip_is_link_local_multicast": "@kp.ip.isLinkLocalMulticast",
+    "ip_is_link_local_unicast": "@kp.ip.isLinkLocalUnicast",
+    "ip_is_global_unicast": "@kp.ip.isGlobalUnicast", "ip_to_string": "@kp.ip.string",
+    "string_to_cidr": "@kp.cidr", "is_cidr": "@kp.isCIDR", "cidr_ip": "@kp.cidr.ip",
+    "cidr_prefix_length": "@kp.cidr.prefixLength", "cidr_masked": "@kp.cidr.masked",
+    "cidr_to_string": "@kp.cidr.string",
+    "cidr_contains_ip_string": "@kp.cidr.containsIP",
+    "cidr_contains_ip_ip": "@kp.cidr.containsIP",
+    "cidr_contains_cidr_string": "@kp.cidr.containsCIDR",
+    "cidr_contains_cidr": "@kp.cidr.containsCIDR",
+}
+# Functions library.CostEstimator prices whole (no call cost besides): the list
+# traversals and the network functions but `string()`; their implementations charge it.
+WHOLLY_PRICED = K8S_TRAVERSED | frozenset((
+    "ip", "isIP", "ip.isCanonical", "family", "isUnspecified", "isLoopback",
+    "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast", "cidr", "isCIDR",
+    "prefixLength", "masked", "containsIP", "containsCIDR"))
 # Runtime functions (and operand counts) whose operands after the first reach them in a
 # list: a Python function's parameter cannot be of any type in cel-expr-python.
 WRAPPED_OPERANDS = frozenset((("@kp.list.indexOf", 2), ("@kp.list.lastIndexOf", 2),

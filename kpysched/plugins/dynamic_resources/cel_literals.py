@@ -56,7 +56,8 @@ def type_name(buf: bytes) -> str:
     return "dyn"
 
 
-def _types(checked: Checked) -> dict[int, str]:
+def type_names(checked: Checked) -> dict[int, str]:
+    """cel-go's name of each checked node's type, by id."""
     out: dict[int, str] = {}
     for number, value in fields(checked.raw_types):
         if number == 3:
@@ -137,7 +138,7 @@ def literal_errors(expression: str, checked: Checked) -> str | None:
     """cel-go's issues for mixed-type literals, or None when every literal is
     homogeneous."""
     found: list[tuple[int, str]] = []
-    _mismatches(checked.root, _types(checked), False, found)
+    _mismatches(checked.root, type_names(checked), False, found)
     if not found:
         return None
     line_offsets, positions = _positions(checked.source_info)

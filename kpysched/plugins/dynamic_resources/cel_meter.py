@@ -25,6 +25,7 @@ from cel_expr_python import cel
 from kpysched.plugins.dynamic_resources.cel_ast import SCALAR, Checked, decode_checked
 from kpysched.plugins.dynamic_resources.cel_cost import COST_LIMIT_EXCEEDED, call_cost
 from kpysched.plugins.dynamic_resources.cel_lists import Library
+from kpysched.plugins.dynamic_resources.cel_network import network_functions
 from kpysched.plugins.dynamic_resources.cel_rewrite import (
     SIZE_CODE,
     UTF8_SIZE_CODE,
@@ -100,6 +101,7 @@ class Runtime:
                 cel.Overload("@kp.fold_map", _T.DYN, [_T.INT, _T.MAP, _T.LIST],
                              is_member=False, impl=self._fold)]),
             *Library(self._library_charge).functions(),
+            *network_functions(self._library_charge),
         ]
 
     def _library_charge(self, cost: int) -> None:

@@ -1,14 +1,15 @@
 """DRA CEL selectors under kube-scheduler v1.36.4 and kpysched side by side (issue 33
-item 5): every expression below (the 48 of issue 33's `diffexprs.txt`, then the list and
-set libraries and a loop past cel-cpp's iteration budget) goes into a claim's selectors
-(even positions) or a DeviceClass's (odd ones); each claim has a pod of its own. Both
-schedulers run at once, each on a node of its own run with 64 identical devices of
-driver dra.example.com (pods select their run's node), and must end the same for every
-expression: refused by the API server (then in both runs), bound to the node, or
-pending with the same FailedScheduling text (a false selector's "cannot allocate all
-claims", an error's CEL runtime error).
+item 5): every expression below (the 48 of issue 33's `diffexprs.txt`, then the list,
+set, IP and CIDR libraries, two-variable loops, cross-type comparisons and a loop past
+cel-cpp's iteration budget) goes into a claim's selectors (even positions) or a
+DeviceClass's (odd ones); each claim has a pod of its own. Both schedulers run at once,
+each on a node of its own run with 64 identical devices of driver dra.example.com (pods
+select their run's node), and must end the same for every expression: refused by the
+API server (then in both runs), bound to the node, or pending with the same
+FailedScheduling text (a false selector's "cannot allocate all claims", an error's CEL
+runtime error).
 
-One run of ~60 pods per scheduler keeps the file's wall time small."""
+One run of ~70 pods per scheduler keeps the file's wall time small."""
 
 from __future__ import annotations
 
@@ -101,6 +102,14 @@ EXPRESSIONS = (
     'lists.range(1000).sort().size() == 1000',
     'lists.range(device.attributes["dra.example.com"].cores).size() == 7',
     '[device.attributes["dra.example.com"].cores, 3].max() == 7',
+    # Two-variable comprehensions, cross-type comparisons, the IP and CIDR libraries.
+    'device.attributes["dra.example.com"].exists(k, v, k == "model" && v == "a100")',
+    '{"a": 1}.transformMap(k, v, v + device.attributes["dra.example.com"].cores)["a"] == 8',
+    'device.attributes["dra.example.com"].cores < 7.5 && 1 < 1.5',
+    'cidr("10.0.0.0/8").containsIP("10.0.0." + string(device.attributes["dra.example.com"].cores))',
+    'ip("10.0.0." + string(device.attributes["dra.example.com"].cores) + "0").isLoopback()',
+    'cidr(device.attributes["dra.example.com"].model).prefixLength() == 8',
+    'ip.isCanonical("2001:db8::1") && string(cidr("10.1.2.3/8").masked()) == "10.0.0.0/8"',
     # 15,000 iterations, past cel-cpp's budget of 10,000 (issue 33 item 4).
     'lists.range(150).all(i, lists.range(100).all(j, i + j >= 0))',
 )

@@ -4,8 +4,8 @@ StoredExpressions, then DeviceMatches) on the same device, in the form
 `true`/`false`, `ERROR <runtime error>` or `COMPILE-ERROR <compile error>`. They cover
 the differences issue 33 item 5 found: a domain the device lacks is an empty map however
 the selector reaches it, quantities held as fractions are no integers, conversion
-errors and mixed-type literals are worded and refused as cel-go does; and the list and
-set libraries of the v1.36 environment, with their cost."""
+errors and mixed-type literals are worded and refused as cel-go does; and the list, set,
+IP and CIDR libraries of the v1.36 environment, with their cost."""
 
 from __future__ import annotations
 
@@ -388,18 +388,198 @@ LIBRARIES = [
                  id='two-var-loop-past-budget'),
 ]
 
+# Kubernetes' IP and CIDR libraries, with upstream's actual cost.
+NETWORK = [
+    pytest.param('ip("10.0.0.1").family() == 4 && ip("::1").family() == 6 && ip("::1").isLo'
+                 'opback()',
+                 'true',
+                 8,
+                 id='ip-family'),
+    pytest.param('isIP("10.0.0.1") && !isIP("10.0.0") && !isIP("fe80::1%eth0") && !isIP("::'
+                 'ffff:1.2.3.4")',
+                 'true',
+                 9,
+                 id='is-ip'),
+    pytest.param('ip.isCanonical("2001:db8::1") && !ip.isCanonical("2001:DB8::1")',
+                 'true',
+                 7,
+                 id='ip-is-canonical'),
+    pytest.param('ip("1.2.3") == ip("1.1.1.1")',
+                 'ERROR IP Address "1.2.3" parse error during conversion from string: Parse'
+                 'Addr("1.2.3"): IPv4 address too short',
+                 3,
+                 id='ip-too-short'),
+    pytest.param('ip("1.2.3.04") == ip("1.1.1.1")',
+                 'ERROR IP Address "1.2.3.04" parse error during conversion from string: Pa'
+                 'rseAddr("1.2.3.04"): IPv4 field has octet with leading zero',
+                 3,
+                 id='ip-leading-zero'),
+    pytest.param('ip("1.2.3.256") == ip("1.1.1.1")',
+                 'ERROR IP Address "1.2.3.256" parse error during conversion from string: P'
+                 'arseAddr("1.2.3.256"): IPv4 field has value >255',
+                 3,
+                 id='ip-octet-too-big'),
+    pytest.param('ip("fe80::1%eth0") == ip("1.1.1.1")',
+                 'ERROR IP address "fe80::1%eth0" with zone value is not allowed',
+                 4,
+                 id='ip-zone'),
+    pytest.param('ip("::ffff:1.2.3.4") == ip("1.1.1.1")',
+                 'ERROR IPv4-mapped IPv6 address "::ffff:1.2.3.4" is not allowed',
+                 4,
+                 id='ip-mapped'),
+    pytest.param('ip("2001:db8::g") == ip("1.1.1.1")',
+                 'ERROR IP Address "2001:db8::g" parse error during conversion from string:'
+                 ' ParseAddr("2001:db8::g"): each colon-separated field must have at least '
+                 'one digit (at "g")',
+                 4,
+                 id='ip-bad-hex'),
+    pytest.param('ip("1:2:3:4:5:6:7:8:9") == ip("1.1.1.1")',
+                 'ERROR IP Address "1:2:3:4:5:6:7:8:9" parse error during conversion from s'
+                 'tring: ParseAddr("1:2:3:4:5:6:7:8:9"): trailing garbage after address (at'
+                 ' "9")',
+                 4,
+                 id='ip-too-long'),
+    pytest.param('ip("") == ip("1.1.1.1")',
+                 'ERROR IP Address "" parse error during conversion from string: ParseAddr('
+                 '""): unable to parse IP',
+                 2,
+                 id='ip-empty'),
+    pytest.param('ip("%x") == ip("1.1.1.1")',
+                 'ERROR IP Address "%x" parse error during conversion from string: ParseAdd'
+                 'r("%x"): missing IPv6 address',
+                 3,
+                 id='ip-missing-address'),
+    pytest.param('string(ip("2001:0db8:0000:0000:0000:0000:0000:0001")) == "2001:db8::1" &&'
+                 ' string(ip("1:0:0:1:0:0:0:1")) == "1:0:0:1::1"',
+                 'true',
+                 11,
+                 id='ip-string'),
+    pytest.param('ip("0.0.0.0").isUnspecified() && ip("::").isUnspecified() && ip("224.0.0.'
+                 '1").isLinkLocalMulticast() && ip("ff02::1").isLinkLocalMulticast() && ip('
+                 '"169.254.1.1").isLinkLocalUnicast() && ip("fe80::1").isLinkLocalUnicast()',
+                 'true',
+                 13,
+                 id='ip-kinds'),
+    pytest.param('ip("10.0.0.1").isGlobalUnicast() && !ip("255.255.255.255").isGlobalUnicas'
+                 't() && !ip("ff00::1").isGlobalUnicast()',
+                 'true',
+                 9,
+                 id='ip-global-unicast'),
+    pytest.param('ip("10.0.0.1") == ip("10.0.0.1") && ip("10.0.0.1") != ip("10.0.0.2")',
+                 'true',
+                 6,
+                 id='ip-equality'),
+    pytest.param('cidr("10.0.0.0/8").containsIP(ip("10.1.2.3")) && !cidr("10.0.0.0/8").cont'
+                 'ainsIP("11.0.0.1")',
+                 'true',
+                 7,
+                 id='cidr-contains-ip'),
+    pytest.param('cidr("10.0.0.0/8").containsIP("bad")',
+                 'ERROR no such overload',
+                 3,
+                 id='cidr-contains-bad-ip'),
+    pytest.param('cidr("10.0.0.0/8").containsCIDR("10.1.0.0/16") && !cidr("10.1.0.0/16").co'
+                 'ntainsCIDR(cidr("10.0.0.0/8"))',
+                 'true',
+                 13,
+                 id='cidr-contains-cidr'),
+    pytest.param('cidr("10.0.0.0/8").containsCIDR("bad")',
+                 'ERROR network address parse error during conversion from string: network '
+                 'address parse error during conversion from string: netip.ParsePrefix("bad'
+                 '"): no \'/\'',
+                 5,
+                 id='cidr-contains-bad-cidr'),
+    pytest.param('cidr("10.1.2.3/8").masked() == cidr("10.0.0.0/8") && cidr("10.1.2.3/8").i'
+                 'p() == ip("10.1.2.3") && cidr("10.1.2.3/8").prefixLength() == 8 && string'
+                 '(cidr("10.1.2.3/8")) == "10.1.2.3/8"',
+                 'true',
+                 14,
+                 id='cidr-members'),
+    pytest.param('cidr("10.0.0.0/33") == cidr("1.0.0.0/8")',
+                 'ERROR network address parse error during conversion from string: network '
+                 'address parse error during conversion from string: netip.ParsePrefix("10.'
+                 '0.0.0/33"): prefix length out of range',
+                 4,
+                 id='cidr-out-of-range'),
+    pytest.param('cidr("10.0.0.0") == cidr("1.0.0.0/8")',
+                 'ERROR network address parse error during conversion from string: network '
+                 'address parse error during conversion from string: netip.ParsePrefix("10.'
+                 '0.0.0"): no \'/\'',
+                 3,
+                 id='cidr-no-slash'),
+    pytest.param('cidr("10.0.0.0/08") == cidr("1.0.0.0/8")',
+                 'ERROR network address parse error during conversion from string: network '
+                 'address parse error during conversion from string: netip.ParsePrefix("10.'
+                 '0.0.0/08"): bad bits after slash: "08"',
+                 4,
+                 id='cidr-leading-zero-bits'),
+    pytest.param('cidr("fe80::1%eth0/64") == cidr("1.0.0.0/8")',
+                 'ERROR network address parse error during conversion from string: network '
+                 'address parse error during conversion from string: netip.ParsePrefix("fe8'
+                 '0::1%eth0/64"): IPv6 zones cannot be present in a prefix',
+                 4,
+                 id='cidr-zone'),
+    pytest.param('cidr("::ffff:1.2.3.4/96") == cidr("1.0.0.0/8")',
+                 'ERROR network address parse error during conversion from string: IPv4-map'
+                 'ped IPv6 address "::ffff:1.2.3.4/96" is not allowed',
+                 4,
+                 id='cidr-mapped'),
+    pytest.param('cidr("1.2.3/8") == cidr("1.0.0.0/8")',
+                 'ERROR network address parse error during conversion from string: network '
+                 'address parse error during conversion from string: netip.ParsePrefix("1.2'
+                 '.3/8"): ParseAddr("1.2.3"): IPv4 address too short',
+                 3,
+                 id='cidr-bad-address'),
+    pytest.param('isCIDR("10.0.0.0/8") && !isCIDR("10.0.0.0/33")',
+                 'true',
+                 4,
+                 id='is-cidr'),
+    pytest.param('cidr("2001:db8::/32").containsIP(ip("2001:db8::1")) && !cidr("2001:db8::/'
+                 '32").containsIP(ip("10.0.0.1"))',
+                 'true',
+                 10,
+                 id='cidr-v6'),
+    pytest.param('cidr("0.0.0.0/0").containsCIDR(cidr("10.0.0.0/8")) && cidr("0.0.0.0/0").c'
+                 'ontainsIP("1.2.3.4")',
+                 'true',
+                 5,
+                 id='cidr-everything'),
+    pytest.param('string(1) == "1" && string(b"a") == "a" && string(true) == "true" && stri'
+                 'ng(1.5) == "1.5" && string(2u) == "2"',
+                 'true',
+                 5,
+                 id='standard-string'),
+    pytest.param('ip("10.0.0." + string(device.attributes["dra.example.com"].cores)).isGlob'
+                 'alUnicast()',
+                 'true',
+                 8,
+                 id='device-ip'),
+    pytest.param('cidr("10.0.0.0/8").containsIP("10.0.0." + string(device.attributes["dra.e'
+                 'xample.com"].cores))',
+                 'true',
+                 9,
+                 id='device-cidr-contains'),
+    pytest.param('cidr(device.attributes["dra.example.com"].model) == cidr("1.0.0.0/8")',
+                 'ERROR network address parse error during conversion from string: network '
+                 'address parse error during conversion from string: netip.ParsePrefix("a10'
+                 '0"): no \'/\'',
+                 7,
+                 id='device-bad-cidr'),
+]
+
+
 @pytest.mark.parametrize(("expression", "expected"), UPSTREAM)
 def test_selector_evaluates_as_upstream(expression: str, expected: str) -> None:
     assert outcome(CelCache(), expression) == expected
 
 
-@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES)
+@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES + NETWORK)
 def test_list_and_set_libraries_as_upstream(expression: str, expected: str, cost: int
                                             ) -> None:
     assert outcome(CelCache(), expression) == expected
 
 
-@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES)
+@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES + NETWORK)
 def test_list_and_set_libraries_cost_as_upstream(expression: str, expected: str, cost: int
                                                  ) -> None:
     # Metered, every selector reports the cost cel-go's tracker counts.
