@@ -40,6 +40,7 @@ from kpysched.queue.gated import GatedPods
 from kpysched.queue.hints import QueueingHints, Strategy
 from kpysched.queue.in_flight import InFlightEvents
 from kpysched.queue.nominator import Nominator
+from kpysched.queue.unschedulable import UnschedulablePods
 
 UNSCHEDULABLE_MAX_SECONDS = 300.0  # upstream's podMaxInUnschedulablePodsDuration
 BACKOFF_FLUSH_SECONDS = 1.0
@@ -99,7 +100,7 @@ class SchedulingQueue:
         self._active: list[_HeapEntry] = []
         self._active_by_uid: dict[str, _HeapEntry] = {}
         self._backoff = BackoffQueue(less, initial_backoff_seconds, max_backoff_seconds)
-        self._unschedulable: dict[str, QueuedPodInfo] = {}
+        self._unschedulable = UnschedulablePods(_needs_assigned_pods)
         self._gated = GatedPods()
         # Gated pods DefaultPreemption holds (a subset of _gated, by uid): a finished
         # preemption asks only these again, however many pods other gates hold.
@@ -128,12 +129,12 @@ class SchedulingQueue:
         uid = info.pod_info.uid
         if uid not in self._unschedulable and uid not in self._gated:
             self._count("unschedulable", event)
-        self._unschedulable.pop(uid, None)
+        self._unschedulable.pop(uid)
         self._gated.pop(uid)
         if gated:
             self._gated.put(info)
         else:
-            self._unschedulable[uid] = info
+            self._unschedulable.put(info)
 
     def _admitted(self, info: QueuedPodInfo, event: str) -> bool:
         """Run PreEnqueue; a pod it turns away waits among the gated pods."""
@@ -151,7 +152,7 @@ class SchedulingQueue:
         self._held_for_preemption.discard(uid)
         info.gated = False
         info.gating_plugin = ""
-        self._unschedulable.pop(info.pod_info.uid, None)
+        self._unschedulable.pop(info.pod_info.uid)
         self._gated.pop(info.pod_info.uid)
         return True
 
@@ -243,7 +244,7 @@ class SchedulingQueue:
         if (entry := self._active_by_uid.pop(uid, None)) is not None:
             entry.removed = True
         self._backoff.remove(uid)
-        self._unschedulable.pop(uid, None)
+        self._unschedulable.pop(uid)
         self._gated.pop(uid)
         self._held_for_preemption.discard(uid)
         self._forget(uid)
@@ -351,7 +352,7 @@ class SchedulingQueue:
             self.reorder()
         if not self.hints.interested(event):
             return 0  # no plugin listens: not even in-flight pods need it
-        candidates = [info for info in (*self._unschedulable.values(),
+        candidates = [info for info in (*self._unschedulable.hearing(event, self.hints.hears),
                                         *self._gated.hearing(event, self.hints.hears))
                       if pre_check is None or pre_check(info.pod_info)]
         return self._move(candidates, event, old, new)
@@ -387,7 +388,7 @@ class SchedulingQueue:
         if not self.hints.interested(event):
             return 0
         labels = self._namespace_labels(new.namespace) or {}
-        candidates = [info for info in (*self._unschedulable.values(),
+        candidates = [info for info in (*self._unschedulable.needing_assigned_pods(),
                                         *self._gated.hearing(event, self.hints.hears))
                       if _may_be_helped_by(info, new, labels)]
         return self._move(candidates, event, old, new)
@@ -522,6 +523,14 @@ class SchedulingQueue:
             if uid in holder:
                 return name
         return None
+
+
+def _needs_assigned_pods(waiting: QueuedPodInfo) -> bool:
+    """Whether any assigned pod's add or update may help `waiting` (_may_be_helped_by
+    with no placed pod in view): a spread constraint held it back, or it has required
+    pod affinity."""
+    return (_POD_TOPOLOGY_SPREAD in waiting.unschedulable_plugins
+            or bool(waiting.pod_info.pod_affinity.required))
 
 
 def _may_be_helped_by(waiting: QueuedPodInfo, placed: PodInfo,

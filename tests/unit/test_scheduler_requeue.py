@@ -121,7 +121,8 @@ async def test_a_pending_answer_marks_its_plugin_pending(harness: Harness, code:
     waiting = pod("waiting")
     await harness.add_and_schedule(waiting)
     assert harness.where(waiting) == "unschedulable"
-    info = harness.scheduler.queue._unschedulable[waiting.metadata.uid]
+    info = harness.scheduler.queue._unschedulable.get(waiting.metadata.uid)
+    assert info is not None
     assert info.unschedulable_plugins == {RAISER}
     assert info.pending_plugins == ({RAISER} if code == Code.PENDING else set())
 
@@ -130,7 +131,7 @@ async def test_a_pending_answer_at_permit_marks_its_plugin_pending(harness: Harn
     harness.script.permit = Status(Code.PENDING, ["later"], RAISER)
     waiting = pod("waiting")
     await harness.add_and_schedule(waiting)
-    info = harness.scheduler.queue._unschedulable[waiting.metadata.uid]
+    info = harness.scheduler.queue._unschedulable.get(waiting.metadata.uid)
     assert info.pending_plugins == {RAISER}
 
 
