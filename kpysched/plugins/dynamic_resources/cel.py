@@ -53,6 +53,7 @@ from kpysched.plugins.dynamic_resources.cel_meter import (
     Meter,
     Runtime,
 )
+from kpysched.plugins.dynamic_resources.cel_regex import constant_pattern_error
 from kpysched.plugins.dynamic_resources.cel_rewrite import Plan, frame_root, outermost_loops
 
 __all__ = [
@@ -373,16 +374,19 @@ class CelCache:
 
     def _compile(self, expression: str) -> CompiledSelector | SelectorError:
         try:
-            checked = self._checker.compile(expression)
-            program = self._env.deserialize(checked.serialize())
+            program = self._env.deserialize(self._checker.compile(expression).serialize())
         except RuntimeError as err:
             text = _STATUS.sub("", str(err), count=1).removesuffix(" [INVALID_ARGUMENT]")
             return SelectorError(f"compilation failed: {text}")
-        mixed = literal_errors(expression, decode_checked(program.serialize()))
+        checked = decode_checked(program.serialize())
+        mixed = literal_errors(expression, checked)
         if mixed is not None:
             return SelectorError(f"compilation failed: {mixed}")
         result = program.return_type()
         if result.name() not in _ACCEPTED_RESULTS:
             return SelectorError(
                 f"must evaluate to bool or the unknown type, not {_type_text(result)}")
+        refused = constant_pattern_error(checked)
+        if refused is not None:
+            return SelectorError(refused)
         return CompiledSelector(expression, program, self._shared)

@@ -104,6 +104,11 @@ def _library_bound(node: Expr, overloads: list[str], args: list[_Size]) -> float
     """What a list or set function charges beyond own_cost, at most (cel_lists.py)."""
     if node.name in K8S_TRAVERSED:
         return _traversal(args[0])
+    if node.name in ("find", "findAll"):
+        length, pattern = args[0].size, args[1].size
+        if _INF in (length, pattern):
+            return _INF
+        return math.ceil((1 + length) * 0.1) * math.ceil(pattern * 0.25)
     if node.name in WHOLLY_PRICED:  # the IP and CIDR functions
         text = args[-1] if args and args[-1].kind in (STRING, UNKNOWN) else None
         parse = (0.0 if text is None else _INF if text.size == _INF

@@ -116,6 +116,11 @@ def _declarations() -> dict[str, list[_Decl]]:
            + [d(f"{word}_{_NUMBERS[a]}_{_NUMBERS[b]}", (a, b), "bool", member=False)
               for a in _NUMBERS for b in _NUMBERS if a != b]
            for operator, word in _COMPARISONS.items()},
+        # Kubernetes' regex library (cel_regex.py).
+        "find": [d("string_find_string", ("string", "string"), "string")],
+        "findAll": [d("string_find_all_string", ("string", "string"), "list(string)"),
+                    d("string_find_all_string_int", ("string", "string", "int"),
+                      "list(string)")],
         # Kubernetes' IP and CIDR libraries (cel_network.py); `string` keeps the standard
         # library's overloads (whose declaration this replaces).
         "ip": [d("string_to_ip", ("string",), _IP, member=False),
@@ -243,8 +248,8 @@ def runtime_name(function: str, overloads: Sequence[str]) -> str | None:
     return f"@kp.{function}" if "." in function else f"@kp.list.{function}"
 
 
-# The IP and CIDR libraries' overloads and the `@kp.` function that runs each
-# (cel_network.py).
+# The IP, CIDR and regex libraries' overloads and the `@kp.` function that runs each
+# (cel_network.py, cel_regex.py).
 NETWORK_RUNTIME = {
     "string_to_ip": "@kp.ip", "is_ip": "@kp.isIP", "ip_is_canonical": "@kp.ip.isCanonical",
     "ip_family": "@kp.ip.family", "ip_is_unspecified": "@kp.ip.isUnspecified",
@@ -259,13 +264,17 @@ NETWORK_RUNTIME = {
     "cidr_contains_ip_ip": "@kp.cidr.containsIP",
     "cidr_contains_cidr_string": "@kp.cidr.containsCIDR",
     "cidr_contains_cidr": "@kp.cidr.containsCIDR",
+    "string_find_string": "@kp.string.find",
+    "string_find_all_string": "@kp.string.findAll",
+    "string_find_all_string_int": "@kp.string.findAll",
 }
 # Functions library.CostEstimator prices whole (no call cost besides): the list
-# traversals and the network functions but `string()`; their implementations charge it.
+# traversals, the network functions but `string()`, and the regex ones; their
+# implementations charge it.
 WHOLLY_PRICED = K8S_TRAVERSED | frozenset((
     "ip", "isIP", "ip.isCanonical", "family", "isUnspecified", "isLoopback",
     "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast", "cidr", "isCIDR",
-    "prefixLength", "masked", "containsIP", "containsCIDR"))
+    "prefixLength", "masked", "containsIP", "containsCIDR", "find", "findAll"))
 # Runtime functions (and operand counts) whose operands after the first reach them in a
 # list: a Python function's parameter cannot be of any type in cel-expr-python.
 WRAPPED_OPERANDS = frozenset((("@kp.list.indexOf", 2), ("@kp.list.lastIndexOf", 2),

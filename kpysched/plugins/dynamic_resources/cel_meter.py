@@ -26,6 +26,7 @@ from kpysched.plugins.dynamic_resources.cel_ast import SCALAR, Checked, decode_c
 from kpysched.plugins.dynamic_resources.cel_cost import COST_LIMIT_EXCEEDED, call_cost
 from kpysched.plugins.dynamic_resources.cel_lists import Library
 from kpysched.plugins.dynamic_resources.cel_network import network_functions
+from kpysched.plugins.dynamic_resources.cel_regex import regex_functions
 from kpysched.plugins.dynamic_resources.cel_rewrite import (
     SIZE_CODE,
     UTF8_SIZE_CODE,
@@ -102,6 +103,20 @@ class Runtime:
                              is_member=False, impl=self._fold)]),
             *Library(self._library_charge).functions(),
             *network_functions(self._library_charge),
+            *self._regex_functions(),
+        ]
+
+    def _regex_functions(self) -> list[cel.FunctionDecl]:
+        find, find_all = regex_functions(self._library_charge)
+        text = [_T.STRING, _T.STRING]
+        return [
+            cel.FunctionDecl("@kp.string.find", [cel.Overload(
+                "@kp_string_find", _T.STRING, text, is_member=False, impl=find)]),
+            cel.FunctionDecl("@kp.string.findAll", [
+                cel.Overload("@kp_string_findAll", _T.LIST, text, is_member=False,
+                             impl=lambda s, p: find_all(s, p, -1)),
+                cel.Overload("@kp_string_findAll_int", _T.LIST, [*text, _T.INT],
+                             is_member=False, impl=find_all)]),
         ]
 
     def _library_charge(self, cost: int) -> None:

@@ -1,6 +1,6 @@
 """DRA CEL selectors under kube-scheduler v1.36.4 and kpysched side by side (issue 33
 item 5): every expression below (the 48 of issue 33's `diffexprs.txt`, then the list,
-set, IP and CIDR libraries, two-variable loops, cross-type comparisons and a loop past
+set, IP, CIDR and regex libraries, two-variable loops, cross-type comparisons and a loop past
 cel-cpp's iteration budget) goes into a claim's selectors (even positions) or a
 DeviceClass's (odd ones); each claim has a pod of its own. Both schedulers run at once,
 each on a node of its own run with 64 identical devices of driver dra.example.com (pods
@@ -110,6 +110,10 @@ EXPRESSIONS = (
     'ip("10.0.0." + string(device.attributes["dra.example.com"].cores) + "0").isLoopback()',
     'cidr(device.attributes["dra.example.com"].model).prefixLength() == 8',
     'ip.isCanonical("2001:db8::1") && string(cidr("10.1.2.3/8").masked()) == "10.0.0.0/8"',
+    'device.attributes["dra.example.com"].model.find("[0-9]+") == "100"',
+    'device.attributes["dra.example.com"].model.findAll("0*") == ["", "", "00", ""]',
+    '"abc".find(device.attributes["dra.example.com"].model + "[") == ""',
+    '"abc".find("a[") == ""',
     # 15,000 iterations, past cel-cpp's budget of 10,000 (issue 33 item 4).
     'lists.range(150).all(i, lists.range(100).all(j, i + j >= 0))',
 )

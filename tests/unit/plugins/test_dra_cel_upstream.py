@@ -5,7 +5,7 @@ StoredExpressions, then DeviceMatches) on the same device, in the form
 the differences issue 33 item 5 found: a domain the device lacks is an empty map however
 the selector reaches it, quantities held as fractions are no integers, conversion
 errors and mixed-type literals are worded and refused as cel-go does; and the list, set,
-IP and CIDR libraries of the v1.36 environment, with their cost."""
+IP, CIDR and regex libraries of the v1.36 environment, with their cost."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def outcome(cache: CelCache, expression: str, device: Device = DEVICE) -> str:
         return str(cache.compile(expression).matches(DRIVER, device)).lower()
     except SelectorError as err:
         text = str(err)
-        if text.startswith(("compilation failed", "must evaluate")):
+        if text.startswith(("compilation failed", "must evaluate", "program instantiation")):
             return f"COMPILE-ERROR {text}"
         return f"ERROR {text}"
 
@@ -568,23 +568,165 @@ NETWORK = [
 ]
 
 
+# Kubernetes' regex library (RE2 patterns on Python's re), with upstream's actual cost.
+REGEX = [
+    pytest.param('"abc".find("b") == "b" && "abc".find("x") == ""',
+                 'true',
+                 3,
+                 id='find'),
+    pytest.param('"abcb".findAll("b") == ["b", "b"] && "a1b22".findAll("[0-9]+") == ["1", "22"]',
+                 'true',
+                 5,
+                 id='find-all'),
+    pytest.param('"abc".findAll("x*") == ["", "", "", ""] && "abc".findAll("b*") == ["", "b", ""]',
+                 'true',
+                 4,
+                 id='find-all-empty-matches'),
+    pytest.param('"aaa".findAll("a*?") == ["", "", "", ""] && "abab".findAll("", 3) == ["",'
+                 ' "", ""]',
+                 'true',
+                 3,
+                 id='find-all-lazy-empty'),
+    pytest.param('"a1b22".findAll("([a-z])([0-9])") == ["a1", "b2"]',
+                 'true',
+                 5,
+                 id='find-all-groups'),
+    pytest.param('"abc".findAll("[a-c]", 2) == ["a", "b"] && "abc".findAll("[a-c]", 0) == ['
+                 '] && "abc".findAll("[a-c]", -1).size() == 3',
+                 'true',
+                 9,
+                 id='find-all-limit'),
+    pytest.param('"héllo".find("é.") == "él" && "résumé".findAll("é") == ["é", "é"]',
+                 'true',
+                 4,
+                 id='find-unicode'),
+    pytest.param('"ab".find("[[:alpha:]]+") == "ab" && "tab\\there".find("[[:space:]]") == "\\t"',
+                 'true',
+                 8,
+                 id='find-posix-class'),
+    pytest.param('"a\\nb".find("a$") == "a"',
+                 'false',
+                 1,
+                 id='find-dollar-is-end'),
+    pytest.param('"a\\n".find("a$") == "a"',
+                 'false',
+                 1,
+                 id='find-dollar-not-before-newline'),
+    pytest.param('"a\\n".find("(?m)a$") == "a" && "ab\\ncd".findAll("(?m)^[a-z]+$") == ["ab'
+                 '", "cd"]',
+                 'true',
+                 7,
+                 id='find-multiline'),
+    pytest.param('"\\u0661\\u06623".find("\\\\d+") == "3" && "x y".find("\\\\s") == " " && '
+                 '"é".find("\\\\w") == ""',
+                 'true',
+                 5,
+                 id='find-ascii-classes'),
+    pytest.param('"a1 b2".findAll("\\\\b[a-z]\\\\d\\\\b") == ["a1", "b2"]',
+                 'true',
+                 4,
+                 id='find-word-boundary'),
+    pytest.param('"abc".find("\\\\Qa.\\\\E") == "" && "a.c".find("\\\\Qa.\\\\E") == "a."',
+                 'true',
+                 5,
+                 id='find-quoted'),
+    pytest.param('"É".find("(?i)é") == "É" && "AB".find("(?i:a)B") == "AB" && "AB".find("(?'
+                 'i:a)b") == ""',
+                 'true',
+                 8,
+                 id='find-case-folding'),
+    pytest.param('"abc".find("\\\\z") == "" && "abc".find("c\\\\z") == "c"',
+                 'true',
+                 3,
+                 id='find-end-of-text'),
+    pytest.param('"ab".find("(?P<x>a)b") == "ab"',
+                 'true',
+                 4,
+                 id='find-named-group'),
+    pytest.param('"a\\u00e9b".find("\\\\x{e9}") == "é" && "a+b".find("\\\\x2b") == "+" && "'
+                 'abc".find("\\\\141") == "a"',
+                 'true',
+                 7,
+                 id='find-escapes'),
+    pytest.param('device.attributes["dra.example.com"].model.find("[0-9]+") == "100" && dev'
+                 'ice.attributes["dra.example.com"].model.findAll("0", 1) == ["0"]',
+                 'true',
+                 13,
+                 id='find-device'),
+    pytest.param('"abc".find("a[") == ""',
+                 'COMPILE-ERROR program instantiation failed: error parsing regexp: missing'
+                 ' closing ]: `[`',
+                 0,
+                 id='find-constant-invalid'),
+    pytest.param('"ab".find("a(?=b)") == "a"',
+                 'COMPILE-ERROR program instantiation failed: error parsing regexp: invalid'
+                 ' or unsupported Perl syntax: `(?=`',
+                 0,
+                 id='find-constant-lookahead'),
+    pytest.param('"aa".find("(a)\\\\1") == "aa"',
+                 'COMPILE-ERROR program instantiation failed: error parsing regexp: invalid'
+                 ' escape sequence: `\\1`',
+                 0,
+                 id='find-constant-backreference'),
+    pytest.param('"abc".find("a{2,1}") == ""',
+                 'COMPILE-ERROR program instantiation failed: error parsing regexp: invalid'
+                 ' repeat count: `{2,1}`',
+                 0,
+                 id='find-constant-repeat-count'),
+    pytest.param('"abc".find("a**") == ""',
+                 'COMPILE-ERROR program instantiation failed: error parsing regexp: invalid'
+                 ' nested repetition operator: `**`',
+                 0,
+                 id='find-constant-nested-repeat'),
+    pytest.param('"abc".find(device.attributes["dra.example.com"].model + "[") == ""',
+                 'ERROR Illegal regex: error parsing regexp: missing closing ]: `[`',
+                 7,
+                 id='find-runtime-missing-bracket'),
+    pytest.param('"abc".find(device.attributes["dra.example.com"].model + "**") == ""',
+                 'ERROR Illegal regex: error parsing regexp: invalid nested repetition oper'
+                 'ator: `**`',
+                 7,
+                 id='find-runtime-nested-repeat'),
+    pytest.param('"abc".find(device.attributes["dra.example.com"].model + ")") == ""',
+                 'ERROR Illegal regex: error parsing regexp: unexpected ): `a100)`',
+                 7,
+                 id='find-runtime-unexpected-paren'),
+    pytest.param('"abc".find("(" + device.attributes["dra.example.com"].model) == ""',
+                 'ERROR Illegal regex: error parsing regexp: missing closing ): `(a100`',
+                 7,
+                 id='find-runtime-missing-paren'),
+    pytest.param('"abc".find("[z-a]" + device.attributes["dra.example.com"].model) == ""',
+                 'ERROR Illegal regex: error parsing regexp: invalid character class range: `z-a`',
+                 8,
+                 id='find-runtime-class-range'),
+    pytest.param('"abc".find(device.attributes["dra.example.com"].model + "\\\\1") == ""',
+                 'ERROR Illegal regex: error parsing regexp: invalid escape sequence: `\\1`',
+                 7,
+                 id='find-runtime-backreference'),
+    pytest.param('"abc".find("*" + device.attributes["dra.example.com"].model) == ""',
+                 'ERROR Illegal regex: error parsing regexp: missing argument to repetition'
+                 ' operator: `*`',
+                 7,
+                 id='find-runtime-nothing-to-repeat'),
+]
+
 @pytest.mark.parametrize(("expression", "expected"), UPSTREAM)
 def test_selector_evaluates_as_upstream(expression: str, expected: str) -> None:
     assert outcome(CelCache(), expression) == expected
 
 
-@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES + NETWORK)
+@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES + NETWORK + REGEX)
 def test_list_and_set_libraries_as_upstream(expression: str, expected: str, cost: int
                                             ) -> None:
     assert outcome(CelCache(), expression) == expected
 
 
-@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES + NETWORK)
+@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES + NETWORK + REGEX)
 def test_list_and_set_libraries_cost_as_upstream(expression: str, expected: str, cost: int
                                                  ) -> None:
     # Metered, every selector reports the cost cel-go's tracker counts.
     cache = CelCache(unmetered_max_cost=0)
-    if expected not in ("true", "false"):
+    if expected not in ("true", "false"):  # errors, and compile errors with no cost
         assert outcome(cache, expression) == expected
         return
     evaluation = cache.compile(expression).evaluate(DRIVER, DEVICE)
