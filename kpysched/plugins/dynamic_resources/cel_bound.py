@@ -123,10 +123,12 @@ def _library_bound(node: Expr, overloads: list[str], args: list[_Size]) -> float
     sizes = [arg.size for arg in args]
     if node.name.startswith("sets."):
         return sizes[0] * sizes[1] * (2 if node.name == "sets.equivalent" else 1)
-    if node.name == "sort" and len(overloads) > 1:
+    if node.name in ("sort", "@sortByAssociatedKeys") and len(overloads) > 1:
         return 0
     if node.name in ("sort", "distinct"):
         return 10 + sizes[0] * sizes[0] * 2.1
+    if node.name == "@sortByAssociatedKeys":
+        return 10 + sizes[1] * sizes[1] * 2.1
     if node.name == "lists.range":
         return 10 + _int_constant(node.args[0])
     if node.name == "flatten":
@@ -228,7 +230,8 @@ class Bound:
             return _Size(children[0].kind, children[0].size + children[1].size, element)
         if node.kind == CALL and node.name == "_?_:_":
             return _join(children[1:])
-        if node.kind == CALL and node.name in ("slice", "reverse", "sort", "distinct") and (
+        if node.kind == CALL and node.name in ("slice", "reverse", "sort", "distinct",
+                                               "@sortByAssociatedKeys") and (
                 library_call(node.name, self.checked.overloads(node.id))):
             return children[0]  # no longer than the list, made of its elements
         if node.kind == CALL and node.name in ("max", "min") and (

@@ -4,8 +4,8 @@ has beyond cel-expr-python's standard environment and extensions:
 - Kubernetes' lists library (apiserver/pkg/cel/library/lists.go): `isSorted`, `sum`,
   `min`, `max`, and `indexOf` / `lastIndexOf` on lists;
 - cel-go's lists extension, version 3 (ext/lists.go): `slice`, `flatten`, `sort`,
-  `lists.range`, `reverse`, `distinct` (not the `sortBy` macro: cel-expr-python's parser
-  takes no macros from Python, so `sortBy` stays undeclared);
+  `sortBy`, `lists.range`, `reverse`, `distinct` (declared by cel-cpp's own extension,
+  which has the sortBy macro; implemented here);
 - cel-go's sets extension (ext/sets.go): `sets.contains`, `sets.equivalent`,
   `sets.intersects`;
 - two-variable comprehensions (ext.TwoVarComprehensions), which cel-cpp has: enabled
@@ -100,15 +100,9 @@ def _declarations() -> dict[str, list[_Decl]]:
         "sum": [d(f"list_{t}_sum_{t}", (f"list({t})",), t) for t in _K8S_SUMMABLE],
         "max": [d(f"list_{t}_max_{t}", (f"list({t})",), t) for t in _K8S_COMPARABLE],
         "min": [d(f"list_{t}_min_{t}", (f"list({t})",), t) for t in _K8S_COMPARABLE],
-        # cel-go's lists extension, version 3.
-        "slice": [d("list_slice", ("list(T)", "int", "int"), "list(T)")],
-        "flatten": [d("list_flatten", ("list(list(T))",), "list(T)"),
-                    d("list_flatten_int", ("list(dyn)", "int"), "list(dyn)")],
-        "sort": [d(f"list_{name}_sort", (f"list({t})",), f"list({t})")
-                 for name, t in _EXT_COMPARABLE.items()],
-        "lists.range": [d("lists_range", ("int",), "list(int)", member=False)],
-        "reverse": [d("list_reverse", ("list(T)",), "list(T)")],
-        "distinct": [d("list_distinct", ("list(T)",), "list(T)")],
+        # cel-go's lists extension (slice, flatten, sort, sortBy, lists.range, reverse,
+        # distinct) is cel-cpp's, enabled by name: it brings the sortBy macro, which a
+        # config cannot declare. Its overload ids are cel-go's but for lists.range.
         # cel.CrossTypeNumericComparisons: ordering across int, uint and double, besides
         # the standard library's (whose declarations these replace).
         **{operator: [d(f"{word}_{_ORDERED[t]}", (t, t), "bool", member=False)
@@ -185,6 +179,10 @@ def _type_spec(text: str) -> dict[str, Any]:
 # ext.TwoVarComprehensions (all/exists/existsOne with two variables, transformList,
 # transformMap, transformMapEntry): cel-cpp has them, enabled by name in a config.
 TWO_VARIABLE_LOOPS = [{"name": "two-var-comprehensions"}]
+_EXT_LIST_IDS = frozenset((
+    "list_slice", "list_flatten", "list_flatten_int", "list_range", "list_reverse",
+    "list_distinct", *(f"list_{name}_sort" for name in _EXT_COMPARABLE),
+    *(f"list_{name}_sortByAssociatedKeys" for name in _EXT_COMPARABLE)))
 
 
 def checker_config() -> cel.EnvConfig:
@@ -201,7 +199,8 @@ def checker_config() -> cel.EnvConfig:
             entries.append(entry)
         functions.append({"name": name, "overloads": entries})
     return cel.NewEnvConfigFromYaml(json.dumps({
-        "name": "kpysched-dra-checker", "extensions": TWO_VARIABLE_LOOPS,
+        "name": "kpysched-dra-checker",
+        "extensions": [*TWO_VARIABLE_LOOPS, {"name": "lists"}],
         "stdlib": {"exclude_functions": [{"name": name} for name in _REPLACED]},
         "functions": functions}))
 
@@ -243,9 +242,10 @@ def runtime_name(function: str, overloads: Sequence[str]) -> str | None:
         return f"@kp.list.{function}" + (f".{kind}" if kind in _TIME_KINDS else "")
     if function in ("indexOf", "lastIndexOf"):
         return f"@kp.list.{function}"
-    if function == "sort" and len(ids) > 1:
-        return "@kp.list.sort.unpriced"  # no overload id: cel-go charges the call's 1
-    return f"@kp.{function}" if "." in function else f"@kp.list.{function}"
+    base = function.removeprefix("@")
+    if base in ("sort", "sortByAssociatedKeys") and len(ids) > 1:
+        return f"@kp.list.{base}.unpriced"  # no overload id: cel-go charges the call's 1
+    return f"@kp.{base}" if "." in base else f"@kp.list.{base}"
 
 
 # The IP, CIDR and regex libraries' overloads and the `@kp.` function that runs each
@@ -285,7 +285,7 @@ MAP_INSERT = "cel.@mapInsert"
 # timestamps).
 _TIME_KINDS = ("duration", "timestamp")
 
-_LIBRARY_IDS = frozenset(
+_LIBRARY_IDS = _EXT_LIST_IDS | frozenset(
     decl.id for name, overloads in _declarations().items() for decl in overloads
     if decl.id.startswith(("list_", "lists_")) and decl.id not in ("list_join",
                                                                     "list_join_string"))
@@ -396,6 +396,10 @@ class Library:
                              impl=lambda v, depth: self._flatten(v, depth, depth))]),
             decl("@kp.list.sort", [lst], lst, lambda v: self._sort(v, priced=True)),
             decl("@kp.list.sort.unpriced", [lst], lst, lambda v: self._sort(v, priced=False)),
+            decl("@kp.list.sortByAssociatedKeys", [lst, lst], lst,
+                 lambda v, k: self._sort_by(v, k, priced=True)),
+            decl("@kp.list.sortByAssociatedKeys.unpriced", [lst, lst], lst,
+                 lambda v, k: self._sort_by(v, k, priced=False)),
             decl("@kp.lists.range", [t.INT], lst, self._range),
             decl("@kp.list.reverse", [lst], lst, self._reverse),
             decl("@kp.list.distinct", [lst], lst, self._distinct),
@@ -477,6 +481,20 @@ class Library:
             return values
         _comparable(values)
         return _cel_list(sorted(values))
+
+    def _sort_by(self, values: list[Any], keys: list[Any], priced: bool) -> list[Any]:
+        """What the sortBy macro calls: the values in the order of their keys."""
+        if priced:
+            self._charge(_self_compare(keys))
+        if len(values) != len(keys):
+            raise ValueError(
+                "@sortByAssociatedKeys() expected a list of the same size as the associated "
+                f"keys list, but got {len(values)} and {len(keys)} elements respectively")
+        if not values:
+            return values
+        _comparable(keys)
+        order = sorted(range(len(keys)), key=lambda i: keys[i])
+        return _cel_list([values[i] for i in order])
 
     def _range(self, count: int) -> list[int]:
         result = list(range(count)) if count > 0 else []

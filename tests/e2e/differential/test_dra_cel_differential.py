@@ -98,6 +98,7 @@ EXPRESSIONS = (
     '["x", device.attributes["dra.example.com"].model].indexOf("a100") == 1',
     '["x", "a100"].indexOf("a100") == 1 && [7, 7].lastIndexOf(7) == 1',
     '["b", "a"].slice(0, 3).size() == 2',
+    '[3, 1, 2].sortBy(x, device.attributes["dra.example.com"].cores - x) == [3, 2, 1]',
     'sets.equivalent(lists.range(300), lists.range(300).reverse())',
     'lists.range(1000).sort().size() == 1000',
     'lists.range(device.attributes["dra.example.com"].cores).size() == 7',

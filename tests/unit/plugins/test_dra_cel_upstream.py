@@ -386,6 +386,22 @@ LIBRARIES = [
                  'true',
                  97932,
                  id='two-var-loop-past-budget'),
+    pytest.param('[3,1,2].sortBy(x, -x) == [3,2,1] && ["b","a"].sortBy(x, x) == ["a","b"]',
+                 'true',
+                 124,
+                 id='sort-by'),
+    pytest.param('lists.range(20).sortBy(x, 0) == lists.range(20) && [].sortBy(x, x) == []',
+                 'true',
+                 932,
+                 id='sort-by-equal-keys'),
+    pytest.param('lists.range(50).sortBy(x, -x)[0] == 49',
+                 'true',
+                 5778,
+                 id='sort-by-range'),
+    pytest.param('dyn([1, 2]).sortBy(x, dyn(x == 1 ? "a" : "b")) == [1, 2]',
+                 'true',
+                 35,
+                 id='sort-by-mixed-keys'),
 ]
 
 # Kubernetes' IP and CIDR libraries, with upstream's actual cost.
