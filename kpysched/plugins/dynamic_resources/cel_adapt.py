@@ -18,7 +18,7 @@ A device map reached any other way (inside a list, through dyn) keeps plain map
 semantics: indexing a missing domain there fails with `no such key: <domain>`.
 
 Library calls. The list and set libraries' calls become calls of the `@kp.` functions
-that implement them (cel_lists.py), with a member call's target as first argument.
+that implement them (cel_declarations.runtime_name), with a member call's target as first argument.
 
 Equality of quantities. Quantity.Equal compares amounts, and a quantity message also
 records how apimachinery holds an amount that it does not call an integer
@@ -46,7 +46,7 @@ from kpysched.plugins.dynamic_resources.cel_ast import (
     int_const,
     string_const,
 )
-from kpysched.plugins.dynamic_resources.cel_lists import WRAPPED_OPERANDS, runtime_name
+from kpysched.plugins.dynamic_resources.cel_declarations import WRAPPED_OPERANDS, runtime_name
 from kpysched.plugins.dynamic_resources.cel_literals import type_names
 
 _DEVICE_MAPS = ("attributes", "capacity")
@@ -62,7 +62,7 @@ def _is_device_map(node: Expr, aliases: frozenset[str], device_visible: bool) ->
 
 def library_calls(checked: Checked) -> dict[int, str]:
     """The calls of the list and set libraries, with the `@kp.` function that runs each
-    (cel_lists.py)."""
+    (cel_declarations.runtime_name)."""
     found: dict[int, str] = {}
     stack = [checked.root]
     while stack:

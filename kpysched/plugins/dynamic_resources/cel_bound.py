@@ -39,7 +39,11 @@ from kpysched.plugins.dynamic_resources.cel_cost import (
     set_membership,
     static_size,
 )
-from kpysched.plugins.dynamic_resources.cel_lists import K8S_TRAVERSED, WHOLLY_PRICED, library_call
+from kpysched.plugins.dynamic_resources.cel_declarations import (
+    K8S_TRAVERSED,
+    WHOLLY_PRICED,
+    library_call,
+)
 
 # What a device can hold (k8s.io/api/resource/v1 limits), for the upper bound.
 _MAX_ENTRIES = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
@@ -101,7 +105,8 @@ def _int_constant(node: Expr) -> float:
 
 
 def _library_bound(node: Expr, overloads: list[str], args: list[_Size]) -> float:
-    """What a list or set function charges beyond own_cost, at most (cel_lists.py)."""
+    """What a library function charges beyond own_cost, at most (cel_lists.py,
+    cel_network.py, cel_regex.py)."""
     if node.name in K8S_TRAVERSED:
         return _traversal(args[0])
     if node.name in ("find", "findAll"):

@@ -51,7 +51,7 @@ from kpysched.plugins.dynamic_resources.cel_ast import (
     Expr,
     const_value,
 )
-from kpysched.plugins.dynamic_resources.cel_lists import WHOLLY_PRICED, library_call
+from kpysched.plugins.dynamic_resources.cel_declarations import WHOLLY_PRICED, library_call
 
 COST_LIMIT = 1_000_000  # resourceapi.CELSelectorExpressionMaxCost (= celconfig.PerCallLimit)
 COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"

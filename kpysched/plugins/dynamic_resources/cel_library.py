@@ -23,7 +23,7 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 from kpysched.objects.quantity import Quantity, QuantityError, parse_quantity
-from kpysched.plugins.dynamic_resources.cel_lists import (
+from kpysched.plugins.dynamic_resources.cel_declarations import (
     TWO_VARIABLE_LOOPS,
     checker_config,
     checker_impls,
@@ -329,7 +329,7 @@ def _functions() -> list[cel.FunctionDecl]:
 
 def new_checker_env() -> cel.Env:
     """The environment selectors are compiled in: new_env's, with the list and set
-    libraries declared as cel-go does (cel_lists.py). Its programs never run: cel.py
+    libraries declared as cel-go does (cel_declarations.py). Its programs never run: cel.py
     deserializes them into new_env's environment."""
     return cel.NewEnv(
         _POOL,
