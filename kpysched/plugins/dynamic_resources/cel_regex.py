@@ -3,15 +3,17 @@
 (Go's FindAllString: successive non-overlapping matches, an empty match right after a
 match skipped, at most n when n >= 0).
 
-Patterns are RE2 syntax (Go's regexp); they run on Python's `re` after a translation
-of what the two read differently: `\\d`, `\\w`, `\\s` and `\\b` are ASCII in RE2;
-`$` without (?m) is the end of the text only; `\\z`, `\\Q...\\E`, `[[:alpha:]]`,
-`\\x{...}` and `(?<name>...)` are RE2 spellings; lookarounds and backreferences are
-not RE2 and fail as Go's parser does. Unicode classes (`\\pL`), the ungreedy flag (?U),
-`\\C`, negated Perl or POSIX classes inside brackets and flags after the start are not
-translated: such a pattern fails ("RE2 syntax kpysched does not support"; upstream
-accepts it). Constant patterns that do not parse are compile errors upstream (the API
-server refuses them); a pattern computed at runtime fails with Go's
+Patterns are RE2 syntax (Go's regexp) and run on RE2 itself (google-re2), as Go's
+engine does, in time linear in the text whatever the pattern: the pattern is a tenant's
+input, and a backtracking engine (Python's `re`) can be made to run for ever by one
+(`(a+)+$` against 64 characters), holding the GIL, so the scheduling loop and the Lease
+thread with it. Go's parser words its errors unlike RE2's, so a pattern is first read
+by a translation to Python's `re` syntax, only to refuse what Go refuses with Go's
+texts: lookarounds and backreferences, bad repeat counts and the like. What that
+translation does not carry over (Unicode classes `\\pL`, the ungreedy flag (?U),
+`\\C`, negated classes inside brackets, flags after the start) RE2 alone judges.
+Constant patterns that do not parse are compile errors upstream (the API server
+refuses them); a pattern computed at runtime fails with Go's
 `Illegal regex: error parsing regexp: ...` for the common mistakes.
 """
 
@@ -21,6 +23,9 @@ import math
 import re
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
+
+import re2  # type: ignore[import-untyped]
 
 from kpysched.plugins.dynamic_resources.cel_ast import CALL, CONST, Checked, const_value
 
@@ -218,12 +223,37 @@ _PYTHON_ERRORS: tuple[tuple[str, str, int, int | None], ...] = (
 
 
 @lru_cache(maxsize=256)
-def compiled(pattern: str) -> re.Pattern[str]:
-    """The pattern as Python runs it; RegexError with Go's words if RE2 would refuse it."""
+def compiled(pattern: str) -> Any:
+    """The pattern compiled by RE2; RegexError with Go's words if Go would refuse it."""
+    try:
+        _check_syntax(pattern)
+    except UnsupportedRegexError as unsupported:
+        return _re2(pattern, unsupported)
+    return _re2(pattern, None)
+
+
+def _re2(pattern: str, unsupported: UnsupportedRegexError | None) -> Any:
+    try:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error as err:
+        if unsupported is not None:
+            raise unsupported from None
+        reason = err.args[0].decode(errors="replace") if err.args and isinstance(
+            err.args[0], bytes) else str(err)
+        raise RegexError(reason) from None
+
+
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a refused pattern is the caller's error, not a log line
+
+
+def _check_syntax(pattern: str) -> None:
+    """RegexError with Go's words if Go's parser would refuse `pattern`, read through
+    its translation to Python's syntax (compiled, never run)."""
     translator = _Translator(pattern)
     translated = translator.run()
     try:
-        return re.compile(translated)
+        re.compile(translated)
     except re.error as err:
         if err.msg == "unbalanced parenthesis":
             raise RegexError(f"unexpected ): `{pattern}`") from None
@@ -238,7 +268,7 @@ def compiled(pattern: str) -> re.Pattern[str]:
         raise RegexError(err.msg) from None
 
 
-def find_all(text: str, pattern: re.Pattern[str], limit: int) -> list[str]:
+def find_all(text: str, pattern: Any, limit: int) -> list[str]:
     """regexp.FindAllString: an empty match abutting the previous match is skipped."""
     found: list[str] = []
     position, previous_end = 0, -1
@@ -297,7 +327,7 @@ def regex_functions(charge: Callable[[int], None]
                     ) -> tuple[Callable[[str, str], str], Callable[[str, str, int], list[str]]]:
     """The implementations of find and findAll(text, pattern, limit) (cel_meter declares
     them), charging `charge` what they cost."""
-    def pattern_of(text: str, pattern: str) -> re.Pattern[str]:
+    def pattern_of(text: str, pattern: str) -> Any:
         charge(regex_cost(text, pattern))
         try:
             return compiled(pattern)
