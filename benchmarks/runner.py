@@ -46,6 +46,8 @@ PODGROUP_HISTOGRAMS = {
     "attempt": "scheduler_podgroup_scheduling_attempt_duration_seconds",
 }
 SETTLE_MAX_SECONDS = 5.0
+# Live mode with blocked pods: how long their first pass may take (10,000 pods).
+BLOCKED_SETTLE_MAX_SECONDS = 600.0
 CreateMode = Literal["live", "before"]
 # One-at-a-time workloads: once ready, the scheduler is left alone QUIET_SECONDS (the
 # tail of its start-up) and its idle CPU rate is then read over IDLE_SECONDS; each
@@ -283,6 +285,25 @@ async def _sample_unschedulable(scheduler: schedulers.SchedulerUnderTest,
                                              result="unschedulable")))
 
 
+async def _wait_blocked_settled(scheduler: schedulers.SchedulerUnderTest, blocked: int,
+                                tag: str, progress: Progress) -> None:
+    """Live mode: until the scheduler holds every blocked pod among the unschedulable or
+    gated ones (its first attempts done), so the measured pods' cost is what the waiting
+    pods add to each event, not that first pass."""
+    deadline = time.monotonic() + BLOCKED_SETTLE_MAX_SECONDS
+    waiting = 0.0
+    while time.monotonic() < deadline:
+        samples = promtext.parse(await asyncio.to_thread(scheduler.metrics_text))
+        waiting = sum(promtext.total(samples, "scheduler_pending_pods", queue=queue)
+                      for queue in ("unschedulable", "gated"))
+        if waiting >= blocked:
+            progress(f"{tag} all {blocked} blocked pods wait in the queue")
+            return
+        await asyncio.sleep(1.0)
+    raise RuntimeError(f"{tag} only {waiting:.0f} of {blocked} blocked pods reached the "
+                       f"unschedulable or gated pods within {BLOCKED_SETTLE_MAX_SECONDS:.0f}s")
+
+
 def _unschedulable_by(moment: float, samples: list[tuple[float, float]],
                       before: float) -> float:
     """Unschedulable attempts from the start to the first sample at or after
@@ -517,6 +538,8 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             if spec.workload.one_at_a_time:
                 idle_rate = await _idle_cpu_rate(scheduler.pid)
                 progress(f"{tag} idle scheduler CPU {idle_rate * 1000:.1f} ms/s")
+            if live and blocked:
+                await _wait_blocked_settled(scheduler, blocked, tag, progress)
             if live:
                 # The scheduler is up and idle: measure only what the measured pods cost.
                 scheduler_before = promtext.parse(

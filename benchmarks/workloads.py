@@ -61,6 +61,8 @@ class PodShape:
     claim_template: str | None = None
     # ...or the ResourceClaim named like the pod (pre-allocated initial pods).
     resource_claim: bool = False
+    # spec.schedulingGates: the pod waits behind them (as Kueue holds its pods).
+    gates: tuple[str, ...] = ()
 
     def body(self, name: str, scheduler_name: str, node_name: str | None = None
              ) -> dict[str, Any]:
@@ -87,6 +89,8 @@ class PodShape:
             spec["topologySpreadConstraints"] = self.spread
         if node_name is not None:
             spec["nodeName"] = node_name
+        if self.gates:
+            spec["schedulingGates"] = [{"name": gate} for gate in self.gates]
         if self.claim:
             spec["volumes"] = [{"name": "data", "persistentVolumeClaim": {"claimName": name}}]
         if self.claim_template is not None:
@@ -251,6 +255,10 @@ EXPENSIVE_POD = PodShape("expensive", labels={"app": "expensive"},
 
 # Members of a gang that can never fit: 100 CPU each on 4-CPU nodes, all 16 needed.
 NEVER_FITTING_MEMBER = PodShape("never-fits", cpu="100", limits=False)
+# Issue 32 items 6 and 7: what 10,000 pods waiting in the queue cost each event.
+GATED_POD = PodShape("gated", gates=("example.com/hold",))
+NEVER_FITTING_POD = PodShape("never-fits", cpu="100", limits=False)
+WAITING_PODS = 10_000
 NEVER_FITTING_MEMBERS = 16
 
 
@@ -344,6 +352,17 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
         place_init=lambda index, nodes: (index // 4) % nodes,
         capacity=lambda nodes, init: nodes),
     Workload(
+        "preemption-gated", "PreemptionBasic + 10,000 gated pods",
+        "as preemption, with 10,000 pods behind a scheduling gate (as Kueue holds its "
+        "pods) created before the scheduler: what each finished preemption costs",
+        zones=("zone1", "zone2", "zone3"), init_pod=LOW_PRIORITY_POD,
+        measured_pod=HIGH_PRIORITY_POD,
+        default_init_pods=lambda nodes: 4 * nodes, default_pods=lambda nodes: nodes,
+        place_init=lambda index, nodes: (index // 4) % nodes,
+        capacity=lambda nodes, init: nodes,
+        churn_pod=GATED_POD, blocked_pods=lambda nodes: WAITING_PODS,
+        baseline="preemption"),
+    Workload(
         "expensive-pod", "none (issue 30)",
         "one tenant's pod with 2,500 preferred pod anti-affinity terms (~1 MB) over 30 "
         "node labels, created alone on an idle scheduler: CPU from creation to binding",
@@ -397,6 +416,16 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
         default_pods=lambda nodes: max(2 * nodes, 3000),
         churn_pod=NEVER_FITTING_MEMBER, blocked_pods=lambda nodes: NEVER_FITTING_MEMBERS,
         blocked_gangs=gang_api.UPSTREAM_NEVER_FITTING_GANG, gates=GANG,
+        baseline="gang-blocked-baseline"),
+    Workload(
+        "gang-pending", "SchedulingBasic + 10,000 unschedulable pods, gang gates on",
+        "as basic with the gang gates on, and 10,000 plain pods of 100 CPU that never "
+        "fit created before the scheduler: what each pending pod's add costs while they "
+        "wait (upstream moves the unschedulable pods on every add under GangScheduling)",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
+        default_init_pods=lambda nodes: min(nodes, 1000),
+        default_pods=lambda nodes: max(2 * nodes, 3000),
+        churn_pod=NEVER_FITTING_POD, blocked_pods=lambda nodes: WAITING_PODS, gates=GANG,
         baseline="gang-blocked-baseline"),
     Workload(
         "gang-blocked-baseline", "SchedulingBasic, gang gates on",
