@@ -234,9 +234,9 @@ class Library:
         return _cel_list([values[i] for i in order])
 
     def _range(self, count: int) -> list[int]:
-        result = list(range(count)) if count > 0 else []
-        self._charge(_allocating(1, len(result)))
-        return result
+        # Charged before the list is built, so a count past the limit builds nothing.
+        self._charge(_allocating(1, max(count, 0)))
+        return list(range(count)) if count > 0 else []
 
     def _reverse(self, values: list[Any]) -> list[Any]:
         self._charge(_allocating(1, len(values)))
