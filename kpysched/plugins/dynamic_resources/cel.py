@@ -32,6 +32,7 @@ from kpysched.objects.quantity import QuantityError, parse_quantity
 from kpysched.objects.resource import Device
 from kpysched.plugins.dynamic_resources.cel_adapt import (
     adapted,
+    device_aliases,
     library_calls,
     message_equalities,
 )
@@ -254,6 +255,7 @@ class CompiledSelector:
         ids = itertools.count(self._checked.max_id() + 1)
         self._checked.equalities = message_equalities(self._checked)
         self._checked.library_calls = library_calls(self._checked)
+        self._checked.device_aliases = device_aliases(self._checked)
         runs = adapted(self._checked.root, lambda: next(ids), self._checked)
         self._runs = program if runs is None else shared.devices.env.deserialize(
             encode_checked(self._checked, runs, self._checked.references))

@@ -14,8 +14,10 @@ maps, directly or through a `cel.bind` of them:
 - `M[?k]` and `M.?k` become `optional.of(M[?k].orValue({}))` (always present upstream);
 - `has(M.k)` becomes `true` (the lookup always finds something upstream).
 
-A device map reached any other way (inside a list, through dyn) keeps plain map
-semantics: indexing a missing domain there fails with `no such key: <domain>`.
+Inside a loop driven from Python (cel_rewrite), an alias is read through `@kp.var`;
+those reads are named by the metered copy. A device map reached any other way (inside
+a list, through dyn) keeps plain map semantics: indexing a missing domain there fails
+with `no such key: <domain>`.
 
 Library calls. The list and set libraries' calls become calls of the `@kp.` functions
 that implement them (cel_declarations.runtime_name), with a member call's target as first argument.
@@ -50,14 +52,6 @@ from kpysched.plugins.dynamic_resources.cel_declarations import WRAPPED_OPERANDS
 from kpysched.plugins.dynamic_resources.cel_literals import type_names
 
 _DEVICE_MAPS = ("attributes", "capacity")
-
-
-def _is_device_map(node: Expr, aliases: frozenset[str], device_visible: bool) -> bool:
-    if node.kind == IDENT:
-        return node.name in aliases
-    return (node.kind == SELECT and not node.test_only and node.name in _DEVICE_MAPS
-            and device_visible and node.target is not None and node.target.kind == IDENT
-            and node.target.name == "device")
 
 
 def library_calls(checked: Checked) -> dict[int, str]:
@@ -98,11 +92,24 @@ def _unguarded(node: Expr) -> Expr:
 
 
 class _Adapter:
-    def __init__(self, next_id: Callable[[], int], checked: Checked) -> None:
+    def __init__(self, next_id: Callable[[], int], checked: Checked,
+                 captured: frozenset[int]) -> None:
         self._id = next_id
         self._equalities = checked.equalities
         self._library = checked.library_calls
+        self._captured = captured
         self.changed = False
+        self.alias_idents: set[int] = set()
+
+    def _is_device_map(self, node: Expr, aliases: frozenset[str], device_visible: bool
+                       ) -> bool:
+        if node.kind == IDENT:
+            return node.name in aliases
+        if node.kind == CALL and node.name == "@kp.var":
+            return node.id in self._captured  # an alias a driven loop reads from Python
+        return (node.kind == SELECT and not node.test_only and node.name in _DEVICE_MAPS
+                and device_visible and node.target is not None
+                and node.target.kind == IDENT and node.target.name == "device")
 
     def _lookup(self, operand: Expr, key: Expr) -> Expr:
         self.changed = True
@@ -111,6 +118,8 @@ class _Adapter:
         return Expr(self._id(), CALL, name="orValue", target=found, args=[empty])
 
     def walk(self, node: Expr, aliases: frozenset[str], device_visible: bool) -> Expr:
+        if node.kind == IDENT and node.name in aliases:
+            self.alias_idents.add(node.id)
         if node.kind == CALL and node.id in self._equalities:
             self.changed = True
             left, right = (self.walk(arg, aliases, device_visible) for arg in node.args)
@@ -126,7 +135,7 @@ class _Adapter:
             return Expr(self._id(), CALL, name=name, args=operands)
         if node.kind == COMPREHENSION:
             return self._comprehension(node, aliases, device_visible)
-        if node.kind == SELECT and node.target is not None and _is_device_map(
+        if node.kind == SELECT and node.target is not None and self._is_device_map(
                 node.target, aliases, device_visible):
             operand = self.walk(node.target, aliases, device_visible)
             if node.test_only:
@@ -135,7 +144,7 @@ class _Adapter:
             return self._lookup(operand, string_const(self._id(), node.name))
         if (node.kind == CALL and node.name in ("_[_]", "_[?_]", "_?._")
                 and node.target is None and len(node.args) == 2
-                and _is_device_map(node.args[0], aliases, device_visible)):
+                and self._is_device_map(node.args[0], aliases, device_visible)):
             operand = self.walk(node.args[0], aliases, device_visible)
             key = self.walk(node.args[1], aliases, device_visible)
             value = self._lookup(operand, key)
@@ -164,7 +173,7 @@ class _Adapter:
         # only by the loop.
         accu = node.accu_var
         outer = aliases - {accu}
-        if is_bind and _is_device_map(_unguarded(init), aliases, device_visible):
+        if is_bind and self._is_device_map(_unguarded(init), aliases, device_visible):
             outer = outer | {accu}
         result_visible = device_visible and accu != "device"
         loop_aliases = outer - {node.iter_var, node.iter_var2}
@@ -177,10 +186,19 @@ class _Adapter:
             result=self.walk(result, outer, result_visible))
 
 
-def adapted(root: Expr, next_id: Callable[[], int], checked: Checked) -> Expr | None:
+def adapted(root: Expr, next_id: Callable[[], int], checked: Checked,
+            captured: frozenset[int] = frozenset()) -> Expr | None:
     """`root` (the checked selector's tree or a copy of it) as cel-cpp should run it,
     new nodes numbered by next_id; None when nothing changes. Reads the checked
-    selector's `equalities` and `library_calls`."""
-    adapter = _Adapter(next_id, checked)
+    selector's `equalities` and `library_calls`; `captured`: the `@kp.var` calls of a
+    driven loop's part that read a `cel.bind` alias of a device map (cel_rewrite)."""
+    adapter = _Adapter(next_id, checked, captured)
     out = adapter.walk(root, frozenset(), True)
     return out if adapter.changed else None
+
+
+def device_aliases(checked: Checked) -> frozenset[int]:
+    """The variables (node ids) that name a `cel.bind` alias of a device map."""
+    adapter = _Adapter(lambda: 0, checked, frozenset())
+    adapter.walk(checked.root, frozenset(), True)
+    return frozenset(adapter.alias_idents)

@@ -337,6 +337,8 @@ class Checked:
     equalities: frozenset[int] = frozenset()
     # Calls of the list and set libraries, by id: the `@kp.` function that runs each.
     library_calls: dict[int, str] = field(default_factory=dict)
+    # Variables naming a `cel.bind` alias of device.attributes / device.capacity.
+    device_aliases: frozenset[int] = frozenset()
 
     def reference_name(self, node_id: int) -> str:
         reference = self.references.get(node_id)

@@ -139,6 +139,7 @@ class Rewriter:
         self.calls: list[CallPlan] = []
         self.folds: list[FoldPlan] = []
         self.kept: set[int] = set()
+        self._alias_reads: set[int] = set()  # `@kp.var` reads of a device-map alias
 
     def plan(self) -> Plan:
         root = self._program(self._checked.root, {}, _Frame(None))
@@ -171,7 +172,7 @@ class Rewriter:
         return self._compile(self._block(node, scope, frame))
 
     def _compile(self, body: Expr) -> cel.Expression:
-        body = adapted(body, self._id, self._checked) or body
+        body = adapted(body, self._id, self._checked, frozenset(self._alias_reads)) or body
         return self._env.deserialize(encode_checked(self._checked, body, self._references))
 
     def _block(self, node: Expr, scope: dict[str, _Binding], frame: _Frame,
@@ -249,7 +250,10 @@ class Rewriter:
                 assert inner.parent is not None
                 inner = inner.parent
             inner.captures[binding.slot] = node.name
-        return self._call("@kp.var", int_const(self._id(), binding.slot))
+        read = self._call("@kp.var", int_const(self._id(), binding.slot))
+        if node.id in self._checked.device_aliases:
+            self._alias_reads.add(read.id)
+        return read
 
     def _optional_or(self, node: Expr, scope: dict[str, _Binding], frame: _Frame) -> Expr:
         # cel-go evaluates the alternative only when the optional is empty; cel-cpp calls

@@ -402,6 +402,16 @@ LIBRARIES = [
                  'true',
                  35,
                  id='sort-by-mixed-keys'),
+    pytest.param('cel.bind(a, device.attributes, lists.range(12000).all(i, !has(a["nvidia.c'
+                 'om"].model)))',
+                 'true',
+                 84014,
+                 id='bound-attributes-in-driven-loop'),
+    pytest.param('cel.bind(a, device.attributes, lists.range(12000).all(i, size(a["nvidia.c'
+                 'om"]) == 0))',
+                 'true',
+                 96014,
+                 id='bound-attributes-size-in-driven-loop'),
 ]
 
 # Kubernetes' IP and CIDR libraries, with upstream's actual cost.
