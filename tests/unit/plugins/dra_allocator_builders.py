@@ -346,7 +346,7 @@ class Case:
 def dump(results: list[r.AllocationResult] | None) -> Any:
     """Comparable and readable on failure."""
     return None if results is None else msgspec.to_builtins(
-        results, enc_hook=lambda raw: msgspec.json.decode(raw))
+        results, enc_hook=msgspec.json.decode)
 
 
 def with_range_policy(name: str, capacity: dict[str, str], shared: bool = True) -> r.Device:
