@@ -4,7 +4,7 @@ cel-expr-python's standard environment and extensions, and which runtime functio
 runs each such call.
 
 - Kubernetes' lists (`isSorted`, `sum`, `min`, `max`, `indexOf`/`lastIndexOf` on lists),
-  regex (`find`, `findAll`), IP and CIDR libraries;
+  regex (`find`, `findAll`), IP, CIDR and URL libraries;
 - cel-go's lists extension, version 3 (`slice`, `flatten`, `sort`, `sortBy`,
   `lists.range`, `reverse`, `distinct`: cel-cpp's own extension, enabled by name,
   declares them with the sortBy macro) and sets extension (`sets.contains`,
@@ -22,7 +22,7 @@ with an extension's or the standard library's: so the strings extension's functi
 `indexOf` and `lastIndexOf` among them, are declared here too, and the standard
 ordering operators and `string()` are replaced). The checked program runs in the
 runtime environment, where cel_adapt renames each library call to the `@kp.` function
-runtime_name() names (cel_lists.py, cel_network.py, cel_regex.py); calls of the
+runtime_name() names (cel_lists.py, cel_network.py, cel_regex.py, cel_urls.py); calls of the
 strings extension keep their names and run in cel-cpp.
 """
 
@@ -127,6 +127,14 @@ def _declarations() -> dict[str, list[_Decl]]:
                      for word, t in _TO_STRING.items()),
                    d("ip_to_string", (_IP,), "string", member=False),
                    d("cidr_to_string", (_CIDR,), "string", member=False)],
+        # Kubernetes' URL library (cel_urls.py).
+        "url": [d("string_to_url", ("string",), _URL, member=False)],
+        "isURL": [d("is_url_string", ("string",), "bool", member=False)],
+        **{name: [d(overload, (_URL,), "string")] for name, overload in (
+            ("getScheme", "url_get_scheme"), ("getHost", "url_get_host"),
+            ("getHostname", "url_get_hostname"), ("getPort", "url_get_port"),
+            ("getEscapedPath", "url_get_escaped_path"))},
+        "getQuery": [d("url_get_query", (_URL,), "map(string, list(string))")],
         # cel-go's sets extension.
         "sets.contains": [d("list_sets_contains_list", ("list(T)", "list(T)"), "bool", False)],
         "sets.equivalent": [d("list_sets_equivalent_list", ("list(T)", "list(T)"), "bool",
@@ -144,7 +152,7 @@ _ORDERED = {"bool": "bool", "int": "int64", "uint": "uint64", "double": "double"
             "string": "string", "bytes": "bytes", "google.protobuf.Timestamp": "timestamp",
             "google.protobuf.Duration": "duration"}
 _TYPE_PARAMS = ("A", "T")
-_IP, _CIDR = "net.IP", "net.CIDR"
+_IP, _CIDR, _URL = "net.IP", "net.CIDR", "kubernetes.URL"
 _TO_STRING = {"string": "string", "bytes": "bytes", "bool": "bool", "double": "double",
               "int64": "int", "uint64": "uint", "timestamp": "google.protobuf.Timestamp",
               "duration": "google.protobuf.Duration"}
@@ -160,7 +168,15 @@ def _type_spec(text: str) -> dict[str, Any]:
         return {"type_name": name, "is_type_param": True}
     spec: dict[str, Any] = {"type_name": name}
     if inner:
-        spec["params"] = [_type_spec(inner[:-1])]
+        params, depth, start = [], 0, 0
+        inner = inner[:-1]
+        for i, char in enumerate(inner):  # split at the commas between parameters
+            depth += {"(": 1, ")": -1}.get(char, 0)
+            if char == "," and depth == 0:
+                params.append(inner[start:i].strip())
+                start = i + 1
+        params.append(inner[start:].strip())
+        spec["params"] = [_type_spec(param) for param in params]
     return spec
 
 
@@ -236,8 +252,8 @@ def runtime_name(function: str, overloads: Sequence[str]) -> str | None:
     return f"@kp.{base}" if "." in base else f"@kp.list.{base}"
 
 
-# The IP, CIDR and regex libraries' overloads and the `@kp.` function that runs each
-# (cel_network.py, cel_regex.py).
+# The IP, CIDR, regex and URL libraries' overloads and the `@kp.` function that runs
+# each (cel_network.py, cel_regex.py, cel_urls.py).
 NETWORK_RUNTIME = {
     "string_to_ip": "@kp.ip", "is_ip": "@kp.isIP", "ip_is_canonical": "@kp.ip.isCanonical",
     "ip_family": "@kp.ip.family", "ip_is_unspecified": "@kp.ip.isUnspecified",
@@ -255,6 +271,10 @@ NETWORK_RUNTIME = {
     "string_find_string": "@kp.string.find",
     "string_find_all_string": "@kp.string.findAll",
     "string_find_all_string_int": "@kp.string.findAll",
+    "string_to_url": "@kp.url", "is_url_string": "@kp.isURL",
+    "url_get_scheme": "@kp.url.getScheme", "url_get_host": "@kp.url.getHost",
+    "url_get_hostname": "@kp.url.getHostname", "url_get_port": "@kp.url.getPort",
+    "url_get_escaped_path": "@kp.url.getEscapedPath", "url_get_query": "@kp.url.getQuery",
 }
 # Functions library.CostEstimator prices whole (no call cost besides): the list
 # traversals, the network functions but `string()`, and the regex ones; their
@@ -262,7 +282,7 @@ NETWORK_RUNTIME = {
 WHOLLY_PRICED = K8S_TRAVERSED | frozenset((
     "ip", "isIP", "ip.isCanonical", "family", "isUnspecified", "isLoopback",
     "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast", "cidr", "isCIDR",
-    "prefixLength", "masked", "containsIP", "containsCIDR", "find", "findAll"))
+    "prefixLength", "masked", "containsIP", "containsCIDR", "find", "findAll", "url"))
 # Runtime functions (and operand counts) whose operands after the first reach them in a
 # list: a Python function's parameter cannot be of any type in cel-expr-python.
 WRAPPED_OPERANDS = frozenset((("@kp.list.indexOf", 2), ("@kp.list.lastIndexOf", 2),

@@ -38,7 +38,9 @@ def _message_classes() -> tuple[descriptor_pool.DescriptorPool, type[Any], type[
     packages = {
         "kubernetes": {"Quantity": [("key", proto.TYPE_STRING), ("held", proto.TYPE_STRING)],
                        "Semver": [("major", proto.TYPE_UINT64), ("minor", proto.TYPE_UINT64),
-                                  ("patch", proto.TYPE_UINT64), ("pre", proto.TYPE_STRING)]},
+                                  ("patch", proto.TYPE_UINT64), ("pre", proto.TYPE_STRING)],
+                       # Go's URL.String() of the URL (cel_urls.py).
+                       "URL": [("text", proto.TYPE_STRING)]},
         # Go's canonical text of a netip.Addr / netip.Prefix (cel_network.py), under the
         # type names upstream's library gives them.
         "net": {"IP": [("addr", proto.TYPE_STRING)], "CIDR": [("prefix", proto.TYPE_STRING)]},
@@ -62,6 +64,7 @@ _QUANTITY = cel.Type("kubernetes.Quantity")
 _SEMVER = cel.Type("kubernetes.Semver")
 IP_TYPE = cel.Type("net.IP")
 CIDR_TYPE = cel.Type("net.CIDR")
+URL_TYPE = cel.Type("kubernetes.URL")
 
 
 def message_class(name: str) -> type[Any]:

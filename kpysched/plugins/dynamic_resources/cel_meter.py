@@ -34,6 +34,7 @@ from kpysched.plugins.dynamic_resources.cel_rewrite import (
     Rewriter,
     SizeCode,
 )
+from kpysched.plugins.dynamic_resources.cel_urls import url_functions
 
 INTERRUPTED = "operation interrupted"
 ITERATION_BUDGET = "Iteration budget exceeded"  # cel-cpp's RuntimeError text
@@ -104,6 +105,7 @@ class Runtime:
             *Library(self._library_charge).functions(),
             *network_functions(self._library_charge),
             *self._regex_functions(),
+            *url_functions(self._library_charge),
         ]
 
     def _regex_functions(self) -> list[cel.FunctionDecl]:

@@ -115,6 +115,13 @@ EXPRESSIONS = (
     'device.attributes["dra.example.com"].model.findAll("0*") == ["", "", "00", ""]',
     '"abc".find(device.attributes["dra.example.com"].model + "[") == ""',
     '"abc".find("a[") == ""',
+    # Kubernetes' URL library.
+    'url("https://" + device.attributes["dra.example.com"].model + ":80/p q?k=a&k=b").getQuery()'
+    '["k"] == ["a", "b"]',
+    'url("https://[::1]:80/" + device.attributes["dra.example.com"].model).getHostname() == "::1"',
+    'isURL("/" + device.attributes["dra.example.com"].model) && !isURL("../x")',
+    'url(device.attributes["dra.example.com"].model).getHost() == ""',
+    'url("https://a:" + device.attributes["dra.example.com"].model + ":1/").getPort() == ""',
     # 15,000 iterations, past cel-cpp's budget of 10,000 (issue 33 item 4).
     'lists.range(150).all(i, lists.range(100).all(j, i + j >= 0))',
 )

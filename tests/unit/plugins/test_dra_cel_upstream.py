@@ -5,7 +5,7 @@ StoredExpressions, then DeviceMatches) on the same device, in the form
 the differences issue 33 item 5 found: a domain the device lacks is an empty map however
 the selector reaches it, quantities held as fractions are no integers, conversion
 errors and mixed-type literals are worded and refused as cel-go does; and the list, set,
-IP, CIDR and regex libraries of the v1.36 environment, with their cost."""
+IP, CIDR, regex and URL libraries of the v1.36 environment, with their cost."""
 
 from __future__ import annotations
 
@@ -736,18 +736,293 @@ REGEX = [
                  id='find-runtime-nothing-to-repeat'),
 ]
 
+# Kubernetes' URL library, with upstream's actual cost.
+URLS = [
+    pytest.param('url("https://user:pass@example.com:80/path?query=val#fragment").getHos'
+                 't() == "example.com:80"',
+                 'true',
+                 9,
+                 id='url-host-port'),
+    pytest.param('url("https://user:pass@example.com:80/path?query=val#fragment").getSch'
+                 'eme() == "https" && url("/absolute-path").getScheme() == ""',
+                 'true',
+                 11,
+                 id='url-scheme'),
+    pytest.param('url("https://[::1]:80/").getHost() == "[::1]:80" && url("https://[::1]'
+                 ':80/").getHostname() == "::1" && url("https://[::1]:80/").getPort() =='
+                 ' "80"',
+                 'true',
+                 12,
+                 id='url-ipv6'),
+    pytest.param('url("https://127.0.0.1:80/").getHostname() == "127.0.0.1" && url("http'
+                 's://example.com/").getPort() == "" && url("/path").getHost() == ""',
+                 'true',
+                 10,
+                 id='url-hostname-port'),
+    pytest.param('url("https://example.com/path with spaces/").getEscapedPath() == "/pat'
+                 'h%20with%20spaces/" && url("https://example.com").getEscapedPath() == '
+                 '""',
+                 'true',
+                 11,
+                 id='url-escaped-path'),
+    pytest.param('url("https://example.com/path?k1=a&k2=b&k2=c").getQuery() == {"k1": ["'
+                 'a"], "k2": ["b", "c"]}',
+                 'true',
+                 6,
+                 id='url-query'),
+    pytest.param('url("https://example.com/path?key with spaces=value with spaces").getQ'
+                 'uery() == {"key with spaces": ["value with spaces"]}',
+                 'true',
+                 8,
+                 id='url-query-spaces'),
+    pytest.param('url("https://example.com/path?").getQuery() == {} && url("https://exam'
+                 'ple.com/path").getQuery() == {}',
+                 'true',
+                 8,
+                 id='url-query-empty'),
+    pytest.param('url("https://example.com/p?a=1;b=2&c=%zz&d=%41+x&=e&f").getQuery() == '
+                 '{"d": ["A x"], "": ["e"], "f": [""]}',
+                 'true',
+                 7,
+                 id='url-query-malformed'),
+    pytest.param('url("https://a:b:c/").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "https://a:'
+                 'b:c/": invalid port ":b:c" after host',
+                 3,
+                 id='url-strict-colons'),
+    pytest.param('url("../relative-path").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "../relativ'
+                 'e-path": invalid URI for request',
+                 3,
+                 id='url-relative'),
+    pytest.param('isURL("https://user:pass@example.com:80/path?query=val#fragment") && i'
+                 'sURL("/absolute-path") && !isURL("https://a:b:c/") && !isURL("../relat'
+                 'ive-path") && !isURL("")',
+                 'true',
+                 8,
+                 id='is-url'),
+    pytest.param('url("HTTP://Example.COM/A%2fB") == url("http://Example.COM/A%2fB") && '
+                 'url("http://x/a%2fb").getEscapedPath() == "/a%2fb"',
+                 'true',
+                 11,
+                 id='url-equal-string'),
+    pytest.param('url("http://x/a") == url("http://x/a#") && url("http://x/a") != url("h'
+                 'ttp://x/b")',
+                 'true',
+                 7,
+                 id='url-equal-fragment'),
+    pytest.param('url("http://[1.2.3.4]/").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "http://[1.'
+                 '2.3.4]/": invalid IP-literal',
+                 3,
+                 id='url-ipv4-literal'),
+    pytest.param('url("http://[::1/").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "http://[::'
+                 '1/": missing \']\' in host',
+                 3,
+                 id='url-missing-bracket'),
+    pytest.param('url("http://x[::1]/").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "http://x[:'
+                 ':1]/": invalid IP-literal',
+                 3,
+                 id='url-bracket-inside'),
+    pytest.param('url("http://[::1]x/").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "http://[::'
+                 '1]x/": invalid port "x" after host',
+                 3,
+                 id='url-bracket-port'),
+    pytest.param('url("http://[fe80::1%25en0]:8080/").getHostname() == "fe80::1%en0"',
+                 'true',
+                 6,
+                 id='url-zone'),
+    pytest.param('url("http://%41.com/").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "http://%41'
+                 '.com/": invalid URL escape "%41"',
+                 3,
+                 id='url-host-ascii-escape'),
+    pytest.param('url("http://ex%C3%BCample.com/").getHost() == "exüample.com"',
+                 'true',
+                 6,
+                 id='url-host-non-ascii-escape'),
+    pytest.param('url("http://ü.com/%zz").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "http://ü.c'
+                 'om/%zz": invalid URL escape "%zz"',
+                 3,
+                 id='url-path-bad-escape'),
+    pytest.param('url("http://a b/").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "http://a b'
+                 '/": invalid character " " in host name',
+                 3,
+                 id='url-host-space'),
+    pytest.param('url("http://u@s:er@host/").getHost() == "host"',
+                 'true',
+                 4,
+                 id='url-user-at'),
+    pytest.param('url("http://u ser@host/").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "http://u s'
+                 'er@host/": net/url: invalid userinfo',
+                 3,
+                 id='url-bad-userinfo'),
+    pytest.param('url("mailto:joe@example.com").getScheme() == "mailto" && url("mailto:j'
+                 'oe@example.com").getEscapedPath() == ""',
+                 'true',
+                 9,
+                 id='url-opaque'),
+    pytest.param('url("foo://a:1:2/").getHost() == "a:1:2" && url("foo://a:1:2/").getPor'
+                 't() == "2" && url("foo://a:1:2/").getHostname() == "a:1"',
+                 'true',
+                 12,
+                 id='url-other-scheme-colons'),
+    pytest.param('url("http://x:abc/").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "http://x:a'
+                 'bc/": invalid port ":abc" after host',
+                 3,
+                 id='url-bad-port'),
+    pytest.param('url("*").getEscapedPath() == "*"',
+                 'true',
+                 3,
+                 id='url-star'),
+    pytest.param('url("1http://x") == url("/x")',
+                 'ERROR URL parse error during conversion from string: parse "1http://x"'
+                 ': invalid URI for request',
+                 3,
+                 id='url-digit-scheme'),
+    pytest.param('url(":x").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse ":x": missi'
+                 'ng protocol scheme',
+                 2,
+                 id='url-missing-scheme'),
+    pytest.param('url("//x/y").getHost() == "x" && url("//x/y").getEscapedPath() == "/y"',
+                 'true',
+                 6,
+                 id='url-network-path'),
+    pytest.param('url("///x/y").getHost() == "" && url("///x/y").getEscapedPath() == "//'
+                 '/x/y"',
+                 'true',
+                 5,
+                 id='url-triple-slash'),
+    pytest.param('url("http:///x").getHost() == "" && url("http:///x") == url("http:/x")',
+                 'false',
+                 5,
+                 id='url-omit-host'),
+    pytest.param('url("http://x/a b#c d") == url("http://x/a%20b#c%20d")',
+                 'true',
+                 5,
+                 id='url-fragment-escape'),
+    pytest.param('url("http://x/%E2%82%AC").getEscapedPath() == "/%E2%82%AC" && url("htt'
+                 'p://x/€").getEscapedPath() == "/%E2%82%AC"',
+                 'true',
+                 7,
+                 id='url-utf8-path'),
+    pytest.param('url("http://x/a;b,c:d@e&f=g+h$i!j\'k(l)m*n").getEscapedPath() == "/a;b,'
+                 'c:d@e&f=g+h$i!j\'k(l)m*n"',
+                 'true',
+                 8,
+                 id='url-path-sub-delims'),
+    pytest.param('url("http://x/a\\\\b").getEscapedPath() == "/a%5Cb"',
+                 'true',
+                 4,
+                 id='url-path-backslash'),
+    pytest.param('url("http://x/a?b?c").getQuery() == {"b?c": [""]}',
+                 'true',
+                 4,
+                 id='url-query-question'),
+    pytest.param('url("http://x:/").getPort() == "" && url("http://x:/").getHost() == "x'
+                 ':"',
+                 'true',
+                 5,
+                 id='url-empty-port'),
+    pytest.param('url("http://x/" + device.attributes["dra.example.com"].model).getEscap'
+                 'edPath() == "/a100"',
+                 'true',
+                 10,
+                 id='url-device-path'),
+    pytest.param('url("http://x/a\\tb").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "http://x/a'
+                 '\\tb": net/url: invalid control character in URL',
+                 3,
+                 id='url-control-char'),
+    pytest.param('url("http://x/%g1").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "http://x/%'
+                 'g1": invalid URL escape "%g1"',
+                 3,
+                 id='url-path-bad-hex'),
+    pytest.param('url("http://x/a#%zz").getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "http://x/a'
+                 '#%zz": invalid URL escape "%zz"',
+                 3,
+                 id='url-fragment-bad-escape'),
+    pytest.param('url(device.attributes["dra.example.com"].model).getHost() == ""',
+                 'ERROR URL parse error during conversion from string: parse "a100": inv'
+                 'alid URI for request',
+                 6,
+                 id='url-device-invalid'),
+    pytest.param('url("http://x/a\\u00e9").getEscapedPath() == "/a%C3%A9"',
+                 'true',
+                 4,
+                 id='url-non-ascii-path'),
+    pytest.param('url("http://[::ffff:1.2.3.4]/").getHostname() == "::ffff:1.2.3.4"',
+                 'true',
+                 6,
+                 id='url-mapped-ipv6'),
+    pytest.param('url("http://x/").getQuery().size() == 0 && url("http://x/?a=1&a=2&b").'
+                 'getQuery()["a"] == ["1", "2"]',
+                 'true',
+                 10,
+                 id='url-query-index'),
+    pytest.param('url("http://x/?%41=%42").getQuery() == {"A": ["B"]}',
+                 'true',
+                 4,
+                 id='url-query-escapes'),
+    pytest.param('string(url("/a")) == "/a"',
+                 'COMPILE-ERROR compilation failed: ERROR: <input>:1:7: found no matchin'
+                 'g overload for \'string\' applied to \'(kubernetes.URL)\'\n | string(url("/'
+                 'a")) == "/a"\n | ......^',
+                 0,
+                 id='url-string-conversion'),
+    pytest.param('url("/a") == "/a"',
+                 'COMPILE-ERROR compilation failed: ERROR: <input>:1:11: found no matchi'
+                 'ng overload for \'_==_\' applied to \'(kubernetes.URL, string)\'\n | url("/'
+                 'a") == "/a"\n | ..........^',
+                 0,
+                 id='url-compare-string'),
+    pytest.param('url("http://x/?a=1&b=2&b=3").getQuery().all(k, v, size(v) >= 1)',
+                 'true',
+                 17,
+                 id='url-query-all-two-vars'),
+    pytest.param('url("http://x/?a=1&b=2&b=3").getQuery().all(k, k != "")',
+                 'true',
+                 13,
+                 id='url-query-all'),
+    pytest.param('url("http://x/?a=1&b=2&b=3").getQuery().exists(k, k == "z")',
+                 'false',
+                 17,
+                 id='url-query-exists'),
+    pytest.param('["http://a/", "/b", "c"].filter(s, isURL(s)).map(s, url(s).getEscapedP'
+                 'ath()) == ["/", "/b"]',
+                 'true',
+                 65,
+                 id='url-filter-map'),
+    pytest.param('lists.range(300).all(i, url("http://x/" + string(i)).getEscapedPath().'
+                 'size() > 1)',
+                 'true',
+                 3892,
+                 id='url-loop'),
+]
+
+
 @pytest.mark.parametrize(("expression", "expected"), UPSTREAM)
 def test_selector_evaluates_as_upstream(expression: str, expected: str) -> None:
     assert outcome(CelCache(), expression) == expected
 
 
-@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES + NETWORK + REGEX)
+@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES + NETWORK + REGEX + URLS)
 def test_list_and_set_libraries_as_upstream(expression: str, expected: str, cost: int
                                             ) -> None:
     assert outcome(CelCache(), expression) == expected
 
 
-@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES + NETWORK + REGEX)
+@pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES + NETWORK + REGEX + URLS)
 def test_list_and_set_libraries_cost_as_upstream(expression: str, expected: str, cost: int
                                                  ) -> None:
     # Metered, every selector reports the cost cel-go's tracker counts.
