@@ -1,6 +1,6 @@
 """DRA CEL selectors under kube-scheduler v1.36.4 and kpysched side by side (issue 33
 item 5): every expression below (the 48 of issue 33's `diffexprs.txt`, then the list,
-set, IP, CIDR and regex libraries, two-variable loops, cross-type comparisons and a loop past
+set, IP, CIDR, regex and URL libraries, two-variable loops, cross-type comparisons and a loop past
 cel-cpp's iteration budget) goes into a claim's selectors (even positions) or a
 DeviceClass's (odd ones); each claim has a pod of its own. Both schedulers run at once,
 each on a node of its own run with 64 identical devices of driver dra.example.com (pods
