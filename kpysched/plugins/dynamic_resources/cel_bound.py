@@ -123,7 +123,7 @@ def _library_bound(node: Expr, overloads: list[str], args: list[_Size]) -> float
         if node.name in ("containsIP", "containsCIDR"):
             return 7 + parse  # up to 16 bytes compared twice, once more and one for a CIDR
         return max(parse, 1)
-    if node.name == "string":
+    if node.name in ("string", "format"):
         return 0
     sizes = [arg.size for arg in args]
     if node.name.startswith("sets."):

@@ -22,8 +22,9 @@ with an extension's or the standard library's: so the strings extension's functi
 `indexOf` and `lastIndexOf` among them, are declared here too, and the standard
 ordering operators and `string()` are replaced). The checked program runs in the
 runtime environment, where cel_adapt renames each library call to the `@kp.` function
-runtime_name() names (cel_lists.py, cel_network.py, cel_regex.py, cel_urls.py); calls of the
-strings extension keep their names and run in cel-cpp.
+runtime_name() names (cel_lists.py, cel_network.py, cel_regex.py, cel_urls.py, and
+cel_format.py for the strings extension's `format`); the other calls of the strings
+extension keep their names and run in cel-cpp.
 """
 
 from __future__ import annotations
@@ -275,6 +276,7 @@ NETWORK_RUNTIME = {
     "url_get_scheme": "@kp.url.getScheme", "url_get_host": "@kp.url.getHost",
     "url_get_hostname": "@kp.url.getHostname", "url_get_port": "@kp.url.getPort",
     "url_get_escaped_path": "@kp.url.getEscapedPath", "url_get_query": "@kp.url.getQuery",
+    "string_format": "@kp.string.format",
 }
 # Functions library.CostEstimator prices whole (no call cost besides): the list
 # traversals, the network functions but `string()`, and the regex ones; their

@@ -24,6 +24,7 @@ from cel_expr_python import cel
 
 from kpysched.plugins.dynamic_resources.cel_ast import SCALAR, Checked, decode_checked
 from kpysched.plugins.dynamic_resources.cel_cost import COST_LIMIT_EXCEEDED, call_cost
+from kpysched.plugins.dynamic_resources.cel_format import format_functions
 from kpysched.plugins.dynamic_resources.cel_lists import Library
 from kpysched.plugins.dynamic_resources.cel_network import network_functions
 from kpysched.plugins.dynamic_resources.cel_regex import regex_functions
@@ -106,6 +107,7 @@ class Runtime:
             *network_functions(self._library_charge),
             *self._regex_functions(),
             *url_functions(self._library_charge),
+            *format_functions(),
         ]
 
     def _regex_functions(self) -> list[cel.FunctionDecl]:

@@ -1,15 +1,15 @@
 """DRA CEL selectors under kube-scheduler v1.36.4 and kpysched side by side (issue 33
 item 5): every expression below (the 48 of issue 33's `diffexprs.txt`, then the list,
-set, IP, CIDR, regex and URL libraries, two-variable loops, cross-type comparisons and a loop past
-cel-cpp's iteration budget) goes into a claim's selectors (even positions) or a
-DeviceClass's (odd ones); each claim has a pod of its own. Both schedulers run at once,
-each on a node of its own run with 64 identical devices of driver dra.example.com (pods
-select their run's node), and must end the same for every expression: refused by the
-API server (then in both runs), bound to the node, or pending with the same
-FailedScheduling text (a false selector's "cannot allocate all claims", an error's CEL
-runtime error).
+set, IP, CIDR, regex and URL libraries, string.format, two-variable loops, cross-type
+comparisons and a loop past cel-cpp's iteration budget) goes into a claim's selectors
+(even positions) or a DeviceClass's (odd ones); each claim has a pod of its own. Both
+schedulers run at once, each on a node of its own run with 64 identical devices of
+driver dra.example.com (pods select their run's node), and must end the same for every
+expression: refused by the API server (then in both runs), bound to the node, or
+pending with the same FailedScheduling text (a false selector's "cannot allocate all
+claims", an error's CEL runtime error).
 
-One run of ~70 pods per scheduler keeps the file's wall time small."""
+One run of ~80 pods per scheduler keeps the file's wall time small."""
 
 from __future__ import annotations
 
@@ -122,6 +122,13 @@ EXPRESSIONS = (
     'isURL("/" + device.attributes["dra.example.com"].model) && !isURL("../x")',
     'url(device.attributes["dra.example.com"].model).getHost() == ""',
     'url("https://a:" + device.attributes["dra.example.com"].model + ":1/").getPort() == ""',
+    # cel-go's string.format.
+    '"%s-%s".format(device.attributes["dra.example.com"].model.split("1")) == "a-00"',
+    '"%d".format(device.attributes["dra.example.com"].model.split("")) == ""',
+    '"%.2f|%e".format([1, 2.5].map(x, double(x) * 1000.0))'
+    ' == "1,000.00|2.500000\\u00d710\\u2070\\u00b3"',
+    '"%s|%s".format([[1.5, "x"], {"b": true, "a": null}])'
+    ' == "[1.500000, \\"x\\"]|{\\"a\\":null, \\"b\\":true}"',
     # 15,000 iterations, past cel-cpp's budget of 10,000 (issue 33 item 4).
     'lists.range(150).all(i, lists.range(100).all(j, i + j >= 0))',
 )
