@@ -22,6 +22,11 @@ with `no such key: <domain>`.
 Library calls. The list and set libraries' calls become calls of the `@kp.` functions
 that implement them (cel_declarations.runtime_name), with a member call's target as first argument.
 
+The format library's `format.named` and `validate` answer optionals, which cannot
+leave a Python function: theirs answer a list of at most one value, and the call
+becomes `@kp.format.named(n)[?0]`. A constant format (`format.dns1123Label()`) becomes
+`@kp.format.constant("dns1123Label")`.
+
 Equality of quantities. Quantity.Equal compares amounts, and a quantity message also
 records how apimachinery holds an amount that it does not call an integer
 (cel_library.quantity_message), so `a == b` and `a != b` between two values the checker
@@ -48,7 +53,11 @@ from kpysched.plugins.dynamic_resources.cel_ast import (
     int_const,
     string_const,
 )
-from kpysched.plugins.dynamic_resources.cel_declarations import WRAPPED_OPERANDS, runtime_name
+from kpysched.plugins.dynamic_resources.cel_declarations import (
+    OPTIONAL_RESULTS,
+    WRAPPED_OPERANDS,
+    runtime_name,
+)
 from kpysched.plugins.dynamic_resources.cel_literals import type_names
 
 _DEVICE_MAPS = ("attributes", "capacity")
@@ -132,7 +141,13 @@ class _Adapter:
             name = self._library[node.id]
             if (name, len(operands)) in WRAPPED_OPERANDS:
                 operands[1:] = [Expr(self._id(), LIST, args=operands[1:])]
-            return Expr(self._id(), CALL, name=name, args=operands)
+            if name == "@kp.format.constant":
+                operands = [string_const(self._id(), node.name.removeprefix("format."))]
+            call = Expr(self._id(), CALL, name=name, args=operands)
+            if name in OPTIONAL_RESULTS:  # a list of at most one value: its optional
+                return Expr(self._id(), CALL, name="_[?_]",
+                            args=[call, int_const(self._id(), 0)])
+            return call
         if node.kind == COMPREHENSION:
             return self._comprehension(node, aliases, device_visible)
         if node.kind == SELECT and node.target is not None and self._is_device_map(

@@ -44,6 +44,7 @@ from kpysched.plugins.dynamic_resources.cel_declarations import (
     WHOLLY_PRICED,
     library_call,
 )
+from kpysched.plugins.dynamic_resources.cel_named_formats import MAX_REGEX_SIZE
 
 # What a device can hold (k8s.io/api/resource/v1 limits), for the upper bound.
 _MAX_ENTRIES = 32  # ResourceSliceMaxAttributesAndCapacitiesPerDevice
@@ -114,6 +115,12 @@ def _library_bound(node: Expr, overloads: list[str], args: list[_Size]) -> float
         if _INF in (length, pattern):
             return _INF
         return math.ceil((1 + length) * 0.1) * math.ceil(pattern * 0.25)
+    if node.name == "validate":  # the format library's
+        length = args[1].size
+        return _INF if length == _INF else math.ceil((1 + length) * 0.1) * math.ceil(
+            MAX_REGEX_SIZE * 0.25)
+    if node.name.startswith("format."):
+        return 0
     if node.name in WHOLLY_PRICED:  # the IP and CIDR functions
         text = args[-1] if args and args[-1].kind in (STRING, UNKNOWN) else None
         parse = (0.0 if text is None else _INF if text.size == _INF

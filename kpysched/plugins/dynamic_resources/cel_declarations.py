@@ -4,7 +4,7 @@ cel-expr-python's standard environment and extensions, and which runtime functio
 runs each such call.
 
 - Kubernetes' lists (`isSorted`, `sum`, `min`, `max`, `indexOf`/`lastIndexOf` on lists),
-  regex (`find`, `findAll`), IP, CIDR and URL libraries;
+  regex (`find`, `findAll`), IP, CIDR, URL and format libraries;
 - cel-go's lists extension, version 3 (`slice`, `flatten`, `sort`, `sortBy`,
   `lists.range`, `reverse`, `distinct`: cel-cpp's own extension, enabled by name,
   declares them with the sortBy macro) and sets extension (`sets.contains`,
@@ -136,6 +136,13 @@ def _declarations() -> dict[str, list[_Decl]]:
             ("getHostname", "url_get_hostname"), ("getPort", "url_get_port"),
             ("getEscapedPath", "url_get_escaped_path"))},
         "getQuery": [d("url_get_query", (_URL,), "map(string, list(string))")],
+        # Kubernetes' format library (cel_named_formats.py).
+        "format.named": [d("format_named", ("string",), f"optional_type({_FORMAT})",
+                           member=False)],
+        **{f"format.{key}": [d(f"format_{key}", (), _FORMAT, member=False)]
+           for key in NAMED_FORMATS},
+        "validate": [d("format_validate", (_FORMAT, "string"),
+                       "optional_type(list(string))")],
         # cel-go's sets extension.
         "sets.contains": [d("list_sets_contains_list", ("list(T)", "list(T)"), "bool", False)],
         "sets.equivalent": [d("list_sets_equivalent_list", ("list(T)", "list(T)"), "bool",
@@ -154,6 +161,11 @@ _ORDERED = {"bool": "bool", "int": "int64", "uint": "uint64", "double": "double"
             "google.protobuf.Duration": "duration"}
 _TYPE_PARAMS = ("A", "T")
 _IP, _CIDR, _URL = "net.IP", "net.CIDR", "kubernetes.URL"
+_FORMAT = "kubernetes.NamedFormat"
+# The format library's constant formats (`format.<key>()`; cel_named_formats.FORMATS).
+NAMED_FORMATS = ("dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName",
+                 "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns1035LabelPrefix",
+                 "labelValue", "uri", "uuid", "byte", "date", "datetime")
 _TO_STRING = {"string": "string", "bytes": "bytes", "bool": "bool", "double": "double",
               "int64": "int", "uint64": "uint", "timestamp": "google.protobuf.Timestamp",
               "duration": "google.protobuf.Duration"}
@@ -253,8 +265,8 @@ def runtime_name(function: str, overloads: Sequence[str]) -> str | None:
     return f"@kp.{base}" if "." in base else f"@kp.list.{base}"
 
 
-# The IP, CIDR, regex and URL libraries' overloads and the `@kp.` function that runs
-# each (cel_network.py, cel_regex.py, cel_urls.py).
+# The IP, CIDR, regex, URL and format libraries' overloads and the `@kp.` function that
+# runs each (cel_network.py, cel_regex.py, cel_urls.py, cel_named_formats.py).
 NETWORK_RUNTIME = {
     "string_to_ip": "@kp.ip", "is_ip": "@kp.isIP", "ip_is_canonical": "@kp.ip.isCanonical",
     "ip_family": "@kp.ip.family", "ip_is_unspecified": "@kp.ip.isUnspecified",
@@ -277,6 +289,8 @@ NETWORK_RUNTIME = {
     "url_get_hostname": "@kp.url.getHostname", "url_get_port": "@kp.url.getPort",
     "url_get_escaped_path": "@kp.url.getEscapedPath", "url_get_query": "@kp.url.getQuery",
     "string_format": "@kp.string.format",
+    "format_named": "@kp.format.named", "format_validate": "@kp.format.validate",
+    **{f"format_{key}": "@kp.format.constant" for key in NAMED_FORMATS},
 }
 # Functions library.CostEstimator prices whole (no call cost besides): the list
 # traversals, the network functions but `string()`, and the regex ones; their
@@ -284,7 +298,8 @@ NETWORK_RUNTIME = {
 WHOLLY_PRICED = K8S_TRAVERSED | frozenset((
     "ip", "isIP", "ip.isCanonical", "family", "isUnspecified", "isLoopback",
     "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast", "cidr", "isCIDR",
-    "prefixLength", "masked", "containsIP", "containsCIDR", "find", "findAll", "url"))
+    "prefixLength", "masked", "containsIP", "containsCIDR", "find", "findAll", "url",
+    "validate"))
 # Runtime functions (and operand counts) whose operands after the first reach them in a
 # list: a Python function's parameter cannot be of any type in cel-expr-python.
 WRAPPED_OPERANDS = frozenset((("@kp.list.indexOf", 2), ("@kp.list.lastIndexOf", 2),
@@ -303,3 +318,6 @@ _LIBRARY_IDS = _EXT_LIST_IDS | frozenset(
 
 def library_call(function: str, overloads: Sequence[str]) -> bool:
     return runtime_name(function, overloads) is not None
+# Runtime functions answering a list of at most one value for upstream's optional
+# (cel_adapt indexes it with `[?0]`).
+OPTIONAL_RESULTS = frozenset(("@kp.format.named", "@kp.format.validate"))

@@ -40,7 +40,10 @@ def _message_classes() -> tuple[descriptor_pool.DescriptorPool, type[Any], type[
                        "Semver": [("major", proto.TYPE_UINT64), ("minor", proto.TYPE_UINT64),
                                   ("patch", proto.TYPE_UINT64), ("pre", proto.TYPE_STRING)],
                        # Go's URL.String() of the URL (cel_urls.py).
-                       "URL": [("text", proto.TYPE_STRING)]},
+                       "URL": [("text", proto.TYPE_STRING)],
+                       # The name of one of the format library's formats
+                       # (cel_named_formats.py), which Format.Equal compares.
+                       "NamedFormat": [("name", proto.TYPE_STRING)]},
         # Go's canonical text of a netip.Addr / netip.Prefix (cel_network.py), under the
         # type names upstream's library gives them.
         "net": {"IP": [("addr", proto.TYPE_STRING)], "CIDR": [("prefix", proto.TYPE_STRING)]},
@@ -65,6 +68,7 @@ _SEMVER = cel.Type("kubernetes.Semver")
 IP_TYPE = cel.Type("net.IP")
 CIDR_TYPE = cel.Type("net.CIDR")
 URL_TYPE = cel.Type("kubernetes.URL")
+FORMAT_TYPE = cel.Type("kubernetes.NamedFormat")
 
 
 def message_class(name: str) -> type[Any]:

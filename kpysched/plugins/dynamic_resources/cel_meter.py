@@ -26,6 +26,7 @@ from kpysched.plugins.dynamic_resources.cel_ast import SCALAR, Checked, decode_c
 from kpysched.plugins.dynamic_resources.cel_cost import COST_LIMIT_EXCEEDED, call_cost
 from kpysched.plugins.dynamic_resources.cel_format import format_functions
 from kpysched.plugins.dynamic_resources.cel_lists import Library
+from kpysched.plugins.dynamic_resources.cel_named_formats import named_format_functions
 from kpysched.plugins.dynamic_resources.cel_network import network_functions
 from kpysched.plugins.dynamic_resources.cel_regex import regex_functions
 from kpysched.plugins.dynamic_resources.cel_rewrite import (
@@ -107,6 +108,7 @@ class Runtime:
             *network_functions(self._library_charge),
             *self._regex_functions(),
             *url_functions(self._library_charge),
+            *named_format_functions(self._library_charge),
             *format_functions(),
         ]
 

@@ -5,8 +5,8 @@ StoredExpressions, then DeviceMatches) on the same device, in the form
 the differences issue 33 item 5 found: a domain the device lacks is an empty map however
 the selector reaches it, quantities held as fractions are no integers, conversion
 errors and mixed-type literals are worded and refused as cel-go does; and the list, set,
-IP, CIDR, regex and URL libraries and string.format of the v1.36 environment, with their
-cost."""
+IP, CIDR, regex, URL and named-format libraries and string.format of the v1.36
+environment, with their cost."""
 
 from __future__ import annotations
 
@@ -1665,20 +1665,809 @@ FORMAT = [
 ]
 
 
+# Kubernetes' format library (format.named, format.dns1123Label() ..., validate), with
+# upstream's results, error texts and actual cost.
+NAMED_FORMATS = [
+    pytest.param('format.named("dns1123Label").hasValue()',
+                 'true',
+                 2,
+                 id='named-format-0'),
+    pytest.param('!format.named("nope").hasValue()',
+                 'true',
+                 3,
+                 id='named-format-1'),
+    pytest.param('format.named("uuid").value() == format.uuid()',
+                 'true',
+                 4,
+                 id='named-format-2'),
+    pytest.param('format.named("dns1123Label").value() == format.dns1123Subdomai'
+                 'n()',
+                 'false',
+                 4,
+                 id='named-format-3'),
+    pytest.param('!format.dns1123Label().validate("my-name").hasValue()',
+                 'true',
+                 11,
+                 id='named-format-4'),
+    pytest.param('format.dns1123Label().validate("My_Name").value() == []',
+                 'false',
+                 10,
+                 id='named-format-5'),
+    pytest.param('format.dns1123Label().validate("-a.b-").value() == []',
+                 'false',
+                 10,
+                 id='named-format-6'),
+    pytest.param('format.dns1123Subdomain().validate("example.com").hasValue()',
+                 'false',
+                 32,
+                 id='named-format-7'),
+    pytest.param('format.dns1123Subdomain().validate("Example.com").value() == ['
+                 ']',
+                 'false',
+                 32,
+                 id='named-format-8'),
+    pytest.param('format.dns1035Label().validate("1abc").value() == []',
+                 'false',
+                 10,
+                 id='named-format-9'),
+    pytest.param('format.dns1035Label().validate("abc-1").hasValue()',
+                 'false',
+                 10,
+                 id='named-format-10'),
+    pytest.param('format.qualifiedName().validate("example.com/MyName").hasValue'
+                 '()',
+                 'false',
+                 32,
+                 id='named-format-11'),
+    pytest.param('format.qualifiedName().validate("a/b/c").value() == []',
+                 'false',
+                 17,
+                 id='named-format-12'),
+    pytest.param('format.qualifiedName().validate("/x").value() == []',
+                 'false',
+                 17,
+                 id='named-format-13'),
+    pytest.param('format.qualifiedName().validate("Bad_Prefix/").value() == []',
+                 'false',
+                 32,
+                 id='named-format-14'),
+    pytest.param('format.qualifiedName().validate("").value() == []',
+                 'false',
+                 17,
+                 id='named-format-15'),
+    pytest.param('format.labelValue().validate("").hasValue()',
+                 'false',
+                 12,
+                 id='named-format-16'),
+    pytest.param('format.labelValue().validate("-bad").value() == []',
+                 'false',
+                 12,
+                 id='named-format-17'),
+    pytest.param('format.dns1123LabelPrefix().validate("my-name-").hasValue()',
+                 'false',
+                 10,
+                 id='named-format-18'),
+    pytest.param('format.dns1123LabelPrefix().validate("a-").hasValue()',
+                 'false',
+                 10,
+                 id='named-format-19'),
+    pytest.param('format.dns1123LabelPrefix().validate("-").value() == []',
+                 'false',
+                 10,
+                 id='named-format-20'),
+    pytest.param('format.dns1123SubdomainPrefix().validate("example.").value() ='
+                 '= []',
+                 'false',
+                 17,
+                 id='named-format-21'),
+    pytest.param('format.dns1035LabelPrefix().validate("ab-").hasValue()',
+                 'false',
+                 10,
+                 id='named-format-22'),
+    pytest.param('format.uri().validate("https://example.com/path").hasValue()',
+                 'false',
+                 830,
+                 id='named-format-23'),
+    pytest.param('format.uri().validate("relative/path").value() == []',
+                 'false',
+                 554,
+                 id='named-format-24'),
+    pytest.param('format.uri().validate("https://a:b:c/").value() == []',
+                 'false',
+                 554,
+                 id='named-format-25'),
+    pytest.param('format.uuid().validate("3FA85F64-5717-4562-B3FC-2C963F66AFA6")'
+                 '.hasValue()',
+                 'false',
+                 74,
+                 id='named-format-26'),
+    pytest.param('format.uuid().validate("3fa85f6457174562b3fc2c963f66afa6").has'
+                 'Value()',
+                 'false',
+                 74,
+                 id='named-format-27'),
+    pytest.param('format.uuid().validate("not-a-uuid").value() == []',
+                 'false',
+                 38,
+                 id='named-format-28'),
+    pytest.param('format.byte().validate("ZWxpemFiZXRocG9zZXk=").hasValue()',
+                 'false',
+                 65,
+                 id='named-format-29'),
+    pytest.param('format.byte().validate("ZWxpemFiZXRocG9zZXk").value() == []',
+                 'false',
+                 44,
+                 id='named-format-30'),
+    pytest.param('format.byte().validate("").value() == []',
+                 'false',
+                 23,
+                 id='named-format-31'),
+    pytest.param('format.date().validate("2024-02-29").hasValue()',
+                 'false',
+                 38,
+                 id='named-format-32'),
+    pytest.param('format.date().validate("2023-02-29").value() == []',
+                 'false',
+                 38,
+                 id='named-format-33'),
+    pytest.param('format.date().validate("2024-13-01").value() == []',
+                 'false',
+                 38,
+                 id='named-format-34'),
+    pytest.param('format.date().validate("0000-02-29").hasValue()',
+                 'false',
+                 38,
+                 id='named-format-35'),
+    pytest.param('format.datetime().validate("2024-02-29T23:59:59Z").hasValue()',
+                 'false',
+                 56,
+                 id='named-format-36'),
+    pytest.param('format.datetime().validate("2024-02-29t23:59:59.123+05:30").ha'
+                 'sValue()',
+                 'false',
+                 56,
+                 id='named-format-37'),
+    pytest.param('format.datetime().validate("2024-02-29T24:00:00Z").value() == '
+                 '[]',
+                 'false',
+                 56,
+                 id='named-format-38'),
+    pytest.param('format.datetime().validate("2024-02-29 23:59:59Z").value() == '
+                 '[]',
+                 'false',
+                 56,
+                 id='named-format-39'),
+    pytest.param('format.datetime().validate("2024-02-29T10:00:00ZTjunk").hasVal'
+                 'ue()',
+                 'false',
+                 56,
+                 id='named-format-40'),
+    pytest.param('format.datetime().validate("2024-02-29T10:00:00x5Z").hasValue('
+                 ')',
+                 'false',
+                 56,
+                 id='named-format-41'),
+    pytest.param('["dns1123Label", "uuid", "uri", "bogus"].filter(n, format.name'
+                 'd(n).hasValue()).size() == 3',
+                 'true',
+                 54,
+                 id='named-format-42'),
+    pytest.param('format.named(device.attributes["dra.example.com"].model).orVal'
+                 'ue(format.labelValue()).validate(device.attributes["dra.exampl'
+                 'e.com"].model).hasValue()',
+                 'false',
+                 21,
+                 id='named-format-43'),
+    pytest.param('format.labelValue().validate(device.attributes["dra.example.co'
+                 'm"].model).hasValue()',
+                 'false',
+                 16,
+                 id='named-format-44'),
+    pytest.param('format.dns1123Label().validate(device.attributes["dra.example.'
+                 'com"].model).orValue(["ok"]) == ["ok"]',
+                 'true',
+                 14,
+                 id='named-format-45'),
+    pytest.param('format.named("qualifiedName").value().validate("a/b/c").value('
+                 ')[0].startsWith("a valid label key")',
+                 'true',
+                 53,
+                 id='named-format-46'),
+    pytest.param('format.uuid().validate("x").value()[0] == "does not match the '
+                 'UUID format" && format.byte().validate("x").value()[0] == "inv'
+                 'alid base64" && format.date().validate("x").value()[0] == "inv'
+                 'alid date" && format.datetime().validate("x").value()[0] == "i'
+                 'nvalid datetime"',
+                 'true',
+                 100,
+                 id='named-format-47'),
+    pytest.param('format.dns1123Label() == format.dns1123Label()',
+                 'true',
+                 3,
+                 id='named-format-48'),
+    pytest.param('format.dns1123Label().validate("a.b").orValue(["none"]) == ["m'
+                 'ust not contain dots"]',
+                 'true',
+                 10,
+                 id='named-format-49'),
+    pytest.param('format.dns1123Label().validate("My_Name").orValue(["none"]) =='
+                 ' ["a lowercase RFC 1123 label must consist of lower case alpha'
+                 "numeric characters or '-', and must start and end with an alph"
+                 "anumeric character (e.g. 'my-name',  or '123-abc', regex used "
+                 'for validation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?\')"]',
+                 'true',
+                 10,
+                 id='named-format-50'),
+    pytest.param('format.dns1123Label().validate("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").orValue(["none"]) == ["mu'
+                 'st be no more than 63 characters"]',
+                 'true',
+                 58,
+                 id='named-format-51'),
+    pytest.param('format.dns1123Label().validate("-a.b-").orValue(["none"]) == ['
+                 '"a lowercase RFC 1123 label must consist of lower case alphanu'
+                 "meric characters or '-', and must start and end with an alphan"
+                 "umeric character (e.g. 'my-name',  or '123-abc', regex used fo"
+                 'r validation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?\')"]',
+                 'true',
+                 10,
+                 id='named-format-52'),
+    pytest.param('format.dns1123Label().validate("").orValue(["none"]) == ["a lo'
+                 'wercase RFC 1123 label must consist of lower case alphanumeric'
+                 " characters or '-', and must start and end with an alphanumeri"
+                 "c character (e.g. 'my-name',  or '123-abc', regex used for val"
+                 'idation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?\')"]',
+                 'true',
+                 10,
+                 id='named-format-53'),
+    pytest.param('format.dns1123Label().validate("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.b").orValue(["none"]) == ["'
+                 'must be no more than 63 characters", "must not contain dots"]',
+                 'true',
+                 58,
+                 id='named-format-54'),
+    pytest.param('format.dns1123Label().validate("é").orValue(["none"]) == ["a l'
+                 'owercase RFC 1123 label must consist of lower case alphanumeri'
+                 "c characters or '-', and must start and end with an alphanumer"
+                 "ic character (e.g. 'my-name',  or '123-abc', regex used for va"
+                 'lidation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?\')"]',
+                 'true',
+                 10,
+                 id='named-format-55'),
+    pytest.param('format.dns1123Subdomain().validate("Example.com").orValue(["no'
+                 'ne"]) == ["a lowercase RFC 1123 subdomain must consist of lowe'
+                 "r case alphanumeric characters, '-' or '.', and must start and"
+                 " end with an alphanumeric character (e.g. 'example.com', regex"
+                 " used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z"
+                 '0-9]([-a-z0-9]*[a-z0-9])?)*\')"]',
+                 'true',
+                 32,
+                 id='named-format-56'),
+    pytest.param('format.dns1123Subdomain().validate("a.a.a.a.a.a.a.a.a.a.a.a.a.'
+                 'a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.'
+                 'a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.'
+                 'a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.'
+                 'a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a.a").orValue(["'
+                 'none"]) == ["must be no more than 253 characters"]',
+                 'true',
+                 407,
+                 id='named-format-57'),
+    pytest.param('format.dns1123Subdomain().validate("-aaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").orValue(["none"])'
+                 ' == ["must be no more than 253 characters", "a lowercase RFC 1'
+                 '123 subdomain must consist of lower case alphanumeric characte'
+                 "rs, '-' or '.', and must start and end with an alphanumeric ch"
+                 "aracter (e.g. 'example.com', regex used for validation is '[a-"
+                 "z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*'"
+                 ')"]',
+                 'true',
+                 392,
+                 id='named-format-58'),
+    pytest.param('format.dns1123Subdomain().validate("").orValue(["none"]) == ["'
+                 'a lowercase RFC 1123 subdomain must consist of lower case alph'
+                 "anumeric characters, '-' or '.', and must start and end with a"
+                 "n alphanumeric character (e.g. 'example.com', regex used for v"
+                 "alidation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0"
+                 '-9]*[a-z0-9])?)*\')"]',
+                 'true',
+                 17,
+                 id='named-format-59'),
+    pytest.param('format.dns1123Subdomain().validate("a..b").orValue(["none"]) ='
+                 '= ["a lowercase RFC 1123 subdomain must consist of lower case '
+                 "alphanumeric characters, '-' or '.', and must start and end wi"
+                 "th an alphanumeric character (e.g. 'example.com', regex used f"
+                 "or validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-"
+                 'a-z0-9]*[a-z0-9])?)*\')"]',
+                 'true',
+                 17,
+                 id='named-format-60'),
+    pytest.param('format.dns1035Label().validate("1abc").orValue(["none"]) == ["'
+                 'a DNS-1035 label must consist of lower case alphanumeric chara'
+                 "cters or '-', start with an alphabetic character, and end with"
+                 " an alphanumeric character (e.g. 'my-name',  or 'abc-123', reg"
+                 'ex used for validation is \'[a-z]([-a-z0-9]*[a-z0-9])?\')"]',
+                 'true',
+                 10,
+                 id='named-format-61'),
+    pytest.param('format.dns1035Label().validate("-aaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").orValue(["none"]) == ["mu'
+                 'st be no more than 63 characters", "a DNS-1035 label must cons'
+                 "ist of lower case alphanumeric characters or '-', start with a"
+                 'n alphabetic character, and end with an alphanumeric character'
+                 " (e.g. 'my-name',  or 'abc-123', regex used for validation is "
+                 '\'[a-z]([-a-z0-9]*[a-z0-9])?\')"]',
+                 'true',
+                 58,
+                 id='named-format-62'),
+    pytest.param('format.dns1035Label().validate("").orValue(["none"]) == ["a DN'
+                 'S-1035 label must consist of lower case alphanumeric character'
+                 "s or '-', start with an alphabetic character, and end with an "
+                 "alphanumeric character (e.g. 'my-name',  or 'abc-123', regex u"
+                 'sed for validation is \'[a-z]([-a-z0-9]*[a-z0-9])?\')"]',
+                 'true',
+                 10,
+                 id='named-format-63'),
+    pytest.param('format.dns1035Label().validate("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").orValue(["none"]) == ["mu'
+                 'st be no more than 63 characters"]',
+                 'true',
+                 58,
+                 id='named-format-64'),
+    pytest.param('format.qualifiedName().validate("a/b/c").orValue(["none"]) == '
+                 '["a valid label key must consist of alphanumeric characters, \''
+                 "-', '_' or '.', and must start and end with an alphanumeric ch"
+                 "aracter (e.g. 'MyName',  or 'my.name',  or '123-abc', regex us"
+                 "ed for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+                 "') with an optional DNS subdomain prefix and '/' (e.g. 'exampl"
+                 'e.com/MyName\')"]',
+                 'true',
+                 17,
+                 id='named-format-65'),
+    pytest.param('format.qualifiedName().validate("/x").orValue(["none"]) == ["p'
+                 'refix part must be non-empty"]',
+                 'true',
+                 17,
+                 id='named-format-66'),
+    pytest.param('format.qualifiedName().validate("Bad_Prefix/").orValue(["none"'
+                 ']) == ["prefix part a lowercase RFC 1123 subdomain must consis'
+                 "t of lower case alphanumeric characters, '-' or '.', and must "
+                 "start and end with an alphanumeric character (e.g. 'example.co"
+                 "m', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])"
+                 '?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\')", "name part must be no'
+                 'n-empty", "name part must consist of alphanumeric characters, '
+                 "'-', '_' or '.', and must start and end with an alphanumeric c"
+                 "haracter (e.g. 'MyName',  or 'my.name',  or '123-abc', regex u"
+                 "sed for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9"
+                 ']\')"]',
+                 'true',
+                 32,
+                 id='named-format-67'),
+    pytest.param('format.qualifiedName().validate("xxxxxxxxxxxxxxxxxxxxxxxxxxxxx'
+                 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx").orValue(["none"]) == ["n'
+                 'ame part must be no more than 63 bytes"]',
+                 'true',
+                 107,
+                 id='named-format-68'),
+    pytest.param('format.qualifiedName().validate("").orValue(["none"]) == ["nam'
+                 'e part must be non-empty", "name part must consist of alphanum'
+                 "eric characters, '-', '_' or '.', and must start and end with "
+                 "an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '"
+                 "123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-"
+                 '9_.]*)?[A-Za-z0-9]\')"]',
+                 'true',
+                 17,
+                 id='named-format-69'),
+    pytest.param('format.qualifiedName().validate("ex_ample.com/a/").orValue(["n'
+                 'one"]) == ["a valid label key must consist of alphanumeric cha'
+                 "racters, '-', '_' or '.', and must start and end with an alpha"
+                 "numeric character (e.g. 'MyName',  or 'my.name',  or '123-abc'"
+                 ", regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?["
+                 "A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e."
+                 'g. \'example.com/MyName\')"]',
+                 'true',
+                 32,
+                 id='named-format-70'),
+    pytest.param('format.qualifiedName().validate("-/").orValue(["none"]) == ["p'
+                 'refix part a lowercase RFC 1123 subdomain must consist of lowe'
+                 "r case alphanumeric characters, '-' or '.', and must start and"
+                 " end with an alphanumeric character (e.g. 'example.com', regex"
+                 " used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z"
+                 '0-9]([-a-z0-9]*[a-z0-9])?)*\')", "name part must be non-empty",'
+                 ' "name part must consist of alphanumeric characters, \'-\', \'_\' '
+                 "or '.', and must start and end with an alphanumeric character "
+                 "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for v"
+                 'alidation is \'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\')"]',
+                 'true',
+                 17,
+                 id='named-format-71'),
+    pytest.param('format.qualifiedName().validate("aaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa/b").orValue(["none"]) '
+                 '== ["prefix part must be no more than 253 bytes"]',
+                 'true',
+                 392,
+                 id='named-format-72'),
+    pytest.param('format.qualifiedName().validate("example.com/nnnnnnnnnnnnnnnnn'
+                 'nnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnnn").orValue(["no'
+                 'ne"]) == ["name part must be no more than 63 bytes"]',
+                 'true',
+                 122,
+                 id='named-format-73'),
+    pytest.param('format.qualifiedName().validate("-a").orValue(["none"]) == ["n'
+                 "ame part must consist of alphanumeric characters, '-', '_' or "
+                 "'.', and must start and end with an alphanumeric character (e."
+                 "g. 'MyName',  or 'my.name',  or '123-abc', regex used for vali"
+                 'dation is \'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\')"]',
+                 'true',
+                 17,
+                 id='named-format-74'),
+    pytest.param('format.labelValue().validate("-bad").orValue(["none"]) == ["a '
+                 'valid label must be an empty string or consist of alphanumeric'
+                 " characters, '-', '_' or '.', and must start and end with an a"
+                 "lphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12"
+                 "345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_."
+                 ']*)?[A-Za-z0-9])?\')"]',
+                 'true',
+                 12,
+                 id='named-format-75'),
+    pytest.param('format.labelValue().validate("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").orValue(["none"]) == ["must'
+                 ' be no more than 63 bytes"]',
+                 'true',
+                 72,
+                 id='named-format-76'),
+    pytest.param('format.labelValue().validate("-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'
+                 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa").orValue(["none"]) == ["must'
+                 ' be no more than 63 bytes", "a valid label must be an empty st'
+                 "ring or consist of alphanumeric characters, '-', '_' or '.', a"
+                 "nd must start and end with an alphanumeric character (e.g. 'My"
+                 "Value',  or 'my_value',  or '12345', regex used for validation"
+                 ' is \'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\')"]',
+                 'true',
+                 72,
+                 id='named-format-77'),
+    pytest.param('format.labelValue().validate("a b").orValue(["none"]) == ["a v'
+                 'alid label must be an empty string or consist of alphanumeric '
+                 "characters, '-', '_' or '.', and must start and end with an al"
+                 "phanumeric character (e.g. 'MyValue',  or 'my_value',  or '123"
+                 "45', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]"
+                 '*)?[A-Za-z0-9])?\')"]',
+                 'true',
+                 12,
+                 id='named-format-78'),
+    pytest.param('format.dns1123LabelPrefix().validate("-").orValue(["none"]) =='
+                 ' ["a lowercase RFC 1123 label must consist of lower case alpha'
+                 "numeric characters or '-', and must start and end with an alph"
+                 "anumeric character (e.g. 'my-name',  or '123-abc', regex used "
+                 'for validation is \'[a-z0-9]([-a-z0-9]*[a-z0-9])?\')"]',
+                 'true',
+                 10,
+                 id='named-format-79'),
+    pytest.param('format.dns1123LabelPrefix().validate("ab-").orValue(["none"]) '
+                 '== ["none"]',
+                 'true',
+                 10,
+                 id='named-format-80'),
+    pytest.param('format.dns1123LabelPrefix().validate("a.b-").orValue(["none"])'
+                 ' == ["must not contain dots"]',
+                 'true',
+                 10,
+                 id='named-format-81'),
+    pytest.param('format.dns1123LabelPrefix().validate("A-").orValue(["none"]) ='
+                 '= ["none"]',
+                 'true',
+                 10,
+                 id='named-format-82'),
+    pytest.param('format.dns1123SubdomainPrefix().validate("example.").orValue(['
+                 '"none"]) == ["a lowercase RFC 1123 subdomain must consist of l'
+                 "ower case alphanumeric characters, '-' or '.', and must start "
+                 "and end with an alphanumeric character (e.g. 'example.com', re"
+                 "gex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.["
+                 'a-z0-9]([-a-z0-9]*[a-z0-9])?)*\')"]',
+                 'true',
+                 17,
+                 id='named-format-83'),
+    pytest.param('format.dns1123SubdomainPrefix().validate("-x-").orValue(["none'
+                 '"]) == ["a lowercase RFC 1123 subdomain must consist of lower '
+                 "case alphanumeric characters, '-' or '.', and must start and e"
+                 "nd with an alphanumeric character (e.g. 'example.com', regex u"
+                 "sed for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-"
+                 '9]([-a-z0-9]*[a-z0-9])?)*\')"]',
+                 'true',
+                 17,
+                 id='named-format-84'),
+    pytest.param('format.dns1123SubdomainPrefix().validate("b-").orValue(["none"'
+                 ']) == ["none"]',
+                 'true',
+                 17,
+                 id='named-format-85'),
+    pytest.param('format.dns1035LabelPrefix().validate("1-").orValue(["none"]) ='
+                 '= ["none"]',
+                 'true',
+                 10,
+                 id='named-format-86'),
+    pytest.param('format.dns1035LabelPrefix().validate("x-").orValue(["none"]) ='
+                 '= ["none"]',
+                 'true',
+                 10,
+                 id='named-format-87'),
+    pytest.param('format.dns1035LabelPrefix().validate("-").orValue(["none"]) =='
+                 ' ["a DNS-1035 label must consist of lower case alphanumeric ch'
+                 "aracters or '-', start with an alphabetic character, and end w"
+                 "ith an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+                 'regex used for validation is \'[a-z]([-a-z0-9]*[a-z0-9])?\')"]',
+                 'true',
+                 10,
+                 id='named-format-88'),
+    pytest.param('format.uri().validate("relative/path").orValue(["none"]) == ["'
+                 'parse \\"relative/path\\": invalid URI for request"]',
+                 'true',
+                 554,
+                 id='named-format-89'),
+    pytest.param('format.uri().validate("https://a:b:c/").orValue(["none"]) == ['
+                 '"parse \\"https://a:b:c/\\": invalid port \\":b:c\\" after host"]',
+                 'true',
+                 554,
+                 id='named-format-90'),
+    pytest.param('format.uri().validate("").orValue(["none"]) == ["parse \\"\\": e'
+                 'mpty url"]',
+                 'true',
+                 278,
+                 id='named-format-91'),
+    pytest.param('format.uri().validate("http://[::1").orValue(["none"]) == ["pa'
+                 'rse \\"http://[::1\\": missing \']\' in host"]',
+                 'true',
+                 554,
+                 id='named-format-92'),
+    pytest.param('format.uri().validate("%zz").orValue(["none"]) == ["parse \\"%z'
+                 'z\\": invalid URI for request"]',
+                 'true',
+                 278,
+                 id='named-format-93'),
+    pytest.param('format.uri().validate("/a b").orValue(["none"]) == ["none"]',
+                 'true',
+                 278,
+                 id='named-format-94'),
+    pytest.param('format.uri().validate("a\\"b\'c\\n").orValue(["none"]) == ["parse'
+                 ' \\"a\\\\\\"b\'c\\\\n\\": net/url: invalid control character in URL"]',
+                 'true',
+                 278,
+                 id='named-format-95'),
+    pytest.param('format.uuid().validate("not-a-uuid").orValue(["none"]) == ["do'
+                 'es not match the UUID format"]',
+                 'true',
+                 38,
+                 id='named-format-96'),
+    pytest.param('format.uuid().validate("3fa85f64-5717-4562-b3fc-2c963f66afa6\\n'
+                 '").orValue(["none"]) == ["does not match the UUID format"]',
+                 'true',
+                 74,
+                 id='named-format-97'),
+    pytest.param('format.byte().validate("ZWxpemFiZXRocG9zZXk").orValue(["none"]'
+                 ') == ["invalid base64"]',
+                 'true',
+                 44,
+                 id='named-format-98'),
+    pytest.param('format.byte().validate("").orValue(["none"]) == ["invalid base'
+                 '64"]',
+                 'true',
+                 23,
+                 id='named-format-99'),
+    pytest.param('format.byte().validate("abc=").orValue(["none"]) == ["none"]',
+                 'true',
+                 23,
+                 id='named-format-100'),
+    pytest.param('format.byte().validate("ab==").orValue(["none"]) == ["none"]',
+                 'true',
+                 23,
+                 id='named-format-101'),
+    pytest.param('format.date().validate("2023-02-29").orValue(["none"]) == ["in'
+                 'valid date"]',
+                 'true',
+                 38,
+                 id='named-format-102'),
+    pytest.param('format.date().validate("2024-13-01").orValue(["none"]) == ["in'
+                 'valid date"]',
+                 'true',
+                 38,
+                 id='named-format-103'),
+    pytest.param('format.date().validate("2024-00-10").orValue(["none"]) == ["in'
+                 'valid date"]',
+                 'true',
+                 38,
+                 id='named-format-104'),
+    pytest.param('format.date().validate("2024-01-00").orValue(["none"]) == ["in'
+                 'valid date"]',
+                 'true',
+                 38,
+                 id='named-format-105'),
+    pytest.param('format.date().validate("2024-1-01").orValue(["none"]) == ["inv'
+                 'alid date"]',
+                 'true',
+                 20,
+                 id='named-format-106'),
+    pytest.param('format.date().validate("24-01-01").orValue(["none"]) == ["inva'
+                 'lid date"]',
+                 'true',
+                 20,
+                 id='named-format-107'),
+    pytest.param('format.date().validate("2024-01-01x").orValue(["none"]) == ["i'
+                 'nvalid date"]',
+                 'true',
+                 38,
+                 id='named-format-108'),
+    pytest.param('format.date().validate("1900-02-29").orValue(["none"]) == ["in'
+                 'valid date"]',
+                 'true',
+                 38,
+                 id='named-format-109'),
+    pytest.param('format.date().validate("2000-02-29").orValue(["none"]) == ["no'
+                 'ne"]',
+                 'true',
+                 38,
+                 id='named-format-110'),
+    pytest.param('format.datetime().validate("2024-02-29T24:00:00Z").orValue(["n'
+                 'one"]) == ["invalid datetime"]',
+                 'true',
+                 56,
+                 id='named-format-111'),
+    pytest.param('format.datetime().validate("2024-02-29 23:59:59Z").orValue(["n'
+                 'one"]) == ["invalid datetime"]',
+                 'true',
+                 56,
+                 id='named-format-112'),
+    pytest.param('format.datetime().validate("2024-02-29T10:00:00ZTjunk").orValu'
+                 'e(["none"]) == ["none"]',
+                 'true',
+                 56,
+                 id='named-format-113'),
+    pytest.param('format.datetime().validate("2024-02-29T10:00:00x5Z").orValue(['
+                 '"none"]) == ["none"]',
+                 'true',
+                 56,
+                 id='named-format-114'),
+    pytest.param('format.datetime().validate("2024-02-29T10:00:00").orValue(["no'
+                 'ne"]) == ["invalid datetime"]',
+                 'true',
+                 38,
+                 id='named-format-115'),
+    pytest.param('format.datetime().validate("2024-02-29T10:60:00Z").orValue(["n'
+                 'one"]) == ["invalid datetime"]',
+                 'true',
+                 56,
+                 id='named-format-116'),
+    pytest.param('format.datetime().validate("2024-02-29T10:00:00.5+0530").orVal'
+                 'ue(["none"]) == ["invalid datetime"]',
+                 'true',
+                 56,
+                 id='named-format-117'),
+    pytest.param('format.datetime().validate("2024-02-29T10:00:00\\n5Z").orValue('
+                 '["none"]) == ["invalid datetime"]',
+                 'true',
+                 56,
+                 id='named-format-118'),
+    pytest.param('format.datetime().validate("2024-02-30T10:00:00Z").orValue(["n'
+                 'one"]) == ["invalid datetime"]',
+                 'true',
+                 56,
+                 id='named-format-119'),
+    pytest.param('format.datetime().validate("abc").orValue(["none"]) == ["inval'
+                 'id datetime"]',
+                 'true',
+                 20,
+                 id='named-format-120'),
+    pytest.param('format.datetime().validate("2024-02-29T10:00:00.Z").orValue(["'
+                 'none"]) == ["invalid datetime"]',
+                 'true',
+                 56,
+                 id='named-format-121'),
+    pytest.param('format.datetime().validate("2024-02-29T10:00:00é5Z").orValue(['
+                 '"none"]) == ["none"]',
+                 'true',
+                 56,
+                 id='named-format-122'),
+    pytest.param('format.datetime().validate("2024-02-29T10:00:00İ5Z").orValue(['
+                 '"none"]) == ["none"]',
+                 'true',
+                 56,
+                 id='named-format-123'),
+    pytest.param('format.named("bogus").value().validate("a").hasValue()',
+                 'ERROR optional.none() dereference',
+                 4,
+                 id='named-format-124'),
+    pytest.param('device.attributes["dra.example.com"].all(k, !format.qualifiedN'
+                 'ame().validate(k).hasValue())',
+                 'true',
+                 107,
+                 id='named-format-125'),
+    pytest.param('device.attributes.all(d, device.attributes[d].all(k, !format.q'
+                 'ualifiedName().validate(d + "/" + k).hasValue()))',
+                 'true',
+                 307,
+                 id='named-format-126'),
+    pytest.param('["a", "B", "c.d", "-e"].map(s, format.dns1123Label().validate('
+                 's).orValue([]).size()) == [0, 1, 1, 1]',
+                 'true',
+                 94,
+                 id='named-format-127'),
+    pytest.param('["a", "B", "c.d", "-e"].filter(s, format.dns1123Label().valida'
+                 'te(s).hasValue()).size() == 3',
+                 'true',
+                 86,
+                 id='named-format-128'),
+    pytest.param('lists.range(300).all(i, !format.datetime().validate("2024-01-0'
+                 '1T00:00:00Z").hasValue())',
+                 'true',
+                 18312,
+                 id='named-format-129'),
+    pytest.param('cel.bind(f, format.named("uuid"), f.hasValue() && !f.value().v'
+                 'alidate("3fa85f64-5717-4562-b3fc-2c963f66afa6").hasValue())',
+                 'true',
+                 79,
+                 id='named-format-130'),
+    pytest.param('format.named("uuid").optMap(f, f.validate("x").value()).value('
+                 ') == ["does not match the UUID format"]',
+                 'true',
+                 27,
+                 id='named-format-131'),
+    pytest.param('[format.named("uri"), format.named("nope")].filter(o, o.hasVal'
+                 'ue()).size() == 1',
+                 'true',
+                 32,
+                 id='named-format-132'),
+    pytest.param('format.dns1123Label().validate(device.driver).orValue(["?"])[0'
+                 '] == "must not contain dots"',
+                 'true',
+                 24,
+                 id='named-format-133'),
+    pytest.param('["dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifie'
+                 'dName", "dns1123LabelPrefix", "dns1123SubdomainPrefix", "dns10'
+                 '35LabelPrefix", "labelValue", "uri", "uuid", "byte", "date", "'
+                 'datetime"].all(n, format.named(n).hasValue())',
+                 'true',
+                 79,
+                 id='named-format-134'),
+    pytest.param('format.uri().validate(device.attributes["dra.example.com"].mod'
+                 'el + "://x").hasValue()',
+                 'false',
+                 283,
+                 id='named-format-135'),
+    pytest.param('"%s".format([format.dns1123Label().validate("A").value()]).sta'
+                 'rtsWith("[\\"a lowercase")',
+                 'true',
+                 45,
+                 id='named-format-136'),
+    pytest.param('format.named("date").value() in [format.date(), format.datetim'
+                 'e()]',
+                 'true',
+                 16,
+                 id='named-format-137'),
+    pytest.param('format.named("DNS1123Label").hasValue()',
+                 'false',
+                 2,
+                 id='named-format-138'),
+]
+
+
 @pytest.mark.parametrize(("expression", "expected"), UPSTREAM)
 def test_selector_evaluates_as_upstream(expression: str, expected: str) -> None:
     assert outcome(CelCache(), expression) == expected
 
 
 @pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES + NETWORK + REGEX + URLS
-                         + FORMAT)
+                         + FORMAT + NAMED_FORMATS)
 def test_list_and_set_libraries_as_upstream(expression: str, expected: str, cost: int
                                             ) -> None:
     assert outcome(CelCache(), expression) == expected
 
 
 @pytest.mark.parametrize(("expression", "expected", "cost"), LIBRARIES + NETWORK + REGEX + URLS
-                         + FORMAT)
+                         + FORMAT + NAMED_FORMATS)
 def test_list_and_set_libraries_cost_as_upstream(expression: str, expected: str, cost: int
                                                  ) -> None:
     # Metered, every selector reports the cost cel-go's tracker counts.
