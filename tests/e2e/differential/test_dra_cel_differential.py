@@ -1,8 +1,9 @@
 """DRA CEL selectors under kube-scheduler v1.36.4 and kpysched side by side (issue 33
 item 5): every expression below (the 48 of issue 33's `diffexprs.txt`, then the list,
-set, IP, CIDR, regex and URL libraries, string.format, two-variable loops, cross-type
-comparisons and a loop past cel-cpp's iteration budget) goes into a claim's selectors
-(even positions) or a DeviceClass's (odd ones); each claim has a pod of its own. Both
+set, IP, CIDR, regex, URL and named-format libraries, string.format, two-variable
+loops, cross-type comparisons and a loop past cel-cpp's iteration budget) goes into a
+claim's selectors (even positions) or a DeviceClass's (odd ones); each claim has a pod
+of its own. Both
 schedulers run at once, each on a node of its own run with 64 identical devices of
 driver dra.example.com (pods select their run's node), and must end the same for every
 expression: refused by the API server (then in both runs), bound to the node, or
@@ -129,6 +130,16 @@ EXPRESSIONS = (
     ' == "1,000.00|2.500000\\u00d710\\u2070\\u00b3"',
     '"%s|%s".format([[1.5, "x"], {"b": true, "a": null}])'
     ' == "[1.500000, \\"x\\"]|{\\"a\\":null, \\"b\\":true}"',
+    # Kubernetes' format library.
+    '!format.dns1123Label().validate(device.attributes["dra.example.com"].model).hasValue()',
+    'format.qualifiedName().validate(device.driver + "/" + device.attributes["dra.example.com"]'
+    '.model + "/x").value()[0].startsWith("a valid label key")',
+    'format.named(device.attributes["dra.example.com"].model).value().validate("x").hasValue()',
+    'format.uri().validate("https://" + device.attributes["dra.example.com"].model + ":b:c/")'
+    '.orValue([""])[0].endsWith("invalid port \\":b:c\\" after host")',
+    'format.date().validate(device.attributes["dra.example.com"].model).hasValue()'
+    ' && !format.datetime().validate("2024-02-29T23:59:59Z").hasValue()',
+    'format.uuid().validate(device.attributes["dra.example.com"].model).orValue([]) == []',
     # 15,000 iterations, past cel-cpp's budget of 10,000 (issue 33 item 4).
     'lists.range(150).all(i, lists.range(100).all(j, i + j >= 0))',
 )
