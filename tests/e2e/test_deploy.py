@@ -289,7 +289,10 @@ def test_scheduler_config_loads_in_kpysched(values: str, tmp_path: Path) -> None
     election = loaded.leader_election
     assert election.leader_elect
     assert election.resource_name != "kube-scheduler"
-    (role,) = find(objects, "Role")
+    # The leader-election Role; with the decisions API another lets the leader label
+    # its own pod (decisions-api.yaml).
+    (role,) = [r for r in find(objects, "Role")
+               if r["metadata"]["name"].endswith("-leader-election")]
     assert role["metadata"]["namespace"] == election.resource_namespace
     assert all(election.resource_name in rule.get("resourceNames", [election.resource_name])
                for rule in role["rules"])
@@ -427,9 +430,12 @@ def _claim_writes(objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
 def test_resource_claim_writes_only_while_a_profile_runs_dynamic_resources(
         options: tuple[str, ...], writes: bool) -> None:
     # Issue 31: create/delete on resourceclaims were granted with the feature off.
+    # Issue 33: claims are updated whole as read (get after a conflict), their status
+    # updated, and a reservation removed by a patch, as kube-scheduler writes them.
     expected = [("resourceclaims", "create"), ("resourceclaims", "delete"),
-                ("resourceclaims", "patch"), ("resourceclaims/binding", "patch"),
-                ("resourceclaims/status", "patch")]
+                ("resourceclaims", "get"), ("resourceclaims", "update"),
+                ("resourceclaims/binding", "patch"), ("resourceclaims/binding", "update"),
+                ("resourceclaims/status", "patch"), ("resourceclaims/status", "update")]
     assert _claim_writes(render("dra", "dra", *options)) == (expected if writes else [])
 
 
