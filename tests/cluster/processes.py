@@ -8,6 +8,7 @@ it and a later `down` can stop its whole process group by pid.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import socket
 import ssl
@@ -25,11 +26,66 @@ class ClusterError(RuntimeError):
     """The cluster could not be started or reached; the message says why."""
 
 
-def free_port() -> int:
+# Ports handed out by `free_port` are recorded here (one file per port, naming the
+# process that took it) so two test workers or benchmark runs never get the same one.
+PORT_RESERVATIONS = Path("/tmp/kpysched-ports")
+# Below the kernel's ephemeral range: a port asked of the kernel with bind(0) comes from
+# that range, and so does the source port of every outgoing connection, so a port
+# released there can be taken by any connect() before the component binds it (a CI run
+# lost kube-proxy's healthz port that way).
+PORT_FLOOR = 20000
+
+
+def _ephemeral_floor() -> int:
+    try:
+        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    return max(low, PORT_FLOOR + 1000)
+
+
+def _bindable(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _reserve(port: int) -> bool:
+    """Claim `port` for this process unless a live process holds it already."""
+    PORT_RESERVATIONS.mkdir(mode=0o700, exist_ok=True)
+    path = PORT_RESERVATIONS / str(port)
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            try:
+                holder = int(path.read_text() or "0")
+            except (OSError, ValueError):
+                holder = 0
+            if holder and alive(holder):
+                return False
+            # The holder is gone (or wrote nothing yet and crashed): take the port over.
+            path.unlink(missing_ok=True)
+            continue
+        with os.fdopen(fd, "w") as out:
+            out.write(str(os.getpid()))
+        return True
+    return False
+
+
+def free_port() -> int:
+    """A loopback port no one listens on, outside the ephemeral range, that no other
+    live harness process was handed."""
+    rng = random.SystemRandom()
+    ceiling = _ephemeral_floor()
+    for _ in range(2000):
+        port = rng.randrange(PORT_FLOOR, ceiling)
+        if _bindable(port) and _reserve(port):
+            return port
+    raise ClusterError(f"no free loopback port in [{PORT_FLOOR}, {ceiling})")
 
 
 def log_tail(path: str | Path, lines: int = LOG_TAIL_LINES) -> str:

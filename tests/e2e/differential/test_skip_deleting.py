@@ -18,6 +18,7 @@ import asyncio
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,7 +35,9 @@ pytestmark = pytest.mark.e2e
 FINALIZER = "kpysched.test/keep"
 GATE = "kpysched.test/hold"
 SCHEDULERS = (UPSTREAM, KPYSCHED)
-OUTCOME_TIMEOUT_SECONDS = 30.0
+# Generous: a CI run on a loaded machine once waited 30 s in vain for upstream's second
+# skip; the failure message now carries kube-scheduler's log lines about the pod.
+OUTCOME_TIMEOUT_SECONDS = 60.0
 # After the last expected event: time for any extra one a scheduler would still write.
 QUIET_SECONDS = 3.0
 
@@ -42,6 +45,7 @@ QUIET_SECONDS = 3.0
 @dataclass(frozen=True)
 class _Setup:
     namespace: str
+    upstream_log: Path
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +53,10 @@ def prepared(cluster: ClusterState) -> Iterator[_Setup]:
     """The `late` pods, deleted before either scheduler runs; then both schedulers."""
     namespace = asyncio.run(_create_late_pods(cluster))
     try:
-        with UpstreamScheduler(cluster), KpyschedProcess(cluster, log_level="info"):
-            yield _Setup(namespace)
+        # -v=5: the queue's lines about each pod, for the failure message.
+        with UpstreamScheduler(cluster, extra_args=("-v=5",)) as upstream, \
+                KpyschedProcess(cluster, log_level="info"):
+            yield _Setup(namespace, upstream.log_path)
     finally:
         asyncio.run(_release(cluster, namespace))
 
@@ -98,27 +104,34 @@ async def _skips(api: client.ApiClient, namespace: str, pod: str) -> tuple[list[
     return notes, sum((e.get("series") or {}).get("count", 1) for e in events)
 
 
-async def _wait_skips(api: client.ApiClient, namespace: str, pod: str,
+async def _wait_skips(api: client.ApiClient, setup: _Setup, pod: str,
                       count: int) -> tuple[list[str], int]:
     async def enough() -> tuple[list[str], int] | None:
-        seen = await _skips(api, namespace, pod)
+        seen = await _skips(api, setup.namespace, pod)
         return seen if seen[1] >= count else None
 
-    found: tuple[list[str], int] = await kube.wait_for(
-        enough, OUTCOME_TIMEOUT_SECONDS, f"{count} FailedScheduling events about {pod}")
+    try:
+        found: tuple[list[str], int] = await kube.wait_for(
+            enough, OUTCOME_TIMEOUT_SECONDS, f"{count} FailedScheduling events about {pod}")
+    except AssertionError as error:
+        mentions = [line for line in setup.upstream_log.read_text(errors="replace").splitlines()
+                    if pod in line]
+        raise AssertionError(f"{error}; kube-scheduler's log lines about {pod}:\n"
+                             + "\n".join(mentions[-40:])) from None
     return found
 
 
-async def _outcome(api: client.ApiClient, namespace: str, scheduler: str) -> dict[str, Any]:
+async def _outcome(api: client.ApiClient, setup: _Setup, scheduler: str) -> dict[str, Any]:
     core = client.CoreV1Api(api)
+    namespace = setup.namespace
     late, waiting = _name("late", scheduler), _name("waiting", scheduler)
-    first_seen = await _wait_skips(api, namespace, late, 1)
+    first_seen = await _wait_skips(api, setup, late, 1)
     await core.create_namespaced_pod(namespace, _pod(waiting, scheduler, gated=True))
     await core.delete_namespaced_pod(waiting, namespace)
     await core.patch_namespaced_pod(waiting, namespace, {"spec": {"schedulingGates": None}})
-    ungated = await _wait_skips(api, namespace, waiting, 1)
+    ungated = await _wait_skips(api, setup, waiting, 1)
     await core.patch_namespaced_pod(late, namespace, {"metadata": {"labels": {"touched": "1"}}})
-    again = await _wait_skips(api, namespace, late, 2)
+    again = await _wait_skips(api, setup, late, 2)
     await asyncio.sleep(QUIET_SECONDS)
     pods = {p.metadata.name: p for p in (await core.list_namespaced_pod(namespace)).items}
     return {
@@ -134,8 +147,8 @@ async def _outcome(api: client.ApiClient, namespace: str, scheduler: str) -> dic
 
 async def test_a_pending_pod_being_deleted_is_passed_over_with_upstreams_event(
         prepared: _Setup, api: client.ApiClient) -> None:
-    upstream = await _outcome(api, prepared.namespace, UPSTREAM)
-    ours = await _outcome(api, prepared.namespace, KPYSCHED)
+    upstream = await _outcome(api, prepared, UPSTREAM)
+    ours = await _outcome(api, prepared, KPYSCHED)
     # The scenario means what it says: upstream reported each pod, and bound none.
     assert upstream["late, first seen terminating"] == [
         "skip schedule deleting pod: <namespace>/<late>"], upstream
