@@ -37,7 +37,24 @@ KPYSCHED = "kpysched"
 KUBE_SCHEDULER = "kube-scheduler"
 KPYSCHED_NO_RECORDS = "kpysched-no-records"
 CEILING = "ceiling"
-NAMES = (KPYSCHED, KUBE_SCHEDULER, KPYSCHED_NO_RECORDS, CEILING)
+# Another checkout of kpysched measured in the same run as this one, for a before/after
+# comparison of a change: KPYSCHED_BENCH_TREES="before=/tmp/kpy-old" adds the scheduler
+# `kpysched-before`, run from that tree with this tree's Python environment.
+TREES_ENV = "KPYSCHED_BENCH_TREES"
+
+
+def _trees() -> dict[str, Path]:
+    trees: dict[str, Path] = {}
+    for item in filter(None, os.environ.get(TREES_ENV, "").split(",")):
+        label, _, path = item.partition("=")
+        if not label or not (Path(path) / "kpysched" / "cli.py").is_file():
+            raise SystemExit(f"error: {TREES_ENV} item {item!r} must be label=<kpysched checkout>")
+        trees[f"{KPYSCHED}-{label}"] = Path(path).resolve()
+    return trees
+
+
+TREES = _trees()
+NAMES = (KPYSCHED, KUBE_SCHEDULER, KPYSCHED_NO_RECORDS, CEILING, *TREES)
 # The client rate both schedulers default to (clientConnection qps/burst), for the
 # ceiling when the run leaves them out.
 DEFAULT_QPS, DEFAULT_BURST = 50.0, 100
@@ -45,6 +62,7 @@ DEFAULT_QPS, DEFAULT_BURST = 50.0, 100
 KPYSCHED_VARIANTS: dict[str, tuple[str, ...]] = {
     KPYSCHED: (),
     KPYSCHED_NO_RECORDS: ("--decision-records=0",),
+    **{name: () for name in TREES},
 }
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -116,6 +134,10 @@ class Kpysched:
             state, config, log_level="info",
             extra_args=(*KPYSCHED_VARIANTS[name], *feature_gates_args(feature_gates or {})))
         self._process.env = {**env, "KPYSCHED_KUBECONFIG": state.kubeconfig}
+        if name in TREES:
+            # -P: the working directory's kpysched must not shadow the other tree's.
+            self._process.command[1:1] = ["-P"]
+            self._process.env["PYTHONPATH"] = str(TREES[name])
 
     @property
     def pid(self) -> int:
