@@ -39,9 +39,9 @@ CATEGORIES: tuple[Rule, ...] = (
      _file("kpysched/event_recorder.py", "kpysched/pod_status.py")),
     ("bind (binding cycle + API call)",
      lambda f: _file("kpysched/binding.py")(f)
-     or _function("kpysched/scheduler.py", "_binding_cycle", "_bind_steps")(f)),
+     or _function("kpysched/scheduling/scheduler.py", "_binding_cycle", "_bind_steps")(f)),
     ("preemption", _file("kpysched/preemption.py", "plugins/default_preemption")),
-    ("event handlers (cache + queue updates)", _file("kpysched/event_handlers.py")),
+    ("event handlers (cache + queue updates)", _file("kpysched/scheduling/event_handlers.py")),
     ("watch read + decode (informers)", _file("kpysched/informers/")),
     ("snapshot", lambda f: _file("kpysched/cache/snapshot.py")(f)
      or _function("kpysched/cache/cache.py", "update_snapshot")(f)),
@@ -56,11 +56,11 @@ CATEGORIES: tuple[Rule, ...] = (
      _function("kpysched/", "_assume_and_bind", "run_reserve", "_run_reserve", "run_permit",
                "_run_permit")),
     ("unschedulable handling (PostFilter, diagnosis, requeue)",
-     _function("kpysched/scheduler.py", "_fail", "_post_filter")),
+     _function("kpysched/scheduling/scheduler.py", "_fail", "_post_filter")),
     ("queue", _file("kpysched/queue/")),
     ("metrics + health server", _file("kpysched/metrics.py", "prometheus_client",
-                                      "kpysched/server.py")),
-    ("scheduling cycle (other)", _file("kpysched/scheduler.py", "kpysched/algorithm.py")),
+                                      "kpysched/serving/server.py")),
+    ("scheduling cycle (other)", _file("kpysched/scheduling/scheduler.py", "kpysched/scheduling/algorithm.py")),
     # aiohttp with trust_env looks up proxy variables and ~/.netrc for every request,
     # in the default thread pool; the futures that carry the answer back run here too.
     ("API client: per-request proxy + .netrc lookups (aiohttp trust_env)",
@@ -70,7 +70,7 @@ CATEGORIES: tuple[Rule, ...] = (
                   "_set_state")(f)
      or _function("concurrent/futures/thread.py", "_worker")(f)),
     ("API client: HTTP write + read outside a task (http11 / aiohttp, SSL)",
-     _file("kpysched/http11.py", "aiohttp/", "ssl.py")),
+     _file("kpysched/api/http11.py", "aiohttp/", "ssl.py")),
 )
 # With uvloop the loop itself is native code: its I/O, SSL and callback dispatch
 # show up as samples whose innermost Python frame is asyncio's Runner.run.

@@ -13,17 +13,14 @@ import msgspec
 import structlog
 
 from kpysched import gc_policy
-from kpysched.algorithm import Algorithm
-from kpysched.apiclient import RawApi, make_api_client
+from kpysched.api.client import RawApi, make_api_client
 from kpysched.binding import Binder
 from kpysched.cache.cache import Cache
 from kpysched.cache.dump import cache_dump, dump_from
 from kpysched.cache.pod_groups import membership
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
-from kpysched.coscheduling_groups import CoschedulingGroups, GroupStatusWriter
 from kpysched.decisions.endpoint import cleared_lease_annotations
 from kpysched.decisions.store import DecisionStore
-from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.event_recorder import EventRecorder
 from kpysched.features import DEFAULT as DEFAULT_FEATURES
 from kpysched.features import Features
@@ -32,7 +29,6 @@ from kpysched.framework.cluster_events import Resource as EventResource
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime import Framework, ProfileSpec
 from kpysched.framework.status import Status
-from kpysched.handle import SchedulerHandle
 from kpysched.informers import Reflector, node_reflector, pod_reflector
 from kpysched.leader import LeaderElector, LeaseLostError
 from kpysched.leader_label import LeaderLabel
@@ -41,16 +37,20 @@ from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import coscheduling as cs_api
 from kpysched.objects.coscheduling import POD_GROUP_LABEL
 from kpysched.objects.pod import PodInfo
-from kpysched.pod_group_cycle import PodGroupCycle
 from kpysched.pod_group_status import PodGroupConditionWriter
 from kpysched.pod_status import PodStatusWriter
 from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.hints import QueueingHints
 from kpysched.queue.scheduling_queue import UNSCHEDULABLE_MAX_SECONDS, SchedulingQueue
-from kpysched.scheduler import Scheduler
-from kpysched.server import HealthCheck, Server, ServerConfig, ServerThread, progress_check
+from kpysched.scheduling.algorithm import Algorithm
+from kpysched.scheduling.coscheduling_groups import CoschedulingGroups, GroupStatusWriter
+from kpysched.scheduling.event_handlers import NodeEventHandler, PodEventHandler
+from kpysched.scheduling.pod_group_cycle import PodGroupCycle
+from kpysched.scheduling.scheduler import Scheduler
+from kpysched.scheduling.shared_handle import SchedulerHandle
 from kpysched.serving import DelegationOptions, TlsOptions
 from kpysched.serving.requestheader import RequestHeaderOptions
+from kpysched.serving.server import HealthCheck, Server, ServerConfig, ServerThread, progress_check
 
 log = structlog.get_logger(__name__)
 

@@ -205,7 +205,7 @@ async def test_livez_fails_while_a_plugin_blocks_the_loop(
     assert status == 500
     # Plain HTTP on loopback has no access control, so every path, the check's own
     # included, is open and the body gives the reason; behind authorization only a
-    # caller allowed /livez/sched-progress gets it (tests/unit/test_server.py).
+    # caller allowed /livez/sched-progress gets it (tests/unit/serving/test_server.py).
     assert "[-]sched-progress failed" in body
     assert "no progress" in body
     # The reason is logged whoever asks, as upstream logs it.

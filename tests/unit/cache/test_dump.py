@@ -9,7 +9,7 @@ import aiohttp
 from kpysched.cache.cache import Cache
 from kpysched.cache.dump import PATH, cache_dump, dump_from
 from kpysched.metrics import SchedulerMetrics
-from kpysched.server import Server, ServerConfig, ServerThread
+from kpysched.serving.server import Server, ServerConfig, ServerThread
 from tests.unit.builders import make_node, make_pod
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from kpysched.decisions.api import GROUP_VERSION, path
 from kpysched.metrics import SchedulerMetrics
-from kpysched.server import Server, ServerConfig
+from kpysched.serving.server import Server, ServerConfig
 
 RECORD = {"outcome": "Unschedulable"}
 

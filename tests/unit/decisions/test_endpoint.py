@@ -13,7 +13,7 @@ from kpysched.decisions.endpoint import (
 from kpysched.decisions.record import Decision
 from kpysched.decisions.store import DecisionStore
 from kpysched.metrics import SchedulerMetrics
-from kpysched.server import Server, ServerConfig
+from kpysched.serving.server import Server, ServerConfig
 
 
 async def get(server: Server, path: str) -> tuple[int, dict[str, object]]:

@@ -18,7 +18,6 @@ import pytest
 from structlog.testing import capture_logs
 
 from kpysched.metrics import SchedulerMetrics
-from kpysched.server import Server, ServerConfig
 from kpysched.serving import TlsOptions
 from kpysched.serving import listener as listener_module
 from kpysched.serving.limits import (
@@ -29,6 +28,7 @@ from kpysched.serving.limits import (
     connection_cap,
     raise_open_files_limit,
 )
+from kpysched.serving.server import Server, ServerConfig
 
 SHORT = 0.5
 # Generous: the deadline is SHORT; only "closed, not kept" is asserted.

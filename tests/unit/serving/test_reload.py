@@ -20,10 +20,10 @@ from cryptography.x509.oid import NameOID
 from structlog.testing import capture_logs
 
 from kpysched.metrics import SchedulerMetrics
-from kpysched.server import Server, ServerConfig
 from kpysched.serving import DelegationOptions, TlsOptions
 from kpysched.serving.certs import PAIR_NAME
 from kpysched.serving.requestheader import RequestHeaderOptions
+from kpysched.serving.server import Server, ServerConfig
 
 NOW = datetime.datetime.now(datetime.UTC)
 CHECK_SECONDS = 0.05  # the poll, shortened: tests wait for the swap, never sleep a fixed time

@@ -17,9 +17,9 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
 from kpysched.metrics import SchedulerMetrics
-from kpysched.server import Server, ServerConfig
 from kpysched.serving import DelegationOptions, TlsOptions
 from kpysched.serving.certs import PAIR_NAME
+from kpysched.serving.server import Server, ServerConfig
 
 
 def _name(common: str, organization: str | None = None) -> x509.Name:

@@ -11,10 +11,10 @@ import pytest
 from structlog.testing import capture_logs
 
 from kpysched.metrics import SchedulerMetrics
-from kpysched.server import HealthCheck, Server, ServerConfig, progress_check
 from kpysched.serving import AccessControl, DelegationOptions, TlsOptions
 from kpysched.serving.authn import Authenticator
 from kpysched.serving.authz import DEFAULT_ALWAYS_ALLOW_PATHS, Authorizer
+from kpysched.serving.server import HealthCheck, Server, ServerConfig, progress_check
 from tests.cluster.certs import generate
 from tests.unit.serving.fakes import FakeReviewer
 
