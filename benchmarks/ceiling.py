@@ -28,12 +28,12 @@ from pathlib import Path
 
 from aiohttp import web
 
-from kpysched.apiclient import RawApi, make_api_client
+from kpysched.api.client import RawApi, make_api_client
 from kpysched.event_recorder import EventRecorder
 from kpysched.informers import node_reflector, pod_reflector
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.objects.resources import Resource
+from kpysched.objects.resource_vectors import Resource
 
 RETRY_SECONDS = 1.0
 

@@ -60,7 +60,8 @@ CATEGORIES: tuple[Rule, ...] = (
     ("queue", _file("kpysched/queue/")),
     ("metrics + health server", _file("kpysched/metrics.py", "prometheus_client",
                                       "kpysched/serving/server.py")),
-    ("scheduling cycle (other)", _file("kpysched/scheduling/scheduler.py", "kpysched/scheduling/algorithm.py")),
+    ("scheduling cycle (other)", _file("kpysched/scheduling/scheduler.py",
+                                       "kpysched/scheduling/algorithm.py")),
     # aiohttp with trust_env looks up proxy variables and ~/.netrc for every request,
     # in the default thread pool; the futures that carry the answer back run here too.
     ("API client: per-request proxy + .netrc lookups (aiohttp trust_env)",

@@ -2,7 +2,7 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
-from kpysched import lean_kubernetes
+from kpysched.api import lean_kubernetes
 
 # Before any module of ours imports kubernetes_asyncio: ~35 MiB of generated API and
 # model modules the scheduler never uses stay unloaded (see lean_kubernetes).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 

@@ -36,7 +36,8 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 
-from kpysched.apiclient import TRANSPORT_ERROR, RawApi
+from kpysched.api.client import TRANSPORT_ERROR, RawApi
+from kpysched.api.times import micro_time
 from kpysched.objects import api
 
 log = structlog.get_logger(__name__)
@@ -61,10 +62,6 @@ RETRY_SLEEP_SECONDS = 10.0
 # soak counts a jump of 128 idle tasks at fail-over as a leak).
 WRITERS = 128
 NOTE_LENGTH_LIMIT = 1024
-
-
-def micro_time() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class DropCounter(Protocol):
@@ -155,7 +152,7 @@ class EventRecorder:
             "kind": "Event",
             "metadata": {"name": f"{meta.name}.{int(now.timestamp() * 1e9):x}",
                          "namespace": meta.namespace},
-            "eventTime": now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "eventTime": micro_time(now),
             "reportingController": controller,
             "reportingInstance": f"{controller}-{self._host}",
             "action": action,

@@ -29,7 +29,7 @@ until renewDeadline, which shortens the time two schedulers could both bind; and
 release() only clears the Lease if a fresh read still names us (client-go checks its
 cached view, so it could overwrite a newer holder).
 
-The campaign and the renewals run on a thread of their own (kpysched.loop_thread), with
+The campaign and the renewals run on a thread of their own (kpysched.scheduling.loop_thread), with
 an ApiClient of their own, so their own connection: kube-scheduler renews on its own
 goroutine, and here a scheduling cycle holds the main loop for as long as it runs. On
 the main loop, a cycle of 20 s (one tenant's pod with thousands of affinity terms)
@@ -40,7 +40,6 @@ pod. The leading work itself (the scheduling loop) stays on the caller's loop.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import random
 import socket
 import time
@@ -53,9 +52,10 @@ import msgspec
 import structlog
 from kubernetes_asyncio import client
 
-from kpysched.apiclient import ApiResponse, RawApi
-from kpysched.loop_thread import LoopThread
+from kpysched.api.client import ApiResponse, RawApi
+from kpysched.api.times import micro_time
 from kpysched.metrics import SchedulerMetrics
+from kpysched.scheduling.loop_thread import LoopThread
 
 log = structlog.get_logger(__name__)
 
@@ -69,10 +69,6 @@ def default_identity() -> str:
     """hostname + "_" + a random UUID, as kube-scheduler: two processes on one host
     must never both think they hold the lease."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-def _micro_time() -> str:
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 class LeaseLostError(RuntimeError):
@@ -470,7 +466,7 @@ class LeaderElector:
     # --- one attempt (tryAcquireOrRenew) ----------------------------------------------
 
     async def _try_acquire_or_renew(self) -> bool:
-        now = _micro_time()
+        now = micro_time()
         desired = LeaseRecord(self.identity, int(self._lease_duration), now, now)
 
         # Fast path: a valid leader updates its cached object without reading first.
@@ -531,7 +527,7 @@ class LeaderElector:
                 current = await self._lock.get()
                 if current is None or current.holder_identity != self.identity:
                     return
-                now = _micro_time()
+                now = micro_time()
                 released = LeaseRecord("", 1, now, now, current.leader_transitions)
                 await self._lock.update(released)
         except (_LockError, TimeoutError) as error:

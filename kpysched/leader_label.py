@@ -23,7 +23,7 @@ from urllib.parse import quote
 
 import structlog
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 
 log = structlog.get_logger(__name__)
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
+from kpysched.api.times import api_time
 from kpysched.objects.scheduling import API_VERSION, POD_GROUP_SCHEDULED, PodGroup
-from kpysched.pod_status import PodStatusWriter, api_time
+from kpysched.pod_status import PodStatusWriter
 
 # One cycle writes one condition for a whole group: a single writer keeps up.
 WRITERS = 1

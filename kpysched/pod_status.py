@@ -10,23 +10,18 @@ one entry per pending pod however many attempts fail, and never a task per write
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
+from kpysched.api.times import api_time
 from kpysched.objects import api
 
 log = structlog.get_logger(__name__)
 
 WRITERS = 4
-
-
-def api_time() -> str:
-    """Now, as the API server writes a metav1.Time."""
-    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(slots=True)

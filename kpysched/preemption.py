@@ -8,13 +8,13 @@ recorded; lower-priority pods nominated to the same node lose that nomination.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import structlog
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
+from kpysched.api.times import api_time
 from kpysched.event_recorder import EventRecorder
 from kpysched.objects.pod import PodInfo
 from kpysched.pod_status import PodStatusWriter
@@ -97,7 +97,7 @@ class PreemptionExecutor:
         condition: dict[str, Any] = {
             "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
             "message": f"{scheduler_name}: preempting to accommodate a higher priority pod",
-            "lastTransitionTime": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "lastTransitionTime": api_time(),
         }
         patched = await self._raw.request(
             "PATCH", f"{path}/status", {"status": {"conditions": [condition]}},

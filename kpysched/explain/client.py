@@ -32,7 +32,7 @@ import msgspec
 from kubernetes_asyncio import client
 from kubernetes_asyncio import config as kube_config
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from kpysched.decisions.api import GROUP, RESOURCE, path
 
 # A standby replica answers 503 (it keeps no decisions); the aggregator picks a random

@@ -11,7 +11,7 @@ from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 
 if TYPE_CHECKING:
-    from kpysched.apiclient import RawApi
+    from kpysched.api.client import RawApi
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot

@@ -20,12 +20,12 @@ from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 
 if TYPE_CHECKING:
-    from kpysched.apiclient import RawApi
+    from kpysched.api.client import RawApi
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
     from kpysched.framework.node_simulation import PodTotals, TotalsColumns
-    from kpysched.objects import api, coscheduling, resource, storage
+    from kpysched.objects import api, coscheduling, dra, storage
     from kpysched.objects.scheduling import PodGroup
 
 MAX_NODE_SCORE = 100
@@ -115,18 +115,18 @@ class ResourceListers(Protocol):
     `observers` of the claims index hear every change before the queue does."""
 
     @property
-    def resource_claims(self) -> ObservedLister[resource.ResourceClaim]: ...
+    def resource_claims(self) -> ObservedLister[dra.ResourceClaim]: ...
 
     @property
-    def resource_claim_templates(self) -> Lister[resource.ResourceClaimTemplate]: ...
+    def resource_claim_templates(self) -> Lister[dra.ResourceClaimTemplate]: ...
 
     @property
-    def resource_slices(self) -> ObservedLister[resource.ResourceSlice]: ...
+    def resource_slices(self) -> ObservedLister[dra.ResourceSlice]: ...
 
     @property
-    def device_classes(self) -> ObservedLister[resource.DeviceClass]: ...
+    def device_classes(self) -> ObservedLister[dra.DeviceClass]: ...
 
-    def device_class_for_extended_resource(self, name: str) -> resource.DeviceClass | None:
+    def device_class_for_extended_resource(self, name: str) -> dra.DeviceClass | None:
         """The DeviceClass that backs extended resource `name` through DRA (its
         spec.extendedResourceName, or deviceclass.resource.kubernetes.io/<class>), as
         upstream's DeviceClassResolver.GetDeviceClass answers; None when none does."""

@@ -18,7 +18,7 @@ import structlog
 from kubernetes_asyncio import client
 from kubernetes_asyncio import config as kube_config
 
-from kpysched.apiclient import RawApi, load_incluster
+from kpysched.api.client import RawApi, load_incluster
 
 log = structlog.get_logger(__name__)
 

@@ -16,7 +16,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from kpysched.apiclient import TokenBucket
+from kpysched.api.client import TokenBucket
 
 REVIEW_QPS: Final = 200.0
 REVIEW_BURST: Final = 400

@@ -20,16 +20,16 @@ from typing import Any, cast
 
 import msgspec
 
-from kpysched.apiclient import ApiResponse, RawApi
+from kpysched.api.client import ApiResponse, RawApi
 from kpysched.app import build_scheduler
 from kpysched.config import EffectiveProfile, SchedulerConfiguration
 from kpysched.decisions import record
-from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.framework.cluster_events import ActionType, ClusterEvent
 from kpysched.framework.cluster_events import Resource as EventResource
 from kpysched.framework.registry import PluginSpec
 from kpysched.listers import Listers
 from kpysched.objects import api
+from kpysched.scheduling.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.simulate.snapshot import resource_specs
 from kpysched.simulate.world import World
 

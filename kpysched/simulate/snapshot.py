@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from kpysched.apiclient import ApiResponse
+from kpysched.api.client import ApiResponse
 from kpysched.informers import NON_TERMINAL_PODS
 from kpysched.informers.decode import Decoder, MalformedResponseError, status_error
 from kpysched.listers import Listers

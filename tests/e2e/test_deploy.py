@@ -39,7 +39,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from kpysched.config import load_config
 from kpysched.framework.registry import full_registry
 from kpysched.plugins import IN_TREE

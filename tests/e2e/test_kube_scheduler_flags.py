@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from kpysched.config import load_config
 from kpysched.framework.registry import full_registry
 from kpysched.plugins import IN_TREE

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from tests.cluster import kube
 from tests.cluster.cluster import ClusterState, log_tail
 from tests.cluster.kpysched_process import KpyschedProcess

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from kpysched.apiclient import ApiResponse
+from kpysched.api.client import ApiResponse
 
 
 @dataclass

@@ -7,15 +7,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from kpysched.app import build_scheduler
 from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
-from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.features import Features
 from kpysched.listers import Listers
 from kpysched.objects import api
 from kpysched.plugins import IN_TREE
-from kpysched.scheduler import Scheduler
+from kpysched.scheduling.event_handlers import NodeEventHandler, PodEventHandler
+from kpysched.scheduling.scheduler import Scheduler
 from tests.unit.api_double import RecordingApi
 from tests.unit.builders import make_node
 

@@ -8,7 +8,7 @@ from typing import cast
 
 import pytest
 
-from kpysched.apiclient import ApiResponse, RawApi
+from kpysched.api.client import ApiResponse, RawApi
 from kpysched.event_recorder import EventRecorder
 from kpysched.objects import api
 from kpysched.pod_status import PodStatusWriter

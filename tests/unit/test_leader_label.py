@@ -6,7 +6,7 @@ from typing import cast
 
 from structlog.testing import capture_logs
 
-from kpysched.apiclient import ApiResponse, RawApi
+from kpysched.api.client import ApiResponse, RawApi
 from kpysched.leader_label import LABEL, LeaderLabel
 from tests.unit.api_double import RecordingApi
 

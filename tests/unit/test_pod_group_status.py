@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects.scheduling import Condition
 from kpysched.pod_group_status import PodGroupConditionWriter

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import cast
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from kpysched.event_recorder import EventRecorder
 from kpysched.pod_status import PodStatusWriter
 from kpysched.preemption import PreemptionExecutor

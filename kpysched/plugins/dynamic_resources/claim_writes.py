@@ -15,14 +15,15 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 import structlog
 
+from kpysched.api.times import api_time
 from kpysched.framework.status import SUCCESS, Status
-from kpysched.objects import api, resource
+from kpysched.objects import api
+from kpysched.objects import dra as resource
 from kpysched.plugins.dynamic_resources import verbatim
 from kpysched.plugins.dynamic_resources.binding_conditions import (
     claim_binding_timed_out,
@@ -32,7 +33,7 @@ from kpysched.plugins.dynamic_resources.binding_conditions import (
 from kpysched.plugins.dynamic_resources.claims import consumer_reference
 
 if TYPE_CHECKING:
-    from kpysched.apiclient import ApiResponse
+    from kpysched.api.client import ApiResponse
     from kpysched.plugins.dynamic_resources.tracker import ClaimTracker
 
 log = structlog.get_logger(__name__)
@@ -71,10 +72,6 @@ def claim_path(claim: resource.ResourceClaim, subresource: str = "") -> str:
 
 def _kobj(claim: resource.ResourceClaim) -> str:
     return f"{claim.metadata.namespace}/{claim.metadata.name}"
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _with_finalizers(claim: resource.ResourceClaim,
@@ -175,7 +172,7 @@ class ClaimWriter:
         if target is None:
             raise ClaimWriteError(f"claim {key} got deallocated elsewhere in the meantime")
         if target.allocation_timestamp is None:
-            target = msgspec.structs.replace(target, allocation_timestamp=_now())
+            target = msgspec.structs.replace(target, allocation_timestamp=api_time())
         status = msgspec.structs.replace(
             claim.status, allocation=target,
             reserved_for=[*claim.status.reserved_for, consumer_reference(pod)])

@@ -28,7 +28,7 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from kpysched.plugins.dynamic_resources import verbatim
 from tests.cluster import kube
 from tests.e2e.differential.runner import ROLE_LABEL, _Names, _wait_nodes_gone

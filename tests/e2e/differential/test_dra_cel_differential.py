@@ -26,7 +26,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from tests.cluster import kube
 from tests.cluster.cluster import ClusterState
 from tests.e2e.differential.compare import KPYSCHED, UPSTREAM, schedulers_running

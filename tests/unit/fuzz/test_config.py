@@ -24,7 +24,7 @@ import yaml
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from kpysched.app import build_scheduler
 from kpysched.config import ConfigError, load_config
 from kpysched.framework.registry import full_registry

@@ -29,16 +29,16 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from kpysched.app import build_scheduler
 from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
-from kpysched.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.informers.decode import Decoder, ObjectEvent
 from kpysched.informers.store import Store, T
 from kpysched.objects.api import Node, NodeList, Pod, PodList
 from kpysched.plugins import IN_TREE
-from kpysched.scheduler import Scheduler
+from kpysched.scheduling.event_handlers import NodeEventHandler, PodEventHandler
+from kpysched.scheduling.scheduler import Scheduler
 from tests.unit.api_double import RecordingApi
 from tests.unit.fuzz import strategies as s
 

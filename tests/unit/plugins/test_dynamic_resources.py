@@ -11,12 +11,13 @@ import msgspec
 import numpy as np
 import pytest
 
-from kpysched.apiclient import ApiResponse
+from kpysched.api.client import ApiResponse
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import NodeScore, ScoreExtensions
 from kpysched.framework.status import Code
-from kpysched.objects import api, resource
+from kpysched.objects import api
+from kpysched.objects import dra as resource
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.dynamic_resources import plugin as dynamic_resources
 from kpysched.plugins.dynamic_resources.args import DynamicResourcesArgs

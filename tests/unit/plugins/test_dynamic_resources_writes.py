@@ -14,13 +14,14 @@ from typing import Any
 import msgspec
 import pytest
 
-from kpysched.apiclient import ApiResponse
+from kpysched.api.client import ApiResponse
 from kpysched.cache.pod_groups import PodGroupState
 from kpysched.features import Features
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
 from kpysched.listers import Listers
-from kpysched.objects import api, resource
+from kpysched.objects import api
+from kpysched.objects import dra as resource
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.dynamic_resources import plugin as dynamic_resources
 from kpysched.plugins.dynamic_resources import verbatim

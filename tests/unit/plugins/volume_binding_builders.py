@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from kpysched.apiclient import ApiResponse
+from kpysched.api.client import ApiResponse
 from kpysched.listers import StorageListers
 from kpysched.objects import api, storage
 

@@ -24,7 +24,7 @@ def _run(code: str) -> dict[str, object]:
 def test_the_scheduler_loads_no_generated_api_or_model_module() -> None:
     found = _run("""
         import json, sys
-        import kpysched.app, kpysched.apiclient, kpysched.leader, kpysched.informers
+        import kpysched.app, kpysched.api.client, kpysched.leader, kpysched.informers
         from kubernetes_asyncio import client
         loaded = [m for m in sys.modules if m.startswith("kubernetes_asyncio")]
         print(json.dumps({
@@ -51,7 +51,7 @@ def test_a_kubeconfig_loads_on_the_lean_packages(tmp_path: Path) -> None:
     found = _run(f"""
         import asyncio, json, sys
         from pathlib import Path
-        from kpysched.apiclient import make_api_client
+        from kpysched.api.client import make_api_client
 
         async def main():
             api = await make_api_client(Path({str(kubeconfig)!r}))
@@ -100,7 +100,7 @@ def test_nothing_changes_when_kubernetes_asyncio_was_imported_first() -> None:
         import json, sys
         import kubernetes_asyncio.client
         before = {m: id(sys.modules[m]) for m in sys.modules if m.startswith("kubernetes_asyncio")}
-        from kpysched import lean_kubernetes
+        from kpysched.api import lean_kubernetes
         lean_kubernetes.install()
         after = {m: id(sys.modules[m]) for m in sys.modules if m.startswith("kubernetes_asyncio")}
         print(json.dumps({"same": before == after,

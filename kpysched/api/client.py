@@ -8,7 +8,7 @@ speed, and because some of its models reject valid replies, e.g. V1Binding) and 
 aiohttp session, whose trust_env looked up proxy variables and .netrc in a thread for
 every request (a profile put about half of kpysched's CPU per pod in that path).
 Instead each ApiClient gets one pool of kept-alive HTTP/1.1 connections of ours
-(kpysched/http11.py, with the Configuration's TLS settings and connection limit) that
+(kpysched/api/http11.py, with the Configuration's TLS settings and connection limit) that
 never consults the environment. Closing the ApiClient, as every owner of one already
 does, ends the pool: the next request finds it closed, and idle connections close
 when the ApiClient is collected. A kubeconfig's proxy-url is spoken by aiohttp
@@ -38,7 +38,7 @@ import msgspec
 from kubernetes_asyncio import client
 from kubernetes_asyncio import config as kube_config
 
-from kpysched import http11
+from kpysched.api import http11
 
 # ApiResponse.status when no HTTP answer arrived at all.
 TRANSPORT_ERROR = 0

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kpysched.apiclient import make_api_client
+from kpysched.api.client import make_api_client
 
 KUBECONFIG = """\
 apiVersion: v1

@@ -1,4 +1,4 @@
-"""kpysched.http11 against a local TCP server that answers with exact bytes: bodies by
+"""kpysched.api.http11 against a local TCP server that answers with exact bytes: bodies by
 Content-Length (split across reads), chunked (with extensions and trailers), to the end
 of the connection; `Connection: close` and a server that closes an idle connection;
 a reply that is not HTTP, and a reply that never comes."""
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kpysched import http11
+from kpysched.api import http11
 
 Answer = Callable[[bytes], list[bytes]]  # request bytes -> reply pieces, written apart
 
