@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import numpy.typing as npt
 
-from kpysched.cooperative import give_loop_a_turn, paused_seconds
 from kpysched.decisions.record import PluginScores, compact
 from kpysched.framework import interfaces as fw
 from kpysched.framework import node_simulation
@@ -22,6 +21,7 @@ from kpysched.framework.guard import plugin_raised
 from kpysched.framework.instrumented import Instrumented
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
+from kpysched.scheduling.cooperative import give_loop_a_turn, paused_seconds
 
 if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo

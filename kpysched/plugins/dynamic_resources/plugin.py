@@ -60,8 +60,8 @@ from kpysched.framework.interfaces import (
 )
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
-from kpysched.loop_thread import LoopThread
-from kpysched.objects import api, resource
+from kpysched.objects import api
+from kpysched.objects import dra as resource
 from kpysched.objects.labels import node_selector_matches
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins._helper import default_normalize_score, default_normalize_vector
@@ -85,6 +85,7 @@ from kpysched.plugins.dynamic_resources.claim_writes import FINALIZER, ClaimWrit
 from kpysched.plugins.dynamic_resources.claims import ClaimUnavailableError
 from kpysched.plugins.dynamic_resources.pools import SliceCatalog
 from kpysched.plugins.dynamic_resources.tracker import tracker_for
+from kpysched.scheduling.loop_thread import LoopThread
 
 log = structlog.get_logger(__name__)
 

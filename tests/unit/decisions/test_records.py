@@ -13,7 +13,6 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kpysched.algorithm import Algorithm, ScheduleResult
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.node_rows import RowNames
 from kpysched.decisions.record import Decision, compact
@@ -24,6 +23,7 @@ from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
+from kpysched.scheduling.algorithm import Algorithm, ScheduleResult
 from tests.unit.builders import make_node, make_pod, make_snapshot
 from tests.unit.framework.fake_plugins import Script, build, fake
 
@@ -190,10 +190,10 @@ def test_store_reads_from_another_thread_while_written() -> None:
 
 
 def test_rejections_are_grouped_by_verdict_and_expand_per_node_in_json() -> None:
-    from kpysched.algorithm import record_rejections
     from kpysched.decisions.record import Decision
     from kpysched.framework.diagnosis import Diagnosis
     from kpysched.framework.status import Status
+    from kpysched.scheduling.algorithm import record_rejections
 
     diagnosis = Diagnosis(4)
     for name in ("a", "b", "c"):
@@ -227,7 +227,7 @@ def test_rejection_groups_keep_first_appearance_order_shared_or_not(
         picks: list[tuple[int, bool]]) -> None:
     """Nodes may share Status objects (vector reasons) or carry equal but distinct ones;
     either way a group is one (plugin, reasons, code), nodes in diagnosis order."""
-    from kpysched.algorithm import record_rejections
+    from kpysched.scheduling.algorithm import record_rejections
 
     shared = [Status.unschedulable(f"reason {i}", plugin=f"P{i % 3}") for i in range(12)]
     diagnosis = Diagnosis(len(picks))

@@ -20,7 +20,6 @@ import pydantic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kpysched.algorithm import Algorithm
 from kpysched.cache.cache import Cache
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
@@ -32,6 +31,7 @@ from kpysched.objects.labels import node_selector_term_matches
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins import node_affinity as na
 from kpysched.plugins.node_affinity import masks
+from kpysched.scheduling.algorithm import Algorithm
 from tests.unit.builders import FakeHandle, expr, make_node, make_pod, make_snapshot, term
 from tests.unit.framework.fake_plugins import build
 

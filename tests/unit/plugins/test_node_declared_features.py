@@ -13,7 +13,6 @@ from collections.abc import Callable
 import msgspec
 import pytest
 
-from kpysched.event_handlers import node_update_event
 from kpysched.framework.cluster_events import (
     NODE_ADD,
     ActionType,
@@ -26,6 +25,7 @@ from kpysched.framework.status import Code, Status
 from kpysched.objects import api
 from kpysched.plugins import node_declared_features as ndf
 from kpysched.plugins.node_declared_features import features as ft
+from kpysched.scheduling.event_handlers import node_update_event
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod
 from tests.unit.plugins.hints import registered
 from tests.unit.plugins.runner import run_filter

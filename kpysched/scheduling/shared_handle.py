@@ -11,23 +11,23 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
 from kpysched.binding import Binder
 from kpysched.cache.pod_groups import PodGroupState
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
-from kpysched.group_preemption import DeferredPreemption
 from kpysched.listers import Listers, ResourceListers, StorageListers
 from kpysched.objects import api, coscheduling
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.plugins.pod_topology_spread import default_selector
 from kpysched.preemption import PreemptionExecutor
+from kpysched.scheduling.group_preemption import DeferredPreemption
 
 if TYPE_CHECKING:
     from kpysched.cache.snapshot import Snapshot
     from kpysched.metrics import SchedulerMetrics
-    from kpysched.scheduler import Scheduler
+    from kpysched.scheduling.scheduler import Scheduler
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,15 +19,15 @@ import msgspec
 import pytest
 from structlog.testing import capture_logs
 
-from kpysched.apiclient import ApiResponse, RawApi
+from kpysched.api.client import ApiResponse, RawApi
 from kpysched.app import build_scheduler
 from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
-from kpysched.event_handlers import PodEventHandler
 from kpysched.framework.status import Code, Status
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
 from kpysched.plugins import IN_TREE
-from kpysched.scheduler import Scheduler
+from kpysched.scheduling.event_handlers import PodEventHandler
+from kpysched.scheduling.scheduler import Scheduler
 from tests.unit.api_double import RecordingApi
 from tests.unit.builders import make_node, make_pod
 from tests.unit.framework.fake_plugins import Script, fake
@@ -203,7 +203,8 @@ async def test_run_survives_a_raising_plugin(harness: Harness) -> None:
 async def test_the_loop_yields_the_core_before_each_decision(
         harness: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     steps: list[str] = []
-    monkeypatch.setattr("kpysched.scheduler.os.sched_yield", lambda: steps.append("yield"))
+    monkeypatch.setattr("kpysched.scheduling.scheduler.os.sched_yield",
+                        lambda: steps.append("yield"))
     decide = harness.scheduler.schedule_one
     monkeypatch.setattr(harness.scheduler, "schedule_one",
                         lambda queued: (steps.append("decide"), decide(queued)))

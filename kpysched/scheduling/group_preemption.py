@@ -24,7 +24,7 @@ from kpysched.objects.pod import PodInfo
 
 if TYPE_CHECKING:
     from kpysched.framework.interfaces import Handle
-    from kpysched.scheduler import Scheduler
+    from kpysched.scheduling.scheduler import Scheduler
 
 
 @dataclass(slots=True)

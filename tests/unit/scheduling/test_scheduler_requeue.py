@@ -14,11 +14,11 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from kpysched.event_handlers import PodEventHandler
 from kpysched.framework.status import Code, Status
 from kpysched.objects import api
+from kpysched.scheduling.event_handlers import PodEventHandler
 from tests.unit.builders import make_pod
-from tests.unit.test_scheduler import RAISER, Harness, make_harness, make_info, pod
+from tests.unit.scheduling.test_scheduler import RAISER, Harness, make_harness, make_info, pod
 
 
 @pytest.fixture

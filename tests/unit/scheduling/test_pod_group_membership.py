@@ -21,10 +21,10 @@ import pytest
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs
 from kpysched.queue.hints import QueueingHints
-from tests.unit import test_coscheduling_cycle as coscheduling
-from tests.unit import test_pod_group_cycle as gang
 from tests.unit.builders import make_pod
 from tests.unit.scheduler_harness import node
+from tests.unit.scheduling import test_coscheduling_cycle as coscheduling
+from tests.unit.scheduling import test_pod_group_cycle as gang
 
 
 def _relabelled(pod: api.Pod, group: str) -> api.Pod:

@@ -7,15 +7,15 @@ from typing import Any
 
 import pytest
 
-from kpysched.coscheduling_groups import (
+from kpysched.listers import CoschedulingListers
+from kpysched.objects import api
+from kpysched.objects import coscheduling as cs
+from kpysched.scheduling.coscheduling_groups import (
     CoschedulingGroups,
     GroupStatusWriter,
     _Member,
     desired_status,
 )
-from kpysched.listers import CoschedulingListers
-from kpysched.objects import api
-from kpysched.objects import coscheduling as cs
 from tests.unit.builders import make_pod
 
 

@@ -25,16 +25,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kpysched.apiclient import RawApi
+from kpysched.api.client import RawApi
+from kpysched.api.times import api_time
 from kpysched.cache.pod_groups import coscheduling_group_name
 from kpysched.event_recorder import EventRecorder
 from kpysched.listers import CoschedulingListers
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs
-from kpysched.pod_status import PodStatusWriter, api_time
+from kpysched.pod_status import PodStatusWriter
 
 if TYPE_CHECKING:
-    from kpysched.pod_group_cycle import GroupOutcome
+    from kpysched.scheduling.pod_group_cycle import GroupOutcome
 
 # The group's own events (on the PodGroup), beside the members' Scheduled and
 # FailedScheduling.

@@ -27,10 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from kpysched.algorithm import Algorithm, ScheduleResult
 from kpysched.cache.cache import Cache
 from kpysched.cache.snapshot import Snapshot
-from kpysched.cooperative import holding_the_loop, run_cooperatively, turns_given
 from kpysched.decisions import record as decisions
 from kpysched.decisions.record import Decision
 from kpysched.decisions.store import DecisionStore
@@ -45,15 +43,17 @@ from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.quantity import QuantityError
-from kpysched.pod_group_cycle import PodGroupCycle
 from kpysched.pod_status import PodStatusWriter
 from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.scheduling_queue import SchedulingQueue
+from kpysched.scheduling.algorithm import Algorithm, ScheduleResult
+from kpysched.scheduling.cooperative import holding_the_loop, run_cooperatively, turns_given
+from kpysched.scheduling.pod_group_cycle import PodGroupCycle
 
 if TYPE_CHECKING:
-    from kpysched.coscheduling_groups import CoschedulingGroups
-    from kpysched.group_preemption import DeferredPreemption
     from kpysched.pod_group_status import PodGroupConditionWriter
+    from kpysched.scheduling.coscheduling_groups import CoschedulingGroups
+    from kpysched.scheduling.group_preemption import DeferredPreemption
 
 log = structlog.get_logger(__name__)
 
@@ -149,7 +149,7 @@ class Scheduler:
             self.busy_since = time.monotonic()
             try:
                 # A long cycle pauses at safe points so informers, bindings and
-                # events go on meanwhile (kpysched/cooperative.py).
+                # events go on meanwhile (kpysched/scheduling/cooperative.py).
                 await run_cooperatively(partial(self.schedule_one, queued))
             finally:
                 self.busy_since = None

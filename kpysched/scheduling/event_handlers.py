@@ -19,7 +19,7 @@ from kpysched.framework import cluster_events as ev
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.quantity import QuantityError
-from kpysched.scheduler import Scheduler
+from kpysched.scheduling.scheduler import Scheduler
 
 log = structlog.get_logger(__name__)
 

@@ -20,7 +20,6 @@ import numpy.typing as npt
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.node_rows import NodeRows
 from kpysched.cache.snapshot import Snapshot
-from kpysched.cooperative import give_loop_a_turn
 from kpysched.decisions.record import Decision, Rejection, RejectionGroup
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
@@ -28,6 +27,7 @@ from kpysched.framework.interfaces import FilterPlugin, PreFilterResult, VectorR
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
 from kpysched.objects.pod import PodInfo
+from kpysched.scheduling.cooperative import give_loop_a_turn
 
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 MIN_FEASIBLE_NODES_TO_FIND = 100

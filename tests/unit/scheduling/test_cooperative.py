@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from kpysched import cooperative
-from kpysched.cooperative import give_loop_a_turn, run_cooperatively, turns_given
+from kpysched.scheduling import cooperative
+from kpysched.scheduling.cooperative import give_loop_a_turn, run_cooperatively, turns_given
 
 REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
 

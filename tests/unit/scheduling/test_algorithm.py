@@ -12,12 +12,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kpysched.algorithm import (
-    Algorithm,
-    ScheduleResult,
-    _first_passing,
-    num_feasible_nodes_to_find,
-)
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.node_rows import NodeRows
 from kpysched.cache.snapshot import Snapshot
@@ -26,6 +20,12 @@ from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
 from kpysched.objects.pod import PodInfo
+from kpysched.scheduling.algorithm import (
+    Algorithm,
+    ScheduleResult,
+    _first_passing,
+    num_feasible_nodes_to_find,
+)
 from tests.unit.builders import NodeBuilder, make_node, make_pod, make_snapshot
 from tests.unit.framework.fake_plugins import Script, SharedHandle, build, fake
 

@@ -36,17 +36,17 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from kpysched.algorithm import ScheduleResult
 from kpysched.cache.pod_groups import PodGroupState, group_name
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import SUCCESS, Code, Status
-from kpysched.group_preemption import GroupPreemption
 from kpysched.objects import scheduling
+from kpysched.scheduling.algorithm import ScheduleResult
+from kpysched.scheduling.group_preemption import GroupPreemption
 
 if TYPE_CHECKING:
-    from kpysched.scheduler import Attempt, Scheduler
+    from kpysched.scheduling.scheduler import Attempt, Scheduler
 
 log = structlog.get_logger(__name__)
 
