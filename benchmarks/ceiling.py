@@ -29,11 +29,11 @@ from pathlib import Path
 from aiohttp import web
 
 from kpysched.api.client import RawApi, make_api_client
-from kpysched.event_recorder import EventRecorder
 from kpysched.informers import node_reflector, pod_reflector
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.resource_vectors import Resource
+from kpysched.writes.event_recorder import EventRecorder
 
 RETRY_SECONDS = 1.0
 

@@ -36,11 +36,11 @@ def _function(file_fragment: str, *names: str) -> Callable[[Frame], bool]:
 
 CATEGORIES: tuple[Rule, ...] = (
     ("events (Scheduled / FailedScheduling, status patches)",
-     _file("kpysched/event_recorder.py", "kpysched/pod_status.py")),
+     _file("kpysched/writes/event_recorder.py", "kpysched/writes/pod_status.py")),
     ("bind (binding cycle + API call)",
-     lambda f: _file("kpysched/binding.py")(f)
+     lambda f: _file("kpysched/writes/binding.py")(f)
      or _function("kpysched/scheduling/scheduler.py", "_binding_cycle", "_bind_steps")(f)),
-    ("preemption", _file("kpysched/preemption.py", "plugins/default_preemption")),
+    ("preemption", _file("kpysched/writes/preemption.py", "plugins/default_preemption")),
     ("event handlers (cache + queue updates)", _file("kpysched/scheduling/event_handlers.py")),
     ("watch read + decode (informers)", _file("kpysched/informers/")),
     ("snapshot", lambda f: _file("kpysched/cache/snapshot.py")(f)

@@ -14,14 +14,12 @@ import structlog
 
 from kpysched import gc_policy
 from kpysched.api.client import RawApi, make_api_client
-from kpysched.binding import Binder
 from kpysched.cache.cache import Cache
 from kpysched.cache.dump import cache_dump, dump_from
 from kpysched.cache.pod_groups import membership
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
 from kpysched.decisions.endpoint import cleared_lease_annotations
 from kpysched.decisions.store import DecisionStore
-from kpysched.event_recorder import EventRecorder
 from kpysched.features import DEFAULT as DEFAULT_FEATURES
 from kpysched.features import Features
 from kpysched.framework.cluster_events import ActionType, ClusterEvent
@@ -31,19 +29,15 @@ from kpysched.framework.runtime import Framework, ProfileSpec
 from kpysched.framework.status import Status
 from kpysched.informers import Reflector, node_reflector, pod_reflector
 from kpysched.leader import LeaderElector, LeaseLostError
-from kpysched.leader_label import LeaderLabel
 from kpysched.listers import Index, Listers
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import coscheduling as cs_api
 from kpysched.objects.coscheduling import POD_GROUP_LABEL
 from kpysched.objects.pod import PodInfo
-from kpysched.pod_group_status import PodGroupConditionWriter
-from kpysched.pod_status import PodStatusWriter
-from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.hints import QueueingHints
 from kpysched.queue.scheduling_queue import UNSCHEDULABLE_MAX_SECONDS, SchedulingQueue
 from kpysched.scheduling.algorithm import Algorithm
-from kpysched.scheduling.coscheduling_groups import CoschedulingGroups, GroupStatusWriter
+from kpysched.scheduling.coscheduling_groups import CoschedulingGroups
 from kpysched.scheduling.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.scheduling.pod_group_cycle import PodGroupCycle
 from kpysched.scheduling.scheduler import Scheduler
@@ -51,6 +45,13 @@ from kpysched.scheduling.shared_handle import SchedulerHandle
 from kpysched.serving import DelegationOptions, TlsOptions
 from kpysched.serving.requestheader import RequestHeaderOptions
 from kpysched.serving.server import HealthCheck, Server, ServerConfig, ServerThread, progress_check
+from kpysched.writes.binding import Binder
+from kpysched.writes.coscheduling_status import GroupStatusWriter
+from kpysched.writes.event_recorder import EventRecorder
+from kpysched.writes.leader_label import LeaderLabel
+from kpysched.writes.pod_group_status import PodGroupConditionWriter
+from kpysched.writes.pod_status import PodStatusWriter
+from kpysched.writes.preemption import PreemptionExecutor
 
 log = structlog.get_logger(__name__)
 

@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     enable_cache_endpoint: bool = False
     # The pod this replica runs in (the chart sets both from the downward API). The
     # leader labels it so the decisions API's Service reaches only the leader
-    # (kpysched.leader_label); unset outside a pod.
+    # (kpysched.writes.leader_label); unset outside a pod.
     pod_name: str | None = None
     pod_namespace: str | None = None
 

@@ -25,14 +25,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kpysched.api.client import RawApi
 from kpysched.api.times import api_time
 from kpysched.cache.pod_groups import coscheduling_group_name
-from kpysched.event_recorder import EventRecorder
 from kpysched.listers import CoschedulingListers
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs
-from kpysched.pod_status import PodStatusWriter
+from kpysched.writes.coscheduling_status import GroupStatusWriter
+from kpysched.writes.event_recorder import EventRecorder
 
 if TYPE_CHECKING:
     from kpysched.scheduling.pod_group_cycle import GroupOutcome
@@ -69,20 +68,6 @@ class _Member:
 @dataclass(slots=True)
 class _Group:
     members: dict[str, _Member] = field(default_factory=dict)  # by pod uid
-
-
-class GroupStatusWriter(PodStatusWriter):
-    CONTENT_TYPE = "application/merge-patch+json"
-
-    def __init__(self, raw: RawApi) -> None:
-        super().__init__(raw, writers=1)
-
-    def write(self, group: cs.PodGroup, status: dict[str, Any]) -> None:
-        meta = group.metadata
-        self._queue(meta.uid, meta.namespace, meta.name, status)
-
-    def _path(self, namespace: str, name: str) -> str:
-        return f"/apis/{cs.API_VERSION}/namespaces/{namespace}/podgroups/{name}/status"
 
 
 class CoschedulingGroups:

@@ -14,12 +14,12 @@ from contextlib import contextmanager
 
 import structlog
 
-from kpysched.event_recorder import EventRecorder
 from kpysched.framework import cluster_events as ev
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.quantity import QuantityError
 from kpysched.scheduling.scheduler import Scheduler
+from kpysched.writes.event_recorder import EventRecorder
 
 log = structlog.get_logger(__name__)
 

@@ -32,7 +32,6 @@ from kpysched.cache.snapshot import Snapshot
 from kpysched.decisions import record as decisions
 from kpysched.decisions.record import Decision
 from kpysched.decisions.store import DecisionStore
-from kpysched.event_recorder import EventRecorder
 from kpysched.framework.cluster_events import ASSIGNED_POD_DELETE
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
@@ -43,17 +42,18 @@ from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.quantity import QuantityError
-from kpysched.pod_status import PodStatusWriter
-from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.scheduling_queue import SchedulingQueue
 from kpysched.scheduling.algorithm import Algorithm, ScheduleResult
 from kpysched.scheduling.cooperative import holding_the_loop, run_cooperatively, turns_given
 from kpysched.scheduling.pod_group_cycle import PodGroupCycle
+from kpysched.writes.event_recorder import EventRecorder
+from kpysched.writes.pod_status import PodStatusWriter
+from kpysched.writes.preemption import PreemptionExecutor
 
 if TYPE_CHECKING:
-    from kpysched.pod_group_status import PodGroupConditionWriter
     from kpysched.scheduling.coscheduling_groups import CoschedulingGroups
     from kpysched.scheduling.group_preemption import DeferredPreemption
+    from kpysched.writes.pod_group_status import PodGroupConditionWriter
 
 log = structlog.get_logger(__name__)
 

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kpysched.api.client import RawApi
-from kpysched.binding import Binder
 from kpysched.cache.pod_groups import PodGroupState
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
@@ -21,8 +20,9 @@ from kpysched.objects import api, coscheduling
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.plugins.pod_topology_spread import default_selector
-from kpysched.preemption import PreemptionExecutor
 from kpysched.scheduling.group_preemption import DeferredPreemption
+from kpysched.writes.binding import Binder
+from kpysched.writes.preemption import PreemptionExecutor
 
 if TYPE_CHECKING:
     from kpysched.cache.snapshot import Snapshot

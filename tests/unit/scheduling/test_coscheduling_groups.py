@@ -12,10 +12,10 @@ from kpysched.objects import api
 from kpysched.objects import coscheduling as cs
 from kpysched.scheduling.coscheduling_groups import (
     CoschedulingGroups,
-    GroupStatusWriter,
     _Member,
     desired_status,
 )
+from kpysched.writes.coscheduling_status import GroupStatusWriter
 from tests.unit.builders import make_pod
 
 

@@ -9,13 +9,13 @@ from typing import Any, cast
 import pytest
 
 from kpysched.cache.cache import Cache
-from kpysched.event_recorder import EventRecorder
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.queue.scheduling_queue import PreCheck
 from kpysched.scheduling.event_handlers import NodeEventHandler, PodEventHandler, node_update_event
 from kpysched.scheduling.scheduler import Scheduler
+from kpysched.writes.event_recorder import EventRecorder
 from tests.unit.builders import NodeBuilder, make_node, make_pod
 
 A = ActionType

@@ -9,9 +9,9 @@ from typing import cast
 import pytest
 
 from kpysched.api.client import ApiResponse, RawApi
-from kpysched.event_recorder import EventRecorder
 from kpysched.objects import api
-from kpysched.pod_status import PodStatusWriter
+from kpysched.writes.event_recorder import EventRecorder
+from kpysched.writes.pod_status import PodStatusWriter
 from tests.unit.api_double import RecordingApi
 from tests.unit.builders import make_pod
 

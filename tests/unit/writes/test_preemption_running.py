@@ -8,10 +8,10 @@ import asyncio
 from typing import cast
 
 from kpysched.api.client import RawApi
-from kpysched.event_recorder import EventRecorder
-from kpysched.pod_status import PodStatusWriter
-from kpysched.preemption import PreemptionExecutor
 from kpysched.queue.nominator import Nominator
+from kpysched.writes.event_recorder import EventRecorder
+from kpysched.writes.pod_status import PodStatusWriter
+from kpysched.writes.preemption import PreemptionExecutor
 from tests.unit.api_double import RecordingApi
 from tests.unit.builders import make_pod
 

@@ -15,10 +15,10 @@ import structlog
 
 from kpysched.api.client import RawApi
 from kpysched.api.times import api_time
-from kpysched.event_recorder import EventRecorder
 from kpysched.objects.pod import PodInfo
-from kpysched.pod_status import PodStatusWriter
 from kpysched.queue.nominator import Nominator
+from kpysched.writes.event_recorder import EventRecorder
+from kpysched.writes.pod_status import PodStatusWriter
 
 log = structlog.get_logger(__name__)
 

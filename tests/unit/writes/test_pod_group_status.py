@@ -7,7 +7,7 @@ from typing import cast
 from kpysched.api.client import RawApi
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects.scheduling import Condition
-from kpysched.pod_group_status import PodGroupConditionWriter
+from kpysched.writes.pod_group_status import PodGroupConditionWriter
 from tests.unit.api_double import RecordingApi
 from tests.unit.builders import make_pod_group
 

@@ -1,4 +1,4 @@
-"""The leader's pod label that steers the decisions Service (kpysched.leader_label)."""
+"""The leader's pod label that steers the decisions Service (kpysched.writes.leader_label)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import cast
 from structlog.testing import capture_logs
 
 from kpysched.api.client import ApiResponse, RawApi
-from kpysched.leader_label import LABEL, LeaderLabel
+from kpysched.writes.leader_label import LABEL, LeaderLabel
 from tests.unit.api_double import RecordingApi
 
 POD = "/api/v1/namespaces/kpysched/pods/kpysched-7d9f-abcde"

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from kpysched.api.client import RawApi
 from kpysched.api.times import api_time
 from kpysched.objects.scheduling import API_VERSION, POD_GROUP_SCHEDULED, PodGroup
-from kpysched.pod_status import PodStatusWriter
+from kpysched.writes.pod_status import PodStatusWriter
 
 # One cycle writes one condition for a whole group: a single writer keeps up.
 WRITERS = 1
