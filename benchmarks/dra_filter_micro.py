@@ -26,7 +26,8 @@ from benchmarks.workloads import DRA_DEVICE_CLASS, DRA_DRIVER, DRA_REQUEST, DraS
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import Handle
-from kpysched.objects import api, resource
+from kpysched.objects import api
+from kpysched.objects import dra as resource
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.dynamic_resources import plugin as dynamic_resources
 from kpysched.plugins.dynamic_resources.args import DynamicResourcesArgs

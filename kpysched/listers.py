@@ -12,7 +12,7 @@ from kubernetes_asyncio import client
 
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.informers import Reflector
-from kpysched.objects import api, coscheduling, resource, scheduling, storage
+from kpysched.objects import api, coscheduling, dra, scheduling, storage
 from kpysched.objects.extended_resource_classes import ExtendedResourceClasses
 
 
@@ -197,16 +197,16 @@ class ResourceListers(_RequeueingListers):
     """
 
     def __init__(self) -> None:
-        self.resource_claims: Index[resource.ResourceClaim] = Index()
-        self.resource_claim_templates: Index[resource.ResourceClaimTemplate] = Index()
-        self.resource_slices: Index[resource.ResourceSlice] = Index()
-        self.device_classes: Index[resource.DeviceClass] = Index()
+        self.resource_claims: Index[dra.ResourceClaim] = Index()
+        self.resource_claim_templates: Index[dra.ResourceClaimTemplate] = Index()
+        self.resource_slices: Index[dra.ResourceSlice] = Index()
+        self.device_classes: Index[dra.DeviceClass] = Index()
         # Extended resource name -> DeviceClass (DRAExtendedResource), current before
         # a DeviceClass change requeues anyone.
         self.extended_resource_classes = ExtendedResourceClasses()
         self.device_classes.observers.append(self.extended_resource_classes.observe)
 
-    def device_class_for_extended_resource(self, name: str) -> resource.DeviceClass | None:
+    def device_class_for_extended_resource(self, name: str) -> dra.DeviceClass | None:
         """The DeviceClass backing extended resource `name`, explicitly or implicitly."""
         return self.extended_resource_classes.device_class(name)
 
@@ -219,16 +219,16 @@ class ResourceListers(_RequeueingListers):
         ]
 
     def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:
-        base = f"/apis/{resource.API_VERSION}"
+        base = f"/apis/{dra.API_VERSION}"
         return [
-            (f"{base}/resourceclaims", resource.ResourceClaim, resource.ResourceClaimList,
+            (f"{base}/resourceclaims", dra.ResourceClaim, dra.ResourceClaimList,
              self.resource_claims, "resourceclaims"),
-            (f"{base}/resourceclaimtemplates", resource.ResourceClaimTemplate,
-             resource.ResourceClaimTemplateList, self.resource_claim_templates,
+            (f"{base}/resourceclaimtemplates", dra.ResourceClaimTemplate,
+             dra.ResourceClaimTemplateList, self.resource_claim_templates,
              "resourceclaimtemplates"),
-            (f"{base}/resourceslices", resource.ResourceSlice, resource.ResourceSliceList,
+            (f"{base}/resourceslices", dra.ResourceSlice, dra.ResourceSliceList,
              self.resource_slices, "resourceslices"),
-            (f"{base}/deviceclasses", resource.DeviceClass, resource.DeviceClassList,
+            (f"{base}/deviceclasses", dra.DeviceClass, dra.DeviceClassList,
              self.device_classes, "deviceclasses"),
         ]
 

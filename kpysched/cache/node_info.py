@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from kpysched.objects import api
 from kpysched.objects.pod import HostPort, PodInfo
-from kpysched.objects.resources import Resource
+from kpysched.objects.resource_vectors import Resource
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.guard import plugin_raised
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
-from kpysched.objects.resources import Resource
+from kpysched.objects.resource_vectors import Resource
 
 if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo

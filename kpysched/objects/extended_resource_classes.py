@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from kpysched.objects.resource import IMPLICIT_EXTENDED_RESOURCE_PREFIX, DeviceClass
+from kpysched.objects.dra import IMPLICIT_EXTENDED_RESOURCE_PREFIX, DeviceClass
 
 # time.Time{}.UnixNano() as Go computes it (the overflow wraps): an object without a
 # creationTimestamp counts as older than any that has one.

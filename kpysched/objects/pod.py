@@ -9,7 +9,7 @@ import msgspec
 
 from kpysched.objects import api
 from kpysched.objects.pod_affinity import AffinityTerms, affinity_terms
-from kpysched.objects.resources import Resource, pod_requests
+from kpysched.objects.resource_vectors import Resource, pod_requests
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 

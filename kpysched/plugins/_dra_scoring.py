@@ -20,7 +20,7 @@ import structlog
 
 from kpysched.framework.interfaces import ResourceListers
 from kpysched.objects import api
-from kpysched.objects.resource import Device, DeviceClass, ResourceSlice
+from kpysched.objects.dra import Device, DeviceClass, ResourceSlice
 from kpysched.plugins.dynamic_resources.capacity import DeviceID
 from kpysched.plugins.dynamic_resources.cel import CelCache, SelectorError
 from kpysched.plugins.dynamic_resources.pools import NodeSelectionError, node_matches

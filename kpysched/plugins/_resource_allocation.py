@@ -28,7 +28,13 @@ from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.interfaces import MAX_NODE_SCORE
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.objects.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource, is_scalar_resource
+from kpysched.objects.resource_vectors import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    Resource,
+    is_scalar_resource,
+)
 from kpysched.plugins._helper import ShapePoint, broken_linear, go_div, round_ratio
 from kpysched.plugins._row_scores import RowScores
 

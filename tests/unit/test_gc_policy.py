@@ -9,7 +9,8 @@ import msgspec
 import pytest
 
 from kpysched import gc_policy
-from kpysched.objects import api, coscheduling, resource, scheduling, storage
+from kpysched.objects import api, coscheduling, scheduling, storage
+from kpysched.objects import dra as resource
 
 POD_JSON = b"""{"metadata": {"name": "p", "namespace": "ns", "uid": "u1",
   "labels": {"app": "web"}},

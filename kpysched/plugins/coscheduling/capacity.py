@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.objects.pod import PodInfo
-from kpysched.objects.resources import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
+from kpysched.objects.resource_vectors import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource
 
 
 def wanted(min_resources: Mapping[str, str | int], min_member: int) -> Resource:

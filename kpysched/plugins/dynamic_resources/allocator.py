@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from kpysched.objects import api
-from kpysched.objects.resource import (
+from kpysched.objects.dra import (
     ALLOCATION_MODE_ALL,
     ALLOCATION_MODE_EXACT_COUNT,
     AllocationResult,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from kpysched.objects import resource
+from kpysched.objects import dra as resource
 
 
 class BindingFailedError(Exception):

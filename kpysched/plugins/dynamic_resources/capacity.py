@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 
+from kpysched.objects.dra import CapacityRequirements, DeviceCapacity
 from kpysched.objects.quantity import parse_quantity
-from kpysched.objects.resource import CapacityRequirements, DeviceCapacity
 
 DeviceID = tuple[str, str, str]
 """(driver, pool, device)."""

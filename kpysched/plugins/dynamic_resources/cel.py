@@ -28,8 +28,8 @@ from typing import Any
 
 from cel_expr_python import cel
 
+from kpysched.objects.dra import Device
 from kpysched.objects.quantity import QuantityError, parse_quantity
-from kpysched.objects.resource import Device
 from kpysched.plugins.dynamic_resources.cel_adapt import (
     adapted,
     device_aliases,

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kpysched.objects import api, resource
+from kpysched.objects import api
+from kpysched.objects import dra as resource
 
 ClaimLookup = Callable[[str], resource.ResourceClaim | None]  # by namespace/name
 

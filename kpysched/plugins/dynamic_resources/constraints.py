@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kpysched.objects.resource import Device, DeviceAttribute
+from kpysched.objects.dra import Device, DeviceAttribute
 
 DeviceID = tuple[str, str, str]
 

@@ -23,8 +23,7 @@ from typing import Any
 import msgspec
 
 from kpysched.objects import api
-from kpysched.objects.quantity import QuantityError, parse_quantity
-from kpysched.objects.resource import (
+from kpysched.objects.dra import (
     ALLOCATION_MODE_EXACT_COUNT,
     ClaimMeta,
     DeviceClass,
@@ -32,6 +31,7 @@ from kpysched.objects.resource import (
     ExactDeviceRequest,
     ResourceClaim,
 )
+from kpysched.objects.quantity import QuantityError, parse_quantity
 from kpysched.plugins.node_resources_fit import is_dra_extended_resource_name
 
 # The name of the special claim while it exists only in memory; the API server gives

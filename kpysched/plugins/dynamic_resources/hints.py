@@ -5,7 +5,7 @@ pod through."""
 from __future__ import annotations
 
 from kpysched.framework.cluster_events import QueueingHint, objects_as
-from kpysched.objects import resource
+from kpysched.objects import dra as resource
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.dynamic_resources.claims import (
     ClaimLookup,

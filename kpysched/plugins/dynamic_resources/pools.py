@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from kpysched.objects import api
+from kpysched.objects.dra import CounterSet, Device, ResourceSlice
 from kpysched.objects.labels import node_selector_matches
-from kpysched.objects.resource import CounterSet, Device, ResourceSlice
 from kpysched.plugins.dynamic_resources.capacity import DeviceID, request_fits_capacity
 from kpysched.plugins.node_affinity import term_errors
 

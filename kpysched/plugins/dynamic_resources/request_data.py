@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kpysched.objects.resource import (
+from kpysched.objects.dra import (
     TAINT_NO_EXECUTE,
     TAINT_NO_SCHEDULE,
     CapacityRequirements,

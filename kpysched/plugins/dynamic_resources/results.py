@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from kpysched.objects import api
-from kpysched.objects.resource import (
+from kpysched.objects.dra import (
     AllocationResult,
     DeviceAllocationConfiguration,
     DeviceAllocationResult,

@@ -13,7 +13,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from kpysched.objects import api
-from kpysched.objects.resource import (
+from kpysched.objects.dra import (
     ALLOCATION_MODE_ALL,
     AllocationResult,
     Device,

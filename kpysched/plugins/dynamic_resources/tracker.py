@@ -23,7 +23,7 @@ from typing import Any
 
 from kpysched.framework.cluster_events import ActionType
 from kpysched.framework.interfaces import ObservedLister
-from kpysched.objects import resource
+from kpysched.objects import dra as resource
 from kpysched.plugins.dynamic_resources.capacity import (
     ConsumedCapacityCollection,
     DeviceID,

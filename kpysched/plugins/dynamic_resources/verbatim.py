@@ -20,7 +20,7 @@ from typing import TypeVar
 
 import msgspec
 
-from kpysched.objects import resource
+from kpysched.objects import dra as resource
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 # The envelope: this magic, then a runtime.Unknown whose field 2 is the object.

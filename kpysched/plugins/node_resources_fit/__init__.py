@@ -51,8 +51,8 @@ from kpysched.framework.interfaces import (
 from kpysched.framework.node_simulation import PodTotals, TotalsColumns
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
+from kpysched.objects.dra import IMPLICIT_EXTENDED_RESOURCE_PREFIX, DeviceClass
 from kpysched.objects.pod import PodInfo
-from kpysched.objects.resource import IMPLICIT_EXTENDED_RESOURCE_PREFIX, DeviceClass
 from kpysched.plugins._args import qualified_name_errors
 from kpysched.plugins._resource_allocation import (
     ResourceAllocationScorer,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.objects.resources import CPU, EPHEMERAL_STORAGE, MEMORY, Resource
+from kpysched.objects.resource_vectors import CPU, EPHEMERAL_STORAGE, MEMORY, Resource
 
 REASON_TOO_MANY_PODS = "Too many pods"
 REASON_INSUFFICIENT_CPU = "Insufficient cpu"

@@ -14,10 +14,10 @@ from kpysched.framework.cluster_events import (
     objects_as,
 )
 from kpysched.objects import api
+from kpysched.objects.dra import DeviceClass
 from kpysched.objects.extended_resource_classes import implicit_extended_resource_name
 from kpysched.objects.pod import PodInfo
-from kpysched.objects.resource import DeviceClass
-from kpysched.objects.resources import Resource as Resources
+from kpysched.objects.resource_vectors import Resource as Resources
 from kpysched.plugins.node_resources_fit.fit import PodRequest, fits_request
 
 # In-place resize is GA, so a pod scaled down may free room as a deleted one does.

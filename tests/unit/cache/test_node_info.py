@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kpysched.cache.node_info import NodeInfo, normalized_image_name
-from kpysched.objects.resources import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
+from kpysched.objects.resource_vectors import DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST
 from tests.unit.builders import PodBuilder, make_node, make_pod
 
 MI = 1024 * 1024

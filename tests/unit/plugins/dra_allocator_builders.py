@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from kpysched.objects import api
-from kpysched.objects import resource as r
+from kpysched.objects import dra as r
 from kpysched.plugins.dynamic_resources.allocator import (
     AllocatedState,
     AllocationError,

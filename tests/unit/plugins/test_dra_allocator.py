@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kpysched.objects import api
-from kpysched.objects import resource as r
+from kpysched.objects import dra as r
 from kpysched.plugins.dynamic_resources.allocator import Features
 from tests.unit.plugins.dra_allocator_builders import (
     ALL_NODES,

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from kpysched.objects import resource as r
+from kpysched.objects import dra as r
 from kpysched.plugins.dynamic_resources.allocator import Features
 from kpysched.plugins.dynamic_resources.capacity import (
     consumed_by_request,

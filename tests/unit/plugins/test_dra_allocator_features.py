@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kpysched.objects import resource as r
+from kpysched.objects import dra as r
 from kpysched.plugins.dynamic_resources.allocator import Features
 from tests.unit.plugins.dra_allocator_builders import (
     CLAIM0,

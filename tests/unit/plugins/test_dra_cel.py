@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kpysched.objects.resource import Device, DeviceAttribute, DeviceCapacity
+from kpysched.objects.dra import Device, DeviceAttribute, DeviceCapacity
 from kpysched.plugins.dynamic_resources.cel import (
     COST_LIMIT_EXCEEDED,
     CelCache,

@@ -18,9 +18,10 @@ import pytest
 
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
-from kpysched.objects import api, resource
+from kpysched.objects import api
+from kpysched.objects import dra as resource
+from kpysched.objects.dra import Device
 from kpysched.objects.pod import PodInfo
-from kpysched.objects.resource import Device
 from kpysched.plugins.dynamic_resources import plugin as dynamic_resources
 from kpysched.plugins.dynamic_resources.allocator import AllocatedState, Allocator, Features
 from kpysched.plugins.dynamic_resources.args import DynamicResourcesArgs

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re2  # type: ignore[import-untyped]
 
-from kpysched.objects.resource import Device, DeviceAttribute
+from kpysched.objects.dra import Device, DeviceAttribute
 from kpysched.plugins.dynamic_resources.cel import CelCache
 from kpysched.plugins.dynamic_resources.cel_regex import compiled
 

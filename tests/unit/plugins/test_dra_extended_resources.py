@@ -16,8 +16,7 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
 from kpysched.listers import ResourceListers
 from kpysched.objects import api
-from kpysched.objects.pod import PodInfo
-from kpysched.objects.resource import (
+from kpysched.objects.dra import (
     AllocationResult,
     DeviceClaim,
     DeviceClass,
@@ -28,6 +27,7 @@ from kpysched.objects.resource import (
     ResourceClaimSpec,
     ResourceClaimStatus,
 )
+from kpysched.objects.pod import PodInfo
 from kpysched.plugins import node_resources_fit as fit
 from kpysched.plugins.dynamic_resources import extended_resources as er
 from tests.unit.builders import FakeHandle, make_node, make_pod

@@ -13,7 +13,7 @@ import pytest
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.objects import api
-from kpysched.objects import resource as r
+from kpysched.objects import dra as r
 from kpysched.plugins import node_resources_balanced_allocation as balanced
 from kpysched.plugins import node_resources_fit as fit
 from kpysched.plugins.dynamic_resources.tracker import tracker_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from kpysched.objects.resources import (
+from kpysched.objects.resource_vectors import (
     DEFAULT_MEMORY_REQUEST,
     DEFAULT_MILLI_CPU_REQUEST,
     pod_requests,
