@@ -4,7 +4,7 @@ with the old and new objects the volume plugins' queueing hints read."""
 from __future__ import annotations
 
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
-from kpysched.listers import Index, StorageListers
+from kpysched.informers.listers import Index, StorageListers
 from kpysched.objects import api, storage
 
 

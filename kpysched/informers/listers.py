@@ -11,7 +11,7 @@ from typing import Any, Generic, Protocol, TypeVar
 from kubernetes_asyncio import client
 
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
-from kpysched.informers import Reflector
+from kpysched.informers.reflector import Reflector
 from kpysched.objects import api, coscheduling, dra, scheduling, storage
 from kpysched.objects.extended_resource_classes import ExtendedResourceClasses
 
