@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from kpysched.features import Features
-from kpysched.listers import Listers
+from kpysched.informers.listers import Listers
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs
 from tests.unit.builders import make_pod, make_pod_group

@@ -28,8 +28,8 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime import Framework, ProfileSpec
 from kpysched.framework.status import Status
 from kpysched.informers import Reflector, node_reflector, pod_reflector
+from kpysched.informers.listers import Index, Listers
 from kpysched.leader import LeaderElector, LeaseLostError
-from kpysched.listers import Index, Listers
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import coscheduling as cs_api
 from kpysched.objects.coscheduling import POD_GROUP_LABEL

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from kpysched.api.times import api_time
 from kpysched.cache.pod_groups import coscheduling_group_name
-from kpysched.listers import CoschedulingListers
+from kpysched.informers.listers import CoschedulingListers
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs
 from kpysched.writes.coscheduling_status import GroupStatusWriter

@@ -15,7 +15,7 @@ from kpysched.api.client import RawApi
 from kpysched.cache.pod_groups import PodGroupState
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
-from kpysched.listers import Listers, ResourceListers, StorageListers
+from kpysched.informers.listers import Listers, ResourceListers, StorageListers
 from kpysched.objects import api, coscheduling
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup

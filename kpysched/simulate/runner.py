@@ -27,7 +27,7 @@ from kpysched.decisions import record
 from kpysched.framework.cluster_events import ActionType, ClusterEvent
 from kpysched.framework.cluster_events import Resource as EventResource
 from kpysched.framework.registry import PluginSpec
-from kpysched.listers import Listers
+from kpysched.informers.listers import Listers
 from kpysched.objects import api
 from kpysched.scheduling.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.simulate.snapshot import resource_specs

@@ -19,7 +19,7 @@ import msgspec
 from kpysched.api.client import ApiResponse
 from kpysched.informers import NON_TERMINAL_PODS
 from kpysched.informers.decode import Decoder, MalformedResponseError, status_error
-from kpysched.listers import Listers
+from kpysched.informers.listers import Listers
 from kpysched.objects import api
 
 API_VERSION = "kpysched.io/v1alpha1"

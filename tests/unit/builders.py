@@ -16,7 +16,7 @@ from kpysched.cache.pod_groups import PodGroupState, PodGroupStates
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
-from kpysched.listers import ResourceListers, StorageListers
+from kpysched.informers.listers import ResourceListers, StorageListers
 from kpysched.objects import api, coscheduling, scheduling
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup

@@ -11,7 +11,7 @@ from kpysched.api.client import RawApi
 from kpysched.app import build_scheduler
 from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
 from kpysched.features import Features
-from kpysched.listers import Listers
+from kpysched.informers.listers import Listers
 from kpysched.objects import api
 from kpysched.plugins import IN_TREE
 from kpysched.scheduling.event_handlers import NodeEventHandler, PodEventHandler

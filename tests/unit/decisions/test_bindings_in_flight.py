@@ -10,7 +10,7 @@ import weakref
 
 from kpysched.decisions.record import Decision
 from kpysched.features import Features
-from kpysched.listers import Listers
+from kpysched.informers.listers import Listers
 from tests.unit.builders import make_pod
 from tests.unit.scheduler_harness import build_harness, node
 

@@ -14,7 +14,7 @@ from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
-from kpysched.listers import ResourceListers
+from kpysched.informers.listers import ResourceListers
 from kpysched.objects import api
 from kpysched.objects.dra import (
     AllocationResult,

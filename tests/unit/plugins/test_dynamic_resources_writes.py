@@ -19,7 +19,7 @@ from kpysched.cache.pod_groups import PodGroupState
 from kpysched.features import Features
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
-from kpysched.listers import Listers
+from kpysched.informers.listers import Listers
 from kpysched.objects import api
 from kpysched.objects import dra as resource
 from kpysched.objects.pod import PodInfo

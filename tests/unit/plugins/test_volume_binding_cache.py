@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kpysched.listers import Index, StorageListers
+from kpysched.informers.listers import Index, StorageListers
 from kpysched.objects import api, storage
 from kpysched.plugins.volume_binding.assume_cache import (
     AssumeCache,

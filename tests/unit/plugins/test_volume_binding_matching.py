@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from kpysched.listers import StorageListers
+from kpysched.informers.listers import StorageListers
 from kpysched.objects import api, storage
 from kpysched.plugins.volume_binding.binder import (
     REASON_BIND_CONFLICT,

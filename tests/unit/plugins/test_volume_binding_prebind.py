@@ -15,7 +15,7 @@ import pytest
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
-from kpysched.listers import StorageListers
+from kpysched.informers.listers import StorageListers
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo

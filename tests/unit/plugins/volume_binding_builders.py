@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from kpysched.api.client import ApiResponse
-from kpysched.listers import StorageListers
+from kpysched.informers.listers import StorageListers
 from kpysched.objects import api, storage
 
 NODE_LABEL_KEY = "nodeKey"

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from kpysched.features import Features
-from kpysched.listers import Listers
+from kpysched.informers.listers import Listers
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kpysched.listers import CoschedulingListers
+from kpysched.informers.listers import CoschedulingListers
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs
 from kpysched.scheduling.coscheduling_groups import (

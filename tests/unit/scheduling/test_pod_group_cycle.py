@@ -15,7 +15,7 @@ import pytest
 
 from kpysched.cache.snapshot import Snapshot
 from kpysched.features import Features
-from kpysched.listers import Listers
+from kpysched.informers.listers import Listers
 from kpysched.objects import api
 from tests.unit.builders import make_pod, make_pod_group
 from tests.unit.scheduler_harness import SchedulerHarness, build_harness, node
