@@ -22,7 +22,7 @@ import gc
 import time
 from typing import Any
 
-from kpysched.features import Features
+from kpysched.config.features import Features
 from kpysched.informers.listers import Listers
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs

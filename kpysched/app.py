@@ -18,10 +18,10 @@ from kpysched.cache.cache import Cache
 from kpysched.cache.dump import cache_dump, dump_from
 from kpysched.cache.pod_groups import membership
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
+from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
+from kpysched.config.features import Features
 from kpysched.decisions.endpoint import cleared_lease_annotations
 from kpysched.decisions.store import DecisionStore
-from kpysched.features import DEFAULT as DEFAULT_FEATURES
-from kpysched.features import Features
 from kpysched.framework.cluster_events import ActionType, ClusterEvent
 from kpysched.framework.cluster_events import Resource as EventResource
 from kpysched.framework.registry import PluginSpec

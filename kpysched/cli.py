@@ -30,7 +30,7 @@ usage: kpysched run [flags]              run the scheduler (the word "run" may b
 
 
 def _help() -> str:
-    from kpysched.flags.table import FLAGS
+    from kpysched.config.flags.table import FLAGS
 
     lines = [USAGE, "kpysched accepts kube-scheduler's flags "
              f"({KUBE_SCHEDULER_FLAGS_VERSION}) with their meaning; one it cannot honour "
@@ -61,8 +61,8 @@ def _run(argv: Sequence[str]) -> int:
     # Imported here so `kpysched version` stays instant.
     from kpysched import app, logs
     from kpysched.config import ConfigError, Settings, kubeconfig_path, load_config
+    from kpysched.config.flags import FlagError, interpret
     from kpysched.config.written import write_config
-    from kpysched.flags import FlagError, interpret
     from kpysched.framework.registry import RegistryError, full_registry
     from kpysched.plugins import IN_TREE
     from kpysched.serving import ServingError

@@ -17,10 +17,10 @@ import yaml
 from pydantic import ValidationError
 
 from kpysched.config.errors import ConfigError, join_path, problem, validation_problems
+from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
+from kpysched.config.features import Features
 from kpysched.config.profiles import EffectiveProfile, build_profiles
 from kpysched.config.scheduler_config import API_VERSION, KIND, SchedulerConfiguration
-from kpysched.features import DEFAULT as DEFAULT_FEATURES
-from kpysched.features import Features
 from kpysched.framework.registry import PluginSpec
 
 _REMOVED_FIELD_HINT = (

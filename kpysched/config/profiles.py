@@ -27,6 +27,8 @@ import structlog
 from pydantic import BaseModel, ValidationError
 
 from kpysched.config.errors import ConfigError, plural, problem, validation_problems
+from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
+from kpysched.config.features import GANG_SCHEDULING, Features
 from kpysched.config.scheduler_config import (
     API_VERSION,
     PluginConfig,
@@ -34,8 +36,6 @@ from kpysched.config.scheduler_config import (
     Profile,
     SchedulerConfiguration,
 )
-from kpysched.features import DEFAULT as DEFAULT_FEATURES
-from kpysched.features import GANG_SCHEDULING, Features
 from kpysched.framework.registry import EXTENSION_POINTS, PluginSpec
 
 # Upstream v1.36 getDefaultPlugins() with v1.36's default feature gates: DynamicResources

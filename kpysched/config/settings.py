@@ -12,8 +12,8 @@ from typing import Annotated, Literal, Self
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from kpysched.config.features import DEPENDS_ON, SWITCHABLE, Features
 from kpysched.config.scheduler_config import SchedulerConfiguration
-from kpysched.features import DEPENDS_ON, SWITCHABLE, Features
 from kpysched.objects.durations import parse_go_duration
 
 
@@ -82,7 +82,7 @@ class Settings(BaseSettings):
     # Pods unschedulable this long are retried anyway (upstream's deprecated flag).
     pod_max_in_unschedulable_pods_duration: Seconds = 300.0
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
-    # --feature-gates kpysched may turn on (kpysched.features.SWITCHABLE), name -> on.
+    # --feature-gates kpysched may turn on (kpysched.config.features.SWITCHABLE), name -> on.
     feature_gates: dict[str, bool] = {}
     # /livez fails when pods wait but the scheduling loop decided nothing for this long.
     liveness_stall_seconds: float = Field(default=60.0, gt=0)

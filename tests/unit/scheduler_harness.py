@@ -10,7 +10,7 @@ from typing import Any, cast
 from kpysched.api.client import RawApi
 from kpysched.app import build_scheduler
 from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
-from kpysched.features import Features
+from kpysched.config.features import Features
 from kpysched.informers.listers import Listers
 from kpysched.objects import api
 from kpysched.plugins import IN_TREE

@@ -556,7 +556,7 @@ def test_plugin_args_are_decoded_strictly(plugin: str, args: dict[str, Any],
 
 
 def test_gang_scheduling_joins_the_default_profile_only_with_its_gate() -> None:
-    from kpysched.features import Features
+    from kpysched.config.features import Features
 
     config = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1",
                            "kind": "KubeSchedulerConfiguration"})

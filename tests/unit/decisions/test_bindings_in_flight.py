@@ -8,8 +8,8 @@ import asyncio
 import gc
 import weakref
 
+from kpysched.config.features import Features
 from kpysched.decisions.record import Decision
-from kpysched.features import Features
 from kpysched.informers.listers import Listers
 from tests.unit.builders import make_pod
 from tests.unit.scheduler_harness import build_harness, node

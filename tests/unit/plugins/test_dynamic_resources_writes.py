@@ -16,7 +16,7 @@ import pytest
 
 from kpysched.api.client import ApiResponse
 from kpysched.cache.pod_groups import PodGroupState
-from kpysched.features import Features
+from kpysched.config.features import Features
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
 from kpysched.informers.listers import Listers

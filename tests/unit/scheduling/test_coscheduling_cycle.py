@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from kpysched.features import Features
+from kpysched.config.features import Features
 from kpysched.informers.listers import Listers
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api

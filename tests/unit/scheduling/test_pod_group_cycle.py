@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from kpysched.cache.snapshot import Snapshot
-from kpysched.features import Features
+from kpysched.config.features import Features
 from kpysched.informers.listers import Listers
 from kpysched.objects import api
 from tests.unit.builders import make_pod, make_pod_group

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from kpysched.features import SWITCHABLE
-from kpysched.flags.feature_gates import check_gates, gate_values
-from kpysched.flags.parser import FlagError, Parsed, Value, parse
-from kpysched.flags.table import FLAGS
+from kpysched.config.features import SWITCHABLE
+from kpysched.config.flags.feature_gates import check_gates, gate_values
+from kpysched.config.flags.parser import FlagError, Parsed, Value, parse
+from kpysched.config.flags.table import FLAGS
 from kpysched.objects.durations import go_duration
 from kpysched.serving.certs import TLS_VERSIONS
 

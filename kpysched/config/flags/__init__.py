@@ -2,7 +2,7 @@
 the flag table (table), the gates (feature_gates) and what a command line means
 (invocation)."""
 
-from kpysched.flags.invocation import Invocation, interpret
-from kpysched.flags.parser import FlagError
+from kpysched.config.flags.invocation import Invocation, interpret
+from kpysched.config.flags.parser import FlagError
 
 __all__ = ["FlagError", "Invocation", "interpret"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from kpysched.flags.parser import Flag, Kind
+from kpysched.config.flags.parser import Flag, Kind
 
 B, S, N, F, D, L, M = (Kind.BOOL, Kind.STRING, Kind.INT, Kind.FLOAT, Kind.DURATION,
                        Kind.STRINGS, Kind.MAP)

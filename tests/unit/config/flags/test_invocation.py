@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kpysched.flags import FlagError, interpret
+from kpysched.config.flags import FlagError, interpret
 
 KUBEADM = ["--bind-address=127.0.0.1", "--leader-elect=true",
            "--kubeconfig=/etc/kubernetes/scheduler.conf",

@@ -2,7 +2,7 @@
 defaults (from `kube-scheduler --help` of that release).
 
 kpysched implements the v1.36 default behaviour. A gate set to its default is
-accepted, and so are the gang gates turned on (kpysched.features); any other gate
+accepted, and so are the gang gates turned on (kpysched.config.features); any other gate
 changed from its default, or one this release does not know, stops start-up: kpysched
 would otherwise claim a behaviour it does not have.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from kpysched.features import DEPENDS_ON, SWITCHABLE
-from kpysched.flags.parser import parse_bool
+from kpysched.config.features import DEPENDS_ON, SWITCHABLE
+from kpysched.config.flags.parser import parse_bool
 
 KUBE_COMPONENT: Final = "kube"
 

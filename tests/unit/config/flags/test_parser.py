@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kpysched.flags.parser import FlagError, Value, parse
-from kpysched.flags.table import FLAGS
+from kpysched.config.flags.parser import FlagError, Value, parse
+from kpysched.config.flags.table import FLAGS
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
