@@ -35,17 +35,13 @@ from kpysched.objects.resource_vectors import (
     Resource,
     is_scalar_resource,
 )
-from kpysched.plugins._helper import ShapePoint, broken_linear, go_div, round_ratio
 from kpysched.plugins._row_scores import RowScores
+from kpysched.plugins._shared.go_math import go_div, round_ratio
+from kpysched.plugins._shared.shape_score import MAX_UTILIZATION, ShapePoint, broken_linear
 
 IntArray = npt.NDArray[np.int64]
 Scorer = Callable[[Sequence[int], Sequence[int], Sequence[int]], int]
 VectorScorer = Callable[[IntArray, IntArray, IntArray], IntArray]
-
-MAX_UTILIZATION = 100
-# Scores in a RequestedToCapacityRatio shape run 0..10 and are scaled to 0..100.
-MAX_CUSTOM_PRIORITY_SCORE = 10
-
 
 class ResourceSpec(BaseModel):
     """A resource to score and its weight (v1 ResourceSpec); weight 0 means the default 1."""
@@ -101,12 +97,6 @@ def most_allocated(weights: Sequence[int]) -> Scorer:
             weight_sum += weight
         return total // weight_sum if weight_sum else 0
     return score
-
-
-def scaled_shape(shape: Sequence[tuple[int, int]]) -> tuple[ShapePoint, ...]:
-    """(utilization, score 0..10) points with scores scaled to 0..MAX_NODE_SCORE."""
-    factor = MAX_NODE_SCORE // MAX_CUSTOM_PRIORITY_SCORE
-    return tuple(ShapePoint(utilization, score * factor) for utilization, score in shape)
 
 
 def requested_to_capacity_ratio(weights: Sequence[int], shape: Sequence[ShapePoint]) -> Scorer:

@@ -30,7 +30,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._helper import go_div
+from kpysched.plugins._shared.go_math import go_div
 
 NAME = "ImageLocality"
 

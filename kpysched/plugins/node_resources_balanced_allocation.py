@@ -31,7 +31,6 @@ from kpysched.framework.interfaces import Handle, PreScorePlugin, RowsScorePlugi
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._args import invalid
 from kpysched.plugins._resource_allocation import (
     ResourceAllocationScorer,
     ResourceSpec,
@@ -39,6 +38,7 @@ from kpysched.plugins._resource_allocation import (
     balanced_vector,
     default_resource_specs,
 )
+from kpysched.plugins._shared.args import invalid
 from kpysched.plugins.node_resources_fit import dra_extended_resources
 
 if TYPE_CHECKING:

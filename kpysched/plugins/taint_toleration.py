@@ -49,7 +49,7 @@ from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.taints import PREFER_NO_SCHEDULE, find_untolerated_taint, tolerates
-from kpysched.plugins._helper import default_normalize_score, default_normalize_vector
+from kpysched.plugins._shared.go_math import default_normalize_score, default_normalize_vector
 
 NAME = "TaintToleration"
 

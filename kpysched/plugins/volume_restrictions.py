@@ -40,7 +40,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._volume_helpers import PVC_RESOURCE, namespaced, not_found
+from kpysched.plugins._shared.volume_helpers import PVC_RESOURCE, namespaced, not_found
 
 NAME = "VolumeRestrictions"
 

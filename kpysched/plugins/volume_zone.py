@@ -35,7 +35,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import storage
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._volume_helpers import (
+from kpysched.plugins._shared.volume_helpers import (
     PV_RESOURCE,
     PVC_RESOURCE,
     STORAGE_CLASS_RESOURCE,

@@ -6,7 +6,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kpysched.plugins._args import invalid
+from kpysched.plugins._shared.args import invalid
 
 # scheduler-plugins' defaults.
 DEFAULT_PERMIT_WAITING_SECONDS = 60

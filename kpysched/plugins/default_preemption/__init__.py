@@ -55,7 +55,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._args import invalid
+from kpysched.plugins._shared.args import invalid
 from kpysched.plugins.default_preemption.batch import NodeVictims, select_victims_on_nodes
 from kpysched.plugins.default_preemption.selection import (
     Candidate,

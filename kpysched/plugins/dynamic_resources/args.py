@@ -9,7 +9,7 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kpysched.objects.durations import go_duration, parse_go_duration
-from kpysched.plugins._args import invalid
+from kpysched.plugins._shared.args import invalid
 
 DEFAULT_FILTER_TIMEOUT_SECONDS = 10.0
 DEFAULT_BINDING_TIMEOUT_SECONDS = 600.0

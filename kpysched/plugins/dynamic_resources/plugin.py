@@ -64,7 +64,7 @@ from kpysched.objects import api
 from kpysched.objects import dra as resource
 from kpysched.objects.labels import node_selector_matches
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._helper import default_normalize_score, default_normalize_vector
+from kpysched.plugins._shared.go_math import default_normalize_score, default_normalize_vector
 from kpysched.plugins.dynamic_resources import claims as pod_claims_mod
 from kpysched.plugins.dynamic_resources import extended_resources as er
 from kpysched.plugins.dynamic_resources import hints

@@ -51,8 +51,8 @@ from kpysched.framework.interfaces import (
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._args import invalid
-from kpysched.plugins._row_counts import RowCountsCache
+from kpysched.plugins._shared.args import invalid
+from kpysched.plugins._shared.row_counts import RowCountsCache
 from kpysched.plugins.inter_pod_affinity import filtering, hints, scoring
 from kpysched.plugins.inter_pod_affinity.common import incoming_weighted_terms
 from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, worth_keeping

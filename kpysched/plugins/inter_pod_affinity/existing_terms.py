@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from kpysched.cache.label_index import ABSENT, LabelColumn
 from kpysched.cache.node_info import NodeInfo
-from kpysched.plugins._row_counts import NEVER_COUNTED, changed_rows
+from kpysched.plugins._shared.row_counts import NEVER_COUNTED, changed_rows
 
 Term = TypeVar("Term")
 IntArray = npt.NDArray[np.int64]

@@ -26,7 +26,7 @@ from kpysched.cache.snapshot import Snapshot
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.pod_affinity import AffinityTerm
-from kpysched.plugins._row_counts import RowCountsCache
+from kpysched.plugins._shared.row_counts import RowCountsCache
 from kpysched.plugins.inter_pod_affinity.common import (
     IncomingTerm,
     NamespaceGate,

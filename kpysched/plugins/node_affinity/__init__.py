@@ -58,14 +58,14 @@ from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.labels import node_selector_term_matches
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._args import (
+from kpysched.plugins._shared.args import (
     invalid,
     is_int64,
     label_value_errors,
     qualified_name_errors,
     unknown_fields,
 )
-from kpysched.plugins._helper import default_normalize_score
+from kpysched.plugins._shared.go_math import default_normalize_score
 from kpysched.plugins.node_affinity import masks
 
 NAME = "NodeAffinity"

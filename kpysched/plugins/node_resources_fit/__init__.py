@@ -53,7 +53,6 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.dra import IMPLICIT_EXTENDED_RESOURCE_PREFIX, DeviceClass
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._args import qualified_name_errors
 from kpysched.plugins._resource_allocation import (
     ResourceAllocationScorer,
     least_allocated,
@@ -62,8 +61,9 @@ from kpysched.plugins._resource_allocation import (
     most_allocated_vector,
     requested_to_capacity_ratio,
     requested_to_capacity_ratio_vector,
-    scaled_shape,
 )
+from kpysched.plugins._shared.args import UtilizationShapePoint, qualified_name_errors
+from kpysched.plugins._shared.shape_score import scaled_shape
 from kpysched.plugins.node_resources_fit.args import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
@@ -71,7 +71,6 @@ from kpysched.plugins.node_resources_fit.args import (
     NodeResourcesFitArgs,
     RequestedToCapacityRatioParam,
     ScoringStrategy,
-    UtilizationShapePoint,
 )
 from kpysched.plugins.node_resources_fit.fit import (
     REASON_INSUFFICIENT_CPU,

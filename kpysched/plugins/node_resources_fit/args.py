@@ -3,30 +3,22 @@ ValidateNodeResourcesFitArgs does."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from kpysched.plugins._args import invalid, qualified_name_errors
-from kpysched.plugins._resource_allocation import (
-    MAX_CUSTOM_PRIORITY_SCORE,
-    MAX_UTILIZATION,
-    ResourceSpec,
-    default_resource_specs,
+from kpysched.plugins._resource_allocation import ResourceSpec, default_resource_specs
+from kpysched.plugins._shared.args import (
+    UtilizationShapePoint,
+    invalid,
+    qualified_name_errors,
+    shape_errors,
 )
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"
 REQUESTED_TO_CAPACITY_RATIO = "RequestedToCapacityRatio"
 _STRATEGIES = (LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO)
-
-
-class UtilizationShapePoint(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
-
-    utilization: int = 0
-    score: int = 0
 
 
 class RequestedToCapacityRatioParam(BaseModel):
@@ -42,25 +34,6 @@ class ScoringStrategy(BaseModel):
     resources: list[ResourceSpec] = Field(default_factory=list)
     requested_to_capacity_ratio: RequestedToCapacityRatioParam | None = Field(
         default=None, alias="requestedToCapacityRatio")
-
-
-def _shape_errors(shape: Sequence[UtilizationShapePoint], path: str) -> list[str]:
-    if not shape:
-        return [f"{path}: Required value: at least one point must be specified"]
-    errors: list[str] = []
-    for index in range(1, len(shape)):
-        if shape[index - 1].utilization >= shape[index].utilization:
-            errors.append(f"{path}[{index}].utilization: Invalid value: "
-                          f"{shape[index].utilization}: values must be sorted in increasing order")
-            break
-    for index, point in enumerate(shape):
-        if not 0 <= point.utilization <= MAX_UTILIZATION:
-            errors.append(f"{path}[{index}].utilization: Invalid value: {point.utilization}: "
-                          f"not in valid range [0, {MAX_UTILIZATION}]")
-        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
-            errors.append(f"{path}[{index}].score: Invalid value: {point.score}: "
-                          f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
-    return errors
 
 
 class NodeResourcesFitArgs(BaseModel):
@@ -104,7 +77,7 @@ class NodeResourcesFitArgs(BaseModel):
                 errors.append("scoringStrategy.requestedToCapacityRatio: Required value: "
                               "must be specified when type is RequestedToCapacityRatio")
             else:
-                errors += _shape_errors(ratio.shape,
+                errors += shape_errors(ratio.shape,
                                         "scoringStrategy.requestedToCapacityRatio.shape")
         elif ratio is not None:
             errors.append("scoringStrategy.requestedToCapacityRatio: Forbidden: "

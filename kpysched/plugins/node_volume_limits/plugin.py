@@ -38,7 +38,7 @@ from kpysched.framework.interfaces import (
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._volume_helpers import PVC_RESOURCE, claim_class, namespaced, not_found
+from kpysched.plugins._shared.volume_helpers import PVC_RESOURCE, claim_class, namespaced, not_found
 from kpysched.plugins.node_volume_limits import hints, translation
 
 NAME = "NodeVolumeLimits"

@@ -13,7 +13,7 @@ from typing import Any, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kpysched.objects import api
-from kpysched.plugins._args import invalid, qualified_name_errors
+from kpysched.plugins._shared.args import invalid, qualified_name_errors
 from kpysched.plugins.pod_topology_spread.common import (
     DO_NOT_SCHEDULE,
     LABEL_HOSTNAME,

@@ -19,8 +19,8 @@ from kpysched.cache.node_info import NodeInfo
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.taints import find_untolerated_taint
-from kpysched.plugins._args import label_value_errors, qualified_name_errors
-from kpysched.plugins._row_counts import RowCounts, RowCountsCache
+from kpysched.plugins._shared.args import label_value_errors, qualified_name_errors
+from kpysched.plugins._shared.row_counts import RowCounts, RowCountsCache
 from kpysched.plugins.node_affinity import RequiredNodeAffinity
 
 DO_NOT_SCHEDULE = "DoNotSchedule"

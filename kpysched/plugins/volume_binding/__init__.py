@@ -20,10 +20,10 @@ let only the events that may help a rejected pod requeue it (hints.py).
 """
 
 from kpysched.framework.registry import PluginSpec
+from kpysched.plugins._shared.args import UtilizationShapePoint
 from kpysched.plugins.volume_binding.args import (
     DEFAULT_BIND_TIMEOUT_SECONDS,
     STORAGE_CAPACITY_SCORING,
-    UtilizationShapePoint,
     VolumeBindingArgs,
 )
 from kpysched.plugins.volume_binding.binder import (

@@ -14,19 +14,13 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from kpysched.plugins._args import invalid
-from kpysched.plugins._resource_allocation import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION
+from kpysched.plugins._shared.args import UtilizationShapePoint, invalid
+from kpysched.plugins._shared.args import shape_errors as _shared_shape_errors
+from kpysched.plugins._shared.shape_score import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION
 
 # The StorageCapacityScoring feature gate at its v1.36 default.
 STORAGE_CAPACITY_SCORING = False
 DEFAULT_BIND_TIMEOUT_SECONDS = 600
-
-
-class UtilizationShapePoint(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
-
-    utilization: int = 0
-    score: int = 0
 
 
 # Upstream's default when the gate is on: prefer nodes whose volumes are least used.
@@ -45,22 +39,7 @@ def shape_errors(shape: list[UtilizationShapePoint] | None, *,
                            separators=(",", ":"))
         return [f"shape: Invalid value: {shown}: unexpected field `shape`, remove it or "
                 "turn on the feature gate StorageCapacityScoring"]
-    if not shape:
-        return ["shape: Required value: at least one point must be specified"]
-    errors: list[str] = []
-    for index in range(1, len(shape)):
-        if shape[index - 1].utilization >= shape[index].utilization:
-            errors.append(f"shape[{index}].utilization: Invalid value: "
-                          f"{shape[index].utilization}: values must be sorted in increasing order")
-            break
-    for index, point in enumerate(shape):
-        if not 0 <= point.utilization <= MAX_UTILIZATION:
-            errors.append(f"shape[{index}].utilization: Invalid value: {point.utilization}: "
-                          f"not in valid range [0, {MAX_UTILIZATION}]")
-        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
-            errors.append(f"shape[{index}].score: Invalid value: {point.score}: "
-                          f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
-    return errors
+    return _shared_shape_errors(shape or [], "shape")
 
 
 class VolumeBindingArgs(BaseModel):

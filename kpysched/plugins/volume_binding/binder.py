@@ -19,7 +19,7 @@ from kpysched.framework.interfaces import StorageListers
 from kpysched.objects import api, storage
 from kpysched.objects.labels import SelectorError, label_selector_matches
 from kpysched.objects.quantity import Quantity, QuantityError, parse_quantity
-from kpysched.plugins._volume_helpers import claim_class
+from kpysched.plugins._shared.volume_helpers import claim_class
 from kpysched.plugins.volume_binding.assume_cache import (
     AssumeCache,
     NotFoundError,

@@ -31,7 +31,7 @@ from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.quantity import QuantityError, parse_quantity
-from kpysched.plugins._resource_allocation import scaled_shape
+from kpysched.plugins._shared.shape_score import scaled_shape
 from kpysched.plugins.volume_binding import hints
 from kpysched.plugins.volume_binding.args import STORAGE_CAPACITY_SCORING, VolumeBindingArgs
 from kpysched.plugins.volume_binding.binder import (

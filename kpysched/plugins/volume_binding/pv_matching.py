@@ -21,8 +21,8 @@ from kpysched.objects.labels import (
     node_selector_term_matches,
 )
 from kpysched.objects.quantity import Quantity, QuantityError, parse_quantity
-from kpysched.plugins._args import label_value_errors, qualified_name_errors
-from kpysched.plugins._volume_helpers import claim_class
+from kpysched.plugins._shared.args import label_value_errors, qualified_name_errors
+from kpysched.plugins._shared.volume_helpers import claim_class
 from kpysched.plugins.node_affinity import term_errors
 
 STORAGE = "storage"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from kpysched.plugins._helper import ShapePoint, broken_linear, round_ratio
-from kpysched.plugins._resource_allocation import MAX_UTILIZATION
+from kpysched.plugins._shared.go_math import round_ratio
+from kpysched.plugins._shared.shape_score import MAX_UTILIZATION, ShapePoint, broken_linear
 
 
 @dataclass(slots=True)

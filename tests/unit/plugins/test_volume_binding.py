@@ -16,7 +16,7 @@ from kpysched.framework.status import Code, Status
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins import IN_TREE
-from kpysched.plugins._helper import ShapePoint
+from kpysched.plugins._shared.shape_score import ShapePoint
 from kpysched.plugins.volume_binding import (
     NAME,
     REASON_BIND_CONFLICT,

@@ -9,9 +9,6 @@ make a difference.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-
 import numpy as np
 import numpy.typing as npt
 
@@ -57,24 +54,3 @@ def default_normalize_vector(scores: npt.NDArray[np.int64], *, reverse: bool,
         return np.full_like(scores, max_priority) if reverse else scores.copy()
     scaled: npt.NDArray[np.int64] = (max_priority * scores) // highest
     return max_priority - scaled if reverse else scaled
-
-
-@dataclass(frozen=True, slots=True)
-class ShapePoint:
-    utilization: int
-    score: int
-
-
-def broken_linear(shape: Sequence[ShapePoint], utilization: int) -> int:
-    """Piecewise-linear function through the shape points, flat beyond both ends."""
-    previous: ShapePoint | None = None
-    for point in shape:
-        if utilization <= point.utilization:
-            if previous is None:
-                return point.score
-            return previous.score + go_div(
-                (point.score - previous.score) * (utilization - previous.utilization),
-                point.utilization - previous.utilization,
-            )
-        previous = point
-    return shape[-1].score

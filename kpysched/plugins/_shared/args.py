@@ -12,7 +12,10 @@ import re
 from collections.abc import Mapping, Sequence
 
 import msgspec.inspect
+from pydantic import BaseModel, ConfigDict
 from pydantic_core import PydanticCustomError
+
+from kpysched.plugins._shared.shape_score import MAX_CUSTOM_PRIORITY_SCORE, MAX_UTILIZATION
 
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _QUALIFIED_NAME_PART = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
@@ -89,3 +92,34 @@ def unknown_fields(value: object, kind: msgspec.inspect.Type, path: str = "") ->
                 problems.append(f"{path}: {reason}" if path else reason)
         return problems
     return []
+
+
+class UtilizationShapePoint(BaseModel):
+    """One point of a configured utilization shape (v1 UtilizationShapePoint)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+
+    utilization: int = 0
+    score: int = 0
+
+
+def shape_errors(shape: Sequence[UtilizationShapePoint], path: str) -> list[str]:
+    """Upstream's validateFunctionShape, shared by NodeResourcesFit's
+    RequestedToCapacityRatio and VolumeBinding's shape: at least one point, utilization
+    strictly increasing, each value in range; `path` names the shape's field."""
+    if not shape:
+        return [f"{path}: Required value: at least one point must be specified"]
+    errors: list[str] = []
+    for index in range(1, len(shape)):
+        if shape[index - 1].utilization >= shape[index].utilization:
+            errors.append(f"{path}[{index}].utilization: Invalid value: "
+                          f"{shape[index].utilization}: values must be sorted in increasing order")
+            break
+    for index, point in enumerate(shape):
+        if not 0 <= point.utilization <= MAX_UTILIZATION:
+            errors.append(f"{path}[{index}].utilization: Invalid value: {point.utilization}: "
+                          f"not in valid range [0, {MAX_UTILIZATION}]")
+        if not 0 <= point.score <= MAX_CUSTOM_PRIORITY_SCORE:
+            errors.append(f"{path}[{index}].score: Invalid value: {point.score}: "
+                          f"not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]")
+    return errors

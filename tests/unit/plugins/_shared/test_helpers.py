@@ -5,14 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kpysched.framework.interfaces import NodeScore
-from kpysched.plugins._args import is_int64, label_value_errors, qualified_name_errors
-from kpysched.plugins._helper import (
-    ShapePoint,
-    broken_linear,
-    default_normalize_score,
-    go_div,
-    round_ratio,
-)
+from kpysched.plugins._shared.args import is_int64, label_value_errors, qualified_name_errors
+from kpysched.plugins._shared.go_math import default_normalize_score, go_div, round_ratio
+from kpysched.plugins._shared.shape_score import ShapePoint, broken_linear
 
 
 @pytest.mark.parametrize(("a", "b", "expected"), [
