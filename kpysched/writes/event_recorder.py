@@ -107,7 +107,8 @@ class EventRecorder:
                  retry_sleep: float = RETRY_SLEEP_SECONDS,
                  finish_seconds: float = FINISH_SECONDS,
                  refresh_seconds: float = REFRESH_SECONDS,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 drops: DropCounter | None = None) -> None:
         self._raw = raw
         self._host = instance or socket.gethostname()
         self._max_queued = max_queued
@@ -120,7 +121,7 @@ class EventRecorder:
         self._queue: asyncio.Queue[_Recorded] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._aborted = False
-        self.metrics: DropCounter | None = None
+        self.metrics = drops  # where dropped events are counted
         self.dropped = 0
         self._retrying = 0  # writes waiting on their retry timer
         self._writing = 0  # writes a writer has taken off the queue and not finished
