@@ -1,5 +1,7 @@
 """Command line entry point: `kpysched run [flags]` (also `kpysched [flags]`, so a
-kube-scheduler manifest works with only the binary name changed) and `kpysched version`.
+kube-scheduler manifest works with only the binary name changed) and `kpysched version`;
+`kpysched explain`, `snapshot` and `simulate` go to explain/ and simulate/, and
+`kubectl_plugin` is the `kubectl-kpysched` command.
 
 Exit codes: 0 done, 1 the scheduler failed while running, 2 the command line or the
 configuration is wrong (the message names the flag or field).
@@ -147,6 +149,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     print(f'error: unknown command "{args[0]}"\n{USAGE}', file=sys.stderr, end="")
     return EXIT_CONFIG_ERROR
+
+
+KUBECTL_USAGE = """\
+usage: kubectl kpysched explain [NAMESPACE/]POD [flags]   (--help for more)
+       kubectl kpysched version
+"""
+
+
+def kubectl_plugin(argv: Sequence[str] | None = None) -> int:
+    """`kubectl-kpysched`: kubectl runs it with everything after `kubectl kpysched`.
+    It lives here, beside `main`, so that explain/ never imports this module back."""
+    from kpysched.explain import cli as explain
+
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["explain"]:
+        return explain.main(args[1:], prog="kubectl kpysched explain")
+    if args[:1] in (["version"], ["simulate"], ["snapshot"]):
+        return main(args)
+    sys.stderr.write(KUBECTL_USAGE)
+    return 0 if args[:1] in (["-h"], ["--help"], ["help"]) else explain.EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""`kpysched explain [NAMESPACE/]POD` and the kubectl plugin `kubectl kpysched ...`."""
+"""`kpysched explain [NAMESPACE/]POD` (also run as `kubectl kpysched explain`, through
+kpysched.cli.kubectl_plugin)."""
 
 from __future__ import annotations
 
@@ -138,22 +139,3 @@ def main(args: Sequence[str], prog: str = "kpysched explain") -> int:
               "(--decision-records).", file=sys.stderr)
         return EXIT_NOT_SEEN
     return EXIT_EXPLAINED
-
-
-KUBECTL_USAGE = """\
-usage: kubectl kpysched explain [NAMESPACE/]POD [flags]   (--help for more)
-       kubectl kpysched version
-"""
-
-
-def kubectl_plugin(argv: Sequence[str] | None = None) -> int:
-    """`kubectl-kpysched`: kubectl runs it with everything after `kubectl kpysched`."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if args[:1] == ["explain"]:
-        return main(args[1:], prog="kubectl kpysched explain")
-    if args[:1] in (["version"], ["simulate"], ["snapshot"]):
-        from kpysched.cli import main as kpysched_main
-
-        return kpysched_main(args)
-    sys.stderr.write(KUBECTL_USAGE)
-    return 0 if args[:1] in (["-h"], ["--help"], ["help"]) else EXIT_USAGE

@@ -146,10 +146,10 @@ async def test_bound_pod_top_score_is_its_node_and_ties_are_shown(
 def _kubectl_plugin(cluster: ClusterState, bin_dir: Path, pod: str
                     ) -> subprocess.CompletedProcess[str]:
     """`kubectl kpysched explain POD`, with kubectl-kpysched on the PATH as pip installs it
-    (a console script calling kpysched.explain.cli:kubectl_plugin)."""
+    (a console script calling kpysched.cli:kubectl_plugin)."""
     shim = bin_dir / "kubectl-kpysched"
     shim.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-                    "from kpysched.explain.cli import kubectl_plugin\n"
+                    "from kpysched.cli import kubectl_plugin\n"
                     "sys.exit(kubectl_plugin())\n")
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
     result = subprocess.run(

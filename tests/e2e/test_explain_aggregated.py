@@ -77,7 +77,7 @@ def _kubectl_kpysched(config: Path, bin_dir: Path, *args: str,
     """`kubectl kpysched ARGS` with kubectl-kpysched on the PATH as pip installs it."""
     shim = bin_dir / "kubectl-kpysched"
     shim.write_text(f"#!{sys.executable}\nimport sys\nsys.path.insert(0, {str(ROOT)!r})\n"
-                    "from kpysched.explain.cli import kubectl_plugin\n"
+                    "from kpysched.cli import kubectl_plugin\n"
                     "sys.exit(kubectl_plugin())\n")
     shim.chmod(shim.stat().st_mode | stat.S_IXUSR)
     return subprocess.run(
