@@ -1,4 +1,7 @@
-"""ProfileHandle: the Handle each plugin receives from its profile's framework."""
+"""ProfileHandle: the Handle each plugin receives from its profile's framework.
+
+It knows the framework only as its scheduling points (the runners it forwards to),
+so framework.py, which builds it, is not imported back."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
-    from kpysched.framework.runtime import Framework
+    from kpysched.framework.scheduling_points import SchedulingPoints
     from kpysched.objects import api, coscheduling
     from kpysched.objects.scheduling import PodGroup
 
@@ -23,7 +26,7 @@ if TYPE_CHECKING:
 class ProfileHandle:
     """The Handle a plugin receives: the shared one plus its own framework's runners."""
 
-    def __init__(self, shared: fw.SharedHandle, framework: Framework) -> None:
+    def __init__(self, shared: fw.SharedHandle, framework: SchedulingPoints) -> None:
         self._shared = shared
         self._framework = framework
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
-    from kpysched.framework.node_simulation import PodTotals, TotalsColumns
+    from kpysched.framework.pod_totals import PodTotals, TotalsColumns
     from kpysched.objects import api, coscheduling, dra, storage
     from kpysched.objects.scheduling import PodGroup
 
@@ -360,7 +360,7 @@ class NodeOnlyFilterPlugin(FilterPlugin, Protocol):
 
 class PodTotalsFilterPlugin(FilterPlugin, Protocol):
     """A Filter plugin whose verdict depends on the node's pods only through their count
-    and summed requests (framework/node_simulation.py's PodTotals).
+    and summed requests (framework/pod_totals.py's PodTotals).
 
     `filter_with_pod_totals(state, pod, node, totals)` must equal `filter` on a clone
     of `node` whose pods add up to `totals`. Preemption's dry run then needs no clone
@@ -372,7 +372,7 @@ class PodTotalsFilterPlugin(FilterPlugin, Protocol):
 
 class PodTotalsVectorFilterPlugin(PodTotalsFilterPlugin, Protocol):
     """A PodTotalsFilterPlugin that can also judge many snapshot rows at once, each
-    with its own pod totals (framework/node_simulation.py's TotalsColumns)."""
+    with its own pod totals (framework/pod_totals.py's TotalsColumns)."""
 
     def filter_with_pod_totals_vector(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot, totals: TotalsColumns,

@@ -24,8 +24,7 @@ from __future__ import annotations
 import operator
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -33,14 +32,13 @@ import numpy.typing as npt
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.guard import plugin_raised
+from kpysched.framework.pod_totals import PodTotals, TotalsColumns
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
-from kpysched.objects.resource_vectors import Resource
 
 if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.snapshot import Snapshot
-    from kpysched.framework.scheduling_points import SchedulingPoints
 
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
@@ -48,48 +46,42 @@ BoolArray = npt.NDArray[np.bool_]
 _REQUESTS = operator.attrgetter("requests")
 
 
-class PodTotals:
-    """A node's pod count and summed pod requests after pods are taken off or added."""
+class FilterPoints(Protocol):
+    """What the simulated nodes ask of the profile's scheduling points. SchedulingPoints
+    (scheduling_points.py) is the one implementation; it builds the simulations, so
+    this module names it by this protocol instead of importing it back."""
 
-    __slots__ = ("pod_count", "requested")
+    @property
+    def shared(self) -> fw.SharedHandle: ...
 
-    def __init__(self, pod_count: int, requested: Resource) -> None:
-        self.pod_count = pod_count
-        self.requested = requested
+    @property
+    def filter_plugins(self) -> Sequence[fw.FilterPlugin]: ...
 
-    @classmethod
-    def of(cls, node: NodeInfo) -> PodTotals:
-        return cls(len(node.pods), node.requested.clone())
+    @property
+    def pre_filter_extension_plugins(self) -> Sequence[fw.PreFilterPlugin]: ...
 
-    def remove(self, pod: PodInfo) -> None:
-        self.pod_count -= 1
-        self.requested.subtract(pod.requests)
+    @property
+    def node_only_filter_names(self) -> frozenset[str]: ...
 
-    def add(self, pod: PodInfo) -> None:
-        self.pod_count += 1
-        self.requested.add(pod.requests)
+    @property
+    def pod_totals_filter_names(self) -> frozenset[str]: ...
 
-    def copy(self) -> PodTotals:
-        return PodTotals(self.pod_count, self.requested.clone())
+    def nominated_blockers(self, pod: PodInfo, node_name: str) -> list[PodInfo]: ...
 
+    def run_pre_filter_extension_add_pod(self, state: CycleState, pod: PodInfo,
+                                         added: PodInfo, node: NodeInfo) -> Status: ...
 
-@dataclass(slots=True)
-class TotalsColumns:
-    """PodTotals of many snapshot rows at once: row i of each column is rows[i]'s."""
+    def run_pre_filter_extension_remove_pod(self, state: CycleState, pod: PodInfo,
+                                            removed: PodInfo, node: NodeInfo) -> Status: ...
 
-    rows: IntArray
-    pod_count: IntArray
-    milli_cpu: IntArray
-    memory: IntArray
-    ephemeral_storage: IntArray
+    def run_filter_with_nominated(self, state: CycleState, pod: PodInfo, node: NodeInfo,
+                                  covered: frozenset[str] = frozenset()) -> Status: ...
 
-    def take(self, positions: IntArray) -> TotalsColumns:
-        return TotalsColumns(self.rows[positions], self.pod_count[positions],
-                             self.milli_cpu[positions], self.memory[positions],
-                             self.ephemeral_storage[positions])
+    def _plugin_timed(self, state: CycleState, plugin: str, point: str, status: Status,
+                      started: float, scale: int = 1) -> None: ...
 
 
-def can_use_totals(points: SchedulingPoints, state: CycleState) -> bool:
+def can_use_totals(points: FilterPoints, state: CycleState) -> bool:
     """Whether every Filter this pod meets is node-only or PodTotals-capable, and no
     PreFilter extension would have to be told of the changes."""
     skipped = state.skip_filter_plugins
@@ -106,7 +98,7 @@ class TotalsChain:
 
     __slots__ = ("_nominated_nodes", "_plugins", "_pod", "_points", "_state")
 
-    def __init__(self, points: SchedulingPoints, state: CycleState, pod: PodInfo) -> None:
+    def __init__(self, points: FilterPoints, state: CycleState, pod: PodInfo) -> None:
         self._points = points
         self._state = state
         self._pod = pod
@@ -258,7 +250,7 @@ class ClonedNode:
 
     __slots__ = ("_node", "_pod", "_points", "_state")
 
-    def __init__(self, points: SchedulingPoints, state: CycleState, pod: PodInfo,
+    def __init__(self, points: FilterPoints, state: CycleState, pod: PodInfo,
                  node: NodeInfo) -> None:
         self._points = points
         self._state = state.clone()
@@ -357,7 +349,7 @@ class CloningSimulator:
 
     __slots__ = ("_pod", "_points", "_state")
 
-    def __init__(self, points: SchedulingPoints, state: CycleState, pod: PodInfo) -> None:
+    def __init__(self, points: FilterPoints, state: CycleState, pod: PodInfo) -> None:
         self._points = points
         self._state = state
         self._pod = pod

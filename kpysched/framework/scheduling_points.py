@@ -19,6 +19,7 @@ from kpysched.framework import node_simulation
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.guard import plugin_raised
 from kpysched.framework.instrumented import Instrumented
+from kpysched.framework.pod_totals import PodTotals
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
 from kpysched.scheduling.cooperative import give_loop_a_turn, paused_seconds
@@ -217,7 +218,7 @@ class SchedulingPoints(Instrumented):
         if node_simulation.can_use_totals(self, state):
             chain = node_simulation.TotalsChain(self, state, pod)
             runner = lambda node: chain.filter_nominated_pass(  # noqa: E731
-                node, node_simulation.PodTotals.of(node))
+                node, PodTotals.of(node))
         else:
             runner = lambda node: self._nominated_pass_on_clone(state, pod, node)  # noqa: E731
         self._nominated_pass_memo = (state, pod, runner)
