@@ -15,8 +15,6 @@ from kpysched.plugins import (
     node_declared_features,
     node_name,
     node_ports,
-    node_resources_balanced_allocation,
-    node_resources_fit,
     node_unschedulable,
     node_volume_limits,
     pod_topology_spread,
@@ -27,6 +25,10 @@ from kpysched.plugins import (
     volume_restrictions,
     volume_zone,
 )
+from kpysched.plugins.node_resources import (
+    balanced_allocation as node_resources_balanced_allocation,
+)
+from kpysched.plugins.node_resources import fit as node_resources_fit
 
 IN_TREE: dict[str, PluginSpec] = {
     spec.name: spec

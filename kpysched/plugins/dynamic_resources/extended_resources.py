@@ -32,7 +32,7 @@ from kpysched.objects.dra import (
     ResourceClaim,
 )
 from kpysched.objects.quantity import QuantityError, parse_quantity
-from kpysched.plugins.node_resources_fit import is_dra_extended_resource_name
+from kpysched.plugins._shared.resource_names import is_dra_extended_resource_name
 
 # The name of the special claim while it exists only in memory; the API server gives
 # it a generated name when PreBind creates it. Intentionally not a valid object name.

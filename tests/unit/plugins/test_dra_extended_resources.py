@@ -28,8 +28,8 @@ from kpysched.objects.dra import (
     ResourceClaimStatus,
 )
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins import node_resources_fit as fit
 from kpysched.plugins.dynamic_resources import extended_resources as er
+from kpysched.plugins.node_resources import fit
 from tests.unit.builders import FakeHandle, make_node, make_pod
 from tests.unit.plugins.hints import QUEUE, SKIP, hint_for
 

@@ -425,7 +425,7 @@ def test_rows_short_of_resources_get_their_reasons_without_a_per_node_pass(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """When every plugin before NodeResourcesFit judged a row by vector, Fit states its
     reasons for all such rows at once: the same diagnosis, no per-node Fit call."""
-    from kpysched.plugins.node_resources_fit import NodeResourcesFit
+    from kpysched.plugins.node_resources import NodeResourcesFit
 
     def must_not_run(*_: object) -> Status:
         raise AssertionError("NodeResourcesFit.filter ran per node")

@@ -12,8 +12,8 @@ from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
-from kpysched.plugins import node_resources_fit as fit
-from kpysched.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
+from kpysched.plugins.node_resources import fit
+from kpysched.plugins.node_resources.fit import NodeResourcesFit, NodeResourcesFitArgs
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod, make_snapshot
 from tests.unit.plugins.hints import registered
 from tests.unit.plugins.runner import run_filter, run_scores

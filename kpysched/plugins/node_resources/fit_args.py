@@ -7,13 +7,13 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from kpysched.plugins._resource_allocation import ResourceSpec, default_resource_specs
 from kpysched.plugins._shared.args import (
     UtilizationShapePoint,
     invalid,
     qualified_name_errors,
     shape_errors,
 )
+from kpysched.plugins.node_resources.resource_allocation import ResourceSpec, default_resource_specs
 
 LEAST_ALLOCATED = "LeastAllocated"
 MOST_ALLOCATED = "MostAllocated"

@@ -18,7 +18,7 @@ from kpysched.objects.dra import DeviceClass
 from kpysched.objects.extended_resource_classes import implicit_extended_resource_name
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.resource_vectors import Resource as Resources
-from kpysched.plugins.node_resources_fit.fit import PodRequest, fits_request
+from kpysched.plugins.node_resources.fits_request import PodRequest, fits_request
 
 # In-place resize is GA, so a pod scaled down may free room as a deleted one does.
 _POD_EVENT = ClusterEvent(Resource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN)

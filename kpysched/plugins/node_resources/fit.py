@@ -20,7 +20,7 @@ on a node that does not advertise it; DynamicResources allocates it there as dev
 The node hint counts it as available the same way, and a DeviceClass that starts
 mapping a requested name requeues the pod. Named in scoringStrategy.resources, such a
 resource is scored on a node without it in allocatable by the ResourceSlice devices
-the class selects there and how many claims hold (_dra_scoring.py).
+the class selects there and how many claims hold (dra_scoring.py).
 
 Vectorised forms: `filter_vector` and `score_vector` return a value for every
 node of the snapshot (row order), or None when the per-node form must be used.
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -48,23 +48,22 @@ from kpysched.framework.interfaces import (
     RowsScorePlugin,
     VectorReasonsPlugin,
 )
-from kpysched.framework.node_simulation import PodTotals, TotalsColumns
+from kpysched.framework.pod_totals import PodTotals, TotalsColumns
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
-from kpysched.objects.dra import IMPLICIT_EXTENDED_RESOURCE_PREFIX, DeviceClass
+from kpysched.objects.dra import DeviceClass
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._resource_allocation import (
-    ResourceAllocationScorer,
-    least_allocated,
-    least_allocated_vector,
-    most_allocated,
-    most_allocated_vector,
-    requested_to_capacity_ratio,
-    requested_to_capacity_ratio_vector,
+from kpysched.plugins._shared.args import UtilizationShapePoint
+from kpysched.plugins._shared.resource_names import (
+    is_extended_resource_name,
 )
-from kpysched.plugins._shared.args import UtilizationShapePoint, qualified_name_errors
 from kpysched.plugins._shared.shape_score import scaled_shape
-from kpysched.plugins.node_resources_fit.args import (
+from kpysched.plugins.node_resources.dra_scoring import (
+    DraCounts,
+    DraExtendedResources,
+    dra_extended_resources,
+)
+from kpysched.plugins.node_resources.fit_args import (
     LEAST_ALLOCATED,
     MOST_ALLOCATED,
     REQUESTED_TO_CAPACITY_RATIO,
@@ -72,7 +71,8 @@ from kpysched.plugins.node_resources_fit.args import (
     RequestedToCapacityRatioParam,
     ScoringStrategy,
 )
-from kpysched.plugins.node_resources_fit.fit import (
+from kpysched.plugins.node_resources.fit_hints import events
+from kpysched.plugins.node_resources.fits_request import (
     REASON_INSUFFICIENT_CPU,
     REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
     REASON_INSUFFICIENT_MEMORY,
@@ -83,10 +83,15 @@ from kpysched.plugins.node_resources_fit.fit import (
     fits_request,
     fits_usage,
 )
-from kpysched.plugins.node_resources_fit.hints import events
-
-if TYPE_CHECKING:
-    from kpysched.plugins._dra_scoring import DraCounts, DraExtendedResources
+from kpysched.plugins.node_resources.resource_allocation import (
+    ResourceAllocationScorer,
+    least_allocated,
+    least_allocated_vector,
+    most_allocated,
+    most_allocated_vector,
+    requested_to_capacity_ratio,
+    requested_to_capacity_ratio_vector,
+)
 
 __all__ = [
     "LEAST_ALLOCATED", "MOST_ALLOCATED", "NAME", "REASON_INSUFFICIENT_CPU",
@@ -94,8 +99,7 @@ __all__ = [
     "REASON_INSUFFICIENT_PREFIX", "REASON_TOO_MANY_PODS", "REQUESTED_TO_CAPACITY_RATIO", "SPEC",
     "InsufficientResource", "NodeResourcesFit", "NodeResourcesFitArgs",
     "RequestedToCapacityRatioParam", "ScoringStrategy", "UtilizationShapePoint",
-    "dra_extended_resources", "fits_request", "is_dra_extended_resource_name",
-    "is_extended_resource_name", "new",
+    "fits_request", "new",
 ]
 
 NAME = "NodeResourcesFit"
@@ -105,19 +109,6 @@ _PRE_SCORE_KEY = "PreScore" + NAME
 
 BoolArray = npt.NDArray[np.bool_]
 IntArray = npt.NDArray[np.int64]
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """Upstream's IsExtendedResourceName: domain-qualified, outside *kubernetes.io/."""
-    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
-        return False
-    return not qualified_name_errors("requests." + name)
-
-
-def is_dra_extended_resource_name(name: str) -> bool:
-    """Upstream's IsDRAExtendedResourceName: an extended resource name, or an implicit
-    deviceclass.resource.kubernetes.io/<class> one."""
-    return is_extended_resource_name(name) or name.startswith(IMPLICIT_EXTENDED_RESOURCE_PREFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -335,17 +326,6 @@ def new(args: NodeResourcesFitArgs | None, handle: Handle) -> NodeResourcesFit:
     names = [spec.name for spec in args.scoring_strategy.resources]
     return NodeResourcesFit(args, handle.resources.device_class_for_extended_resource,
                             dra_extended_resources(handle, names))
-
-
-def dra_extended_resources(handle: Handle,
-                           scored: Sequence[str]) -> DraExtendedResources | None:
-    """The device counting for scored names a DeviceClass could back; None when no
-    scored name can be one (cpu and memory only: nothing to follow)."""
-    if not any(is_dra_extended_resource_name(name) for name in scored):
-        return None
-    # Imported here: the DRA modules it uses import this plugin's name checks.
-    from kpysched.plugins._dra_scoring import DraExtendedResources
-    return DraExtendedResources(handle.resources, is_dra_extended_resource_name)
 
 
 SPEC = PluginSpec(NAME, NodeResourcesFit, new, NodeResourcesFitArgs)

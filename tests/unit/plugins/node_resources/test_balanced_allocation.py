@@ -11,12 +11,12 @@ import pytest
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code, Status
-from kpysched.plugins import node_resources_balanced_allocation as ba
-from kpysched.plugins._resource_allocation import balanced
-from kpysched.plugins.node_resources_balanced_allocation import (
+from kpysched.plugins.node_resources import balanced_allocation as ba
+from kpysched.plugins.node_resources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
 )
+from kpysched.plugins.node_resources.resource_allocation import balanced
 from tests.unit.builders import (
     FakeHandle,
     NodeBuilder,

@@ -10,14 +10,14 @@ and skips pods that request nothing (they would all pile onto one node).
 `score_vector` returns scores for every snapshot row when at most two
 column-backed resources are configured, else None (use the per-node form).
 A DRA-backed extended resource named in `resources` is counted on devices where the
-node does not advertise it, as NodeResourcesFit scores it (_dra_scoring.py).
+node does not advertise it, as NodeResourcesFit scores it (dra_scoring.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Self
+from typing import ClassVar, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -31,18 +31,19 @@ from kpysched.framework.interfaces import Handle, PreScorePlugin, RowsScorePlugi
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._resource_allocation import (
+from kpysched.plugins._shared.args import invalid
+from kpysched.plugins.node_resources.dra_scoring import (
+    DraCounts,
+    DraExtendedResources,
+    dra_extended_resources,
+)
+from kpysched.plugins.node_resources.resource_allocation import (
     ResourceAllocationScorer,
     ResourceSpec,
     balanced,
     balanced_vector,
     default_resource_specs,
 )
-from kpysched.plugins._shared.args import invalid
-from kpysched.plugins.node_resources_fit import dra_extended_resources
-
-if TYPE_CHECKING:
-    from kpysched.plugins._dra_scoring import DraCounts, DraExtendedResources
 
 NAME = "NodeResourcesBalancedAllocation"
 

@@ -14,9 +14,9 @@ import pytest
 from kpysched.cache.node_info import NodeInfo
 from kpysched.objects import api
 from kpysched.objects import dra as r
-from kpysched.plugins import node_resources_balanced_allocation as balanced
-from kpysched.plugins import node_resources_fit as fit
 from kpysched.plugins.dynamic_resources.tracker import tracker_for
+from kpysched.plugins.node_resources import balanced_allocation as balanced
+from kpysched.plugins.node_resources import dra_scoring, fit
 from tests.unit.builders import FakeHandle, make_node, make_pod
 from tests.unit.plugins.dra_allocator_builders import (
     ALL_NODES,
@@ -169,7 +169,7 @@ def test_balanced_allocation_scores_devices_beside_cpu() -> None:
 
 def test_no_counting_without_a_scored_extended_resource() -> None:
     """Default resources (cpu, memory): nothing to follow, no claim tracking."""
-    assert fit.dra_extended_resources(FakeHandle(), ["cpu", "memory"]) is None  # type: ignore[arg-type]
+    assert dra_scoring.dra_extended_resources(FakeHandle(), ["cpu", "memory"]) is None  # type: ignore[arg-type]
 
 
 def test_allocations_in_flight_count_as_upstreams_shared_dra_manager_does() -> None:

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from kpysched.framework.interfaces import ResourceListers
+from kpysched.framework.interfaces import Handle, ResourceListers
 from kpysched.objects import api
 from kpysched.objects.dra import Device, DeviceClass, ResourceSlice
+from kpysched.plugins._shared.resource_names import is_dra_extended_resource_name
 from kpysched.plugins.dynamic_resources.capacity import DeviceID
 from kpysched.plugins.dynamic_resources.cel import CelCache, SelectorError
 from kpysched.plugins.dynamic_resources.pools import NodeSelectionError, node_matches
@@ -152,3 +153,12 @@ class DraExtendedResources:
             return None
         return DraCounts(self._tracker.allocated(), self._listers.resource_slices.values(),
                          class_for, self._cel)
+
+
+def dra_extended_resources(handle: Handle,
+                           scored: Sequence[str]) -> DraExtendedResources | None:
+    """The device counting for scored names a DeviceClass could back; None when no
+    scored name can be one (cpu and memory only: nothing to follow)."""
+    if not any(is_dra_extended_resource_name(name) for name in scored):
+        return None
+    return DraExtendedResources(handle.resources, is_dra_extended_resource_name)

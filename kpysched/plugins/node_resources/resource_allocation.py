@@ -35,9 +35,9 @@ from kpysched.objects.resource_vectors import (
     Resource,
     is_scalar_resource,
 )
-from kpysched.plugins._row_scores import RowScores
 from kpysched.plugins._shared.go_math import go_div, round_ratio
 from kpysched.plugins._shared.shape_score import MAX_UTILIZATION, ShapePoint, broken_linear
+from kpysched.plugins.node_resources.row_scores import RowScores
 
 IntArray = npt.NDArray[np.int64]
 Scorer = Callable[[Sequence[int], Sequence[int], Sequence[int]], int]
@@ -250,7 +250,7 @@ def balanced_vector(requested: IntArray, allocated: IntArray, allocatable: IntAr
 
 
 class DeviceTotals(Protocol):
-    """Devices backing extended resources (kpysched.plugins._dra_scoring.DraCounts)."""
+    """Devices backing extended resources (node_resources.dra_scoring.DraCounts)."""
 
     def totals(self, node: api.Node, resource_name: str) -> tuple[int, int]:
         """(capacity, allocated) on the node; (0, 0) when nothing backs the name."""

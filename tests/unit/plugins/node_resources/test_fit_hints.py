@@ -16,7 +16,7 @@ from kpysched.framework.cluster_events import (
 )
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins import node_resources_fit as fit
+from kpysched.plugins.node_resources import fit
 from tests.unit.builders import FakeHandle, make_node, make_pod
 from tests.unit.plugins.hints import ERROR, QUEUE, SKIP, Expected, check, hint_for
 

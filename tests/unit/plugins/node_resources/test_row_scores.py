@@ -1,4 +1,4 @@
-"""Kept row scores (plugins/_row_scores.py) against scoring afresh: NodeResourcesFit's
+"""Kept row scores (plugins/node_resources/row_scores.py) against scoring afresh: NodeResourcesFit's
 strategies and BalancedAllocation over cycles that change some nodes, narrow to
 random windows of rows, alternate pod shapes, rebuild the node order and add nodes."""
 
@@ -12,11 +12,11 @@ import pytest
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
-from kpysched.plugins.node_resources_balanced_allocation import (
+from kpysched.plugins.node_resources.balanced_allocation import (
     NodeResourcesBalancedAllocation,
     NodeResourcesBalancedAllocationArgs,
 )
-from kpysched.plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
+from kpysched.plugins.node_resources.fit import NodeResourcesFit, NodeResourcesFitArgs
 from tests.unit.builders import make_node, make_pod, make_snapshot
 
 SHAPE = [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]
