@@ -17,6 +17,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Final
 
 import structlog
@@ -316,3 +317,17 @@ def bind(host: str, port: int, *, reuse_address: bool, reuse_port: bool) -> sock
 def _nothing() -> None:
     return None
 
+
+
+def bind_unix(path: Path) -> socket.socket:
+    """A listening Unix socket at `path`, readable and writable by this user only; its
+    directory's permissions are what keep other users out (kpysched.serving.trusted)."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(path))
+        path.chmod(0o600)
+        sock.listen(_BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    return sock

@@ -20,25 +20,33 @@ Checks run on every probe inside the event loop: they must be cheap and synchron
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 import structlog
+from aiohttp import typedefs as aiohttp_typedefs
 from aiohttp import web
 
 from kpysched.cache.dump import PATH as CACHE_PATH
 from kpysched.decisions import api as decisions_api
 from kpysched.decisions.endpoint import PATH_PREFIX
 from kpysched.metrics import CONTENT_TYPE, SchedulerMetrics
-from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, cpu_budget
+from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, backend, cpu_budget
 from kpysched.serving.access import USER, Handler
 from kpysched.serving.authz import AuthorizationError
+from kpysched.serving.front_process import FrontProcess, FrontSpec
 from kpysched.serving.limits import ServingLimits, raise_open_files_limit
-from kpysched.serving.listener import Listener, bind
+from kpysched.serving.listener import Listener, bind, bind_unix
+from kpysched.serving.metrics import BackendMetrics
 from kpysched.serving.published import INTERVAL_SECONDS as PUBLISHED_INTERVAL_SECONDS
 from kpysched.serving.reload import CHECK_INTERVAL_SECONDS, TlsReloader
 
@@ -98,6 +106,11 @@ class ServerConfig:
     # How often the client CA and front-proxy settings taken from the cluster's
     # configmap are read again.
     published_check_seconds: float = PUBLISHED_INTERVAL_SECONDS
+    # Set: serve on this Unix socket, behind the front process that owns the secure
+    # port (kpysched.serving.front): no TLS, no authentication of its own; the front's
+    # headers (kpysched.serving.trusted) say who asks. bind_address, port, tls and
+    # access are then the front's.
+    backend_socket: Path | None = None
 
 
 class Server:
@@ -117,23 +130,53 @@ class Server:
         """`decisions` (a pod's decision records as JSON, read on the server's thread, so
         thread-safe) serves /debug/decisions; `cache_dump` (a future of the dump, taken
         on the scheduler's loop) serves /debug/cache. None serves no such path."""
-        self._config = config
-        self._metrics = metrics
-        self._runner: web.AppRunner | None = None
-        self._port: int | None = None
-        self._access: AccessControl | None = None
-        self._listener: Listener | None = None
-        self._tls: TlsReloader | None = None
-        app = web.Application(middlewares=[self._deadlines, self._guard])
+        self._setup(config, metrics)
+        app = self._app
         for endpoint, checks in zip(ENDPOINTS, (healthz, livez, readyz), strict=True):
-            _install(app, endpoint, (PING, *checks), self._may_read_reasons)
+            _install(app, endpoint, (PING, *checks), self.may_read_reasons)
         app.router.add_get("/metrics", self._serve_metrics)
         if decisions is not None:
             app.router.add_get(PATH_PREFIX + "/{namespace}/{pod}", _decisions(decisions))
             decisions_api.install(app, decisions)
         if cache_dump is not None:
             app.router.add_get(CACHE_PATH, _cache(cache_dump))
-        self._app = app
+
+    def _setup(self, config: ServerConfig, metrics: SchedulerMetrics | None,
+               outermost: Sequence[Middleware] = ()) -> None:
+        self._config = config
+        self._metrics = metrics
+        # Set when serving behind the front process (behind_front).
+        self.backend_metrics: BackendMetrics | None = None
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+        self._access: AccessControl | None = None
+        self._listener: Listener | None = None
+        self._tls: TlsReloader | None = None
+        self._app = web.Application(middlewares=[*outermost, self._deadlines, self._guard])
+
+    @classmethod
+    def front(cls, config: ServerConfig, handler: Callable[[Server], Handler],
+              outermost: Middleware) -> Server:
+        """The secure port of the front process: the same TLS, authentication,
+        authorization, limits and reloading as in-process, with every authorized
+        request handed to `handler(server)` (kpysched.serving.forward) and every
+        response seen by `outermost`."""
+        server = cls.__new__(cls)
+        server._setup(config, None, (outermost,))
+        server._app.router.add_route("*", "/{tail:.*}", handler(server))
+        return server
+
+    @property
+    def config(self) -> ServerConfig:
+        return self._config
+
+    def behind_front(self, socket_path: Path) -> None:
+        """Serve on `socket_path` for the front process instead of on the port
+        (before start())."""
+        if self._runner is not None:
+            raise RuntimeError("server already started")
+        self._config = replace(self._config, backend_socket=socket_path)
+        self.backend_metrics = BackendMetrics()
 
     @property
     def port(self) -> int:
@@ -144,20 +187,16 @@ class Server:
 
     @property
     def url(self) -> str:
-        scheme = "https" if self._config.tls is not None else "http"
-        host = self._config.bind_address
-        if host in ("0.0.0.0", "::", ""):
-            host = "127.0.0.1"
-        elif ":" in host:
-            host = f"[{host}]"
-        return f"{scheme}://{host}:{self.port}"
+        return _url(self._config, self.port)
 
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("server already started")
         config = self._config
         # Built on the serving loop: its API clients belong to that loop.
-        access = None if config.access is None else await AccessControl.open(config.access)
+        behind_front = config.backend_socket is not None
+        access = None if config.access is None or behind_front \
+            else await AccessControl.open(config.access)
         limits = config.limits
         raise_open_files_limit()  # kpysched.cli did at start; here for embedders and tests
         # keepalive_timeout is the idle deadline; aiohttp's per-line limits are raised to
@@ -169,13 +208,14 @@ class Server:
                                max_headers=limits.max_header_bytes // 4)
         listener: Listener | None = None
         try:
-            tls = None if config.tls is None else TlsReloader.open(
+            tls = None if config.tls is None or behind_front else TlsReloader.open(
                 config.tls, config.bind_address, access, config.access)
             ssl_context = None if tls is None else tls.context
             await runner.setup()
             assert runner.server is not None
-            sock = bind(config.bind_address, config.port, reuse_address=config.reuse_address,
-                        reuse_port=config.reuse_port)
+            sock = bind_unix(config.backend_socket) if config.backend_socket is not None \
+                else bind(config.bind_address, config.port,
+                          reuse_address=config.reuse_address, reuse_port=config.reuse_port)
             listener = Listener(sock, runner.server, ssl_context, limits)
             listener.start()
         except BaseException:
@@ -192,6 +232,10 @@ class Server:
         self._runner = runner
         self._listener = listener
         self._tls = tls
+        if behind_front:
+            self._port = 0
+            log.info("server.listening_for_front", socket=str(config.backend_socket))
+            return
         self._port = int(sock.getsockname()[1])
         log.info("server.listening", address=config.bind_address, port=self._port,
                  tls=ssl_context is not None, authentication=access is not None,
@@ -205,6 +249,8 @@ class Server:
         if self._listener is not None:
             await self._listener.close()
             self._listener = None
+            if self._config.backend_socket is not None:
+                self._config.backend_socket.unlink(missing_ok=True)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -215,17 +261,22 @@ class Server:
 
     @property
     def metrics(self) -> SchedulerMetrics:
+        if self._metrics is None:
+            raise RuntimeError("the front's server keeps no scheduler metrics")
         return self._metrics
 
     @property
     def open_connections(self) -> int:
         return 0 if self._listener is None else self._listener.open_connections
 
-    async def _may_read_reasons(self, request: web.Request, endpoint: str,
-                                names: Sequence[str]) -> set[str]:
+    async def may_read_reasons(self, request: web.Request, endpoint: str,
+                               names: Sequence[str]) -> set[str]:
         """The failed checks whose reasons this caller may read: those whose own path
         (/<endpoint>/<name>, which states the reason) it is authorised to GET. Without
-        access control every path is open, so every reason is."""
+        access control every path is open, so every reason is. Behind the front, the
+        front answers (kpysched.serving.trusted.READABLE_ASKED)."""
+        if self._config.backend_socket is not None:
+            return backend.readable_reasons(request, names)
         if self._access is None:
             return set(names)
         user = request.get(USER)
@@ -257,6 +308,9 @@ class Server:
     async def _guard(self, request: web.Request,
                      handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
                      ) -> web.StreamResponse:
+        if self._config.backend_socket is not None:
+            assert self.backend_metrics is not None
+            return await backend.trusted(request, handler, self.backend_metrics)
         if self._access is None:
             return await handler(request)
         return await self._access.middleware(request, handler)
@@ -269,10 +323,14 @@ class Server:
         await self.stop()
 
     async def _serve_metrics(self, _: web.Request) -> web.Response:
-        return web.Response(body=self._metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+        body = self.metrics.render()
+        if self.backend_metrics is not None:
+            body += self.backend_metrics.render()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
 
 
 DecisionLookup = decisions_api.DecisionLookup
+Middleware = aiohttp_typedefs.Middleware
 CacheDump = Callable[[], Awaitable[dict[str, Any]]]
 # Longer than any scheduling cycle: the dump waits for the loop to be free.
 CACHE_DUMP_TIMEOUT_SECONDS: Final = 10.0
@@ -411,22 +469,43 @@ class ServerThread:
     thread the server still answers, so /livez reports the stall with a reason
     instead of timing out, and /metrics stays scrapeable. Checks and scrape hooks
     only read plain counters and lengths, which is safe under the GIL.
+
+    With TLS (the secure port), the port itself belongs to a front process
+    (kpysched.serving.front) that does TLS, authentication and authorization, so a
+    flood of unauthenticated requests never takes the GIL from the scheduling loop;
+    this thread then serves the front's authorized requests on a Unix socket in a
+    private directory. `front_command` replaces how the front is run (tests).
+    Without TLS (--insecure-serving: loopback plain HTTP) the thread serves the port.
     """
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, *,
+                 front_command: Sequence[str] | None = None) -> None:
         self._server = server
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._started = threading.Event()
         self._error: BaseException | None = None
+        self._front_command = front_command
+        self._front: FrontProcess | None = None
+        self._socket_directory: Path | None = None
+        self._public = server.config
 
     @property
     def port(self) -> int:
-        return self._server.port
+        return self._server.port if self._front is None else self._front.port
 
     @property
     def url(self) -> str:
-        return self._server.url
+        return _url(self._public, self.port)
+
+    @property
+    def front_pid(self) -> int | None:
+        """The front process's pid; None when the port is served on this thread."""
+        return None if self._front is None else self._front.pid
+
+    @property
+    def backend_metrics(self) -> BackendMetrics | None:
+        return self._server.backend_metrics
 
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
@@ -439,6 +518,8 @@ class ServerThread:
             loop.close()
             return
         self._started.set()
+        # Behind the front only authorized callers reach this thread, yet a scrape of
+        # a large registry or a busy /debug client still costs the loop the GIL.
         governor = loop.create_task(cpu_budget.enforce(
             cpu_budget.CpuBudget(), self._server.metrics.serving_throttled))
         try:
@@ -449,14 +530,64 @@ class ServerThread:
             loop.close()
 
     def start(self, timeout: float = 10.0) -> None:
+        if self._public.tls is not None:
+            # mkdtemp makes it 0700: only this user can reach the socket inside, which
+            # is what lets the backend trust the front's headers (serving.trusted).
+            self._socket_directory = Path(tempfile.mkdtemp(prefix="kpysched-serving-"))
+            self._server.behind_front(self._socket_directory / BACKEND_SOCKET_NAME)
         self._thread = threading.Thread(target=self._run, name="kpysched-http", daemon=True)
         self._thread.start()
         if not self._started.wait(timeout):
             raise RuntimeError(f"the HTTP server did not start within {timeout:.0f}s")
         if self._error is not None:
+            self._remove_socket_directory()
             raise self._error
+        if self._socket_directory is not None:
+            metrics = self._server.backend_metrics
+            assert metrics is not None
+            front = FrontProcess(
+                FrontSpec(self._public, self._socket_directory / BACKEND_SOCKET_NAME,
+                          os.getpid(), *_log_settings()),
+                metrics, self._front_command)
+            try:
+                front.start()
+            except BaseException:
+                self.stop(timeout)
+                raise
+            self._front = front
 
     def stop(self, timeout: float = 10.0) -> None:
+        if self._front is not None:
+            self._front.stop()
+            self._front = None
         if self._loop is not None and self._thread is not None and self._thread.is_alive():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout)
+        self._remove_socket_directory()
+
+    def _remove_socket_directory(self) -> None:
+        if self._socket_directory is not None:
+            shutil.rmtree(self._socket_directory, ignore_errors=True)
+            self._socket_directory = None
+
+
+BACKEND_SOCKET_NAME: Final = "backend.sock"
+
+
+def _url(config: ServerConfig, port: int) -> str:
+    scheme = "https" if config.tls is not None else "http"
+    host = config.bind_address
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}:{port}"
+
+
+def _log_settings() -> tuple[str, str]:
+    """The level and format this process logs with, for the front to log alike."""
+    level = structlog.get_logger().bind().get_effective_level()
+    names = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warning"}
+    processors = structlog.get_config()["processors"]
+    json_format = any(isinstance(p, structlog.processors.JSONRenderer) for p in processors)
+    return names.get(level, "error"), "json" if json_format else "console"
