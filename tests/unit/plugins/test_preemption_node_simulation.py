@@ -1,4 +1,4 @@
-"""Preemption's dry run without clones (framework/node_simulation.py's TotalsNode) must
+"""Preemption's dry run without clones (framework/runtime/node_simulation.py's TotalsNode) must
 pick the same victims as upstream's way with a cloned node, and must be used only
 when every Filter still running allows it."""
 
@@ -11,16 +11,16 @@ from hypothesis import strategies as st
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.node_simulation import (
+from kpysched.framework.runtime import Framework
+from kpysched.framework.runtime.node_simulation import (
     ClonedNode,
     TotalsChain,
     TotalsNode,
     can_use_totals,
 )
-from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins import default_preemption as dp
+from kpysched.plugins.default_preemption import plugin as dp
 from tests.unit.plugins.test_default_preemption import FIT, cluster, pdb, pod, setup
 
 PRIORITIES = (-100, 0, 100, 1000)

@@ -15,11 +15,11 @@ import numpy.typing as npt
 
 from kpysched.decisions.record import PluginScores, compact
 from kpysched.framework import interfaces as fw
-from kpysched.framework import node_simulation
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.guard import plugin_raised
-from kpysched.framework.instrumented import Instrumented
 from kpysched.framework.pod_totals import PodTotals
+from kpysched.framework.runtime import node_simulation
+from kpysched.framework.runtime.guard import plugin_raised
+from kpysched.framework.runtime.instrumented import Instrumented
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
 from kpysched.scheduling.cooperative import give_loop_a_turn, paused_seconds

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
-    from kpysched.framework.scheduling_points import SchedulingPoints
+    from kpysched.framework.runtime.scheduling_points import SchedulingPoints
     from kpysched.objects import api, coscheduling
     from kpysched.objects.scheduling import PodGroup
 

@@ -1,7 +1,7 @@
 """What every extension-point runner shares: the profile's plugins by point, and the
 timing of points and plugins for the metrics.
 
-Framework (runtime.py) builds the plugins; SchedulingPoints (scheduling_points.py)
+Framework (framework.py) builds the plugins; SchedulingPoints (scheduling_points.py)
 and BindingPoints (binding_points.py) run them, each over these attributes.
 """
 
@@ -13,8 +13,8 @@ from typing import Protocol
 
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.runtime.waiting import PodInPreBind, WaitingPod
 from kpysched.framework.status import Status
-from kpysched.framework.waiting import PodInPreBind, WaitingPod
 
 
 class MetricsSink(Protocol):

@@ -12,10 +12,10 @@ from typing import cast
 
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.guard import plugin_raised
-from kpysched.framework.instrumented import Instrumented
+from kpysched.framework.runtime.guard import plugin_raised
+from kpysched.framework.runtime.instrumented import Instrumented
+from kpysched.framework.runtime.waiting import PodInPreBind, WaitingPod
 from kpysched.framework.status import SUCCESS, Code, Status
-from kpysched.framework.waiting import PodInPreBind, WaitingPod
 from kpysched.objects.durations import go_duration
 from kpysched.objects.pod import PodInfo
 

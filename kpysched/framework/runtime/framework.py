@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from kpysched.framework import interfaces as fw
-from kpysched.framework.binding_points import BindingPoints
 from kpysched.framework.cluster_events import (
     EVERYTHING,
     ActionType,
@@ -23,13 +22,14 @@ from kpysched.framework.cluster_events import (
     Resource,
     with_hints,
 )
-from kpysched.framework.guard import plugin_raised
-from kpysched.framework.handle import ProfileHandle
-from kpysched.framework.instrumented import MetricsSink
 from kpysched.framework.registry import PluginSpec
-from kpysched.framework.scheduling_points import SchedulingPoints
+from kpysched.framework.runtime.binding_points import BindingPoints
+from kpysched.framework.runtime.guard import plugin_raised
+from kpysched.framework.runtime.handle import ProfileHandle
+from kpysched.framework.runtime.instrumented import MetricsSink
+from kpysched.framework.runtime.scheduling_points import SchedulingPoints
+from kpysched.framework.runtime.waiting import PodInPreBind, WaitingPod
 from kpysched.framework.status import SUCCESS, Status
-from kpysched.framework.waiting import PodInPreBind, WaitingPod
 from kpysched.objects.pod import PodInfo
 
 # Only plugins at these points can reject a pod, so only their registrations count

@@ -1,4 +1,4 @@
-"""Framework (framework/runtime.py) against upstream's frameworkImpl
+"""Framework (framework/runtime/framework.py) against upstream's frameworkImpl
 (pkg/scheduler/framework/runtime/framework.go, waiting_pods_map.go)."""
 
 from __future__ import annotations

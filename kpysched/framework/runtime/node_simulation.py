@@ -31,8 +31,8 @@ import numpy.typing as npt
 
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.guard import plugin_raised
 from kpysched.framework.pod_totals import PodTotals, TotalsColumns
+from kpysched.framework.runtime.guard import plugin_raised
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
 

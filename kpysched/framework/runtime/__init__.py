@@ -1,0 +1,22 @@
+"""The engine that runs one profile's plugins at each extension point (upstream's
+framework/runtime).
+
+- framework.py: Framework, built from a ProfileSpec and the registry; checks the
+  profile and holds the plugins by point. Importers use `Framework`, `ProfileSpec`
+  and `FrameworkError` from this package.
+- scheduling_points.py, binding_points.py: the runners of the scheduling and the
+  binding cycle's points; instrumented.py: what they share (the plugin lists and
+  the timing of points and plugins for the metrics).
+- node_simulation.py: preemption's simulated nodes (clones, or pod totals).
+- handle.py: ProfileHandle, the Handle a plugin receives; waiting.py: pods waiting
+  at Permit or in PreBind; guard.py: a plugin that raises becomes an Error status.
+
+May import: the contract (kpysched.framework's own modules), objects/, cache/ (types),
+decisions/record (score records) and scheduling/cooperative (yielding the loop in
+long passes). Never a plugin, never the API transport. The contract never imports
+this package.
+"""
+
+from kpysched.framework.runtime.framework import Framework, FrameworkError, ProfileSpec
+
+__all__ = ["Framework", "FrameworkError", "ProfileSpec"]
