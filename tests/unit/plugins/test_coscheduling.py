@@ -13,7 +13,7 @@ from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Code
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs
-from kpysched.plugins import coscheduling
+from kpysched.plugins.coscheduling import plugin as coscheduling
 from kpysched.plugins.coscheduling.args import CoschedulingArgs
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod
 

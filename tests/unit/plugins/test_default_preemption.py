@@ -34,8 +34,8 @@ from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins import IN_TREE
-from kpysched.plugins import default_preemption as dp
 from kpysched.plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
+from kpysched.plugins.default_preemption import plugin as dp
 from kpysched.plugins.default_preemption.selection import Candidate, pod_start_nanos
 from tests.unit.builders import (
     FakeHandle,

@@ -19,15 +19,15 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins import inter_pod_affinity as ipa
-from kpysched.plugins.inter_pod_affinity import (
+from kpysched.plugins.inter_pod_affinity import plugin as ipa
+from kpysched.plugins.inter_pod_affinity.filtering import PreFilterState, compute_state
+from kpysched.plugins.inter_pod_affinity.plugin import (
     REASON_AFFINITY,
     REASON_ANTI_AFFINITY,
     REASON_EXISTING_ANTI_AFFINITY,
     InterPodAffinity,
     InterPodAffinityArgs,
 )
-from kpysched.plugins.inter_pod_affinity.filtering import PreFilterState, compute_state
 from tests.unit.builders import FakeHandle, make_node, make_snapshot
 from tests.unit.plugins.hints import registered
 

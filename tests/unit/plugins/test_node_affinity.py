@@ -9,8 +9,8 @@ from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import PreFilterResult
 from kpysched.framework.status import Code, Status
-from kpysched.plugins import node_affinity as na
 from kpysched.plugins.node_affinity import NodeAffinity, NodeAffinityArgs
+from kpysched.plugins.node_affinity import plugin as na
 from tests.unit.builders import FakeHandle, PodBuilder, expr, make_node, make_pod, term
 from tests.unit.plugins.hints import registered
 from tests.unit.plugins.runner import run_filter, run_scores

@@ -8,8 +8,8 @@ import pytest
 from kpysched.framework.cluster_events import NODE_ADD
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins import node_affinity as na
 from kpysched.plugins.node_affinity import NodeAffinityArgs
+from kpysched.plugins.node_affinity import plugin as na
 from tests.unit.builders import FakeHandle, expr, make_node, make_pod, term
 from tests.unit.plugins.hints import ERROR, QUEUE, SKIP, Expected, check, hint_for
 

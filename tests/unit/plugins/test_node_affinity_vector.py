@@ -29,8 +29,8 @@ from kpysched.framework.status import Code
 from kpysched.objects import api
 from kpysched.objects.labels import node_selector_term_matches
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins import node_affinity as na
 from kpysched.plugins.node_affinity import masks
+from kpysched.plugins.node_affinity import plugin as na
 from kpysched.scheduling.algorithm import Algorithm
 from tests.unit.builders import FakeHandle, expr, make_node, make_pod, make_snapshot, term
 from tests.unit.framework.fake_plugins import build

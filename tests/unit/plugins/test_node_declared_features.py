@@ -23,8 +23,8 @@ from kpysched.framework.cluster_events import (
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code, Status
 from kpysched.objects import api
-from kpysched.plugins import node_declared_features as ndf
 from kpysched.plugins.node_declared_features import features as ft
+from kpysched.plugins.node_declared_features import plugin as ndf
 from kpysched.scheduling.event_handlers import node_update_event
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod
 from tests.unit.plugins.hints import registered

@@ -18,8 +18,8 @@ from kpysched.framework.cluster_events import (
 )
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins import node_declared_features as ndf
 from kpysched.plugins.node_declared_features import features as ft
+from kpysched.plugins.node_declared_features import plugin as ndf
 from tests.unit.builders import make_node, make_pod
 from tests.unit.plugins.hints import ERROR, QUEUE, SKIP, Expected, check, hint_for
 

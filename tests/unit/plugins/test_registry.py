@@ -56,6 +56,18 @@ def test_module_shape(name: str, module: str) -> None:
     assert all(r.event.resource for r in with_hints(instance.events_to_register()))
 
 
+@pytest.mark.parametrize(("name", "module"), MODULES.items())
+def test_plugin_class_lives_in_one_shape(name: str, module: str) -> None:
+    """A package plugin keeps its class in <name>/plugin.py, a single-file one in
+    <name>.py (DESIGN.md); node_resources holds two, as upstream's noderesources."""
+    plugin_module = importlib.import_module(f"kpysched.plugins.{module}")
+    where = IN_TREE[name].plugin_class.__module__
+    if hasattr(plugin_module, "__path__"):
+        assert where == f"kpysched.plugins.{module}.plugin"
+    else:
+        assert where == f"kpysched.plugins.{module}"
+
+
 def test_default_weights() -> None:
     assert DEFAULT_WEIGHTS == {"TaintToleration": 3, "NodeAffinity": 2, "PodTopologySpread": 2,
                                "NodeResourcesFit": 1,

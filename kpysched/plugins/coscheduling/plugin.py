@@ -1,0 +1,279 @@
+"""Coscheduling (scheduler-plugins' plugin of that name): the pods of a PodGroup
+(scheduling.x-k8s.io/v1alpha1, joined with the label scheduling.x-k8s.io/pod-group)
+are placed together, at least minMember of them, or none.
+
+kpysched runs every group through its pod-group scheduling cycle (pod_group_cycle.py):
+all waiting members are tried in one snapshot and bound only when minMember fit, so
+no member holds resources while its group waits. The plugin supplies the policy:
+
+- QueueSort orders by priority, then by the PodGroup's creation time (a plain pod's
+  first attempt), then by name, so groups are not interleaved.
+- PreEnqueue holds a member, without an event, until its PodGroup exists and it has
+  minMember members that are not scheduling-gated.
+- PreFilter turns the group away while the cluster lacks its minResources.
+- Permit counts the placed members of the cycle's copy of the group: Wait until
+  minMember are placed (for scheduleTimeoutSeconds, else permitWaitingTimeSeconds),
+  then Success for the one that completes it, which lets the others through.
+
+Where the texts are scheduler-plugins' own, they are kept.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Sequence
+from datetime import datetime
+from typing import ClassVar
+
+import structlog
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.pod_groups import coscheduling_group_name
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+    Resource,
+    objects_as,
+)
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.interfaces import (
+    Handle,
+    PermitPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    QueuedPodInfo,
+    QueueSortPlugin,
+)
+from kpysched.framework.registry import PluginSpec
+from kpysched.framework.status import SUCCESS, Code, Status
+from kpysched.objects.coscheduling import PodGroup
+from kpysched.objects.pod import PodInfo
+from kpysched.objects.quantity import QuantityError
+from kpysched.plugins.coscheduling import capacity
+from kpysched.plugins.coscheduling.args import (
+    DEFAULT_REJECT_PERCENTAGE,
+    CoschedulingArgs,
+)
+
+NAME = "Coscheduling"
+# scheduler-plugins' DefaultWaitTime, when neither the group nor the args set one.
+DEFAULT_WAIT_SECONDS = 60
+
+log = structlog.get_logger(__name__)
+
+# Queue timestamps are monotonic; PodGroups carry wall-clock times.
+_WALL_MINUS_MONOTONIC = time.time() - time.monotonic()
+
+
+def not_found(namespace: str, name: str) -> str:
+    return f'PodGroup "{namespace}/{name}" not found'
+
+
+def too_few_members(pod: PodInfo, members: int, min_member: int) -> str:
+    # scheduler-plugins' PreFilter text.
+    return (f"pre-filter pod {pod.pod.metadata.name} cannot find enough sibling pods, "
+            f"current pods number: {members}, minMember of group: {min_member}")
+
+
+def gated_members(pod: PodInfo) -> str:
+    return (f"pre-filter pod {pod.pod.metadata.name} cannot proceed due to gated pods in "
+            "the same PodGroup")
+
+
+def waiting_for_quorum(namespace: str, name: str, min_member: int) -> str:
+    return f"waiting for {min_member} pods of PodGroup {namespace}/{name} to be placed"
+
+
+@functools.lru_cache(maxsize=4096)  # QueueSort asks on every heap comparison
+def _epoch(timestamp: str | None) -> float | None:
+    if not timestamp:
+        return None
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _same_group(pod: PodInfo, other: PodInfo) -> bool:
+    name = coscheduling_group_name(pod.pod)
+    return (name is not None and pod.namespace == other.namespace
+            and name == coscheduling_group_name(other.pod))
+
+
+def schedulable_after_pod_added(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """A new member may complete its group's minMember."""
+    _, added = objects_as(PodInfo, old, new)
+    return QueueingHint.QUEUE if added is not None and _same_group(pod, added) \
+        else QueueingHint.QUEUE_SKIP
+
+
+def schedulable_after_own_relabel(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """The held member itself moved to another group (its label changed): that group,
+    not the one that held it, decides now."""
+    before, after = objects_as(PodInfo, old, new)
+    if (before is None or after is None or after.uid != pod.uid
+            or coscheduling_group_name(before.pod) == coscheduling_group_name(after.pod)):
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
+
+
+def schedulable_after_pod_group_change(pod: PodInfo, old: object,
+                                       new: object) -> QueueingHint:
+    """The member's own PodGroup appeared, or its spec changed (status writes do not
+    help anyone)."""
+    before, after = objects_as(PodGroup, old, new)
+    if (after is None or pod.namespace != after.metadata.namespace
+            or coscheduling_group_name(pod.pod) != after.metadata.name):
+        return QueueingHint.QUEUE_SKIP
+    if before is not None and before.spec == after.spec:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
+
+
+def _always(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    return QueueingHint.QUEUE
+
+
+# A member rejected by this plugin is one that fit but whose group did not: what can
+# make the group fit is what can make any pod fit. Coarse on purpose: the members that
+# did not fit are woken by their own rejecting plugins' precise hints anyway.
+#
+# A new member arrives unscheduled; bindings (assigned pods added, thousands a minute
+# when busy) cannot help a group and are not even offered to its hints.
+_EVENTS = (
+    ClusterEventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD),
+                         schedulable_after_pod_added),
+    ClusterEventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.UPDATE_POD_LABEL),
+                         schedulable_after_own_relabel),
+    ClusterEventWithHint(ClusterEvent(Resource.COSCHEDULING_POD_GROUP,
+                                      ActionType.ADD | ActionType.UPDATE),
+                         schedulable_after_pod_group_change),
+    # Changes that can give a pod room (not conditions or annotations: a Ready node's
+    # heartbeat must not retry every failed group).
+    ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD
+                                      | ActionType.UPDATE_NODE_ALLOCATABLE
+                                      | ActionType.UPDATE_NODE_LABEL
+                                      | ActionType.UPDATE_NODE_TAINT), _always),
+    # Room freed on a node: a pod on it deleted (or finished).
+    ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE), _always),
+)
+
+
+class Coscheduling(QueueSortPlugin, PreEnqueuePlugin, PreFilterPlugin, PermitPlugin):
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: CoschedulingArgs, handle: Handle) -> None:
+        self._args = args
+        self._handle = handle
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        return _EVENTS
+
+    def _group(self, pod: PodInfo) -> tuple[str | None, PodGroup | None]:
+        name = coscheduling_group_name(pod.pod)
+        if name is None:
+            return None, None
+        return name, self._handle.coscheduling_pod_group(pod.namespace, name)
+
+    # --- QueueSort ---------------------------------------------------------------------
+
+    def _since(self, queued: QueuedPodInfo) -> float:
+        _, group = self._group(queued.pod_info)
+        created = _epoch(group.metadata.creation_timestamp) if group is not None else None
+        if created is not None:
+            return created
+        first = queued.initial_attempt_timestamp
+        return (first if first is not None else queued.timestamp) + _WALL_MINUS_MONOTONIC
+
+    @staticmethod
+    def _order_key(queued: QueuedPodInfo) -> str:
+        pod = queued.pod_info
+        name = coscheduling_group_name(pod.pod)
+        return f"{pod.namespace}/{name if name is not None else pod.pod.metadata.name}"
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        first, second = a.pod_info.priority, b.pod_info.priority
+        if first != second:
+            return first > second
+        since_a, since_b = self._since(a), self._since(b)
+        if since_a != since_b:
+            return since_a < since_b
+        return self._order_key(a) < self._order_key(b)
+
+    # --- PreEnqueue ----------------------------------------------------------------------
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        name, group = self._group(pod)
+        if name is None:
+            return SUCCESS
+        if group is None:
+            return Status.unresolvable(not_found(pod.namespace, name), plugin=NAME)
+        members = self._handle.pod_group_state(None, pod.namespace, name).all_pods()
+        min_member = group.spec.min_member
+        if len(members) < min_member:
+            return Status.unresolvable(too_few_members(pod, len(members), min_member),
+                                       plugin=NAME)
+        gated = sum(1 for member in members if member.pod.spec.scheduling_gates)
+        if len(members) - gated < min_member:
+            return Status.unresolvable(gated_members(pod), plugin=NAME)
+        return SUCCESS
+
+    # --- PreFilter -----------------------------------------------------------------------
+
+    def pre_filter(self, state: CycleState, pod: PodInfo,
+                   nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status]:
+        name, group = self._group(pod)
+        if name is None or group is None or not group.spec.min_resources:
+            return None, SUCCESS
+        try:
+            need = capacity.wanted(group.spec.min_resources, group.spec.min_member)
+        except QuantityError as error:
+            return None, Status.unresolvable(
+                f"PodGroup {pod.namespace}/{name} has an invalid minResources: {error}",
+                plugin=NAME)
+        placed = self._handle.pod_group_state(state, pod.namespace, name).placed_pods()
+        missing = capacity.shortfall(need, nodes, placed)
+        if missing:
+            return None, Status.unresolvable(
+                f"PodGroup {pod.namespace}/{name} needs more than the cluster has free "
+                f"(minResources and minMember pods); short of {capacity.describe(missing)}",
+                plugin=NAME)
+        return None, SUCCESS
+
+    # --- Permit --------------------------------------------------------------------------
+
+    def permit(self, state: CycleState, pod: PodInfo, node_name: str) -> tuple[Status, float]:
+        name, group = self._group(pod)
+        if name is None:
+            return SUCCESS, 0.0
+        if group is None:
+            return Status.unschedulable("PodGroup not found", plugin=NAME), 0.0
+        placed = self._handle.pod_group_state(state, pod.namespace, name)
+        min_member = group.spec.min_member
+        if placed.scheduled_count() < min_member:
+            wait = float(group.spec.schedule_timeout_seconds
+                         or self._args.permit_waiting_time_seconds or DEFAULT_WAIT_SECONDS)
+            return Status(Code.WAIT, [waiting_for_quorum(pod.namespace, name, min_member)],
+                          NAME), wait
+        for uid in placed.assumed_uids():
+            self._handle.allow_waiting_pod(uid, NAME)
+        return SUCCESS, 0.0
+
+
+def new(args: CoschedulingArgs | None, handle: Handle) -> Coscheduling:
+    args = args if args is not None else CoschedulingArgs()
+    if args.pod_group_backoff_seconds or (
+            args.pod_group_reject_percentage != DEFAULT_REJECT_PERCENTAGE):
+        log.warning("config.field_ignored", plugin=NAME,
+                    fields=["podGroupBackoffSeconds", "podGroupRejectPercentage"],
+                    reason="groups are tried whole and each member backs off on its own")
+    return Coscheduling(args, handle)
+
+
+# scheduler-plugins' configuration files write its args with their own group.
+SPEC = PluginSpec(NAME, Coscheduling, new, CoschedulingArgs,
+                  args_api_version="config.x-k8s.io/v1")

@@ -1,0 +1,431 @@
+"""DefaultPreemption: when a pod fits nowhere, evict lower-priority pods to make room.
+
+PostFilter runs upstream's preemption evaluator (framework/preemption) with the
+DefaultPreemption rules: check the preemptor may preempt at all; dry-run every
+node a Filter rejected as resolvable (Unschedulable), starting at a random offset
+and stopping once enough candidates are found; on each, remove every
+lower-priority pod and check the preemptor fits, then give back as many of them as
+still let it fit (PDB-violating ones first, most important first); pick one node
+by upstream's criteria and hand the victims to the handle, which deletes them
+without the scheduling loop waiting (upstream's async preemption, on by default).
+
+Statuses carry upstream's texts behind "preemption: ", which the scheduler appends
+to the FailedScheduling message after the Filter summary.
+
+Subclasses may override `is_eligible_pod` and `more_important_pod`, the same two
+customisation points upstream's plugin exposes.
+
+Not carried over: scheduler extenders (kpysched has none), pod-group preemption and
+topology-aware workload scheduling (alpha, off in v1.36), and for now PreEnqueue,
+which upstream uses to hold the preemptor back while its victims are being deleted:
+it needs the handle to report whether a pod's preemption is still running.
+"""
+
+from __future__ import annotations
+
+import itertools
+import operator
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.decisions.record import Preemption, PreemptionCandidate
+from kpysched.framework.cluster_events import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    QueueingHint,
+)
+from kpysched.framework.cluster_events import Resource as EventResource
+from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.diagnosis import Diagnosis
+from kpysched.framework.interfaces import (
+    Handle,
+    NodeSimulation,
+    NodeSimulator,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreEnqueuePlugin,
+)
+from kpysched.framework.registry import PluginSpec
+from kpysched.framework.status import SUCCESS, Code, Status
+from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
+from kpysched.plugins._shared.args import invalid
+from kpysched.plugins.default_preemption.batch import NodeVictims, select_victims_on_nodes
+from kpysched.plugins.default_preemption.selection import (
+    Candidate,
+    aggregate_errors,
+    more_important_pod,
+    pick_one_node_and_criterion,
+    sort_by_default_importance,
+    sort_by_importance,
+    split_by_pdb_violation,
+    terminating_by_preemption,
+)
+
+NAME = "DefaultPreemption"
+
+MESSAGE_PREFIX = "preemption: "
+REASON_PREEMPT_NEVER = "not eligible due to preemptionPolicy=Never."
+REASON_TERMINATING_ON_NOMINATED = "not eligible due to a terminating pod on the nominated node."
+REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
+REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
+REASON_NO_NODES = "no nodes available"
+
+PREEMPT_NEVER = "Never"
+
+_DEFAULT_PERCENTAGE = 10
+_DEFAULT_ABSOLUTE = 100
+
+# A node the Filter pass did not report on: upstream's default absent-node status.
+_ABSENT = Status(Code.UNSCHEDULABLE_AND_UNRESOLVABLE)
+
+_NAME_OF = operator.attrgetter("name")
+
+# The fewest nodes the dry run works out at once (in a batch where it can).
+_MIN_CHUNK = 64
+
+
+class DefaultPreemptionArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+
+    min_candidate_nodes_percentage: int = Field(
+        default=_DEFAULT_PERCENTAGE, alias="minCandidateNodesPercentage", strict=True)
+    min_candidate_nodes_absolute: int = Field(
+        default=_DEFAULT_ABSOLUTE, alias="minCandidateNodesAbsolute", strict=True)
+
+    @field_validator("min_candidate_nodes_percentage", mode="before")
+    @classmethod
+    def _default_percentage(cls, value: Any) -> Any:
+        return _DEFAULT_PERCENTAGE if value is None else value
+
+    @field_validator("min_candidate_nodes_absolute", mode="before")
+    @classmethod
+    def _default_absolute(cls, value: Any) -> Any:
+        return _DEFAULT_ABSOLUTE if value is None else value
+
+    @model_validator(mode="after")
+    def _validate(self) -> Self:
+        percentage = self.min_candidate_nodes_percentage
+        absolute = self.min_candidate_nodes_absolute
+        errors: list[str] = []
+        if not 0 <= percentage <= 100:
+            errors.append(f"minCandidateNodesPercentage: Invalid value: {percentage}: "
+                          "not in valid range [0, 100]")
+        if absolute < 0:
+            errors.append(f"minCandidateNodesAbsolute: Invalid value: {absolute}: "
+                          "not in valid range [0, inf)")
+        if percentage == 0 and absolute == 0:
+            errors.append("minCandidateNodesPercentage: Invalid value: 0: "
+                          "cannot be zero at the same time as minCandidateNodesAbsolute")
+            errors.append("minCandidateNodesAbsolute: Invalid value: 0: "
+                          "cannot be zero at the same time as minCandidateNodesPercentage")
+        if errors:
+            raise invalid(errors)
+        return self
+
+
+def _extension_error(verb: str, status: Status) -> Status:
+    """A PreFilter extension failure, worded as upstream's framework wraps it."""
+    return Status.error(f'running {verb} on PreFilter plugin "{status.plugin}": '
+                        f"{status.message()}")
+
+
+# Upstream's PreEnqueue answer while this pod's victims are still being removed.
+WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+
+
+def _never_on_its_own(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """A held preemptor also carries the plugins that rejected it (NodeResourcesFit, ...):
+    their hints judge whether a victim's deletion helps. This plugin only holds the pod
+    while victims go, and the executor releases it when they are gone."""
+    return QueueingHint.QUEUE_SKIP
+
+
+# Registered so that a held preemptor is looked at when a pod goes away (upstream's
+# isPodSchedulableAfterPodDeletion).
+_VICTIM_DELETED = (
+    ClusterEventWithHint(ClusterEvent(EventResource.POD, ActionType.DELETE), _never_on_its_own),
+)
+
+
+def _unchanged(method: Callable[..., object], default: Callable[..., object]) -> bool:
+    """Whether a customisation point is still DefaultPreemption's own (neither a
+    subclass nor the instance replaced it), so a faster form of its rule may be used."""
+    return getattr(method, "__func__", None) is default
+
+
+def _resolvable_nodes(nodes: Sequence[NodeInfo], statuses: dict[str, Status]
+                      ) -> list[NodeInfo]:
+    """The nodes, in order, that a Filter rejected as resolvable (Unschedulable).
+    Thousands of nodes share a few Status objects (vector reasons), so each distinct
+    status is judged once and the nodes are picked by C-level map/compress."""
+    distinct = dict(zip(map(id, statuses.values()), statuses.values(), strict=True))
+    resolvable = {key for key, status in distinct.items() if status.code == Code.UNSCHEDULABLE}
+    found = map(id, map(statuses.get, map(_NAME_OF, nodes)))
+    return list(itertools.compress(nodes, map(resolvable.__contains__, found)))
+
+
+class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
+    NAME: ClassVar[str] = NAME
+
+    def __init__(self, args: DefaultPreemptionArgs, handle: Handle,
+                 rng: random.Random | None = None,
+                 clock: Callable[[], int] = time.time_ns) -> None:
+        self._args = args
+        self._handle = handle
+        self._rng = rng or random.Random()
+        self._clock = clock
+        # "Now" for pods without a start time, fixed per preemption attempt.
+        self._now = clock()
+
+    def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        # Only the PreEnqueue hold below rejects; its hint defers to the other rejectors.
+        return _VICTIM_DELETED
+
+    def pre_enqueue(self, pod: PodInfo) -> Status:
+        """Hold a preemptor back while its preemption is still being carried out, so it
+        cannot preempt a second set of victims before the first are gone."""
+        if self._handle.is_pod_running_preemption(pod.uid):
+            return Status.unresolvable(WAITING_FOR_PREEMPTION)
+        return SUCCESS
+
+    # --- customisation points (upstream's IsEligiblePod and MoreImportantPod) --------
+
+    def is_eligible_pod(self, node: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
+        """Extra rules a victim must pass besides having lower priority than the preemptor."""
+        return True
+
+    def more_important_pod(self, first: PodInfo, second: PodInfo) -> bool:
+        """Whether `first` should be kept over `second`: higher priority, then older."""
+        return more_important_pod(first, second, self._now)
+
+    # --- PostFilter --------------------------------------------------------------------
+
+    def post_filter(
+        self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+    ) -> tuple[PostFilterResult | None, Status]:
+        result, status = self.preempt(state, pod, statuses)
+        message = status.message()
+        if message:
+            return result, Status(status.code, [MESSAGE_PREFIX + message])
+        return result, status
+
+    def preempt(self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
+                ) -> tuple[PostFilterResult | None, Status]:
+        """Upstream's Evaluator.Preempt: None keeps the pod's nomination as it is; an empty
+        nominated node name clears it; a node name nominates the pod there."""
+        self._now = self._clock()
+        nominated = pod.pod.status.nominated_node_name
+        eligible, reason = self.pod_eligible_to_preempt_others(
+            pod, statuses.get(nominated, _ABSENT))
+        if not eligible:
+            return None, Status.unschedulable(reason)
+
+        all_nodes = self._handle.snapshot.node_infos
+        if not all_nodes:
+            return None, Status.error(REASON_NO_NODES)
+        potential = _resolvable_nodes(all_nodes, statuses)
+        candidates: list[Candidate] = []
+        node_statuses: dict[str, Status] = {}
+        if potential:
+            offset, count = self.offset_and_num_candidates(len(potential))
+            candidates, node_statuses, errors = self.dry_run_preemption(
+                state, pod, potential, self._handle.pdbs(), offset, count)
+            if errors and not candidates:
+                return None, Status.error(aggregate_errors(errors))
+        if not candidates:
+            fit_error = Diagnosis(len(all_nodes), node_statuses,
+                                  absent_status=Status.unresolvable(REASON_NOT_HELPFUL))
+            return PostFilterResult(""), Status.unschedulable(fit_error.message())
+
+        best, criterion = self.select_candidate_and_criterion(candidates)
+        if state.decision is not None:
+            state.decision.preemption = Preemption(
+                [PreemptionCandidate(c.name, [v.key for v in c.victims], c.num_pdb_violations)
+                 for c in candidates],
+                best.name, criterion)
+        self._handle.preempt(pod, best.name, best.victims, NAME)
+        return PostFilterResult(best.name), SUCCESS
+
+    def pod_eligible_to_preempt_others(self, pod: PodInfo,
+                                       nominated_status: Status) -> tuple[bool, str]:
+        """Never for preemptionPolicy Never; not while victims of an earlier preemption
+        still terminate on the nominated node, unless that node is now out of reach."""
+        if pod.pod.spec.preemption_policy == PREEMPT_NEVER:
+            return False, REASON_PREEMPT_NEVER
+        nominated = pod.pod.status.nominated_node_name
+        if not nominated:
+            return True, ""
+        if nominated_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return True, ""
+        info = self._handle.snapshot.get(nominated)
+        if info is not None:
+            for other in info.pods.values():
+                if self._preemption_allowed(info, other, pod) and terminating_by_preemption(other):
+                    return False, REASON_TERMINATING_ON_NOMINATED
+        return True, ""
+
+    def _preemption_allowed(self, node: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
+        return victim.priority < preemptor.priority and self.is_eligible_pod(
+            node, victim, preemptor)
+
+    def offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
+        """A random place to start the dry run, and how many candidates to look for:
+        minCandidateNodesPercentage of the nodes, at least minCandidateNodesAbsolute,
+        at most all of them."""
+        wanted = num_nodes * self._args.min_candidate_nodes_percentage // 100
+        wanted = max(wanted, self._args.min_candidate_nodes_absolute)
+        return self._rng.randrange(num_nodes), min(wanted, num_nodes)
+
+    def dry_run_preemption(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+        pdbs: Sequence[api.PodDisruptionBudget], offset: int, count: int,
+    ) -> tuple[list[Candidate], dict[str, Status], list[str]]:
+        """Candidates (those violating no PDB first), the status of each node that gave
+        none, and the error messages met. Nodes are tried from `offset` round the list
+        until `count` candidates are found, at least one of them violating no PDB; each
+        list keeps at most `count` candidates."""
+        non_violating: list[Candidate] = []
+        violating: list[Candidate] = []
+        node_statuses: dict[str, Status] = {}
+        errors: list[str] = []
+        simulator = self._handle.node_simulator(state, pod)
+        for info, (victims, num_violations, found_status) in self._victims_from(
+                state, pod, nodes, pdbs, offset, count, simulator):
+            status = found_status
+            if status.ok and victims:
+                found = violating if num_violations else non_violating
+                if len(found) < count:
+                    found.append(Candidate(info.name, tuple(victims), num_violations))
+                if non_violating and len(non_violating) + len(violating) >= count:
+                    break
+                continue
+            if status.ok:
+                status = Status.error(f'expected at least one victim pod on node "{info.name}"')
+            if status.code == Code.ERROR:
+                errors.append(status.message())
+            node_statuses[info.name] = status
+        return non_violating + violating, node_statuses, errors
+
+    def _victims_from(
+        self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+        pdbs: Sequence[api.PodDisruptionBudget], offset: int, count: int,
+        simulator: NodeSimulator,
+    ) -> Iterator[tuple[NodeInfo, NodeVictims]]:
+        """select_victims_on_node's answer for each node from `offset` round the list;
+        the caller stops taking them once it has its candidates. Where the simulator has
+        batches, `count` nodes at a time are worked out together (pure vector verdicts,
+        so working out a few nodes past the stopping point changes nothing)."""
+        def one_node(info: NodeInfo) -> NodeVictims:
+            return self.select_victims_on_node(state, pod, info, pdbs, simulator.node)
+
+        def reprieve_order(potential: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
+            return split_by_pdb_violation(self._by_importance(potential), pdbs)
+
+        total = len(nodes)
+        chunk_size = max(count, _MIN_CHUNK)
+        for start in range(0, total, chunk_size):
+            chunk = [nodes[(offset + i) % total]
+                     for i in range(start, min(start + chunk_size, total))]
+            batch = simulator.batch(chunk)
+            found = None if batch is None else select_victims_on_nodes(
+                chunk, batch, lambda info: self._potential_victims(info, pod),
+                reprieve_order, self._by_importance, one_node)
+            if found is None:
+                # Node by node, and only as far as the caller reads: upstream runs no
+                # Filter on nodes past the point where it has its candidates.
+                yield from ((info, one_node(info)) for info in chunk)
+            else:
+                yield from zip(chunk, found, strict=True)
+
+    def _potential_victims(self, node: NodeInfo, pod: PodInfo) -> list[PodInfo]:
+        """The node's pods the preemptor may evict."""
+        if _unchanged(self.is_eligible_pod, DefaultPreemption.is_eligible_pod):
+            priority = pod.priority
+            return [other for other in node.pods.values() if other.priority < priority]
+        return [other for other in node.pods.values()
+                if self._preemption_allowed(node, other, pod)]
+
+    def select_victims_on_node(
+        self, state: CycleState, pod: PodInfo, node: NodeInfo,
+        pdbs: Sequence[api.PodDisruptionBudget],
+        simulate: Callable[[NodeInfo], NodeSimulation] | None = None,
+    ) -> NodeVictims:
+        """The fewest pods, least important first, whose removal lets `pod` fit on `node`,
+        and how many of them violate a PDB. `state` and `node` are left as they are: the
+        simulation (the handle's, unless `simulate` is given) works on its own copies."""
+        potential = self._potential_victims(node, pod)
+        if not potential:
+            return [], 0, Status.unresolvable(REASON_NO_VICTIMS)
+        if simulate is None:
+            simulate = self._handle.node_simulator(state, pod).node
+        simulated = simulate(node)
+
+        def remove(victim: PodInfo) -> Status:
+            status = simulated.remove_pod(victim)
+            return status if status.ok else _extension_error("RemovePod", status)
+
+        for victim in potential:
+            status = remove(victim)
+            if not status.ok:
+                return [], 0, status
+        status = simulated.filter()
+        if not status.ok:
+            return [], 0, status
+
+        potential = self._by_importance(potential)
+        violating, non_violating = split_by_pdb_violation(potential, pdbs)
+        victims: list[PodInfo] = []
+
+        def reprieve(candidate: PodInfo) -> Status | bool:
+            """Give the pod back; True if the preemptor still fits with it."""
+            status = simulated.add_pod(candidate)
+            if not status.ok:
+                return _extension_error("AddPod", status)
+            # The node passed every Filter above; only its pods changed since.
+            if simulated.filter(node_only_passed=True).ok:
+                return True
+            status = remove(candidate)
+            if not status.ok:
+                return status
+            victims.append(candidate)
+            return False
+
+        num_violations = 0
+        for group in (violating, non_violating):
+            for candidate in group:
+                fits = reprieve(candidate)
+                if isinstance(fits, Status):
+                    return [], 0, fits
+                if not fits and group is violating:
+                    num_violations += 1
+        if violating and non_violating:
+            victims = self._by_importance(victims)
+        return victims, num_violations, SUCCESS
+
+    def _by_importance(self, pods: Sequence[PodInfo]) -> list[PodInfo]:
+        if _unchanged(self.more_important_pod, DefaultPreemption.more_important_pod):
+            return sort_by_default_importance(pods, self._now)
+        return sort_by_importance(pods, self.more_important_pod)
+
+    def select_candidate(self, candidates: Sequence[Candidate]) -> Candidate:
+        """The one candidate, or the best by upstream's criteria."""
+        return self.select_candidate_and_criterion(candidates)[0]
+
+    def select_candidate_and_criterion(self, candidates: Sequence[Candidate]
+                                       ) -> tuple[Candidate, str]:
+        """select_candidate's choice and the criterion that made it (decision records)."""
+        return pick_one_node_and_criterion(candidates, self._now)
+
+
+def new(args: DefaultPreemptionArgs | None, handle: Handle) -> DefaultPreemption:
+    return DefaultPreemption(args if args is not None else DefaultPreemptionArgs(), handle)
+
+
+SPEC = PluginSpec(NAME, DefaultPreemption, new, DefaultPreemptionArgs)
