@@ -1,0 +1,16 @@
+"""The contract between the scheduler and its plugins (upstream's framework package).
+
+- interfaces.py: the extension-point protocols a plugin subclasses, the Handle it
+  receives, the listers it reads through, QueuedPodInfo and the score bounds.
+- status.py (Status, Code), cycle_state.py (CycleState), cluster_events.py (cluster
+  events and queueing hints), diagnosis.py (why a pod fits nowhere: upstream's
+  FitError text), pod_totals.py (the pod totals a PodTotals filter judges).
+- registry.py: PluginSpec, how a plugin (in-tree or from an entry point) is built.
+
+runtime/ is the engine that runs the plugins at each point; nothing here imports it.
+
+May import: objects/; cache/, decisions/ and api/ for types only (under
+TYPE_CHECKING: the protocols name NodeInfo and Snapshot, CycleState carries a
+Decision, the Handle hands plugins the API client for their own writes). Never
+runtime/, a plugin, queue/ or scheduling/.
+"""

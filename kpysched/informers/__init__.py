@@ -1,4 +1,12 @@
-"""Informers: list+watch API resources into stores and tell handlers what changed."""
+"""Informers: list+watch API resources into stores and tell handlers what changed.
+
+- reflector.py (list, watch, relist), decode.py (API status errors), store.py (the
+  store and its handlers), listers.py (the read-only indexes plugins consult through
+  the Handle: namespaces, PDBs, workloads, storage, DRA, pod groups).
+
+May import: objects/, framework/ (the contract: cluster events, lister protocols)
+and the API transport (one of the few places that may). Never the runtime, a plugin,
+queue/ or scheduling/."""
 
 from __future__ import annotations
 

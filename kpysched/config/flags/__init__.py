@@ -1,6 +1,9 @@
 """kube-scheduler's command-line flags for `kpysched run`: the pflag syntax (parser),
 the flag table (table), the gates (feature_gates) and what a command line means
-(invocation)."""
+(invocation).
+
+May import: config/ (features), objects/ (durations) and serving.certs (the TLS
+version names); nothing that runs the scheduler."""
 
 from kpysched.config.flags.invocation import Invocation, interpret
 from kpysched.config.flags.parser import FlagError
