@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from fractions import Fraction
 
 from kpysched.objects import api
@@ -43,11 +42,12 @@ from kpysched.objects.dra import (
     ResourceClaim,
     ResourceSlice,
 )
-from kpysched.plugins.dynamic_resources.capacity import (
-    ConsumedCapacityCollection,
-    DeviceID,
-    parse_amount,
+from kpysched.plugins.dynamic_resources.allocation_state import (
+    AllocatedState,
+    Features,
+    SharedDeviceID,
 )
+from kpysched.plugins.dynamic_resources.capacity import DeviceID, parse_amount
 from kpysched.plugins.dynamic_resources.cel import SelectorError, SelectorTimeoutError
 from kpysched.plugins.dynamic_resources.pools import (
     NodeSelectionError,
@@ -66,7 +66,7 @@ from kpysched.plugins.dynamic_resources.request_data import (
     SelectorCompiler,
     klog_name,
 )
-from kpysched.plugins.dynamic_resources.results import check_node_selectors
+from kpysched.plugins.dynamic_resources.results import allocation_results, check_node_selectors
 from kpysched.plugins.dynamic_resources.search import Search
 
 __all__ = [
@@ -79,38 +79,6 @@ __all__ = [
     "SharedDeviceID",
     "node_matches",
 ]
-
-SharedDeviceID = tuple[str, str, str, str]
-"""(driver, pool, device, share ID); the share ID is "" for a device not shared."""
-
-
-@dataclass(frozen=True, slots=True)
-class Features:
-    """The DRA features the allocator honours (v1.36 defaults: all on)."""
-
-    admin_access: bool = True
-    prioritized_list: bool = True
-    partitionable_devices: bool = True
-    device_taints: bool = True
-    device_binding_and_status: bool = True
-    consumable_capacity: bool = True
-
-
-@dataclass(slots=True)
-class AllocatedState:
-    """Devices allocated to claims already (and in flight), as the plugin gathers it."""
-
-    allocated_devices: set[DeviceID] = field(default_factory=set)
-    allocated_shared_device_ids: set[SharedDeviceID] = field(default_factory=set)
-    aggregated_capacity: ConsumedCapacityCollection = field(default_factory=dict)
-
-    def devices_in_use(self) -> set[DeviceID]:
-        """IsDeviceAllocated for all devices at once: dedicated, shared or consuming."""
-        in_use = set(self.allocated_devices)
-        in_use.update(shared[:3] for shared in self.allocated_shared_device_ids)
-        in_use.update(self.aggregated_capacity)
-        return in_use
-
 
 class Allocator:
     def __init__(
@@ -147,7 +115,7 @@ class Allocator:
     def allocate(self, node: api.Node, claims: Sequence[ResourceClaim],
                  deadline: float | None = None) -> list[AllocationResult] | None:
         search = self._search(node, claims, deadline)
-        return None if search is None else search.results()
+        return None if search is None else allocation_results(search)
 
     def fits(self, node: api.Node, claims: Sequence[ResourceClaim],
              deadline: float | None = None) -> bool:

@@ -5,8 +5,9 @@ says where the allocated devices can be used.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kpysched.objects import api
 from kpysched.objects.dra import (
@@ -16,16 +17,29 @@ from kpysched.objects.dra import (
     DeviceRequestAllocationResult,
     ResourceClaim,
 )
-from kpysched.plugins.dynamic_resources.request_data import AllocationError, DeviceResult
+from kpysched.plugins.dynamic_resources.allocation_state import Features
+from kpysched.plugins.dynamic_resources.request_data import (
+    AllocationError,
+    DeviceResult,
+    RequestData,
+)
 
-if TYPE_CHECKING:
-    from kpysched.plugins.dynamic_resources.search import Search
+
+class FoundSolution(Protocol):
+    """What these functions read of a search that found a solution (search.py's
+    Search), named here so that this module does not import the search back."""
+
+    features: Features
+    node: api.Node
+    claims: Sequence[ResourceClaim]
+    device_results: list[list[DeviceResult]]
+    request_data: dict[tuple[int, int, int], RequestData]
 
 CONFIG_FROM_CLASS = "FromClass"
 CONFIG_FROM_CLAIM = "FromClaim"
 
 
-def check_node_selectors(search: Search) -> None:
+def check_node_selectors(search: FoundSolution) -> None:
     """Raise what allocation_results would raise for the found solution."""
     for claim_index, claim in enumerate(search.claims):
         error = _node_selector_error(search.device_results[claim_index])
@@ -33,7 +47,7 @@ def check_node_selectors(search: Search) -> None:
             raise AllocationError(f"create NodeSelector for claim {claim.metadata.name}: {error}")
 
 
-def allocation_results(search: Search) -> list[AllocationResult]:
+def allocation_results(search: FoundSolution) -> list[AllocationResult]:
     results: list[AllocationResult] = []
     with_binding = search.features.device_binding_and_status
     for claim_index, claim in enumerate(search.claims):
@@ -71,7 +85,7 @@ def _device_result(result: DeviceResult, with_binding: bool) -> DeviceRequestAll
     )
 
 
-def _class_configs(search: Search, claim_index: int,
+def _class_configs(search: FoundSolution, claim_index: int,
                    claim: ResourceClaim) -> list[DeviceAllocationConfiguration]:
     """Each class's configs once, naming every (sub)request that used the class."""
     configs: list[DeviceAllocationConfiguration] = []
@@ -94,7 +108,7 @@ def _class_configs(search: Search, claim_index: int,
     return configs
 
 
-def _claim_configs(search: Search, claim_index: int,
+def _claim_configs(search: FoundSolution, claim_index: int,
                    claim: ResourceClaim) -> list[DeviceAllocationConfiguration]:
     """The claim's configs that apply to what was allocated: once per request they name
     (as upstream appends them)."""

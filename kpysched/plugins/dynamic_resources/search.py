@@ -7,21 +7,21 @@ consumed capacity).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kpysched.objects import api
 from kpysched.objects.dra import (
     ALLOCATION_MODE_ALL,
-    AllocationResult,
     Device,
     DeviceClass,
     DeviceSelector,
     ResourceClaim,
     ResourceSlice,
 )
+from kpysched.plugins.dynamic_resources.allocation_state import AllocatedState, Features
 from kpysched.plugins.dynamic_resources.capacity import (
     Amount,
     ConsumedCapacityCollection,
@@ -38,21 +38,24 @@ from kpysched.plugins.dynamic_resources.constraints import (
     DistinctAttributeConstraint,
     MatchAttributeConstraint,
 )
-from kpysched.plugins.dynamic_resources.pools import NodeSelectionError, Pool, node_matches
+from kpysched.plugins.dynamic_resources.pools import (
+    NodeSelectionError,
+    Pool,
+    SliceCatalog,
+    node_matches,
+)
 from kpysched.plugins.dynamic_resources.request_data import (
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocationError,
     AllocationTimeoutError,
     Candidate,
+    CompiledSelector,
     DeviceResult,
     RequestData,
     RequestView,
     klog_name,
     taint_prevents_allocation,
 )
-
-if TYPE_CHECKING:
-    from kpysched.plugins.dynamic_resources.allocator import Allocator
 
 RequestKey = tuple[int, int, int]
 """(claim index, request index, subrequest index)."""
@@ -83,8 +86,25 @@ class _Tentative:
     entry_existed: bool = False
 
 
+class AllocatorView(Protocol):
+    """What a search reads of the Allocator that runs it (allocator.py), named here so
+    that the search does not import the allocator back."""
+
+    features: Features
+    allocated_state: AllocatedState
+    catalog: SliceCatalog
+    new_share_id: Callable[[], str]
+
+    def compiled_selector(self, expression: str) -> CompiledSelector: ...
+
+    def selector_matches(self, expression: str, compiled: CompiledSelector, driver: str,
+                         device: Device, deadline: float | None = None) -> bool: ...
+
+    def available_counters(self, pool: Pool) -> dict[str, dict[str, Fraction]]: ...
+
+
 class Search:
-    def __init__(self, allocator: Allocator, node: api.Node, claims: Sequence[ResourceClaim],
+    def __init__(self, allocator: AllocatorView, node: api.Node, claims: Sequence[ResourceClaim],
                  pools: list[Pool], deadline: float | None) -> None:
         self.allocator = allocator
         self.features = allocator.features
@@ -451,10 +471,3 @@ class Search:
             counters = consumed[consumption.counter_set]
             for name, counter in consumption.counters.items():
                 counters[name] -= parse_amount(counter.value)
-
-    # -- the outcome ------------------------------------------------------------------
-
-    def results(self) -> list[AllocationResult]:
-        from kpysched.plugins.dynamic_resources.results import allocation_results
-
-        return allocation_results(self)
