@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 Samples = dict[str, list[tuple[dict[str, str], float]]]
 
@@ -40,6 +41,30 @@ def by_label(samples: Samples, name: str, label: str) -> dict[str, float]:
         key = labels.get(label, "")
         found[key] = found.get(key, 0.0) + value
     return found
+
+
+def delta_by(before: Samples, after: Samples, name: str,
+             key: Callable[[dict[str, str]], str | None]) -> dict[str, float]:
+    """A counter's growth between two scrapes, summed by key(labels); samples whose key
+    is None and zero growth are left out."""
+
+    def sums(samples: Samples) -> dict[str, float]:
+        found: dict[str, float] = {}
+        for labels, value in samples.get(name, []):
+            k = key(labels)
+            if k is not None:
+                found[k] = found.get(k, 0.0) + value
+        return found
+
+    start, end = sums(before), sums(after)
+    return {k: end[k] - start.get(k, 0.0) for k in sorted(end)
+            if end[k] - start.get(k, 0.0) > 0}
+
+
+def request_kind(labels: dict[str, str]) -> str:
+    """An apiserver_request_total sample's verb and resource: "PATCH pods/status"."""
+    sub = labels.get("subresource", "")
+    return f"{labels.get('verb', '')} {labels.get('resource', '')}{'/' + sub if sub else ''}"
 
 
 def buckets(samples: Samples, histogram: str) -> dict[float, float]:

@@ -328,27 +328,22 @@ def _writes_by_kind(before: promtext.Samples, after: promtext.Samples) -> dict[s
     """Write requests the API server served during the run, by verb and resource,
     less the benchmark's own pod creates and the server's lease renewals (leader
     election is off, so everything else is the scheduler's)."""
+    return promtext.delta_by(before, after, "apiserver_request_total", _write_kind)
 
-    def counts(samples: promtext.Samples) -> dict[str, float]:
-        found: dict[str, float] = {}
-        for labels, value in samples.get("apiserver_request_total", []):
-            verb = labels.get("verb", "")
-            resource = labels.get("resource", "")
-            sub = labels.get("subresource", "")
-            if verb not in {"POST", "PATCH", "PUT", "DELETE", "APPLY"} or not resource:
-                continue
-            if (verb == "POST" and resource == "pods" and not sub) or resource == "leases":
-                continue  # the benchmark's creates; the API server's own identity lease
-            key = f"{verb} {resource}{'/' + sub if sub else ''}"
-            code = labels.get("code", "")
-            if not code.startswith("2"):
-                key += f" ({code})"
-            found[key] = found.get(key, 0.0) + value
-        return found
 
-    start, end = counts(before), counts(after)
-    return {key: end[key] - start.get(key, 0.0) for key in sorted(end)
-            if end[key] - start.get(key, 0.0) > 0}
+def _write_kind(labels: dict[str, str]) -> str | None:
+    verb = labels.get("verb", "")
+    resource = labels.get("resource", "")
+    sub = labels.get("subresource", "")
+    if verb not in {"POST", "PATCH", "PUT", "DELETE", "APPLY"} or not resource:
+        return None
+    if (verb == "POST" and resource == "pods" and not sub) or resource == "leases":
+        return None  # the benchmark's creates; the API server's own identity lease
+    key = promtext.request_kind(labels)
+    code = labels.get("code", "")
+    if not code.startswith("2"):
+        key += f" ({code})"
+    return key
 
 
 def _attempts(before: promtext.Samples, after: promtext.Samples) -> dict[str, float]:
@@ -356,21 +351,6 @@ def _attempts(before: promtext.Samples, after: promtext.Samples) -> dict[str, fl
     start = promtext.by_label(before, ATTEMPTS_COUNTER, "result")
     return {result: count - start.get(result, 0.0)
             for result, count in promtext.by_label(after, ATTEMPTS_COUNTER, "result").items()}
-
-
-def _delta_by(before: promtext.Samples, after: promtext.Samples, name: str,
-              key: Callable[[dict[str, str]], str]) -> dict[str, float]:
-    """A counter's growth during the run, summed by key(labels), zeros left out."""
-
-    def sums(samples: promtext.Samples) -> dict[str, float]:
-        found: dict[str, float] = {}
-        for labels, value in samples.get(name, []):
-            found[key(labels)] = found.get(key(labels), 0.0) + value
-        return found
-
-    start, end = sums(before), sums(after)
-    return {k: end[k] - start.get(k, 0.0) for k in sorted(end)
-            if end[k] - start.get(k, 0.0) > 0}
 
 
 def _podgroup_latency_ms(before: promtext.Samples, after: promtext.Samples
@@ -632,12 +612,12 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         created_per_second=sizes.pods / creating_seconds if creating_seconds > 0 else math.nan,
         setup_seconds=setup_seconds, churn_pods=churn_pods, scheduler_log=scheduler_log,
         profile=profile,
-        events_dropped=_delta_by(scheduler_before, scheduler_after, EVENTS_DROPPED,
+        events_dropped=promtext.delta_by(scheduler_before, scheduler_after, EVENTS_DROPPED,
                                  lambda labels: labels.get("reason", "")),
-        queue_incoming=_delta_by(scheduler_before, scheduler_after, QUEUE_INCOMING,
+        queue_incoming=promtext.delta_by(scheduler_before, scheduler_after, QUEUE_INCOMING,
                                  lambda labels: f"{labels.get('event', '')} -> "
                                                 f"{labels.get('queue', '')}"),
-        podgroup_attempts=_delta_by(scheduler_before, scheduler_after, PODGROUP_ATTEMPTS,
+        podgroup_attempts=promtext.delta_by(scheduler_before, scheduler_after, PODGROUP_ATTEMPTS,
                                     lambda labels: labels.get("result", "")),
         podgroup_latency_ms=_podgroup_latency_ms(scheduler_before, scheduler_after),
         pod_costs=[asdict(cost) for cost in pod_costs],

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from tests.cluster import procfs
 from tests.cluster.cluster import ClusterError, ClusterState, free_port, log_tail
 from tests.cluster.gates import feature_gates_args
 from tests.cluster.kpysched_process import KpyschedProcess
@@ -95,11 +96,11 @@ class ProcStats:
 
 
 def proc_stats(pid: int) -> ProcStats:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = procfs.stat_fields(pid)
+    peak_kib = procfs.status_kib(pid, "VmHWM")
+    if fields is None or peak_kib is None:
+        raise ProcessLookupError(f"no process {pid} to measure")
     cpu = (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime, stime
-    peak_kib = next(int(line.split()[1]) for line in
-                    Path(f"/proc/{pid}/status").read_text().splitlines()
-                    if line.startswith("VmHWM:"))
     return ProcStats(cpu, peak_kib / 1024)
 
 

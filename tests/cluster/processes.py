@@ -19,6 +19,8 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.cluster import procfs
+
 LOG_TAIL_LINES = 30
 
 
@@ -117,11 +119,8 @@ def alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     # A zombie that is not ours still answers kill(0); /proc tells the truth.
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-    except FileNotFoundError:
-        return False
-    return status != "Z"
+    fields = procfs.stat_fields(pid)
+    return fields is not None and fields[0] != "Z"
 
 
 def stop(pid: int, timeout: float = 15.0) -> None:

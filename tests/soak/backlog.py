@@ -118,8 +118,9 @@ async def _measure(api: BenchApi, scheduler: schedulers.SchedulerUnderTest, name
     writes_before = promtext.parse(await api.get_text("/metrics"))
     await asyncio.sleep(IDLE_SECONDS)
     idle_rate = (await _scheduler_requests(api) - idle_before) / IDLE_SECONDS
-    idle_writes = _requests_by_kind(writes_before,
-                                    promtext.parse(await api.get_text("/metrics")))
+    idle_writes = promtext.delta_by(writes_before,
+                                    promtext.parse(await api.get_text("/metrics")),
+                                    "apiserver_request_total", promtext.request_kind)
     progress(f"[{name}] idle with the backlog: {idle_rate:.2f} requests/s {idle_writes}")
     nodes = math.ceil(step * STEPS / PODS_PER_NODE)
     before_drain = await _scheduler_requests(api)
@@ -143,22 +144,6 @@ async def _measure(api: BenchApi, scheduler: schedulers.SchedulerUnderTest, name
         "drainSeconds": round(drain, 1), "drainPodsPerSecond": round(step * STEPS / drain, 1),
         "drainRequestsPerPod": round(drain_requests / (step * STEPS), 2),
         "peakRssMiB": round(peak, 1)}
-
-
-def _requests_by_kind(before: promtext.Samples, after: promtext.Samples) -> dict[str, float]:
-    """Requests the API server served between two scrapes, by verb and resource."""
-
-    def counts(samples: promtext.Samples) -> dict[str, float]:
-        found: dict[str, float] = {}
-        for labels, value in samples.get("apiserver_request_total", []):
-            sub = labels.get("subresource", "")
-            key = f"{labels.get('verb')} {labels.get('resource')}{'/' + sub if sub else ''}"
-            found[key] = found.get(key, 0.0) + value
-        return found
-
-    start, end = counts(before), counts(after)
-    return {key: end[key] - start.get(key, 0.0) for key in sorted(end)
-            if end[key] - start.get(key, 0.0) > 0}
 
 
 def _slope(samples: list[tuple[int, int]]) -> float:

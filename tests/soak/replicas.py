@@ -11,10 +11,9 @@ from __future__ import annotations
 import json
 import signal
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
-from tests.cluster import kubectl
+from tests.cluster import kubectl, procfs
 from tests.cluster.kpysched_process import KpyschedProcess, scheduler_config
 from tests.cluster.state import ClusterState
 from tests.soak.churn import KPYSCHED
@@ -67,14 +66,8 @@ class Replica:
 
 def rss_bytes(pid: int) -> int:
     """A process's resident memory now (VmRSS); 0 once it has exited."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return 0
-    for line in status.splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
+    kib = procfs.status_kib(pid, "VmRSS")
+    return kib * 1024 if kib is not None else 0
 
 
 class Replicas:

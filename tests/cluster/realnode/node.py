@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.cluster.cluster import ClusterError, ClusterState, free_port, log_tail
+from tests.cluster.processes import alive
 from tests.cluster.realnode import api, build, config, host, images, pki, processes
 from tests.cluster.realnode.layout import NODE_NAME, NodeLayout
 
@@ -88,7 +89,7 @@ def _start_containerd(node: NodeState) -> None:
     node.save()
     deadline = time.monotonic() + CONTAINERD_TIMEOUT_SECONDS
     while True:
-        if not processes.alive(node.containerd_pid):
+        if not alive(node.containerd_pid):
             raise ClusterError(f"containerd exited during start-up; {diagnosis(layout)}")
         if layout.containerd_socket.exists():
             try:
@@ -131,7 +132,7 @@ def _start_kubelet(node: NodeState, cluster: ClusterState) -> None:
     deadline = time.monotonic() + NODE_READY_TIMEOUT_SECONDS
     last = "the Node object does not exist yet"
     while True:
-        if not processes.alive(node.kubelet_pid):
+        if not alive(node.kubelet_pid):
             raise ClusterError(f"kubelet exited during start-up; {diagnosis(layout)}")
         try:
             body = api.get_node(cluster, node.node_name)
@@ -198,7 +199,7 @@ def stop(cluster_dir: Path) -> list[str]:
     problems: list[str] = []
     if node.kubelet_pid:
         processes.stop(node.kubelet_pid)  # first, or it would restart what we remove
-    if node.containerd_pid and processes.alive(node.containerd_pid):
+    if node.containerd_pid and alive(node.containerd_pid):
         # Through the CRI, so each pod's CNI DEL runs (veth gone, IP released).
         command = [str(build.program_path("cri-sandboxes")), "-endpoint", layout.endpoint,
                    "-timeout", "60s", "remove-all"]

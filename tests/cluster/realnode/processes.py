@@ -10,6 +10,8 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from tests.cluster.processes import alive
+
 
 def spawn(command: list[str], log_path: Path, env: Mapping[str, str] | None = None) -> int:
     """Start in a session of its own, so the node outlives the `up` command."""
@@ -18,20 +20,6 @@ def spawn(command: list[str], log_path: Path, env: Mapping[str, str] | None = No
                                    stdin=subprocess.DEVNULL, start_new_session=True,
                                    env=dict(env) if env is not None else None)
     return process.pid
-
-
-def alive(pid: int) -> bool:
-    try:
-        waited, _ = os.waitpid(pid, os.WNOHANG)
-        if waited == pid:
-            return False  # our own child, exited and now reaped
-    except ChildProcessError:
-        pass  # not our child: ask /proc
-    try:
-        status = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
-        return False
-    return status != "Z"
 
 
 def stop(pid: int, timeout: float = 20.0, *, group: bool = True) -> None:
