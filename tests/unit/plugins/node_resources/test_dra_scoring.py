@@ -18,7 +18,7 @@ from kpysched.plugins.dynamic_resources.tracker import tracker_for
 from kpysched.plugins.node_resources import balanced_allocation as balanced
 from kpysched.plugins.node_resources import dra_scoring, fit
 from tests.unit.builders import FakeHandle, make_node, make_pod
-from tests.unit.plugins.dra_allocator_builders import (
+from tests.unit.plugins.dynamic_resources.allocator_builders import (
     ALL_NODES,
     PER_DEVICE,
     allocation,

@@ -13,7 +13,7 @@ from kpysched.plugins.dynamic_resources.allocator import (
     AllocationTimeoutError,
     node_matches,
 )
-from tests.unit.plugins.dra_allocator_builders import (
+from tests.unit.plugins.dynamic_resources.allocator_builders import (
     ALL_NODES,
     CLAIM0,
     CLASS_A,

@@ -21,7 +21,7 @@ from kpysched.framework.runtime.node_simulation import (
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.default_preemption import plugin as dp
-from tests.unit.plugins.test_default_preemption import FIT, cluster, pdb, pod, setup
+from tests.unit.plugins.default_preemption.test_plugin import FIT, cluster, pdb, pod, setup
 
 PRIORITIES = (-100, 0, 100, 1000)
 CPU = st.sampled_from(("0", "50m", "100m", "200m", "300m"))
@@ -157,7 +157,7 @@ def test_host_ports_keep_the_clones_and_an_active_extension_too() -> None:
     assert not can_use_totals(env.framework, env.state_for(with_port))
 
     anti = setup(nodes, filters=("InterPodAffinity", FIT))
-    from tests.unit.plugins.test_default_preemption import anti_affinity_exists
+    from tests.unit.plugins.default_preemption.test_plugin import anti_affinity_exists
     guarded = anti_affinity_exists(pod("guarded", 100, res={"cpu": "300m"}), "app",
                                    "hostname").info()
     assert not can_use_totals(anti.framework, anti.state_for(guarded))

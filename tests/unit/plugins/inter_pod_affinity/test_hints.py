@@ -13,7 +13,7 @@ from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from tests.unit.builders import make_node
 from tests.unit.plugins.hints import ERROR, QUEUE, SKIP, Expected, check, hint_for
-from tests.unit.plugins.test_inter_pod_affinity import plugin, req, t_exists, t_in, term
+from tests.unit.plugins.inter_pod_affinity.test_plugin import plugin, req, t_exists, t_in, term
 
 PLUGIN = plugin(Snapshot())
 POD_HINT = hint_for(PLUGIN, ASSIGNED_POD_ADD)

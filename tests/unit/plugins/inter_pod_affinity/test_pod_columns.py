@@ -28,7 +28,7 @@ from kpysched.plugins.inter_pod_affinity.common import (
     incoming_weighted_terms,
 )
 from kpysched.plugins.inter_pod_affinity.pod_columns import COLUMN_TERMS, PodColumns
-from tests.unit.plugins.test_inter_pod_affinity import (
+from tests.unit.plugins.inter_pod_affinity.test_plugin import (
     affinity,
     cluster,
     plugin,

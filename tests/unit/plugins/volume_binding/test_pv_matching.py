@@ -22,7 +22,7 @@ from kpysched.plugins.volume_binding.binder import (
     PodVolumes,
     VolumeBinder,
 )
-from tests.unit.plugins.volume_binding_builders import (
+from tests.unit.plugins.volume_binding.builders import (
     IMMEDIATE_CLASS,
     NODE_LABEL_KEY,
     NODE_LABEL_VALUE,

@@ -16,7 +16,7 @@ from kpysched.plugins.dynamic_resources.capacity import (
     remove_consumed,
     request_fits_capacity,
 )
-from tests.unit.plugins.dra_allocator_builders import (
+from tests.unit.plugins.dynamic_resources.allocator_builders import (
     CAPACITY0,
     CLAIM0,
     CLAIM1,

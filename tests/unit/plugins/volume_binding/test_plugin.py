@@ -35,7 +35,7 @@ from kpysched.plugins.volume_binding.binder import PodVolumes
 from kpysched.plugins.volume_binding.plugin import _State
 from kpysched.plugins.volume_binding.scorer import StorageResource, build_scorer
 from tests.unit.builders import FakeHandle, make_node
-from tests.unit.plugins.volume_binding_builders import (
+from tests.unit.plugins.volume_binding.builders import (
     HOSTNAME,
     NODE_LABEL_KEY,
     add,

@@ -8,13 +8,13 @@ import pytest
 
 from kpysched.plugins.dynamic_resources.allocator import AllocationError
 from kpysched.plugins.dynamic_resources.cel import CelCache
-from tests.unit.plugins import (
-    test_dra_allocator,
-    test_dra_allocator_capacity,
-    test_dra_allocator_features,
-    test_dra_allocator_pools,
+from tests.unit.plugins.dynamic_resources import (
+    test_allocator,
+    test_allocator_capacity,
+    test_allocator_features,
+    test_allocator_pools,
 )
-from tests.unit.plugins.dra_allocator_builders import (
+from tests.unit.plugins.dynamic_resources.allocator_builders import (
     CLAIM0,
     CLASS_A,
     DRIVER_A,
@@ -34,8 +34,8 @@ from tests.unit.plugins.dra_allocator_builders import (
 
 CASES = {
     name: case
-    for module in (test_dra_allocator, test_dra_allocator_features,
-                   test_dra_allocator_capacity, test_dra_allocator_pools)
+    for module in (test_allocator, test_allocator_features,
+                   test_allocator_capacity, test_allocator_pools)
     for name, case in module.CASES.items()
     if not (case.error and "CEL" in case.error)
 }

@@ -11,7 +11,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from kpysched.api.client import ApiResponse
+from kpysched.api.response import ApiResponse
 from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import NodeScore, ScoreExtensions

@@ -27,7 +27,7 @@ from tests.unit.builders import (
     make_snapshot,
     term,
 )
-from tests.unit.plugins.test_pod_topology_spread import (
+from tests.unit.plugins.pod_topology_spread.test_plugin import (
     ANYWAY,
     BAR,
     FOO,

@@ -23,7 +23,7 @@ from kpysched.plugins.volume_binding.binder import (
     PodVolumes,
     VolumeBinder,
 )
-from tests.unit.plugins.volume_binding_builders import (
+from tests.unit.plugins.volume_binding.builders import (
     NODE_LABEL_VALUE,
     PVC_BOUND,
     PVC_SELECTED_NODE,

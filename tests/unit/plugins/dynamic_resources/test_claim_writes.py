@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from kpysched.api.client import ApiResponse
+from kpysched.api.response import ApiResponse
 from kpysched.cache.pod_groups import PodGroupState
 from kpysched.config.features import Features
 from kpysched.framework.cycle_state import CycleState
@@ -28,7 +28,7 @@ from kpysched.plugins.dynamic_resources import verbatim
 from kpysched.plugins.dynamic_resources.claim_writes import ClaimWriteError, ClaimWriter
 from tests.unit.api_double import RecordingApi
 from tests.unit.builders import make_pod, make_pod_group
-from tests.unit.plugins.test_dynamic_resources import (
+from tests.unit.plugins.dynamic_resources.test_plugin import (
     DRIVER,
     World,
     _claim,

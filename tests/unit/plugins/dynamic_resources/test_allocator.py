@@ -9,7 +9,7 @@ import pytest
 from kpysched.objects import api
 from kpysched.objects import dra as r
 from kpysched.plugins.dynamic_resources.allocator import Features
-from tests.unit.plugins.dra_allocator_builders import (
+from tests.unit.plugins.dynamic_resources.allocator_builders import (
     ALL_NODES,
     CLAIM0,
     CLAIM1,

@@ -10,7 +10,7 @@ import pytest
 
 from kpysched.objects import dra as r
 from kpysched.plugins.dynamic_resources.allocator import Features
-from tests.unit.plugins.dra_allocator_builders import (
+from tests.unit.plugins.dynamic_resources.allocator_builders import (
     CLAIM0,
     CLAIM1,
     CLASS_A,

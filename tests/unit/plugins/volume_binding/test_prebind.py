@@ -34,7 +34,7 @@ from kpysched.plugins.volume_binding.binder import (
 )
 from kpysched.plugins.volume_binding.prebind import VolumeWriter
 from tests.unit.builders import FakeHandle, make_node, make_snapshot
-from tests.unit.plugins.volume_binding_builders import (
+from tests.unit.plugins.volume_binding.builders import (
     NODE_LABEL_KEY,
     NODE_LABEL_VALUE,
     PVC_BOUND,

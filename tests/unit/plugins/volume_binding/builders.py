@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from kpysched.api.client import ApiResponse
+from kpysched.api.response import ApiResponse
 from kpysched.informers.listers import StorageListers
 from kpysched.objects import api, storage
 

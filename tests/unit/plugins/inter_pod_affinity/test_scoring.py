@@ -11,7 +11,7 @@ from kpysched.framework.status import Code
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.inter_pod_affinity import scoring
-from tests.unit.plugins.test_inter_pod_affinity import (
+from tests.unit.plugins.inter_pod_affinity.test_plugin import (
     affinity,
     cluster,
     outcome,

@@ -22,7 +22,7 @@ from kpysched.objects.pod import PodInfo
 from kpysched.plugins.inter_pod_affinity import InterPodAffinity, scoring
 from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms
 from kpysched.plugins.inter_pod_affinity.filtering import PreFilterState, compute_state
-from tests.unit.plugins.test_inter_pod_affinity import (
+from tests.unit.plugins.inter_pod_affinity.test_plugin import (
     affinity,
     cluster,
     plugin,

@@ -35,7 +35,7 @@ from kpysched.plugins.dynamic_resources.cel import (
 )
 from tests.unit.api_double import RecordingApi
 from tests.unit.builders import FakeHandle, make_node
-from tests.unit.plugins.test_dra_cel import DRIVER, GPU
+from tests.unit.plugins.dynamic_resources.test_cel import DRIVER, GPU
 
 ATTRS = f'device.attributes["{DRIVER}"]'
 CAPACITY = f'device.capacity["{DRIVER}"]'

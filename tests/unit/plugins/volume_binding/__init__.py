@@ -1,0 +1,1 @@
+"""Tests of kpysched/plugins/volume_binding/, one file per module there (test_<module>.py)."""
