@@ -1,1 +1,1 @@
-"""Tests of kpysched/plugins/node_declared_features/, one file per module there (test_<module>.py)."""
+"""Tests of kpysched/plugins/node_declared_features/, one file per module there."""
