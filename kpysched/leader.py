@@ -52,7 +52,8 @@ import msgspec
 import structlog
 from kubernetes_asyncio import client
 
-from kpysched.api.client import ApiResponse, RawApi
+from kpysched.api.client import RawApi
+from kpysched.api.response import ApiResponse
 from kpysched.api.times import micro_time
 from kpysched.metrics import SchedulerMetrics
 from kpysched.scheduling.loop_thread import LoopThread

@@ -39,9 +39,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio import config as kube_config
 
 from kpysched.api import http11
-
-# ApiResponse.status when no HTTP answer arrived at all.
-TRANSPORT_ERROR = 0
+from kpysched.api.response import TRANSPORT_ERROR, ApiResponse
 
 
 class TokenBucket:
@@ -66,26 +64,6 @@ class TokenBucket:
                 self._tokens = 1.0
                 self._last = time.monotonic()
             self._tokens -= 1
-
-
-class ApiResponse(msgspec.Struct):
-    status: int
-    body: bytes
-
-    @property
-    def ok(self) -> bool:
-        return 200 <= self.status < 300
-
-    def message(self) -> str:
-        """The `message` of a kind: Status reply, or the raw body."""
-        try:
-            decoded = msgspec.json.decode(self.body)
-        except msgspec.DecodeError:
-            return self.body.decode(errors="replace")[:500]
-        message = decoded.get("message") if isinstance(decoded, dict) else None
-        if isinstance(message, str):
-            return message
-        return self.body.decode(errors="replace")[:500]
 
 
 class RawApi:

@@ -20,7 +20,7 @@ from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 
 if TYPE_CHECKING:
-    from kpysched.api.client import RawApi
+    from kpysched.api.response import ApiRequester
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
@@ -163,7 +163,7 @@ class SharedHandle(Protocol):
         ...
 
     @property
-    def client(self) -> RawApi:
+    def client(self) -> ApiRequester:
         """The API client for the writes a plugin makes itself (PreBind's volume
         bindings); rate-limited with the scheduler's own requests."""
         ...

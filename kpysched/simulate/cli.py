@@ -14,7 +14,8 @@ from typing import Any
 from kubernetes_asyncio import client
 from kubernetes_asyncio import config as kube_config
 
-from kpysched.api.client import ApiResponse, RawApi
+from kpysched.api.client import RawApi
+from kpysched.api.response import ApiResponse
 
 EXIT_OK = 0
 EXIT_PENDING = 1  # simulate --fail-on-pending: some pod stayed pending (or failed)

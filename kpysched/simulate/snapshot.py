@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from kpysched.api.client import ApiResponse
+from kpysched.api.response import ApiResponse
 from kpysched.informers import NON_TERMINAL_PODS
 from kpysched.informers.decode import Decoder, MalformedResponseError, status_error
 from kpysched.informers.listers import Listers

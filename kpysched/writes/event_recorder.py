@@ -36,7 +36,8 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 
-from kpysched.api.client import TRANSPORT_ERROR, RawApi
+from kpysched.api.client import RawApi
+from kpysched.api.response import TRANSPORT_ERROR
 from kpysched.api.times import micro_time
 from kpysched.objects import api
 

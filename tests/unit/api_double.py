@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from kpysched.api.client import ApiResponse
+from kpysched.api.response import ApiResponse
 
 
 @dataclass

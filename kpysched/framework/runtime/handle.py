@@ -14,7 +14,7 @@ from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 
 if TYPE_CHECKING:
-    from kpysched.api.client import RawApi
+    from kpysched.api.response import ApiRequester
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
@@ -42,7 +42,7 @@ class ProfileHandle:
         return await self._shared.bind(pod, node_name)
 
     @property
-    def client(self) -> RawApi:
+    def client(self) -> ApiRequester:
         return self._shared.client
 
     @property

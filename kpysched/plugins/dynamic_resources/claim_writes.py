@@ -33,7 +33,7 @@ from kpysched.plugins.dynamic_resources.binding_conditions import (
 from kpysched.plugins.dynamic_resources.claims import consumer_reference
 
 if TYPE_CHECKING:
-    from kpysched.api.client import ApiResponse
+    from kpysched.api.response import ApiResponse
     from kpysched.plugins.dynamic_resources.tracker import ClaimTracker
 
 log = structlog.get_logger(__name__)

@@ -31,7 +31,7 @@ from kpysched.plugins.volume_binding.csi_migration import TranslationError, as_s
 from kpysched.plugins.volume_binding.pv_matching import claim_key, node_affinity_error
 
 if TYPE_CHECKING:
-    from kpysched.api.client import ApiResponse
+    from kpysched.api.response import ApiResponse
 
 MERGE_PATCH = "application/merge-patch+json"
 POLL_INTERVAL_SECONDS = 1.0

@@ -23,7 +23,8 @@ from aiohttp import web
 from kubernetes_asyncio import client
 from kubernetes_asyncio.config import incluster_config
 
-from kpysched.api.client import INCLUSTER_DIR_ENV, TRANSPORT_ERROR, RawApi, make_api_client
+from kpysched.api.client import INCLUSTER_DIR_ENV, RawApi, make_api_client
+from kpysched.api.response import TRANSPORT_ERROR
 from tests.cluster.certs import client_certificate, generate
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from kpysched.api.client import ApiResponse
+from kpysched.api.response import ApiResponse
 from kpysched.objects import api, storage
 from kpysched.simulate import snapshot
 from kpysched.simulate.world import World

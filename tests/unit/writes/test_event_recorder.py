@@ -8,7 +8,8 @@ from typing import cast
 
 import pytest
 
-from kpysched.api.client import ApiResponse, RawApi
+from kpysched.api.client import RawApi
+from kpysched.api.response import ApiResponse
 from kpysched.objects import api
 from kpysched.writes.event_recorder import EventRecorder
 from kpysched.writes.pod_status import PodStatusWriter

@@ -6,7 +6,8 @@ from typing import cast
 
 from structlog.testing import capture_logs
 
-from kpysched.api.client import ApiResponse, RawApi
+from kpysched.api.client import RawApi
+from kpysched.api.response import ApiResponse
 from kpysched.writes.leader_label import LABEL, LeaderLabel
 from tests.unit.api_double import RecordingApi
 
