@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from kpysched.framework.cluster_events import (
+    ActionType,
     ClusterEvent,
     QueueingHint,
     QueueingHintFn,
+    Resource,
     with_hints,
 )
 from kpysched.objects.pod import PodInfo
@@ -24,6 +26,9 @@ SKIP = QueueingHint.QUEUE_SKIP
 ERROR = "error"
 
 Expected = QueueingHint | str
+
+# The event the volume plugins' claim hints hear.
+PVC_ADDED = ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD)
 
 
 def registered(plugin: Any) -> list[tuple[ClusterEvent, bool]]:

@@ -15,17 +15,16 @@ from kpysched.objects import api, storage
 from kpysched.plugins import volume_restrictions as vr
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod, make_snapshot
 from tests.unit.plugins.hints import registered
-
-GCE_FOO = {"gce_persistent_disk": {"pdName": "foo"}}
-GCE_BAR = {"gce_persistent_disk": {"pdName": "bar"}}
-AWS_FOO = {"aws_elastic_block_store": {"volumeID": "foo"}}
-AWS_BAR = {"aws_elastic_block_store": {"volumeID": "bar"}}
-RBD_AB = {"rbd": {"monitors": ["a", "b"], "pool": "foo", "image": "bar", "fsType": "ext4"}}
-RBD_CD = {"rbd": {"monitors": ["c", "d"], "pool": "foo", "image": "bar", "fsType": "ext4"}}
-ISCSI_2016 = {"iscsi": {"targetPortal": "127.0.0.1:3260", "fsType": "ext4", "lun": 0,
-                        "iqn": "iqn.2016-12.server:storage.target01"}}
-ISCSI_2017 = {"iscsi": {"targetPortal": "127.0.0.1:3260", "fsType": "ext4", "lun": 0,
-                        "iqn": "iqn.2017-12.server:storage.target01"}}
+from tests.unit.plugins.in_tree_volumes import (
+    AWS_BAR,
+    AWS_FOO,
+    GCE_BAR,
+    GCE_FOO,
+    ISCSI_2016,
+    ISCSI_2017,
+    RBD_AB,
+    RBD_CD,
+)
 
 
 def volume_pod(*sources: dict[str, Any], name: str = "pod") -> PodBuilder:

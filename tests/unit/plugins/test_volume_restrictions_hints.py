@@ -10,30 +10,26 @@ import pytest
 
 from kpysched.framework.cluster_events import (
     ASSIGNED_POD_DELETE,
-    ActionType,
-    ClusterEvent,
-    Resource,
 )
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins import volume_restrictions as vr
 from tests.unit.builders import FakeHandle, make_pod
-from tests.unit.plugins.hints import ERROR, QUEUE, SKIP, Expected, check, hint_for
+from tests.unit.plugins.hints import ERROR, PVC_ADDED, QUEUE, SKIP, Expected, check, hint_for
+from tests.unit.plugins.in_tree_volumes import (
+    AWS_BAR,
+    AWS_FOO,
+    GCE_BAR,
+    GCE_FOO,
+    ISCSI_2016,
+    ISCSI_2017,
+    RBD_AB,
+    RBD_CD,
+)
 
 PLUGIN = vr.new(None, FakeHandle())
 POD_DELETED = hint_for(PLUGIN, ASSIGNED_POD_DELETE)
-CLAIM_ADDED = hint_for(PLUGIN, ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD))
-
-GCE_FOO = {"gce_persistent_disk": {"pdName": "foo"}}
-GCE_BAR = {"gce_persistent_disk": {"pdName": "bar"}}
-AWS_FOO = {"aws_elastic_block_store": {"volumeID": "foo"}}
-AWS_BAR = {"aws_elastic_block_store": {"volumeID": "bar"}}
-RBD_AB = {"rbd": {"monitors": ["a", "b"], "pool": "foo", "image": "bar", "fsType": "ext4"}}
-RBD_CD = {"rbd": {"monitors": ["c", "d"], "pool": "foo", "image": "bar", "fsType": "ext4"}}
-ISCSI_2016 = {"iscsi": {"targetPortal": "127.0.0.1:3260", "fsType": "ext4", "lun": 0,
-                        "iqn": "iqn.2016-12.server:storage.target01"}}
-ISCSI_2017 = {"iscsi": {"targetPortal": "127.0.0.1:3260", "fsType": "ext4", "lun": 0,
-                        "iqn": "iqn.2017-12.server:storage.target01"}}
+CLAIM_ADDED = hint_for(PLUGIN, PVC_ADDED)
 
 
 def volume_pod(source: dict[str, Any], name: str = "pod", namespace: str = "") -> PodInfo:

@@ -11,10 +11,10 @@ from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins import volume_zone as vz
 from tests.unit.builders import FakeHandle, make_pod
-from tests.unit.plugins.hints import ERROR, QUEUE, SKIP, Expected, check, hint_for
+from tests.unit.plugins.hints import ERROR, PVC_ADDED, QUEUE, SKIP, Expected, check, hint_for
 
 PLUGIN = vz.new(None, FakeHandle())
-CLAIM_HINT = hint_for(PLUGIN, ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD))
+CLAIM_HINT = hint_for(PLUGIN, PVC_ADDED)
 CLASS_HINT = hint_for(PLUGIN, ClusterEvent(Resource.STORAGE_CLASS, ActionType.ADD))
 PV_HINT = hint_for(PLUGIN, ClusterEvent(Resource.PERSISTENT_VOLUME, ActionType.UPDATE))
 

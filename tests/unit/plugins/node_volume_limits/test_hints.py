@@ -18,11 +18,11 @@ from kpysched.objects.pod import PodInfo
 from kpysched.plugins import node_volume_limits as nvl
 from kpysched.plugins.node_volume_limits import hints
 from tests.unit.builders import FakeHandle, make_pod
-from tests.unit.plugins.hints import ERROR, QUEUE, SKIP, Expected, check, hint_for
+from tests.unit.plugins.hints import ERROR, PVC_ADDED, QUEUE, SKIP, Expected, check, hint_for
 
 PLUGIN = nvl.new(None, FakeHandle())
 POD_DELETED = hint_for(PLUGIN, ASSIGNED_POD_DELETE)
-CLAIM_ADDED = hint_for(PLUGIN, ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD))
+CLAIM_ADDED = hint_for(PLUGIN, PVC_ADDED)
 ATTACHMENT_DELETED = hint_for(PLUGIN, ClusterEvent(Resource.VOLUME_ATTACHMENT,
                                                    ActionType.DELETE))
 CSI_NODE_UPDATED = hint_for(PLUGIN, ClusterEvent(Resource.CSI_NODE, ActionType.UPDATE))

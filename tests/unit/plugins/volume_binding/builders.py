@@ -256,3 +256,22 @@ class FakeStorageApi:
         if self.propagate:
             _index(self.listers, updated).on_add(updated)
         return ApiResponse(200, msgspec.json.encode(updated))
+
+
+# The claims and volumes several binder tests share (upstream's binder_test.go declares
+# them once for its package); treat them as read-only.
+unbound_pvc = make_test_pvc("unbound-pvc", "1G", "", PVC_UNBOUND, "", "1", WAIT_CLASS)
+unbound_pvc2 = make_test_pvc("unbound-pvc2", "5G", "", PVC_UNBOUND, "", "1", WAIT_CLASS)
+bound_pvc = make_test_pvc("bound-pvc", "1G", "", PVC_BOUND, "pv-bound", "1", WAIT_CLASS)
+provisioned_pvc = make_test_pvc("provisioned-pvc", "1Gi", "", PVC_UNBOUND, "", "1",
+                                WAIT_CLASS_WITH_PROVISIONER)
+provisioned_pvc2 = make_test_pvc("provisioned-pvc2", "1Gi", "", PVC_UNBOUND, "", "1",
+                                 WAIT_CLASS_WITH_PROVISIONER)
+selected_node_pvc = make_test_pvc("provisioned-pvc", "1Gi", NODE_LABEL_VALUE, PVC_SELECTED_NODE,
+                                  "", "1", WAIT_CLASS_WITH_PROVISIONER)
+pv_node1a = make_test_pv("pv-node1a", "node1", "5G", "1", None, WAIT_CLASS)
+pv_node1b = make_test_pv("pv-node1b", "node1", "10G", "1", None, WAIT_CLASS)
+pv_node2 = make_test_pv("pv-node2", "node2", "1G", "1", None, WAIT_CLASS)
+pv_bound = make_test_pv("pv-bound", "node1", "1G", "1", bound_pvc, WAIT_CLASS)
+pv_node1a_bound = make_test_pv("pv-node1a", "node1", "5G", "1", unbound_pvc, WAIT_CLASS)
+pv_node1b_bound = make_test_pv("pv-node1b", "node1", "10G", "1", unbound_pvc2, WAIT_CLASS)

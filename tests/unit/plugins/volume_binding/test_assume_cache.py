@@ -25,16 +25,23 @@ from kpysched.plugins.volume_binding.binder import (
 )
 from tests.unit.plugins.volume_binding.builders import (
     NODE_LABEL_VALUE,
-    PVC_BOUND,
-    PVC_SELECTED_NODE,
     PVC_UNBOUND,
-    WAIT_CLASS,
     WAIT_CLASS_WITH_PROVISIONER,
     add,
     binder_test_classes,
+    bound_pvc,
     make_pod,
-    make_test_pv,
     make_test_pvc,
+    provisioned_pvc,
+    provisioned_pvc2,
+    pv_bound,
+    pv_node1a,
+    pv_node1a_bound,
+    pv_node1b,
+    pv_node1b_bound,
+    selected_node_pvc,
+    unbound_pvc,
+    unbound_pvc2,
     with_annotation,
 )
 
@@ -208,22 +215,8 @@ def test_spent_assumptions_are_forgotten() -> None:
 
 # ---- Reserve / Unreserve (binder_test.go) -------------------------------------------
 
-unbound_pvc = make_test_pvc("unbound-pvc", "1G", "", PVC_UNBOUND, "", "1", WAIT_CLASS)
-unbound_pvc2 = make_test_pvc("unbound-pvc2", "5G", "", PVC_UNBOUND, "", "1", WAIT_CLASS)
-bound_pvc = make_test_pvc("bound-pvc", "1G", "", PVC_BOUND, "pv-bound", "1", WAIT_CLASS)
-provisioned_pvc = make_test_pvc("provisioned-pvc", "1Gi", "", PVC_UNBOUND, "", "1",
-                                WAIT_CLASS_WITH_PROVISIONER)
-provisioned_pvc2 = make_test_pvc("provisioned-pvc2", "1Gi", "", PVC_UNBOUND, "", "1",
-                                 WAIT_CLASS_WITH_PROVISIONER)
 provisioned_pvc_higher_version = make_test_pvc("provisioned-pvc2", "1Gi", "", PVC_UNBOUND, "",
                                                "2", WAIT_CLASS_WITH_PROVISIONER)
-selected_node_pvc = make_test_pvc("provisioned-pvc", "1Gi", NODE_LABEL_VALUE, PVC_SELECTED_NODE,
-                                  "", "1", WAIT_CLASS_WITH_PROVISIONER)
-pv_node1a = make_test_pv("pv-node1a", "node1", "5G", "1", None, WAIT_CLASS)
-pv_node1b = make_test_pv("pv-node1b", "node1", "10G", "1", None, WAIT_CLASS)
-pv_bound = make_test_pv("pv-bound", "node1", "1G", "1", bound_pvc, WAIT_CLASS)
-pv_node1a_bound = make_test_pv("pv-node1a", "node1", "5G", "1", unbound_pvc, WAIT_CLASS)
-pv_node1b_bound = make_test_pv("pv-node1b", "node1", "10G", "1", unbound_pvc2, WAIT_CLASS)
 
 
 def _binder(*objects: object) -> VolumeBinder:

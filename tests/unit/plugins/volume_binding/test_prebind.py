@@ -39,16 +39,26 @@ from tests.unit.plugins.volume_binding.builders import (
     NODE_LABEL_VALUE,
     PVC_BOUND,
     PVC_PREBOUND,
-    PVC_SELECTED_NODE,
-    PVC_UNBOUND,
     WAIT_CLASS,
     WAIT_CLASS_WITH_PROVISIONER,
     FakeStorageApi,
     add,
     binder_test_classes,
+    bound_pvc,
     make_pod,
     make_test_pv,
     make_test_pvc,
+    provisioned_pvc,
+    provisioned_pvc2,
+    pv_bound,
+    pv_node1a,
+    pv_node1a_bound,
+    pv_node1b,
+    pv_node1b_bound,
+    pv_node2,
+    selected_node_pvc,
+    unbound_pvc,
+    unbound_pvc2,
     with_annotation,
     with_version,
     without_annotations,
@@ -58,29 +68,14 @@ from tests.unit.plugins.volume_binding.builders import (
 Claim = storage.PersistentVolumeClaim
 Volume = storage.PersistentVolume
 
-unbound_pvc = make_test_pvc("unbound-pvc", "1G", "", PVC_UNBOUND, "", "1", WAIT_CLASS)
-unbound_pvc2 = make_test_pvc("unbound-pvc2", "5G", "", PVC_UNBOUND, "", "1", WAIT_CLASS)
 prebound_pvc_node1a = make_test_pvc("unbound-pvc", "1G", "", PVC_PREBOUND, "pv-node1a", "1",
                                     WAIT_CLASS)
-bound_pvc = make_test_pvc("bound-pvc", "1G", "", PVC_BOUND, "pv-bound", "1", WAIT_CLASS)
 bound_pvc_node1a = make_test_pvc("unbound-pvc", "1G", "", PVC_BOUND, "pv-node1a", "1",
                                  WAIT_CLASS)
-provisioned_pvc = make_test_pvc("provisioned-pvc", "1Gi", "", PVC_UNBOUND, "", "1",
-                                WAIT_CLASS_WITH_PROVISIONER)
-provisioned_pvc2 = make_test_pvc("provisioned-pvc2", "1Gi", "", PVC_UNBOUND, "", "1",
-                                 WAIT_CLASS_WITH_PROVISIONER)
 provisioned_pvc_higher_version = with_version(provisioned_pvc2, "2")
 provisioned_pvc_bound = make_test_pvc("provisioned-pvc", "1Gi", "", PVC_BOUND, "pv-bound", "1",
                                       WAIT_CLASS_WITH_PROVISIONER)
-selected_node_pvc = make_test_pvc("provisioned-pvc", "1Gi", NODE_LABEL_VALUE, PVC_SELECTED_NODE,
-                                  "", "1", WAIT_CLASS_WITH_PROVISIONER)
 
-pv_node1a = make_test_pv("pv-node1a", "node1", "5G", "1", None, WAIT_CLASS)
-pv_node1b = make_test_pv("pv-node1b", "node1", "10G", "1", None, WAIT_CLASS)
-pv_node2 = make_test_pv("pv-node2", "node2", "1G", "1", None, WAIT_CLASS)
-pv_bound = make_test_pv("pv-bound", "node1", "1G", "1", bound_pvc, WAIT_CLASS)
-pv_node1a_bound = make_test_pv("pv-node1a", "node1", "5G", "1", unbound_pvc, WAIT_CLASS)
-pv_node1b_bound = make_test_pv("pv-node1b", "node1", "10G", "1", unbound_pvc2, WAIT_CLASS)
 pv_node1b_bound_higher_version = with_version(pv_node1b_bound, "2")
 
 
@@ -313,6 +308,17 @@ CHECK_BINDINGS = {
 }
 
 
+def expect_check_bindings(env: Env, case: CheckCase) -> None:
+    """check_bindings on node1 answers case.bound, or raises case.error."""
+    writer = env.writer()
+    if case.error is not None:
+        with pytest.raises(BinderError) as raised:
+            writer.check_bindings("node1", case.bindings, case.provisioned)
+        assert str(raised.value) == case.error
+        return
+    assert writer.check_bindings("node1", case.bindings, case.provisioned) is case.bound
+
+
 @pytest.mark.parametrize("case", CHECK_BINDINGS.values(), ids=CHECK_BINDINGS.keys())
 def test_check_bindings(case: CheckCase) -> None:
     env = make_env([*case.init_pvs, *case.init_pvcs])
@@ -324,13 +330,7 @@ def test_check_bindings(case: CheckCase) -> None:
             env.api.delete(obj)
         else:
             env.api.update(obj)
-    writer = env.writer()
-    if case.error is not None:
-        with pytest.raises(BinderError) as raised:
-            writer.check_bindings("node1", case.bindings, case.provisioned)
-        assert str(raised.value) == case.error
-        return
-    assert writer.check_bindings("node1", case.bindings, case.provisioned) is case.bound
+    expect_check_bindings(env, case)
 
 
 def _migration_pv(claim: Claim, *, migrated: bool) -> Volume:
@@ -400,13 +400,7 @@ def test_check_bindings_with_csi_migration(case: CheckCase, zone: dict[str, str]
     assume(env, case.bindings, case.provisioned)
     for obj in case.api_pvcs:
         env.api.update(obj)
-    writer = env.writer()
-    if case.error is not None:
-        with pytest.raises(BinderError) as raised:
-            writer.check_bindings("node1", case.bindings, case.provisioned)
-        assert str(raised.value) == case.error
-        return
-    assert writer.check_bindings("node1", case.bindings, case.provisioned) is case.bound
+    expect_check_bindings(env, case)
 
 
 def test_check_bindings_unknown_node() -> None:

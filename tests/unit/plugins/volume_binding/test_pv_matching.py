@@ -25,7 +25,6 @@ from kpysched.plugins.volume_binding.binder import (
 from tests.unit.plugins.volume_binding.builders import (
     IMMEDIATE_CLASS,
     NODE_LABEL_KEY,
-    NODE_LABEL_VALUE,
     PROVISIONER,
     PVC_BOUND,
     PVC_PREBOUND,
@@ -36,30 +35,33 @@ from tests.unit.plugins.volume_binding.builders import (
     WAIT_CLASS_WITH_PROVISIONER,
     add,
     binder_test_classes,
+    bound_pvc,
     make_capacity,
     make_csi_driver,
     make_csi_node,
     make_pod,
     make_test_pv,
     make_test_pvc,
+    provisioned_pvc,
+    pv_bound,
+    pv_node1a,
+    pv_node1a_bound,
+    pv_node1b,
+    pv_node2,
+    selected_node_pvc,
+    unbound_pvc,
+    unbound_pvc2,
 )
 
-unbound_pvc = make_test_pvc("unbound-pvc", "1G", "", PVC_UNBOUND, "", "1", WAIT_CLASS)
-unbound_pvc2 = make_test_pvc("unbound-pvc2", "5G", "", PVC_UNBOUND, "", "1", WAIT_CLASS)
 prebound_pvc = make_test_pvc("prebound-pvc", "1G", "", PVC_PREBOUND, "pv-node1a", "1", WAIT_CLASS)
-bound_pvc = make_test_pvc("bound-pvc", "1G", "", PVC_BOUND, "pv-bound", "1", WAIT_CLASS)
 immediate_unbound_pvc = make_test_pvc("immediate-unbound-pvc", "1G", "", PVC_UNBOUND, "", "1",
                                       IMMEDIATE_CLASS)
 immediate_bound_pvc = make_test_pvc("immediate-bound-pvc", "1G", "", PVC_BOUND,
                                     "pv-bound-immediate", "1", IMMEDIATE_CLASS)
-provisioned_pvc = make_test_pvc("provisioned-pvc", "1Gi", "", PVC_UNBOUND, "", "1",
-                                WAIT_CLASS_WITH_PROVISIONER)
 no_provisioner_pvc = make_test_pvc("no-provisioner-pvc", "1Gi", "", PVC_UNBOUND, "", "1",
                                    WAIT_CLASS)
 topo_mismatch_pvc = make_test_pvc("topo-mismatch-pvc", "1Gi", "", PVC_UNBOUND, "", "1",
                                   TOPO_MISMATCH_CLASS)
-selected_node_pvc = make_test_pvc("provisioned-pvc", "1Gi", NODE_LABEL_VALUE, PVC_SELECTED_NODE,
-                                  "", "1", WAIT_CLASS_WITH_PROVISIONER)
 bound_migration_pvc = make_test_pvc("pvc-migration-bound", "1G", "", PVC_BOUND,
                                     "pv-migration-bound", "1", WAIT_CLASS)
 
@@ -77,12 +79,7 @@ conflicting_generic_pvc = _generic_pvc(owned=False)
 correct_generic_pvc = _generic_pvc(owned=True)
 pv_bound_generic = make_test_pv("pv-bound", "node1", "1G", "1", correct_generic_pvc, WAIT_CLASS)
 
-pv_node1a = make_test_pv("pv-node1a", "node1", "5G", "1", None, WAIT_CLASS)
-pv_node1b = make_test_pv("pv-node1b", "node1", "10G", "1", None, WAIT_CLASS)
 pv_node1c = make_test_pv("pv-node1b", "node1", "5G", "1", None, WAIT_CLASS)
-pv_node2 = make_test_pv("pv-node2", "node2", "1G", "1", None, WAIT_CLASS)
-pv_bound = make_test_pv("pv-bound", "node1", "1G", "1", bound_pvc, WAIT_CLASS)
-pv_node1a_bound = make_test_pv("pv-node1a", "node1", "5G", "1", unbound_pvc, WAIT_CLASS)
 pv_bound_immediate = make_test_pv("pv-bound-immediate", "node1", "1G", "1", immediate_bound_pvc,
                                   IMMEDIATE_CLASS)
 pv_bound_immediate_node2 = make_test_pv("pv-bound-immediate", "node2", "1G", "1",
