@@ -1,4 +1,16 @@
-"""In-tree plugins: one module per upstream plugin, listed explicitly."""
+"""In-tree plugins: one room per upstream plugin, listed explicitly in IN_TREE.
+
+A single-file plugin is <name>.py; a package plugin keeps its class in
+<name>/plugin.py behind a short __init__ (NAME, SPEC, the class, its args, new);
+node_resources/ holds Fit and BalancedAllocation, as upstream's noderesources does.
+_shared/ holds the helpers plugins of several rooms use.
+
+Plugins import objects/, cache/, framework/ and one another's public names; the
+framework never imports a plugin (it finds them through this registry and the
+entry-point group). Beyond those layers today: dynamic_resources imports api.times and
+api.response (claim writes) and scheduling.loop_thread, default_preemption imports
+decisions.record, volume_binding's prebind api.response (for typing).
+"""
 
 from __future__ import annotations
 

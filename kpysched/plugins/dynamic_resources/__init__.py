@@ -16,6 +16,9 @@ allocator of k8s.io/dynamic-resource-allocation/structured).
 - cel.py: device selectors in CEL, with cel_library.py (quantity, semver, the
   environment); cel_ast.py, cel_cost.py, cel_bound.py, cel_rewrite.py and cel_meter.py
   hold them to cel-go's actual-cost limit and the Filter deadline (docs/dra-cel.md).
+
+May import objects/, cache/, framework/ and plugins/_shared/ (and node_affinity's term
+checks); node_resources/ imports its device counting from here.
 """
 
 from kpysched.plugins.dynamic_resources.plugin import NAME, SPEC

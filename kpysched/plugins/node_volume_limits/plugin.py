@@ -35,6 +35,7 @@ from kpysched.framework.interfaces import (
     PreFilterResult,
     StorageListers,
 )
+from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
@@ -240,3 +241,6 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
 
 def new(args: None, handle: Handle) -> NodeVolumeLimits:
     return NodeVolumeLimits(handle)
+
+
+SPEC = PluginSpec(NAME, NodeVolumeLimits, new, None)

@@ -12,9 +12,12 @@ Upstream's feature gates are taken at their v1.36 values: nodeAffinityPolicy /
 nodeTaintsPolicy and matchLabelKeys are always honoured; toleration operators
 Lt/Gt (alpha) tolerate nothing. Queueing hints are not carried over: the
 registered events alone decide when a rejected pod is retried.
+
+plugin.py holds the plugin; args.py, filtering.py, scoring.py, common.py, hints.py and
+default_selector.py its parts. May import objects/, cache/, framework/, plugins/_shared/
+and node_affinity (RequiredNodeAffinity, for nodeAffinityPolicy).
 """
 
-from kpysched.framework.registry import PluginSpec
 from kpysched.plugins.pod_topology_spread.args import (
     LIST_DEFAULTING,
     SYSTEM_DEFAULT_CONSTRAINTS,
@@ -29,11 +32,10 @@ from kpysched.plugins.pod_topology_spread.plugin import (
     PRE_SCORE_KEY,
     REASON_CONSTRAINTS_NOT_MATCH,
     REASON_NODE_LABEL_NOT_MATCH,
+    SPEC,
     PodTopologySpread,
     new,
 )
-
-SPEC = PluginSpec(NAME, PodTopologySpread, new, PodTopologySpreadArgs)
 
 __all__ = [
     "LIST_DEFAULTING", "NAME", "PRE_FILTER_KEY", "PRE_SCORE_KEY", "REASON_CONSTRAINTS_NOT_MATCH",

@@ -29,6 +29,7 @@ from kpysched.framework.interfaces import (
     ScorePlugin,
     VectorFilterPlugin,
 )
+from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
@@ -203,3 +204,6 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin
 
 def new(args: PodTopologySpreadArgs | None, handle: Handle) -> PodTopologySpread:
     return PodTopologySpread(args if args is not None else PodTopologySpreadArgs(), handle)
+
+
+SPEC = PluginSpec(NAME, PodTopologySpread, new, PodTopologySpreadArgs)

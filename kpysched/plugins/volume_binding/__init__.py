@@ -17,9 +17,12 @@ assume (Reserve) and bind (PreBind) stages are counted in the Handle's metrics
 Bound in-tree PVs (GCE PD, EBS, Cinder, ...) on nodes whose CSINode says their
 plugin migrated to CSI are checked as translated (csi_migration.py). Queueing hints
 let only the events that may help a rejected pod requeue it (hints.py).
+
+plugin.py holds the plugin; args.py, binder.py, prebind.py, pv_matching.py,
+assume_cache.py, scorer.py, csi_migration.py and hints.py its parts. May import objects/,
+cache/, framework/, plugins/_shared/ and node_affinity (term checks).
 """
 
-from kpysched.framework.registry import PluginSpec
 from kpysched.plugins._shared.args import UtilizationShapePoint
 from kpysched.plugins.volume_binding.args import (
     DEFAULT_BIND_TIMEOUT_SECONDS,
@@ -35,12 +38,11 @@ from kpysched.plugins.volume_binding.binder import (
 from kpysched.plugins.volume_binding.plugin import (
     NAME,
     REASON_UNBOUND_IMMEDIATE,
+    SPEC,
     STATE_KEY,
     VolumeBinding,
     new,
 )
-
-SPEC = PluginSpec(NAME, VolumeBinding, new, VolumeBindingArgs)
 
 __all__ = [
     "DEFAULT_BIND_TIMEOUT_SECONDS", "NAME", "REASON_BIND_CONFLICT", "REASON_NODE_CONFLICT",

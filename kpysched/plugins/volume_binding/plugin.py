@@ -27,6 +27,7 @@ from kpysched.framework.interfaces import (
     ReservePlugin,
     ScorePlugin,
 )
+from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
@@ -315,3 +316,6 @@ def _capacity_units(capacity: storage.CSIStorageCapacity) -> int:
 
 def new(args: VolumeBindingArgs | None, handle: Handle) -> VolumeBinding:
     return VolumeBinding(args if args is not None else VolumeBindingArgs(), handle)
+
+
+SPEC = PluginSpec(NAME, VolumeBinding, new, VolumeBindingArgs)
