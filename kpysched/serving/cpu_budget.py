@@ -14,9 +14,13 @@ clock: it refills at SHARE of one core and holds at most BURST seconds, so a lar
 serving thread sleeps (holding no GIL) until the bucket is back at zero. The secure
 port then answers more slowly under a flood, scrapes included. This bounds the loss; it
 does not remove it as another core would (the GIL hand-offs cost the loop about twice
-the thread's own CPU): taking the port's TLS and authentication to a process of its own
-would. Every second slept is counted in
+the thread's own CPU). Every second slept is counted in
 kpysched_serving_throttled_seconds_total.
+
+With TLS the port's TLS and authentication now run in a process of their own
+(kpysched.serving.front), so unauthenticated clients no longer reach this thread; the
+budget stays for the authorized ones (a large scrape, a busy /debug client), and for
+--insecure-serving, where the thread still serves the port itself.
 """
 
 from __future__ import annotations
