@@ -9,8 +9,8 @@
 
 runtime/ is the engine that runs the plugins at each point; nothing here imports it.
 
-May import: objects/; cache/, decisions/ and api/ for types only (under
+May import: objects/; cache/, decisions/ and api/response.py for types only (under
 TYPE_CHECKING: the protocols name NodeInfo and Snapshot, CycleState carries a
-Decision, the Handle hands plugins the API client for their own writes). Never
-runtime/, a plugin, queue/ or scheduling/.
+Decision, the Handle hands plugins an ApiRequester for their own writes). Never
+runtime/, a plugin, queue/, scheduling/ or the API transport.
 """

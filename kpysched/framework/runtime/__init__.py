@@ -11,10 +11,11 @@ framework/runtime).
 - handle.py: ProfileHandle, the Handle a plugin receives; waiting.py: pods waiting
   at Permit or in PreBind; guard.py: a plugin that raises becomes an Error status.
 
-May import: the contract (kpysched.framework's own modules), objects/, cache/ (types),
-decisions/record (score records) and scheduling/cooperative (yielding the loop in
-long passes). Never a plugin, never the API transport. The contract never imports
-this package.
+May import: the contract (kpysched.framework's own modules), objects/, cache/ and
+api/response.py (types), decisions/record (score records). Never a plugin, queue/,
+scheduling/ or the API transport; the contract never imports this package.
+(scheduling_points.py still imports scheduling/cooperative, the loop turns it gives
+in long passes, against the layer line: that module belongs down here.)
 """
 
 from kpysched.framework.runtime.framework import Framework, FrameworkError, ProfileSpec
