@@ -1,0 +1,1 @@
+"""Tests of kpysched/explain/: the client that asks the scheduler and the renderer."""

@@ -1,0 +1,1 @@
+"""Tests of kpysched/config/flags/: the pflag parser and what a command line means."""
