@@ -22,6 +22,7 @@ from typing import Any
 
 from cel_expr_python import cel
 
+from kpysched.plugins.dynamic_resources.cel_library import kp_function
 from kpysched.plugins.dynamic_resources.cel_urls import go_quote
 
 _PRECISION = 6
@@ -36,34 +37,29 @@ _TYPE_NAMES = {"INT": "int", "UINT": "uint", "DOUBLE": "double", "BOOL": "bool",
                "DURATION": "google.protobuf.Duration"}
 
 
+# How NaN, +Inf and -Inf print: Go's fmt, and x/text's en_US locale.
+_GO_NON_FINITE = ("NaN", "+Inf", "-Inf")
+_LOCALE_NON_FINITE = ("NaN", "∞", "-∞")
+
+
 class FormatError(ValueError):
     """A formatting failure, worded as cel-go's."""
 
 
+# Python types of CEL values and their CEL type names, in the order to test them (bool
+# before int: a bool is an int in Python).
+_VALUE_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (type(None), "null_type"), (bool, "bool"), (int, "int"), (float, "double"),
+    (str, "string"), ((bytes, bytearray), "bytes"), (list, "list"), (dict, "map"),
+    (datetime, "google.protobuf.Timestamp"), (timedelta, "google.protobuf.Duration"),
+    (cel.Type, "type"))
+
+
 def type_name(value: Any) -> str:
     """The CEL type name cel-go's messages give a value."""
-    if value is None:
-        return "null_type"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "double"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, bytes | bytearray):
-        return "bytes"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "map"
-    if isinstance(value, datetime):
-        return "google.protobuf.Timestamp"
-    if isinstance(value, timedelta):
-        return "google.protobuf.Duration"
-    if isinstance(value, cel.Type):
-        return "type"
+    for kind, name in _VALUE_TYPES:
+        if isinstance(value, kind):
+            return name
     descriptor = getattr(value, "DESCRIPTOR", None)
     return str(descriptor.full_name) if descriptor is not None else type(value).__name__
 
@@ -73,13 +69,21 @@ def _type_text(value: Any) -> str:
     return _TYPE_NAMES.get(text.upper(), text)
 
 
+def _non_finite(value: float, spelling: tuple[str, str, str]) -> str | None:
+    """NaN or an infinity as `spelling` (NaN, +Inf, -Inf) writes it; None for a number."""
+    if math.isnan(value):
+        return spelling[0]
+    if math.isinf(value):
+        return spelling[1] if value > 0 else spelling[2]
+    return None
+
+
 def go_g(value: float) -> str:
     """Go's `%g` of a float64: the shortest digits, in exponent form when the exponent is
     below -4 or at least 6 (strconv's rule for the shortest precision)."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
+    special = _non_finite(value, _GO_NON_FINITE)
+    if special is not None:
+        return special
     if value == 0:
         return "-0" if math.copysign(1, value) < 0 else "0"
     digits = Decimal(repr(value)).normalize()
@@ -94,19 +98,15 @@ def go_g(value: float) -> str:
 
 def _go_fixed(value: float, precision: int) -> str:
     """Go's fmt `%.<p>f` (no grouping)."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    return f"{value:.{precision}f}"
+    special = _non_finite(value, _GO_NON_FINITE)
+    return special if special is not None else f"{value:.{precision}f}"
 
 
 def _locale_fixed(value: float, precision: int) -> str:
     """x/text's `%.<p>f` in en_US: thousands grouped, no sign on zero, ∞."""
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "∞" if value > 0 else "-∞"
+    special = _non_finite(value, _LOCALE_NON_FINITE)
+    if special is not None:
+        return special
     if value == 0:
         value = 0.0
     return f"{value:,.{precision}f}"
@@ -115,10 +115,9 @@ def _locale_fixed(value: float, precision: int) -> str:
 def _locale_scientific(value: float, width: int) -> str:
     """x/text's `%<w>e` in en_US: six decimals, a multiplication sign, `10` and a
     superscript exponent of at least two digits, padded to `width` runes."""
-    if math.isnan(value):
-        text = "NaN"
-    elif math.isinf(value):
-        text = "∞" if value > 0 else "-∞"
+    special = _non_finite(value, _LOCALE_NON_FINITE)
+    if special is not None:
+        text = special
     else:
         if value == 0:
             value = 0.0
@@ -212,10 +211,18 @@ def _format_map(values: dict[Any, Any]) -> str:
     return "{" + ", ".join(f"{key}:{value}" for key, value in pairs) + "}"
 
 
-def _decimal(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return str(value)
-    raise FormatError(f"decimal clause can only be used on integers, was given {type_name(value)}")
+def _integer_clause(clause: str, spec: str) -> Callable[[Any], str]:
+    """A clause that formats integers only (`%d` as "decimal", `%o` as "octal")."""
+    def formatted(value: Any) -> str:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return format(value, spec)
+        raise FormatError(f"{clause} clause can only be used on integers, was given "
+                          f"{type_name(value)}")
+    return formatted
+
+
+_decimal = _integer_clause("decimal", "d")
+_octal = _integer_clause("octal", "o")
 
 
 def _as_double(value: Any, clause: str) -> float:
@@ -249,12 +256,6 @@ def _hex(upper: bool) -> Callable[[Any], str]:
                               f"as hex, was given {type_name(value)}")
         return text.upper() if upper else text
     return hexadecimal
-
-
-def _octal(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return format(value, "o")
-    raise FormatError(f"octal clause can only be used on integers, was given {type_name(value)}")
 
 
 def _clause(text: bytes, at: int) -> tuple[int, Callable[[Any], str]]:
@@ -324,6 +325,4 @@ def format_functions() -> list[cel.FunctionDecl]:
     """`@kp.string.format`, which cel_adapt renames the strings extension's `format` to;
     it costs the call's 1, which the metered copy charges."""
     t = cel.Type
-    return [cel.FunctionDecl("@kp.string.format", [cel.Overload(
-        "@kp_string_format", t.STRING, [t.STRING, t.LIST], is_member=False,
-        impl=format_call)])]
+    return [kp_function("@kp.string.format", t.STRING, [t.STRING, t.LIST], format_call)]

@@ -71,6 +71,36 @@ URL_TYPE = cel.Type("kubernetes.URL")
 FORMAT_TYPE = cel.Type("kubernetes.NamedFormat")
 
 
+def kp_function(name: str, result: cel.Type, params: list[cel.Type],
+                impl: Callable[..., Any]) -> cel.FunctionDecl:
+    """A `@kp.` function (what cel_adapt renames a library call to) with one global
+    overload, whose id is the name with its dots as underscores."""
+    return cel.FunctionDecl(name, [cel.Overload(name.replace(".", "_"), result, params,
+                                                is_member=False, impl=impl)])
+
+
+def kp_overloads(name: str, *signatures: tuple[cel.Type, list[cel.Type], Callable[..., Any]]
+                 ) -> cel.FunctionDecl:
+    """A `@kp.` function with several global overloads (result, params, impl), their ids
+    the name with its dots as underscores and the overload's index."""
+    return cel.FunctionDecl(name, [
+        cel.Overload(f"{name}_{i}".replace(".", "_"), result, params, is_member=False,
+                     impl=impl)
+        for i, (result, params, impl) in enumerate(signatures)])
+
+
+def parses(parse: Callable[[str], object], error: type[Exception] = ValueError
+           ) -> Callable[[str], bool]:
+    """The is<Kind>() form of a parser: whether it accepts the text."""
+    def accepted(text: str) -> bool:
+        try:
+            parse(text)
+        except error:
+            return False
+        return True
+    return accepted
+
+
 def message_class(name: str) -> type[Any]:
     """The class of one of this environment's messages (net.IP, ...)."""
     cls: type[Any] = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(name))
@@ -140,12 +170,7 @@ def _string_to_quantity(text: str) -> Any:
         raise ValueError(go_quantity_error(err)) from None
 
 
-def _is_quantity(text: str) -> bool:
-    try:
-        parse_quantity(text)
-    except QuantityError:
-        return False
-    return True
+_is_quantity = parses(parse_quantity, QuantityError)
 
 
 def _integer(msg: Any) -> int | None:

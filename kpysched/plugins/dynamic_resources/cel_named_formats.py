@@ -23,7 +23,7 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from kpysched.plugins.dynamic_resources.cel_library import FORMAT_TYPE, message_class
+from kpysched.plugins.dynamic_resources.cel_library import FORMAT_TYPE, kp_function, message_class
 from kpysched.plugins.dynamic_resources.cel_urls import parse_request_uri
 
 _LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -229,13 +229,8 @@ def named_format_functions(charge: Callable[[int], None]) -> list[cel.FunctionDe
         errs = found.validate(text.encode())
         return [errs] if errs else []
 
-    def one(name: str, result: cel.Type, params: list[cel.Type], impl: Callable[..., Any]
-            ) -> cel.FunctionDecl:
-        return cel.FunctionDecl(name, [cel.Overload(name.replace(".", "_"), result, params,
-                                                    is_member=False, impl=impl)])
-
     return [
-        one("@kp.format.named", t.LIST, [t.STRING], named),
-        one("@kp.format.constant", FORMAT_TYPE, [t.STRING], constant),
-        one("@kp.format.validate", t.LIST, [FORMAT_TYPE, t.STRING], check),
+        kp_function("@kp.format.named", t.LIST, [t.STRING], named),
+        kp_function("@kp.format.constant", FORMAT_TYPE, [t.STRING], constant),
+        kp_function("@kp.format.validate", t.LIST, [FORMAT_TYPE, t.STRING], check),
     ]

@@ -23,7 +23,13 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from kpysched.plugins.dynamic_resources.cel_library import CIDR_TYPE, IP_TYPE, message_class
+from kpysched.plugins.dynamic_resources.cel_library import (
+    CIDR_TYPE,
+    IP_TYPE,
+    kp_overloads,
+    message_class,
+    parses,
+)
 
 _TRAVERSAL = 0.1  # common.StringTraversalCostFactor
 
@@ -383,13 +389,11 @@ def network_functions(charge: Callable[[int], None]) -> list[cel.FunctionDecl]:
         charge(parse_cost(text))
         return ip_message(library_ip(text))
 
-    def is_ip(text: str) -> bool:
-        charge(parse_cost(text))
-        try:
-            library_ip(text)
-        except ValueError:
-            return False
-        return True
+    def priced_parse(accepts: Callable[[str], bool]) -> Callable[[str], bool]:
+        def is_kind(text: str) -> bool:
+            charge(parse_cost(text))
+            return accepts(text)
+        return is_kind
 
     def is_canonical(text: str) -> bool:
         charge(parse_cost(text, 2))
@@ -398,14 +402,6 @@ def network_functions(charge: Callable[[int], None]) -> list[cel.FunctionDecl]:
     def parse_cidr(text: str) -> Any:
         charge(parse_cost(text))
         return cidr_message(library_cidr(text))
-
-    def is_cidr(text: str) -> bool:
-        charge(parse_cost(text))
-        try:
-            library_cidr(text)
-        except ValueError:
-            return False
-        return True
 
     def unit(impl: Callable[..., Any]) -> Callable[..., Any]:
         def priced(*args: Any) -> Any:
@@ -428,37 +424,30 @@ def network_functions(charge: Callable[[int], None]) -> list[cel.FunctionDecl]:
         charge(contains_cost(value, text, of_cidr=True))
         return contains_cidr(value, library_cidr(text))
 
-    def overloads(name: str, *signatures: tuple[cel.Type, list[cel.Type], Callable[..., Any]]
-                  ) -> cel.FunctionDecl:
-        return cel.FunctionDecl(name, [
-            cel.Overload(f"{name}_{i}".replace(".", "_"), result, params, is_member=False,
-                         impl=impl)
-            for i, (result, params, impl) in enumerate(signatures)])
-
     ip, cidr = IP_TYPE, CIDR_TYPE
     return [
-        overloads("@kp.ip", (ip, [t.STRING], parse_ip)),
-        overloads("@kp.isIP", (t.BOOL, [t.STRING], is_ip)),
-        overloads("@kp.ip.isCanonical", (t.BOOL, [t.STRING], is_canonical)),
-        overloads("@kp.ip.family", (t.INT, [ip], unit(lambda m: 4 if _ip_value(m).is4 else 6))),
-        *(overloads(f"@kp.ip.{name}", (t.BOOL, [ip], unit(lambda m, test=test: test(
+        kp_overloads("@kp.ip", (ip, [t.STRING], parse_ip)),
+        kp_overloads("@kp.isIP", (t.BOOL, [t.STRING], priced_parse(parses(library_ip)))),
+        kp_overloads("@kp.ip.isCanonical", (t.BOOL, [t.STRING], is_canonical)),
+        kp_overloads("@kp.ip.family", (t.INT, [ip], unit(lambda m: 4 if _ip_value(m).is4 else 6))),
+        *(kp_overloads(f"@kp.ip.{name}", (t.BOOL, [ip], unit(lambda m, test=test: test(
             _ip_value(m)))))
           for name, test in (("isUnspecified", is_unspecified), ("isLoopback", is_loopback),
                              ("isLinkLocalMulticast", is_link_local_multicast),
                              ("isLinkLocalUnicast", is_link_local_unicast),
                              ("isGlobalUnicast", is_global_unicast))),
-        overloads("@kp.ip.string", (t.STRING, [ip], lambda m: m.addr)),
-        overloads("@kp.cidr", (cidr, [t.STRING], parse_cidr)),
-        overloads("@kp.isCIDR", (t.BOOL, [t.STRING], is_cidr)),
-        overloads("@kp.cidr.ip", (ip, [cidr], unit(lambda m: ip_message(_cidr_value(m).addr)))),
-        overloads("@kp.cidr.prefixLength", (t.INT, [cidr], unit(lambda m: _cidr_value(m).bits))),
-        overloads("@kp.cidr.masked",
+        kp_overloads("@kp.ip.string", (t.STRING, [ip], lambda m: m.addr)),
+        kp_overloads("@kp.cidr", (cidr, [t.STRING], parse_cidr)),
+        kp_overloads("@kp.isCIDR", (t.BOOL, [t.STRING], priced_parse(parses(library_cidr)))),
+        kp_overloads("@kp.cidr.ip", (ip, [cidr], unit(lambda m: ip_message(_cidr_value(m).addr)))),
+        kp_overloads("@kp.cidr.prefixLength", (t.INT, [cidr], unit(lambda m: _cidr_value(m).bits))),
+        kp_overloads("@kp.cidr.masked",
                   (cidr, [cidr], unit(lambda m: cidr_message(_cidr_value(m).masked())))),
-        overloads("@kp.cidr.string", (t.STRING, [cidr], lambda m: m.prefix)),
-        overloads("@kp.cidr.containsIP",
+        kp_overloads("@kp.cidr.string", (t.STRING, [cidr], lambda m: m.prefix)),
+        kp_overloads("@kp.cidr.containsIP",
                   (t.BOOL, [cidr, t.STRING], contains_ip_string),
                   (t.BOOL, [cidr, ip], lambda p, a: _priced_contains(charge, p, a))),
-        overloads("@kp.cidr.containsCIDR",
+        kp_overloads("@kp.cidr.containsCIDR",
                   (t.BOOL, [cidr, t.STRING], contains_cidr_string),
                   (t.BOOL, [cidr, cidr], lambda p, o: _priced_contains_cidr(charge, p, o))),
     ]

@@ -20,7 +20,12 @@ from typing import Any
 
 from cel_expr_python import cel
 
-from kpysched.plugins.dynamic_resources.cel_library import URL_TYPE, message_class
+from kpysched.plugins.dynamic_resources.cel_library import (
+    URL_TYPE,
+    kp_function,
+    message_class,
+    parses,
+)
 from kpysched.plugins.dynamic_resources.cel_network import parse_addr
 
 # net/url's encoding modes.
@@ -134,6 +139,17 @@ def _valid_optional_port(port: bytes) -> bool:
     return not port or (port[:1] == b":" and all(0x30 <= c <= 0x39 for c in port[1:]))
 
 
+def _raw_holds(raw: bytes, decoded: bytes, mode: int) -> bool:
+    """Whether the raw (as written) form is a valid encoding of the decoded one, so that
+    EscapedPath / EscapedFragment give it back as written."""
+    if not raw or not _valid_encoded(raw, mode):
+        return False
+    try:
+        return _unescape(raw, mode) == decoded
+    except ValueError:
+        return False
+
+
 @dataclass(slots=True)
 class URL:
     """A net/url URL: the fields its String() and the library's accessors read."""
@@ -151,23 +167,15 @@ class URL:
     raw_fragment: bytes = b""
 
     def escaped_path(self) -> bytes:
-        if self.raw_path and _valid_encoded(self.raw_path, _PATH):
-            try:
-                if _unescape(self.raw_path, _PATH) == self.path:
-                    return self.raw_path
-            except ValueError:
-                pass
+        if _raw_holds(self.raw_path, self.path, _PATH):
+            return self.raw_path
         if self.path == b"*":
             return b"*"
         return _escape(self.path, _PATH)
 
     def escaped_fragment(self) -> bytes:
-        if self.raw_fragment and _valid_encoded(self.raw_fragment, _FRAGMENT):
-            try:
-                if _unescape(self.raw_fragment, _FRAGMENT) == self.fragment:
-                    return self.raw_fragment
-            except ValueError:
-                pass
+        if _raw_holds(self.raw_fragment, self.fragment, _FRAGMENT):
+            return self.raw_fragment
         return _escape(self.fragment, _FRAGMENT)
 
     def string(self) -> str:
@@ -371,12 +379,7 @@ def _held(text: str) -> URL:
     return parse(text)
 
 
-def is_url(given: str) -> bool:
-    try:
-        parse_request_uri(given)
-    except ValueError:
-        return False
-    return True
+is_url = parses(parse_request_uri)
 
 
 def parse_cost(given: str) -> int:
@@ -400,21 +403,18 @@ def url_functions(charge: Callable[[int], None]) -> list[cel.FunctionDecl]:
     def accessor(read: Callable[[URL], Any]) -> Callable[[Any], Any]:
         return lambda message: read(_held(message.text))
 
-    def one(name: str, result: cel.Type, param: cel.Type, impl: Callable[..., Any]
-            ) -> cel.FunctionDecl:
-        return cel.FunctionDecl(name, [cel.Overload(name.replace(".", "_"), result, [param],
-                                                    is_member=False, impl=impl)])
-
+    # The URL's accessors: (name, result, what it reads of the parsed URL).
+    accessors: tuple[tuple[str, cel.Type, Callable[[URL], Any]], ...] = (
+        ("getScheme", t.STRING, lambda u: _text(u.scheme)),
+        ("getHost", t.STRING, lambda u: _text(u.host)),
+        ("getHostname", t.STRING, lambda u: _text(u.split_host_port()[0])),
+        ("getPort", t.STRING, lambda u: _text(u.split_host_port()[1])),
+        ("getEscapedPath", t.STRING, lambda u: _text(u.escaped_path())),
+        ("getQuery", t.MAP, URL.query),
+    )
     return [
-        one("@kp.url", URL_TYPE, t.STRING, to_url),
-        one("@kp.isURL", t.BOOL, t.STRING, is_url),
-        one("@kp.url.getScheme", t.STRING, URL_TYPE, accessor(lambda u: _text(u.scheme))),
-        one("@kp.url.getHost", t.STRING, URL_TYPE, accessor(lambda u: _text(u.host))),
-        one("@kp.url.getHostname", t.STRING, URL_TYPE,
-            accessor(lambda u: _text(u.split_host_port()[0]))),
-        one("@kp.url.getPort", t.STRING, URL_TYPE,
-            accessor(lambda u: _text(u.split_host_port()[1]))),
-        one("@kp.url.getEscapedPath", t.STRING, URL_TYPE,
-            accessor(lambda u: _text(u.escaped_path()))),
-        one("@kp.url.getQuery", t.MAP, URL_TYPE, accessor(URL.query)),
+        kp_function("@kp.url", URL_TYPE, [t.STRING], to_url),
+        kp_function("@kp.isURL", t.BOOL, [t.STRING], is_url),
+        *(kp_function(f"@kp.url.{name}", result, [URL_TYPE], accessor(read))
+          for name, result, read in accessors),
     ]
