@@ -9,7 +9,7 @@ terms), so the question is really "which distinct terms select this pod", asked 
 a handful of terms, followed by a sum over the rows holding them.
 
 ExistingTerms keeps, per distinct (term, weight), how many such pods each row has.
-As RowCounts does (plugins/_row_counts.py), it relies on the snapshot replacing a
+As RowCounts does (plugins/_shared/row_counts.py), it relies on the snapshot replacing a
 row's NodeInfo whenever the node or its pods change: one identity pass over the
 rows finds those to read again.
 """

@@ -222,7 +222,7 @@ class MatchCounter:
         self._rows = RowCountsCache(capacity)
 
     def rows(self, selector: Selector, namespace: str) -> RowCounts:
-        """count_matching for every snapshot row, as an array (see _row_counts)."""
+        """count_matching for every snapshot row, as an array (see _shared/row_counts.py)."""
         return self._rows.get((selector, namespace), lambda node: count_matching(
             node.pods.values(), selector, namespace))
 
