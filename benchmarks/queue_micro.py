@@ -85,8 +85,7 @@ async def preemption(pending: int) -> dict[str, float]:
         finished()
         spent += time.process_time() - started
 
-    executor = scheduler.preemption
-    assert executor is not None
+    executor = scheduler.context.writes.preemption
     executor._on_finished = timed
     await executor.drain(timeout=10)
     assert harness.api.sent("DELETE", "/pods/victim"), "no preemption happened"

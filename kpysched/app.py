@@ -30,28 +30,28 @@ from kpysched.framework.status import Status
 from kpysched.informers import Reflector, node_reflector, pod_reflector
 from kpysched.informers.listers import Index, Listers
 from kpysched.leader import LeaderElector, LeaseLostError
-from kpysched.metrics import SchedulerMetrics
+from kpysched.metrics import NoMetrics, SchedulerMetrics
 from kpysched.objects import coscheduling as cs_api
 from kpysched.objects.coscheduling import POD_GROUP_LABEL
 from kpysched.objects.pod import PodInfo
 from kpysched.queue.hints import QueueingHints
 from kpysched.queue.scheduling_queue import UNSCHEDULABLE_MAX_SECONDS, SchedulingQueue
 from kpysched.scheduling.algorithm import Algorithm
+from kpysched.scheduling.attempt import Attempts
+from kpysched.scheduling.binding_cycle import BindingCycle
+from kpysched.scheduling.context import CycleContext
 from kpysched.scheduling.coscheduling_groups import CoschedulingGroups
 from kpysched.scheduling.event_handlers import NodeEventHandler, PodEventHandler
 from kpysched.scheduling.pod_group_cycle import PodGroupCycle
-from kpysched.scheduling.scheduler import Scheduler
+from kpysched.scheduling.preemption_sink import ImmediatePreemption
+from kpysched.scheduling.scheduler import DEFAULT_SLOW_CYCLE_SECONDS, Scheduler
 from kpysched.scheduling.shared_handle import SchedulerHandle
 from kpysched.serving import DelegationOptions, TlsOptions
 from kpysched.serving.requestheader import RequestHeaderOptions
 from kpysched.serving.server import HealthCheck, Server, ServerConfig, ServerThread, progress_check
 from kpysched.writes.binding import Binder
-from kpysched.writes.coscheduling_status import GroupStatusWriter
-from kpysched.writes.event_recorder import EventRecorder
+from kpysched.writes.bundle import Writes
 from kpysched.writes.leader_label import LeaderLabel
-from kpysched.writes.pod_group_status import PodGroupConditionWriter
-from kpysched.writes.pod_status import PodStatusWriter
-from kpysched.writes.preemption import PreemptionExecutor
 
 log = structlog.get_logger(__name__)
 
@@ -82,11 +82,18 @@ def build_scheduler(
     decision_records: int = 0,
     tie_break_seed: int | None = None,
     features: Features = DEFAULT_FEATURES,
+    slow_cycle_seconds: float = DEFAULT_SLOW_CYCLE_SECONDS,
 ) -> Scheduler:
+    """Build the loop and everything it drives, each object whole and in order: the
+    handle (the plugins' view), the frameworks built with it, the queue, the writers,
+    the cycle context, then the steps and the loop."""
     coscheduling = uses_coscheduling(profiles)
     if listers is None:
         listers = Listers(generic_workload=features.generic_workload, coscheduling=coscheduling)
-    handle = SchedulerHandle(Binder(raw), listers, raw)
+    if metrics is None:
+        metrics = NoMetrics()
+    binder = Binder(raw)
+    handle = SchedulerHandle(binder, listers, raw)
     frameworks = {
         profile.scheduler_name: Framework(
             ProfileSpec(profile.scheduler_name, profile.plugins, profile.score_weights,
@@ -94,6 +101,44 @@ def build_scheduler(
             registry, handle)
         for profile in profiles
     }
+    queue = _build_queue(config, frameworks, handle, metrics, features,
+                         max_unschedulable_seconds)
+    # When a preemption finishes, its preemptor's PreEnqueue hold must be re-checked.
+    writes = Writes.build(raw, binder, queue.nominator, on_preempted=queue.activate_gated,
+                          pod_groups=features.generic_workload, coscheduling=coscheduling,
+                          drops=metrics)
+    group_of = membership(generic_workload=features.generic_workload,
+                          coscheduling=coscheduling)
+    context = CycleContext(
+        frameworks, queue, Cache(group_of=group_of),
+        Algorithm(config.percentage_of_nodes_to_score, rng=random.Random(tie_break_seed)),
+        writes, metrics,
+        ImmediatePreemption(frameworks, writes.preemption, metrics,
+                            lambda pods: queue.activate([pod.uid for pod in pods])),
+        decisions=DecisionStore(decision_records) if decision_records > 0 else None)
+    # The frameworks (built with the handle) are in the context: only now can the
+    # handle reach them, the queue and the snapshot.
+    handle.serve(context)
+    attempts = Attempts(context)
+    binding = BindingCycle(context, attempts)
+    pod_groups = None
+    if group_of is not None:
+        groups = None
+        if coscheduling:
+            assert listers.coscheduling is not None, "Coscheduling needs its PodGroup listers"
+            assert writes.coscheduling is not None
+            groups = CoschedulingGroups(listers.coscheduling, writes.events,
+                                        writes.coscheduling, context.cache.is_assumed)
+        pod_groups = PodGroupCycle(context, attempts, binding, groups)
+    return Scheduler(context, attempts, binding, pod_groups=pod_groups,
+                     slow_cycle_seconds=slow_cycle_seconds)
+
+
+def _build_queue(config: SchedulerConfiguration, frameworks: Mapping[str, Framework],
+                 handle: SchedulerHandle, metrics: SchedulerMetrics, features: Features,
+                 max_unschedulable_seconds: float) -> SchedulingQueue:
+    """The one queue all profiles share (so they must share one QueueSort: checked in
+    config), asking each pod's framework at PreEnqueue."""
     first = next(iter(frameworks.values()))
 
     def pre_enqueue(pod: PodInfo) -> Status:
@@ -101,9 +146,9 @@ def build_scheduler(
 
     hints = QueueingHints(
         {name: framework.registrations for name, framework in frameworks.items()},
-        observe=metrics.queueing_hint if metrics is not None else None)
-    # All profiles share one queue, so they must share one QueueSort (checked in config).
-    queue = SchedulingQueue(
+        # Timing each hint costs a clock read per call: only when someone counts.
+        observe=None if isinstance(metrics, NoMetrics) else metrics.queueing_hint)
+    return SchedulingQueue(
         first.less, pre_enqueue, hints,
         initial_backoff_seconds=config.pod_initial_backoff_seconds,
         max_backoff_seconds=config.pod_max_backoff_seconds,
@@ -111,33 +156,6 @@ def build_scheduler(
         pod_groups=features.generic_workload,
         namespace_labels=handle.namespace_labels,
     )
-    algorithm = Algorithm(config.percentage_of_nodes_to_score,
-                          rng=random.Random(tie_break_seed))
-    # Events get a rate limiter of their own, as kube-scheduler's separate event client
-    # has: at the default QPS, events must not halve the binding rate.
-    recorder = EventRecorder(raw.sibling(lane="events"))
-    recorder.metrics = metrics
-    status_writer = PodStatusWriter(raw)
-    group_of = membership(generic_workload=features.generic_workload,
-                          coscheduling=coscheduling)
-    scheduler = Scheduler(frameworks, queue, Cache(group_of=group_of),
-                          algorithm, recorder, status_writer, metrics)
-    handle.scheduler = scheduler
-    if group_of is not None:
-        scheduler.pod_group_cycle = PodGroupCycle(scheduler)
-    if features.generic_workload:
-        scheduler.pod_group_writer = PodGroupConditionWriter(raw)
-    if coscheduling:
-        assert listers.coscheduling is not None, "Coscheduling needs its PodGroup listers"
-        scheduler.coscheduling_groups = CoschedulingGroups(
-            listers.coscheduling, recorder, GroupStatusWriter(raw), scheduler.cache.is_assumed)
-    if decision_records > 0:
-        scheduler.decisions = DecisionStore(decision_records)
-    # When a preemption finishes, its preemptor's PreEnqueue hold must be re-checked.
-    handle.executor = PreemptionExecutor(raw, recorder, status_writer, queue.nominator,
-                                         on_finished=queue.activate_gated)
-    scheduler.preemption = handle.executor
-    return scheduler
 
 
 def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
@@ -156,8 +174,8 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
         metrics.set_unschedulable(queue.unschedulable_by_plugin())
         metrics.set_cache_size(nodes=cache.node_count(), pods=cache.pod_count(),
                                assumed_pods=cache.assumed_count())
-        metrics.set_write_queues(events=scheduler.recorder.queued,
-                                 pod_status=scheduler.status_writer.queued)
+        writes = scheduler.context.writes
+        metrics.set_write_queues(events=writes.events.queued, pod_status=writes.status.queued)
         for key, total in list(queue.incoming.items()):
             for _ in range(total - seen_incoming.get(key, 0)):
                 metrics.incoming(*key)
@@ -211,8 +229,8 @@ async def run(
             config, profiles, registry, raw, listers, metrics,
             max_unschedulable_seconds=settings.pod_max_in_unschedulable_pods_duration,
             decision_records=settings.decision_records,
-            tie_break_seed=settings.tie_break_seed, features=features)
-        scheduler.slow_cycle_seconds = settings.slow_cycle_seconds
+            tie_break_seed=settings.tie_break_seed, features=features,
+            slow_cycle_seconds=settings.slow_cycle_seconds)
         # A namespace's labels decide namespaceSelector matches (InterPodAffinity).
         listers.namespaces = Index(
             lambda _, old, new: scheduler.queue.move_on_event(NAMESPACE_CHANGE, old, new))
@@ -223,16 +241,17 @@ async def run(
         if listers.coscheduling is not None:
             listers.coscheduling.requeue_with(scheduler.queue.move_on_event)
         # A new member may complete its gang: the held members' PreEnqueue is asked again.
-        pod_handler = PodEventHandler(scheduler, scheduler.recorder,
+        pod_handler = PodEventHandler(scheduler, scheduler.context.writes.events,
                                       gang_scheduling=features.gang_scheduling or coscheduling)
         pods = pod_reflector(api_client, pod_handler)
-        scheduler.pods = lambda: pods.store
+        scheduler.context.pods = lambda: pods.store
         nodes = node_reflector(api_client, NodeEventHandler(scheduler))
         reflectors: list[Reflector[Any]] = [nodes, pods, *listers.reflectors(api_client)]
-        if scheduler.coscheduling_groups is not None:
+        groups = scheduler.pod_groups.coscheduling if scheduler.pod_groups else None
+        if groups is not None:
             # Group members in every phase, finished ones too, for the PodGroup's status.
             reflectors.append(pod_reflector(
-                api_client, scheduler.coscheduling_groups, field_selector=None,
+                api_client, groups, field_selector=None,
                 label_selector=POD_GROUP_LABEL))
         for reflector in reflectors:
             reflector.progress_deadline = settings.watch_progress_deadline_seconds
@@ -310,7 +329,7 @@ async def run(
             else None,
             cache_dump=dump_from(loop, lambda: cache_dump(
                 scheduler.cache, scheduler.queue.pending_counts,
-                scheduler.bindings_in_flight, lambda: scheduler.recorder.in_flight))
+                scheduler.bindings_in_flight, lambda: scheduler.context.writes.events.in_flight))
             if settings.enable_cache_endpoint else None)
         log.info("scheduler.starting", profiles=[p.scheduler_name for p in profiles],
                  leader_elect=election.leader_elect)
@@ -386,7 +405,7 @@ async def _serves(raw: RawApi, group_version: str, resource: str) -> bool | None
 def _decision_lookup(scheduler: Scheduler, leading: Callable[[], bool],
                      ) -> Callable[[str, str], list[dict[str, Any]] | None]:
     """None while not leading: a standby says so (503) rather than "not found"."""
-    store = scheduler.decisions
+    store = scheduler.context.decisions
     if store is None:
         log.warning("decisions.endpoint_empty", reason="--decision-records=0: nothing is "
                     "recorded, so /debug/decisions answers 404 for every pod")

@@ -496,3 +496,40 @@ class SchedulerMetrics:
             asked = loop.time() + interval
             await asyncio.sleep(interval)
             self._loop_lag.observe(max(0.0, loop.time() - asked))
+
+
+class NoMetrics(SchedulerMetrics):
+    """Counts nothing: what a scheduler built without metrics (tests, `kpysched
+    simulate`) is given, so the code that counts never asks whether it may."""
+
+    def __init__(self) -> None:  # no registry, no collectors
+        self.disabled = frozenset()
+
+    def render(self) -> bytes:
+        return b""
+
+    def should_sample(self) -> bool:
+        return False
+
+    @contextmanager
+    def in_flight(self, operation: str) -> Iterator[None]:
+        yield
+
+    async def publish_forever(self, refresh: Callable[[], None],
+                              interval: float = PUBLISH_SECONDS) -> None:
+        return
+
+    async def loop_lag_monitor(self, interval: float = 0.5) -> None:
+        return
+
+    def _ignore(self, *_: Any, **__: Any) -> None:
+        return None
+
+    schedule_attempt = pod_scheduled = algorithm_duration = _ignore
+    pod_group_attempt = pod_group_algorithm_duration = event_handled = _ignore
+    preemption_attempt = preemption_victims = set_pending = incoming = _ignore
+    queueing_hint = set_unschedulable = unschedulable_changed = _ignore
+    extension_point_duration = plugin_duration = plugin_evaluated = permit_wait = _ignore
+    set_cache_size = set_leader = leader_slowpath = watch_restarted = relisted = _ignore
+    slow_cycle = watch_stalled = bind_finished = volume_scheduling_stage_failed = _ignore
+    bind_failed = serving_throttled = event_dropped = set_write_queues = _ignore

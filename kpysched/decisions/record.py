@@ -21,9 +21,11 @@ the same either way.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -163,3 +165,104 @@ def _ints(values: Scores) -> list[int]:
     if isinstance(values, np.ndarray):
         return list(values.tolist())
     return [int(v) for v in values]
+
+
+# --- what the algorithm found, into the record -------------------------------------
+# (Read through protocols: the decision record sits below the framework and the
+# scheduling core, and names neither's types.)
+
+
+class _Code(Protocol):
+    @property
+    def label(self) -> str: ...
+
+
+class Verdict(Protocol):
+    """A Filter Status as the record reads it."""
+
+    @property
+    def code(self) -> _Code: ...
+
+    @property
+    def reasons(self) -> Sequence[str]: ...
+
+    @property
+    def plugin(self) -> str: ...
+
+
+class Verdicts(Protocol):
+    """Why nodes failed (a Diagnosis), as the record reads it."""
+
+    @property
+    def node_to_status(self) -> Mapping[str, Verdict]: ...
+
+
+class Fit(Verdicts, Protocol):
+    """What PreFilter and Filter found for one pod (the algorithm's FitResult)."""
+
+    @property
+    def total_nodes(self) -> int: ...
+
+    @property
+    def pre_filter_nodes(self) -> AbstractSet[str] | None: ...
+
+    @property
+    def pre_filter_message(self) -> str: ...
+
+    @property
+    def nominated_node_tried(self) -> str | None: ...
+
+    @property
+    def absent_reason(self) -> str: ...
+
+    @property
+    def vector_rejected(self) -> int: ...
+
+    @property
+    def searched(self) -> bool: ...
+
+
+def record_fit(decision: Decision, fit: Fit) -> None:
+    """The search for feasible nodes, as the algorithm found it."""
+    decision.total_nodes = fit.total_nodes
+    decision.pre_filter_nodes = (sorted(fit.pre_filter_nodes)
+                                 if fit.pre_filter_nodes is not None else None)
+    decision.pre_filter_message = fit.pre_filter_message
+    decision.nominated_node_tried = fit.nominated_node_tried
+    decision.absent_reason = fit.absent_reason
+    decision.vector_rejected = fit.vector_rejected
+    if fit.searched:
+        record_rejections(decision, fit)
+
+
+def record_rejections(decision: Decision, diagnosis: Verdicts) -> None:
+    """The per-node verdicts of the Filter chain, first failing plugin first."""
+    node_to_status = diagnosis.node_to_status
+    statuses = list(node_to_status.values())
+    distinct = dict(zip(map(id, statuses), statuses, strict=True))
+    # Statuses with the same plugin, reasons and code are one group, in order of first
+    # appearance; each group's nodes keep the diagnosis order.
+    ids_by_key: dict[tuple[str, tuple[str, ...], str], set[int]] = {}
+    for ident, status in distinct.items():
+        key = (status.plugin, tuple(status.reasons), status.code.label)
+        ids_by_key.setdefault(key, set()).add(ident)
+    names = list(node_to_status)
+    groups: dict[tuple[str, tuple[str, ...], str], list[str]]
+    if len(ids_by_key) <= _FEW_GROUPS:
+        # Many nodes share few Status objects (vector reasons): pick each group's names
+        # with one C-level pass per group.
+        ids = list(map(id, statuses))
+        groups = {key: (names if len(ids_by_key) == 1 else
+                        list(itertools.compress(names, map(members.__contains__, ids))))
+                  for key, members in ids_by_key.items()}
+    else:
+        key_of = {ident: key for key, members in ids_by_key.items() for ident in members}
+        groups = {key: [] for key in ids_by_key}
+        for name, status in zip(names, statuses, strict=True):
+            groups[key_of[id(status)]].append(name)
+    decision.rejections = [RejectionGroup(Rejection(plugin, list(reasons), code), nodes)
+                           for (plugin, reasons, code), nodes in groups.items()]
+
+
+# Up to this many rejection groups, record_rejections picks names group by group.
+_FEW_GROUPS = 8

@@ -1,4 +1,28 @@
-"""The scheduling core: the loop and everything one pod's (or one pod group's) cycle runs.
+"""The scheduling core: the loop and every step of a pod's (or a pod group's) cycle.
 
-Placeholder docstring, completed once the loop is split.
+- `scheduler.py`: the loop (run, stop, one decision per pod, drain and abort).
+- `context.py`: `CycleContext`, what every step is built with (frameworks, queue,
+  cache, snapshot, algorithm, writes, metrics, decisions, preemption sink); no step
+  holds the Scheduler, so nothing calls back up into the loop.
+- `attempt.py`: an `Attempt`, its PostFilter, its failure (unschedulable or error) and
+  its decision record; a group's `GroupOutcome`.
+- `binding_cycle.py`: assume the chosen node, then the binding task (Permit, PreBind,
+  Bind, PostBind) and its failure.
+- `algorithm.py`: filter and score one pod over the snapshot (upstream's
+  schedulePod / findNodesThatFitPod / prioritizeNodes).
+- `pod_group_cycle.py`, `group_preemption.py`, `coscheduling_groups.py`: a pod group
+  decided in one snapshot; a Coscheduling group's all-or-nothing preemption; what
+  scheduler-plugins' PodGroups are told.
+- `preemption_sink.py`: where a preemption PostFilter decided goes (at once, or held
+  for a group).
+- `event_handlers.py`: informer callbacks into the cache and the queue.
+- `shared_handle.py`: the Handle every profile's plugins share.
+- `cooperative.py`, `loop_thread.py`: a long cycle's turns on the loop; a thread with
+  a loop of its own (the Lease's renewals, DRA's CEL).
+
+May import: objects, cache, framework, queue, decisions, writes, metrics,
+informers' listers (the handle reads them), api's data modules (api.response,
+api.times; never the transport: writes are handed in through `writes`), and one
+plugin, pod_topology_spread, for the handle's default spread selector. Never app,
+cli or serving.
 """

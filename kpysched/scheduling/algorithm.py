@@ -7,10 +7,10 @@ weights, and a uniformly random choice among the top-scoring nodes.
 
 from __future__ import annotations
 
-import itertools
 import operator
 import random
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import cast
 
@@ -20,7 +20,7 @@ import numpy.typing as npt
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.node_rows import NodeRows
 from kpysched.cache.snapshot import Snapshot
-from kpysched.decisions.record import Decision, Rejection, RejectionGroup
+from kpysched.decisions.record import record_fit
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import FilterPlugin, PreFilterResult, VectorReasonsPlugin
@@ -54,43 +54,45 @@ def num_feasible_nodes_to_find(percentage: int, num_all_nodes: int) -> int:
     return max(wanted, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def record_rejections(decision: Decision, diagnosis: Diagnosis) -> None:
-    """The per-node verdicts of the Filter chain, first failing plugin first."""
-    node_to_status = diagnosis.node_to_status
-    statuses = list(node_to_status.values())
-    distinct = _distinct(statuses)
-    # Statuses with the same plugin, reasons and code are one group, in order of first
-    # appearance; each group's nodes keep the diagnosis order.
-    ids_by_key: dict[tuple[str, tuple[str, ...], str], set[int]] = {}
-    for ident, status in distinct.items():
-        key = (status.plugin, tuple(status.reasons), status.code.label)
-        ids_by_key.setdefault(key, set()).add(ident)
-    names = list(node_to_status)
-    if len(ids_by_key) <= _FEW_GROUPS:
-        # Many nodes share few Status objects (vector reasons): pick each group's names
-        # with one C-level pass per group.
-        ids = list(map(id, statuses))
-        groups = {key: (names if len(ids_by_key) == 1 else
-                        list(itertools.compress(names, map(members.__contains__, ids))))
-                  for key, members in ids_by_key.items()}
-    else:
-        key_of = {ident: key for key, members in ids_by_key.items() for ident in members}
-        groups = {key: [] for key in ids_by_key}
-        for name, status in zip(names, statuses, strict=True):
-            groups[key_of[id(status)]].append(name)
-    decision.rejections = [RejectionGroup(Rejection(plugin, list(reasons), code), nodes)
-                           for (plugin, reasons, code), nodes in groups.items()]
-
-
-# Up to this many rejection groups, record_rejections picks names group by group.
-_FEW_GROUPS = 8
-
-
 @dataclass(slots=True)
 class ScheduleResult:
     node_name: str
     evaluated_nodes: int
     feasible_nodes: int
+
+
+@dataclass(slots=True)
+class FitResult:
+    """What PreFilter and Filter found for one pod: the feasible nodes (NodeRows when
+    the vector path found them), how many nodes were examined and why the others
+    failed; `error` when an Error status ended the search. The rest is what a decision
+    record tells of the search (decisions.record.record_fit)."""
+
+    diagnosis: Diagnosis
+    feasible: Sequence[NodeInfo] = ()
+    processed: int = 0
+    error: Status | None = None
+    pre_filter_nodes: AbstractSet[str] | None = None  # PreFilterResult's node set
+    pre_filter_message: str = ""  # a PreFilter rejection, shared by every node
+    nominated_node_tried: str | None = None  # evaluated first (preemption made room)
+    absent_reason: str = ""  # why nodes outside PreFilterResult's set do not fit
+    mask: npt.NDArray[np.bool_] | None = None  # the vector verdict over every row
+    searched: bool = False  # the Filter pass ran: its rejections are the record's
+
+    @property
+    def total_nodes(self) -> int:
+        return self.diagnosis.num_all_nodes
+
+    @property
+    def node_to_status(self) -> dict[str, Status]:
+        return self.diagnosis.node_to_status
+
+    @property
+    def vector_rejected(self) -> int:
+        """Rows the vector verdict ruled out while other nodes fitted."""
+        if self.mask is None or not self.feasible:
+            return 0
+        return int(self.total_nodes - int(self.mask.sum()))
 
 
 class Algorithm:
@@ -105,13 +107,15 @@ class Algorithm:
         """A result, a Diagnosis (fits nowhere), or an Error status."""
         if not snapshot.node_infos:
             return Status.unresolvable(NO_NODES_AVAILABLE)
-        found = self._find_nodes_that_fit(framework, state, pod, snapshot)
-        if isinstance(found, Status):
-            return found
-        feasible, processed, diagnosis = found
-        if not feasible:
-            return diagnosis
+        fit = self._find_nodes_that_fit(framework, state, pod, snapshot)
         decision = state.decision
+        if decision is not None:
+            record_fit(decision, fit)
+        if fit.error is not None:
+            return fit.error
+        feasible, processed = fit.feasible, fit.processed
+        if not feasible:
+            return fit.diagnosis
         if decision is not None:
             decision.evaluated_nodes = processed
             decision.feasible = _names(feasible)
@@ -137,34 +141,29 @@ class Algorithm:
 
     def _find_nodes_that_fit(
         self, framework: Framework, state: CycleState, pod: PodInfo, snapshot: Snapshot
-    ) -> tuple[Sequence[NodeInfo], int, Diagnosis] | Status:
+    ) -> FitResult:
         """Feasible nodes (as NodeRows when the vector path found them), how many nodes
         were examined, and why the others failed."""
         all_nodes = snapshot.node_infos
         diagnosis = Diagnosis(len(all_nodes))
-        decision = state.decision
-        if decision is not None:
-            decision.total_nodes = len(all_nodes)
         pre_result, status, restricting = framework.run_pre_filter(state, pod, all_nodes)
-        if decision is not None:
-            decision.pre_filter_nodes = (sorted(pre_result.node_names)
-                                         if pre_result.node_names is not None else None)
+        fit = FitResult(diagnosis, pre_filter_nodes=pre_result.node_names)
         if not status.ok:
             if status.code == Code.ERROR:
-                return status
+                fit.error = status
+                return fit
             # Every node shares the PreFilter verdict (preemption reads it per node).
             diagnosis.pre_filter_msg = status.message()
             diagnosis.unschedulable_plugins |= restricting | {status.plugin}
             diagnosis.absent_status = status
-            if decision is not None:
-                decision.pre_filter_message = status.message()
-            return [], 0, diagnosis
+            fit.pre_filter_message = status.message()
+            return fit
 
         nominated = self._evaluate_nominated_node(framework, state, pod, snapshot, pre_result)
-        if decision is not None and pod.pod.status.nominated_node_name:
-            decision.nominated_node_tried = pod.pod.status.nominated_node_name
+        fit.nominated_node_tried = pod.pod.status.nominated_node_name or None
         if nominated is not None:
-            return [nominated], 1, diagnosis
+            fit.feasible, fit.processed = [nominated], 1
+            return fit
 
         nodes: list[NodeInfo] = all_nodes
         if pre_result.node_names is not None:
@@ -172,12 +171,11 @@ class Algorithm:
                      if (found := snapshot.get(name)) is not None]
             diagnosis.absent_status = Status.unresolvable(
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(restricting))}]")
-            if decision is not None:
-                decision.absent_reason = diagnosis.absent_status.reasons[0]
+            fit.absent_reason = diagnosis.absent_status.reasons[0]
             diagnosis.unschedulable_plugins |= restricting
         count = len(nodes)
         if count == 0:
-            return [], 0, diagnosis
+            return fit
         percentage = framework.percentage_of_nodes_to_score
         if percentage is None:
             percentage = self.percentage_of_nodes_to_score
@@ -192,7 +190,8 @@ class Algorithm:
         if nodes is all_nodes and framework.filter_plugins:
             verdict = framework.filter_mask(state, pod, snapshot)
             if isinstance(verdict, Status):
-                return verdict
+                fit.error = verdict
+                return fit
             mask, verdicts = verdict
         covered = frozenset(verdicts)
 
@@ -228,12 +227,11 @@ class Algorithm:
                         processed = int(position) + 1
                         break
                 elif node_status.code == Code.ERROR:
-                    return node_status
+                    fit.error = node_status
+                    return fit
                 else:
                     diagnosis.node_to_status[info.name] = node_status
                     diagnosis.unschedulable_plugins.add(node_status.plugin)
-        if decision is not None and mask is not None and feasible:
-            decision.vector_rejected = int(count - int(mask.sum()))
         if mask is not None and not feasible:
             # Reasons for rows the vector verdict rejected are only needed now. The
             # chain runs in order but skips the plugins whose own verdict passed the
@@ -241,12 +239,12 @@ class Algorithm:
             failed = _reasons_for_rejected(framework, state, pod, snapshot, mask, verdicts,
                                            diagnosis)
             if failed is not None:
-                return failed
+                fit.error = failed
+                return fit
         # Upstream advances the index modulo all nodes, even when PreFilter narrowed them.
         self._next_start_node_index = (self._next_start_node_index + processed) % len(all_nodes)
-        if decision is not None:
-            record_rejections(decision, diagnosis)
-        return feasible, processed, diagnosis
+        fit.feasible, fit.processed, fit.mask, fit.searched = feasible, processed, mask, True
+        return fit
 
     @staticmethod
     def _evaluate_nominated_node(framework: Framework, state: CycleState, pod: PodInfo,

@@ -34,7 +34,7 @@ from kpysched.writes.coscheduling_status import GroupStatusWriter
 from kpysched.writes.event_recorder import EventRecorder
 
 if TYPE_CHECKING:
-    from kpysched.scheduling.pod_group_cycle import GroupOutcome
+    from kpysched.scheduling.attempt import GroupOutcome
 
 # The group's own events (on the PodGroup), beside the members' Scheduled and
 # FailedScheduling.

@@ -48,8 +48,7 @@ def _handling(scheduler: Scheduler, label: str) -> Iterator[None]:
     try:
         yield
     finally:
-        if scheduler.metrics is not None:
-            scheduler.metrics.event_handled(label, time.perf_counter() - started)
+        scheduler.context.metrics.event_handled(label, time.perf_counter() - started)
 
 
 def _pod_label(pod: api.Pod, action: str) -> str:

@@ -15,48 +15,52 @@ PodGroups kpysched keeps two promises instead:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from kpysched.cache.pod_groups import coscheduling_group_name
 from kpysched.objects.pod import PodInfo
+from kpysched.scheduling.context import CycleContext
+from kpysched.scheduling.preemption_sink import DeferredPreemption, PreemptionSink
 
 if TYPE_CHECKING:
     from kpysched.framework.interfaces import Handle
-    from kpysched.scheduling.scheduler import Scheduler
-
-
-@dataclass(slots=True)
-class DeferredPreemption:
-    """A preemption a PostFilter asked for, not carried out yet."""
-
-    preemptor: PodInfo
-    node_name: str
-    victims: list[PodInfo]
-    plugin: str
 
 
 class GroupPreemption:
-    """The preemptions of one group's cycle, recorded until the group's fate is known."""
+    """The preemptions of one group's cycle, recorded until the group's fate is known.
 
-    def __init__(self, scheduler: Scheduler) -> None:
-        self._scheduler = scheduler
+    Inside `with`, it is the context's preemption sink: what the members' PostFilters
+    ask for is only recorded (`preempt`), then claimed or dropped member by member."""
+
+    def __init__(self, context: CycleContext) -> None:
+        self._context = context
+        self._asked: list[DeferredPreemption] = []  # recorded, not claimed yet
         self._claimed: list[DeferredPreemption] = []
+        self._outside: PreemptionSink | None = None  # the sink the trial stands in for
 
     def __enter__(self) -> GroupPreemption:
-        self._scheduler.deferred_preemptions = []
+        self._outside = self._context.preemptions
+        self._asked = []
+        self._context.preemptions = self
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._scheduler.deferred_preemptions = None
+        assert self._outside is not None
+        self._context.preemptions = self._outside
+        self._outside = None
+
+    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
+                plugin: str) -> None:
+        """A Coscheduling group's cycle: carried out only if the group goes ahead."""
+        self._asked.append(DeferredPreemption(preemptor, node_name, list(victims), plugin))
 
     def claim(self, preemptor: PodInfo, undo: list[Callable[[], None]]) -> str:
         """Take the preemption `preemptor`'s PostFilter just asked for: its victims, and
         their groups' other placed members, leave the cycle's snapshot (their restore is
         pushed onto `undo`). Returns "" when taken, else why it may not be."""
-        recorded = self._scheduler.deferred_preemptions
-        assert recorded is not None, "claim() runs inside the group's cycle"
+        recorded = self._asked
+        assert self._outside is not None, "claim() runs inside the group's cycle"
         asked = [p for p in recorded if p.preemptor.uid == preemptor.uid]
         recorded[:] = [p for p in recorded if p.preemptor.uid != preemptor.uid]
         wanted: list[DeferredPreemption] = []
@@ -66,7 +70,7 @@ class GroupPreemption:
                 return refusal
             wanted.append(preemption)
             wanted.extend(extra)
-        snapshot = self._scheduler.snapshot
+        snapshot = self._context.snapshot
         for preemption in wanted:
             uids = {victim.uid for victim in preemption.victims}
             undo.append(snapshot.remove_pods(preemption.node_name, uids))
@@ -77,7 +81,7 @@ class GroupPreemption:
                       ) -> tuple[list[DeferredPreemption], str]:
         """The placed members of the victims' groups not among the victims, as
         preemptions on their own nodes; or why they may not be taken."""
-        groups = self._scheduler.cache.pod_groups
+        groups = self._context.cache.pod_groups
         preemptor = preemption.preemptor
         chosen = {victim.uid for victim in preemption.victims}
         chosen.update(v.uid for p in self._claimed for v in p.victims)

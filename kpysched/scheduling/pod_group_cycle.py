@@ -31,8 +31,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import structlog
 
@@ -42,11 +40,11 @@ from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects import scheduling
-from kpysched.scheduling.algorithm import ScheduleResult
+from kpysched.scheduling.attempt import Attempt, Attempts, GroupOutcome, MemberResult
+from kpysched.scheduling.binding_cycle import BindingCycle, assumed_copy
+from kpysched.scheduling.context import CycleContext
+from kpysched.scheduling.coscheduling_groups import CoschedulingGroups
 from kpysched.scheduling.group_preemption import GroupPreemption
-
-if TYPE_CHECKING:
-    from kpysched.scheduling.scheduler import Attempt, Scheduler
 
 log = structlog.get_logger(__name__)
 
@@ -60,36 +58,15 @@ POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 WAITING_ON_PREEMPTION = "pod group is waiting for preemption to complete"
 
 
-@dataclass(slots=True)
-class MemberResult:
-    """How one member fared in the group's cycle."""
-
-    attempt: Attempt
-    # Success when it fits; else its failure (a Diagnosis's Unschedulable, an Error).
-    status: Status
-    diagnosis: Diagnosis | None = None
-    result: ScheduleResult | None = None  # where it fits
-    nominated: str | None = None  # preemption's nomination ("" clears one)
-    requires_preemption: bool = False
-    permit: Status | None = None  # Success or Wait once it was assumed
-
-    @property
-    def node(self) -> str:
-        if self.result is not None:
-            return self.result.node_name
-        return self.nominated or ""
-
-
-@dataclass(slots=True)
-class GroupOutcome:
-    members: list[MemberResult]
-    status: Status  # Success, Unschedulable (the group cannot go yet) or Error
-    waiting_on_preemption: bool = False
-
-
 class PodGroupCycle:
-    def __init__(self, scheduler: Scheduler) -> None:
-        self._scheduler = scheduler
+    def __init__(self, context: CycleContext, attempts: Attempts, binding: BindingCycle,
+                 coscheduling: CoschedulingGroups | None = None) -> None:
+        self._context = context
+        self._attempts = attempts
+        self._binding = binding
+        # scheduler-plugins' PodGroups (a profile has Coscheduling), else None; their
+        # members' informer feeds it too (the application connects it).
+        self.coscheduling = coscheduling
         # The current Coscheduling group's preemptions, held until its fate is known.
         self._preemption: GroupPreemption | None = None
 
@@ -109,29 +86,28 @@ class PodGroupCycle:
         except Exception as error:
             # A bug in the core fails the members taken, never the loop.
             log.exception("pod_group_cycle.crashed", pod=first.pod_info.key)
-            self._scheduler.reset_snapshot()
+            self._context.reset_snapshot()
             failure = Status.error(
                 f"pod group scheduling cycle failed: {type(error).__name__}: {error}")
             for member in members:
-                framework = self._scheduler.frameworks.get(
+                framework = self._context.frameworks.get(
                     member.pod_info.pod.spec.scheduler_name)
                 if framework is None:
-                    self._scheduler.queue.done(member.pod_info.uid)
+                    self._context.queue.done(member.pod_info.uid)
                 else:
-                    self._scheduler.fail(self._scheduler.new_attempt(framework, member),
-                                         None, failure, "")
+                    self._attempts.failed(self._attempts.new(framework, member), failure, "")
 
     def _take_members(self, first: QueuedPodInfo) -> list[QueuedPodInfo]:
-        scheduler = self._scheduler
+        context = self._context
         pod = first.pod_info
-        groups = scheduler.cache.pod_groups
+        groups = context.cache.pod_groups
         assert groups is not None, "pod-group cycles run only with GenericWorkload on"
         live = groups.get(pod.namespace, groups.name_of(pod.pod) or "")
         members = [first]
         for other in live.unscheduled_pods():
             if other.uid == pod.uid:
                 continue
-            taken = scheduler.queue.pop_specific(other.uid)
+            taken = context.queue.pop_specific(other.uid)
             if taken is not None:
                 members.append(taken)
         # Upstream's order: higher priority first, then the longest waiting.
@@ -141,32 +117,32 @@ class PodGroupCycle:
 
     def _framework(self, members: list[QueuedPodInfo]) -> Framework | None:
         """The one profile of the whole group; members of a mixed group all fail."""
-        scheduler = self._scheduler
+        frameworks = self._context.frameworks
         names = list(dict.fromkeys(m.pod_info.pod.spec.scheduler_name for m in members))
-        if len(names) == 1 and names[0] in scheduler.frameworks:
-            return scheduler.frameworks[names[0]]
+        if len(names) == 1 and names[0] in frameworks:
+            return frameworks[names[0]]
         reason = (f"all pods in a single pod group should have the same .spec.schedulerName "
                   f'set, got: "{names[-1]}" and "{names[0]}"' if len(names) > 1
                   else f'profile not found for scheduler name "{names[0]}"')
         for member in members:
-            framework = scheduler.frameworks.get(member.pod_info.pod.spec.scheduler_name)
+            framework = frameworks.get(member.pod_info.pod.spec.scheduler_name)
             if framework is None:
-                scheduler.queue.done(member.pod_info.uid)
+                self._context.queue.done(member.pod_info.uid)
                 continue
-            scheduler.fail(scheduler.new_attempt(framework, member), None,
-                           Status.error(reason), "")
+            self._attempts.failed(self._attempts.new(framework, member),
+                                  Status.error(reason), "")
         return None
 
     def _without_skipped(self, members: list[QueuedPodInfo]) -> list[QueuedPodInfo]:
         """Members being deleted, or already assumed or bound, are not tried again."""
-        scheduler = self._scheduler
+        context = self._context
         kept = []
         for member in members:
             pod = member.pod_info
-            if pod.terminating or scheduler.cache.has_pod(pod.uid):
+            if pod.terminating or context.cache.has_pod(pod.uid):
                 if pod.terminating:
-                    scheduler.skip_terminating(pod, pod.pod.spec.scheduler_name)
-                scheduler.queue.done(pod.uid)
+                    self._attempts.skip_terminating(pod, pod.pod.spec.scheduler_name)
+                context.queue.done(pod.uid)
             else:
                 kept.append(member)
         return kept
@@ -174,20 +150,20 @@ class PodGroupCycle:
     # --- the cycle ---------------------------------------------------------------------
 
     def _cycle(self, framework: Framework, members: list[QueuedPodInfo]) -> None:
-        scheduler = self._scheduler
+        context = self._context
         started = time.perf_counter()
-        attempts = [scheduler.new_attempt(framework, member, started) for member in members]
+        attempts = [self._attempts.new(framework, member, started) for member in members]
         first = members[0].pod_info
-        groups = scheduler.cache.pod_groups
+        groups = context.cache.pod_groups
         assert groups is not None
         name = groups.name_of(first.pod) or ""
-        coscheduling = self._scheduler.coscheduling_groups
+        coscheduling = self.coscheduling
         if group_name(first.pod) is not None:
             coscheduling = None  # upstream's PodGroup: upstream's rules
         # A Coscheduling group preempts only if that places it (group_preemption.py).
-        self._preemption = GroupPreemption(scheduler) if coscheduling is not None else None
+        self._preemption = GroupPreemption(context) if coscheduling is not None else None
         try:
-            scheduler.cache.update_snapshot(scheduler.snapshot)
+            context.cache.update_snapshot(context.snapshot)
             group = groups.get(first.namespace, name).copy()
             with self._preemption or nullcontext():
                 outcome = self._decide(framework, attempts, group)
@@ -196,11 +172,10 @@ class PodGroupCycle:
         except Exception as error:
             # A bug in the core must fail this group, not the loop.
             log.exception("pod_group_cycle.crashed", group=f"{first.namespace}/{name}")
-            scheduler.reset_snapshot()
+            context.reset_snapshot()
             outcome = GroupOutcome([], Status.error(
                 f"pod group scheduling cycle failed: {type(error).__name__}: {error}"))
-        if scheduler.metrics is not None:
-            scheduler.metrics.pod_group_algorithm_duration(time.perf_counter() - started)
+        context.metrics.pod_group_algorithm_duration(time.perf_counter() - started)
         self._preemption = None
         if coscheduling is not None:
             held_back = Status.unschedulable(
@@ -248,18 +223,17 @@ class PodGroupCycle:
                     undo: list[Callable[[], None]]) -> MemberResult:
         """Upstream's podGroupPodSchedulingAlgorithm for one member; on success its undo
         is pushed onto `undo`."""
-        scheduler = self._scheduler
+        context = self._context
         state, pod = attempt.state, attempt.queued.pod_info
         state.pod_group = group
         started = time.perf_counter()
-        found = scheduler.algorithm.schedule(framework, state, pod, scheduler.snapshot)
+        found = context.algorithm.schedule(framework, state, pod, context.snapshot)
         member = MemberResult(attempt, SUCCESS)
         if isinstance(found, Diagnosis):
-            member.nominated = scheduler.post_filter(attempt, found)
-        if scheduler.metrics is not None:
-            # Each member's algorithm (with its preemption) counts as a pod's, as
-            # upstream's podGroupPodSchedulingAlgorithm times it.
-            scheduler.metrics.algorithm_duration(time.perf_counter() - started)
+            member.nominated = self._attempts.post_filter(attempt, found)
+        # Each member's algorithm (with its preemption) counts as a pod's, as
+        # upstream's podGroupPodSchedulingAlgorithm times it.
+        context.metrics.algorithm_duration(time.perf_counter() - started)
         if isinstance(found, Status):
             member.status = found
             return member
@@ -278,10 +252,10 @@ class PodGroupCycle:
         else:
             member.result = found
         node = member.node
-        assumed = scheduler.assumed_copy(pod, node)
-        restore_node = scheduler.snapshot.assume_pod(assumed, node)
+        assumed = assumed_copy(pod, node)
+        restore_node = context.snapshot.assume_pod(assumed, node)
         group.assume(assumed)
-        nominator = scheduler.queue.nominator
+        nominator = context.queue.nominator
         nominator.delete(pod.uid)
 
         def revert() -> None:
@@ -319,35 +293,35 @@ class PodGroupCycle:
             except Exception as error:
                 # A bug in the core fails this member, never the loop or the others.
                 log.exception("pod_group_cycle.submit_crashed", pod=attempt.queued.pod_info.key)
-                self._scheduler.fail(attempt, None, Status.error(
+                self._attempts.failed(attempt, Status.error(
                     f"pod group scheduling cycle failed: {type(error).__name__}: {error}"), "")
 
     def _submit_member(self, attempt: Attempt, member: MemberResult | None,
                        outcome: GroupOutcome,
                        held_back: Callable[[MemberResult], Status]) -> None:
-        scheduler = self._scheduler
+        attempts = self._attempts
         group_status = outcome.status
         if group_status.code == Code.ERROR:
             failure = (member.status if member is not None
                        and member.status.code == Code.ERROR else group_status)
-            scheduler.fail(attempt, None, failure, "")
+            attempts.failed(attempt, failure, "")
             return
         assert member is not None  # only an Error leaves members untried
         if member.permit is not None and not member.requires_preemption:
             if group_status.ok:
                 attempt.state.pod_group = None
                 assert member.result is not None
-                scheduler.assume_and_bind(attempt, member.result)
+                self._binding.assume_and_bind(attempt, member.result)
             elif outcome.waiting_on_preemption:
-                scheduler.fail(attempt, None, group_status, member.node)
+                attempts.failed(attempt, group_status, member.node)
             else:
-                scheduler.fail(attempt, None, held_back(member), "")
+                attempts.failed(attempt, held_back(member), "")
         elif member.requires_preemption and not outcome.waiting_on_preemption:
-            scheduler.fail(attempt, None, held_back(member), "")
+            attempts.failed(attempt, held_back(member), "")
         elif member.diagnosis is not None:
-            scheduler.fail(attempt, member.diagnosis, None, member.nominated)
+            attempts.unschedulable(attempt, member.diagnosis, member.nominated)
         else:
-            scheduler.fail(attempt, None, member.status, member.nominated)
+            attempts.failed(attempt, member.status, member.nominated)
 
     @staticmethod
     def _held_back(member: MemberResult) -> Status:
@@ -368,15 +342,13 @@ class PodGroupCycle:
             result = "waiting_on_preemption" if outcome.waiting_on_preemption else "unschedulable"
         log.info("pod_group.scheduled" if status.ok else "pod_group.unschedulable",
                  group=f"{namespace}/{name}", result=result, reason=status.message())
-        if self._scheduler.metrics is not None:
-            self._scheduler.metrics.pod_group_attempt(result, framework.profile_name,
-                                                      time.perf_counter() - started)
+        self._context.metrics.pod_group_attempt(result, framework.profile_name,
+                                                time.perf_counter() - started)
         return result
 
     def _report(self, framework: Framework, namespace: str, name: str,
                 outcome: GroupOutcome, started: float) -> None:
         """The PodGroupScheduled condition and the podgroup metrics."""
-        scheduler = self._scheduler
         status = outcome.status
         result = self._record_attempt(framework, namespace, name, outcome, started)
         if status.ok:
@@ -386,6 +358,7 @@ class PodGroupCycle:
         else:
             condition, reason = "False", scheduling.REASON_UNSCHEDULABLE
         group = framework.handle.pod_group(namespace, name)
-        if group is not None and scheduler.pod_group_writer is not None:
-            scheduler.pod_group_writer.set_scheduled_condition(
+        writer = self._context.writes.pod_groups
+        if group is not None and writer is not None:
+            writer.set_scheduled_condition(
                 group, condition, reason, status.message())

@@ -2,7 +2,9 @@
 
 The snapshot of the current cycle, binding, waiting pods, the secondary listers
 (namespaces, PDBs, spreading owners), nominations and preemption's actuation.
-Built once by the application and attached to the scheduler it serves.
+Built once by the application before the frameworks (each is built with it), and
+connected to the cycle context once that exists (the context holds the frameworks
+and the queue, which are built with the handle's help).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from kpysched.api.client import RawApi
+from kpysched.api.response import ApiRequester
 from kpysched.cache.pod_groups import PodGroupState
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
@@ -20,14 +22,12 @@ from kpysched.objects import api, coscheduling
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.plugins.pod_topology_spread import default_selector
-from kpysched.scheduling.group_preemption import DeferredPreemption
 from kpysched.writes.binding import Binder
-from kpysched.writes.preemption import PreemptionExecutor
 
 if TYPE_CHECKING:
     from kpysched.cache.snapshot import Snapshot
     from kpysched.metrics import SchedulerMetrics
-    from kpysched.scheduling.scheduler import Scheduler
+    from kpysched.scheduling.context import CycleContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,26 +65,29 @@ class SchedulerHandle:
     """The shared framework Handle: snapshot, binding, waiting pods, listers,
     nominations and preemption actuation."""
 
-    def __init__(self, binder: Binder, listers: Listers, raw: RawApi) -> None:
+    def __init__(self, binder: Binder, listers: Listers, raw: ApiRequester) -> None:
         self._binder = binder
         self._listers = listers
         self._raw = raw
-        self.scheduler: Scheduler | None = None
-        self.executor: PreemptionExecutor | None = None
+        self._served: CycleContext | None = None
 
-    def _scheduler(self) -> Scheduler:
-        assert self.scheduler is not None, "handle used before the scheduler was built"
-        return self.scheduler
+    def serve(self, context: CycleContext) -> None:
+        """Connect the handle to the cycles it serves (see the module docstring)."""
+        self._served = context
+
+    def _context(self) -> CycleContext:
+        assert self._served is not None, "handle used before the scheduler was built"
+        return self._served
 
     @property
     def snapshot(self) -> Snapshot:
-        return self._scheduler().snapshot
+        return self._context().snapshot
 
     async def bind(self, pod: api.Pod, node_name: str) -> Status:
         return await self._binder.bind(pod, node_name)
 
     @property
-    def client(self) -> RawApi:
+    def client(self) -> ApiRequester:
         return self._raw
 
     @property
@@ -97,24 +100,24 @@ class SchedulerHandle:
 
     @property
     def pod_lister(self) -> _InformerPods | None:
-        pods = self._scheduler().pods
+        pods = self._context().pods
         return _InformerPods(pods) if pods is not None else None
 
     @property
     def metrics(self) -> SchedulerMetrics | None:
-        return self._scheduler().metrics
+        return self._context().metrics
 
     def record_event(self, pod: api.Pod, controller: str, type_: str, reason: str,
                      action: str, note: str) -> None:
-        self._scheduler().recorder.event(pod, controller, type_, reason, action, note)
+        self._context().writes.events.event(pod, controller, type_, reason, action, note)
 
     def allow_waiting_pod(self, uid: str, plugin: str) -> None:
-        for framework in self._scheduler().frameworks.values():
+        for framework in self._context().frameworks.values():
             if (waiting := framework.waiting_pods.get(uid)) is not None:
                 waiting.allow(plugin)
 
     def reject_waiting_pod(self, uid: str, plugin: str, reason: str) -> None:
-        for framework in self._scheduler().frameworks.values():
+        for framework in self._context().frameworks.values():
             if (waiting := framework.waiting_pods.get(uid)) is not None:
                 waiting.reject(plugin, reason)
 
@@ -131,11 +134,11 @@ class SchedulerHandle:
                         name: str) -> PodGroupState:
         if state is not None and state.pod_group is not None:
             return state.pod_group
-        groups = self._scheduler().cache.pod_groups
+        groups = self._context().cache.pod_groups
         return groups.get(namespace, name) if groups is not None else PodGroupState()
 
     def activate(self, pods: Sequence[PodInfo]) -> None:
-        self._scheduler().queue.activate([pod.uid for pod in pods])
+        self._context().queue.activate([pod.uid for pod in pods])
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         found = self._listers.namespaces.get(namespace)
@@ -160,43 +163,18 @@ class SchedulerHandle:
         return self._listers.pdbs.values()
 
     def nominated_pods_for_node(self, node_name: str) -> Sequence[PodInfo]:
-        return self._scheduler().queue.nominator.pods_for_node(node_name)
+        return self._context().queue.nominator.pods_for_node(node_name)
 
     def has_nominated_pods(self) -> bool:
-        return self._scheduler().queue.nominator.has_any()
+        return self._context().queue.nominator.has_any()
 
     def nominated_node_names(self) -> Collection[str]:
-        return self._scheduler().queue.nominator.nodes()
+        return self._context().queue.nominator.nodes()
 
     def is_pod_running_preemption(self, uid: str) -> bool:
-        return self.executor is not None and self.executor.is_running(uid)
+        return self._context().writes.preemption.is_running(uid)
 
     def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
                 plugin: str) -> None:
-        assert self.executor is not None
-        deferred = self._scheduler().deferred_preemptions
-        if deferred is not None:
-            # A Coscheduling group's cycle: carried out only if the group goes ahead.
-            deferred.append(DeferredPreemption(preemptor, node_name, list(victims), plugin))
-            return
-        metrics = self._scheduler().metrics
-        if metrics is not None:
-            metrics.preemption_victims(len(victims))
-        # A victim still waiting at Permit or still in PreBind was never bound: it
-        # leaves its binding cycle with an error and goes to backoff, never deleted
-        # (upstream's waitingPod.Preempt and podInPreBind.CancelPod).
-        in_memory: list[PodInfo] = []
-        to_delete: list[PodInfo] = []
-        frameworks = self._scheduler().frameworks.values()
-        for victim in victims:
-            uid = victim.uid
-            preempted = any(
-                waiting.preempt(plugin, "preempted") for framework in frameworks
-                if (waiting := framework.waiting_pods.get(uid)) is not None)
-            if not preempted:
-                preempted = any(
-                    binding.cancel_pod(f"preempted by {plugin}") for framework in frameworks
-                    if (binding := framework.pods_in_pre_bind.get(uid)) is not None)
-            (in_memory if preempted else to_delete).append(victim)
-        self.executor.preempt(preemptor, node_name, to_delete, plugin, in_memory=in_memory,
-                              on_failed=lambda: self.activate([preemptor]))
+        # At once, or held while a Coscheduling group is tried (preemption_sink.py).
+        self._context().preemptions.preempt(preemptor, node_name, victims, plugin)

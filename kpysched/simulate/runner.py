@@ -20,7 +20,8 @@ from typing import Any, cast
 
 import msgspec
 
-from kpysched.api.client import ApiResponse, RawApi
+from kpysched.api.client import RawApi
+from kpysched.api.response import ApiResponse
 from kpysched.app import build_scheduler
 from kpysched.config import EffectiveProfile, SchedulerConfiguration
 from kpysched.decisions import record
@@ -161,7 +162,7 @@ class Simulation:
             lambda _, old, new: queue.move_on_event(_NAMESPACE_CHANGE, old, new))
         self.listers.storage.requeue_with(queue.move_on_event)
         self.listers.resources.requeue_with(queue.move_on_event)
-        self.pod_handler = PodEventHandler(self.scheduler, self.scheduler.recorder)
+        self.pod_handler = PodEventHandler(self.scheduler, self.scheduler.context.writes.events)
         self.pod_handler.on_leading()
         self.node_handler = NodeEventHandler(self.scheduler)
         self.placements: dict[str, Placement] = {}
@@ -239,13 +240,12 @@ class Simulation:
     async def _settle(self) -> None:
         """Let the attempt's writes finish and deliver what they changed, as the
         informers would, until nothing more changes."""
-        scheduler = self.scheduler
+        writes = self.scheduler.context.writes
         while True:
-            await scheduler.drain_bindings(BIND_SETTLE_SECONDS)
-            await scheduler.abort_bindings()  # still waiting: leave the pod assumed
-            if scheduler.preemption is not None:
-                await scheduler.preemption.drain(BIND_SETTLE_SECONDS)
-            await scheduler.status_writer.drain(BIND_SETTLE_SECONDS)
+            await writes.binder.drain(BIND_SETTLE_SECONDS)
+            await writes.binder.abort()  # still waiting: leave the pod assumed
+            await writes.preemption.drain(BIND_SETTLE_SECONDS)
+            await writes.status.drain(BIND_SETTLE_SECONDS)
             changes = self.api.take_changes()
             if not changes:
                 return
@@ -260,8 +260,9 @@ class Simulation:
                     self.pod_handler.on_update(change.old, change.new)
 
     def _read_decisions(self, placement: Placement, pod: api.Pod) -> None:
-        assert self.scheduler.decisions is not None
-        decisions = self.scheduler.decisions.for_pod(pod.metadata.namespace, pod.metadata.name)
+        store = self.scheduler.context.decisions
+        assert store is not None
+        decisions = store.for_pod(pod.metadata.namespace, pod.metadata.name)
         placement.decisions += decisions[len(placement.decisions):]
         if not placement.decisions:
             return

@@ -62,7 +62,8 @@ def build_harness(profile: dict[str, Any], features: Features, listers: Listers,
     for node in nodes:
         scheduler.cache.add_or_update_node(node)
     return SchedulerHarness(scheduler, recording, listers,
-                            PodEventHandler(scheduler, scheduler.recorder, gang_scheduling=True),
+                            PodEventHandler(scheduler, scheduler.context.writes.events,
+                                            gang_scheduling=True),
                             NodeEventHandler(scheduler))
 
 

@@ -20,7 +20,7 @@ async def test_waiting_bindings_keep_only_what_the_store_keeps() -> None:
                             node("n1", "8"), decision_records=1)
     release = asyncio.Event()
     harness.api.hold[("POST", "/binding")] = release
-    scheduler, store = harness.scheduler, harness.scheduler.decisions
+    scheduler, store = harness.scheduler, harness.scheduler.context.decisions
     assert store is not None
     for name in ("a", "b", "c"):
         pod = make_pod(name).req(cpu="1").obj()
@@ -40,7 +40,7 @@ async def test_waiting_bindings_keep_only_what_the_store_keeps() -> None:
     assert [ref() is not None for ref in kept] == [False, False, True]
     release.set()
     await scheduler.drain_writes(timeout=5)
-    await asyncio.gather(*scheduler._binding_tasks)
+    await asyncio.gather(*scheduler.context.writes.binder._in_flight)
     assert sorted(harness.bound()) == ["a", "b", "c"]
     (last,) = store.for_pod("default", "c")
     assert (last["outcome"], last["node"]) == ("Bound", "n1")

@@ -190,10 +190,9 @@ def test_store_reads_from_another_thread_while_written() -> None:
 
 
 def test_rejections_are_grouped_by_verdict_and_expand_per_node_in_json() -> None:
-    from kpysched.decisions.record import Decision
+    from kpysched.decisions.record import Decision, record_rejections
     from kpysched.framework.diagnosis import Diagnosis
     from kpysched.framework.status import Status
-    from kpysched.scheduling.algorithm import record_rejections
 
     diagnosis = Diagnosis(4)
     for name in ("a", "b", "c"):
@@ -227,7 +226,7 @@ def test_rejection_groups_keep_first_appearance_order_shared_or_not(
         picks: list[tuple[int, bool]]) -> None:
     """Nodes may share Status objects (vector reasons) or carry equal but distinct ones;
     either way a group is one (plugin, reasons, code), nodes in diagnosis order."""
-    from kpysched.scheduling.algorithm import record_rejections
+    from kpysched.decisions.record import record_rejections
 
     shared = [Status.unschedulable(f"reason {i}", plugin=f"P{i % 3}") for i in range(12)]
     diagnosis = Diagnosis(len(picks))

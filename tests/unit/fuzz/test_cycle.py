@@ -111,7 +111,7 @@ class FakeCluster:
     """The informers' side: objects as last sent, and the watch lines that carry them."""
 
     def __init__(self, scheduler: Scheduler) -> None:
-        pod_handler = PodEventHandler(scheduler, scheduler.recorder)
+        pod_handler = PodEventHandler(scheduler, scheduler.context.writes.events)
         pod_handler.on_leading()
         self.pod_store: Store[Pod] = Store(pod_handler)
         self.node_store: Store[Node] = Store(NodeEventHandler(scheduler))

@@ -90,7 +90,7 @@ async def test_explain_tells_a_held_back_member_which_member_failed() -> None:
     for name in ("a", "b", "c"):
         harness.member(name, "g")
     await harness.schedule_all()
-    store = harness.scheduler.decisions
+    store = harness.scheduler.context.decisions
     assert store is not None
     notes = harness.notes("FailedScheduling")
     for name, note in notes.items():

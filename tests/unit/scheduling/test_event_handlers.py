@@ -4,12 +4,14 @@ cluster events the informer callbacks hand the queue (upstream's eventhandlers.g
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
 
 from kpysched.cache.cache import Cache
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+from kpysched.metrics import NoMetrics
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.queue.scheduling_queue import PreCheck
@@ -115,7 +117,7 @@ class FakeScheduler:
         self.queue = RecordingQueue()
         self.cache = Cache()
         self.frameworks: dict[str, Any] = {}
-        self.metrics = None
+        self.context = SimpleNamespace(metrics=NoMetrics())
 
     def responsible_for(self, scheduler_name: str) -> bool:
         return scheduler_name == "default-scheduler"

@@ -19,7 +19,8 @@ import msgspec
 import pytest
 from structlog.testing import capture_logs
 
-from kpysched.api.client import ApiResponse, RawApi
+from kpysched.api.client import RawApi
+from kpysched.api.response import ApiResponse
 from kpysched.app import build_scheduler
 from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
 from kpysched.framework.status import Code, Status
@@ -169,7 +170,7 @@ async def test_a_bug_in_the_cycle_fails_the_pod_and_the_loop_goes_on(
     def broken(*_: Any) -> Any:
         raise KeyError("lost row")
 
-    monkeypatch.setattr(harness.scheduler.algorithm, "schedule", broken)
+    monkeypatch.setattr(harness.scheduler.context.algorithm, "schedule", broken)
     victim = pod("victim")
     await harness.add_and_schedule(victim)
     assert harness.api.events("FailedScheduling") == [
@@ -436,7 +437,7 @@ async def test_a_pod_deleted_during_a_long_bind_frees_its_room_at_once(
     harness.scheduler.queue.move_on_event = (  # type: ignore[method-assign]
         lambda event, *rest, **kw: (moved.append(event.queue_label()), move(event, *rest, **kw)))
 
-    PodEventHandler(harness.scheduler, harness.scheduler.recorder).on_delete(a)
+    PodEventHandler(harness.scheduler, harness.scheduler.context.writes.events).on_delete(a)
     assert not harness.scheduler.cache.has_pod(a.metadata.uid)
     assert harness.where(b) in ("active", "backoff")
     assert moved == ["AssignedPodDelete"]
@@ -458,7 +459,7 @@ async def test_a_pod_leaving_while_waiting_at_permit_is_rejected_at_once(
     await harness.start(a, b)
     framework = harness.scheduler.frameworks["kpysched"]
     assert a.metadata.uid in framework.waiting_pods
-    handler = PodEventHandler(harness.scheduler, harness.scheduler.recorder)
+    handler = PodEventHandler(harness.scheduler, harness.scheduler.context.writes.events)
     if how == "deleted":
         handler.on_delete(a)
     else:
@@ -479,7 +480,7 @@ async def test_an_update_of_a_pod_being_bound_still_changes_nothing(harness: Har
     await harness.start(a)
     later = msgspec.structs.replace(
         a, metadata=msgspec.structs.replace(a.metadata, resource_version="2"))
-    PodEventHandler(harness.scheduler, harness.scheduler.recorder).on_update(a, later)
+    PodEventHandler(harness.scheduler, harness.scheduler.context.writes.events).on_update(a, later)
     framework = harness.scheduler.frameworks["kpysched"]
     assert a.metadata.uid in framework.waiting_pods
     assert harness.scheduler.cache.is_assumed(a.metadata.uid)
@@ -584,7 +585,7 @@ async def test_a_lost_lease_stops_every_binding_before_it_writes(harness: Harnes
     await asyncio.sleep(0.01)
     assert harness.api.sent("POST", "/binding") == []
     assert harness.api.events("Scheduled") == []
-    harness.scheduler.recorder.failed_scheduling(pods[0], "kpysched", "after the loss")
+    harness.scheduler.context.writes.events.failed_scheduling(pods[0], "kpysched", "after the loss")
     await asyncio.sleep(0.01)
     assert harness.api.sent("POST", "/events") == []
 
@@ -650,7 +651,7 @@ async def test_a_binding_error_clears_the_nomination_it_wrote(harness: Harness) 
     p = pod("p")
     seen = msgspec.structs.replace(
         p, status=msgspec.structs.replace(p.status, nominated_node_name="n1"))
-    harness.scheduler.pods = lambda: {p.metadata.uid: seen}
+    harness.scheduler.context.pods = lambda: {p.metadata.uid: seen}
     await harness.add_and_schedule(p)
     assert _nominations(harness.api, "p") == ["n1", None]
     [last] = [body["status"] for body in harness.api.sent("PATCH", "/pods/p/status")][-1:]
@@ -685,7 +686,7 @@ async def test_a_slow_cycle_is_logged_and_counted_with_its_slowest_plugin(
         threshold: float, reported: bool) -> None:
     harness = make_harness()
     metrics = SchedulerMetrics(process_metrics=False)
-    harness.scheduler.metrics = metrics
+    harness.scheduler.context.metrics = metrics
     harness.scheduler.slow_cycle_seconds = threshold
     harness.script.normalize = _slow_normalize
     with capture_logs() as logs:
@@ -806,7 +807,7 @@ def test_the_handles_pod_lister_reads_the_pod_informer(harness: Harness) -> None
     assert handle.pod_lister is None
     first, again = pod("p"), pod("p")
     store = {first.metadata.uid: first}
-    harness.scheduler.pods = lambda: store
+    harness.scheduler.context.pods = lambda: store
     lister = handle.pod_lister
     assert lister is not None
     assert lister.get("default", "p", first.metadata.uid) is first

@@ -47,7 +47,7 @@ async def test_a_pod_already_terminating_when_first_seen_gets_the_event_too(
     """A start or relist during a pending pod's deletion: upstream's informer queues it
     (addPodToSchedulingQueue filters on assignment and scheduler name only), so the pop
     reports it; dropping it at the add said nothing."""
-    handler = PodEventHandler(harness.scheduler, harness.scheduler.recorder)
+    handler = PodEventHandler(harness.scheduler, harness.scheduler.context.writes.events)
     handler.on_leading()
     deleting = terminating("late")
     handler.on_add(deleting)
@@ -65,7 +65,7 @@ async def test_a_terminating_pod_updated_after_its_skip_is_queued_and_skipped_ag
         harness: Harness) -> None:
     """Upstream's Update adds a pod it holds nowhere: a terminating pending pod's later
     update (a finalizer removed, a label) brings it back, and the pop reports it again."""
-    handler = PodEventHandler(harness.scheduler, harness.scheduler.recorder)
+    handler = PodEventHandler(harness.scheduler, harness.scheduler.context.writes.events)
     handler.on_leading()
     deleting = terminating("again")
     handler.on_add(deleting)
@@ -87,7 +87,7 @@ async def test_a_terminating_pod_updated_after_its_skip_is_queued_and_skipped_ag
 
 async def test_a_queued_pod_that_starts_terminating_stays_queued_until_popped(
         harness: Harness) -> None:
-    handler = PodEventHandler(harness.scheduler, harness.scheduler.recorder)
+    handler = PodEventHandler(harness.scheduler, harness.scheduler.context.writes.events)
     harness.script.reject = {"n1": Status.unschedulable("no", plugin=RAISER),
                              "n2": Status.unschedulable("no", plugin=RAISER)}
     waiting = pod("waiting")

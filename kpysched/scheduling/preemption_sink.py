@@ -1,0 +1,71 @@
+"""Where a preemption that PostFilter decided goes.
+
+Outside a Coscheduling group's trial, at once (`ImmediatePreemption`): victims waiting
+at Permit or inside PreBind are turned back in memory, the others are deleted by the
+preemption writer. While a Coscheduling group is tried, `group_preemption.GroupPreemption`
+takes the preemptions instead and carries them out only if the whole group goes ahead.
+The shared handle hands every plugin's `preempt()` to the context's sink.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from kpysched.objects.pod import PodInfo
+
+if TYPE_CHECKING:
+    from kpysched.framework.runtime import Framework
+    from kpysched.metrics import SchedulerMetrics
+    from kpysched.writes.preemption import PreemptionExecutor
+
+
+class PreemptionSink(Protocol):
+    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
+                plugin: str) -> None:
+        """Evict `victims` from `node_name` to make room for `preemptor`."""
+
+
+@dataclass(slots=True)
+class DeferredPreemption:
+    """A preemption a PostFilter asked for, not carried out yet."""
+
+    preemptor: PodInfo
+    node_name: str
+    victims: list[PodInfo]
+    plugin: str
+
+
+class ImmediatePreemption:
+    """Carries a preemption out at once (upstream's Evaluator.prepareCandidate)."""
+
+    def __init__(self, frameworks: Mapping[str, Framework], executor: PreemptionExecutor,
+                 metrics: SchedulerMetrics,
+                 activate: Callable[[Sequence[PodInfo]], None]) -> None:
+        self._frameworks = frameworks
+        self._executor = executor
+        self._metrics = metrics
+        self._activate = activate
+
+    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
+                plugin: str) -> None:
+        self._metrics.preemption_victims(len(victims))
+        # A victim still waiting at Permit or still in PreBind was never bound: it
+        # leaves its binding cycle with an error and goes to backoff, never deleted
+        # (upstream's waitingPod.Preempt and podInPreBind.CancelPod).
+        in_memory: list[PodInfo] = []
+        to_delete: list[PodInfo] = []
+        frameworks = self._frameworks.values()
+        for victim in victims:
+            uid = victim.uid
+            preempted = any(
+                waiting.preempt(plugin, "preempted") for framework in frameworks
+                if (waiting := framework.waiting_pods.get(uid)) is not None)
+            if not preempted:
+                preempted = any(
+                    binding.cancel_pod(f"preempted by {plugin}") for framework in frameworks
+                    if (binding := framework.pods_in_pre_bind.get(uid)) is not None)
+            (in_memory if preempted else to_delete).append(victim)
+        self._executor.preempt(preemptor, node_name, to_delete, plugin, in_memory=in_memory,
+                               on_failed=lambda: self._activate([preemptor]))
