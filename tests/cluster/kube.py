@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -89,18 +90,39 @@ async def wait_default_service_account(api: client.ApiClient, namespace: str) ->
 
 
 async def delete_namespace(api: client.ApiClient, name: str) -> None:
-    """Delete every pod at once, then the namespace; the namespace controller finishes.
+    """Delete every pod and claim at once, then the namespace; the namespace controller
+    finishes.
 
     Pods go first with grace 0: on a hand-made Node no kubelet would ever confirm a
-    graceful stop, and the namespace would stay Terminating.
+    graceful stop, and the namespace would stay Terminating. PersistentVolumeClaims go
+    next, by us: the namespace controller deletes them only ~5s later, and a caller that
+    waits for the claims' PVs to be released (delete_persistent_volumes) waits that long.
     """
     core = client.CoreV1Api(api)
     try:
         await core.delete_collection_namespaced_pod(name, grace_period_seconds=0)
+        await core.delete_collection_namespaced_persistent_volume_claim(name)
         await core.delete_namespace(name, grace_period_seconds=0)
     except ApiException as error:
         if error.status != 404:
             raise
+
+
+async def events(api: client.ApiClient, namespace: str, reason: str, *,
+                 regarding: str | None = None) -> list[dict[str, Any]]:
+    """The namespace's events.k8s.io Events of `reason` (about object `regarding`, when
+    given), oldest first.
+
+    Read as plain JSON: an event a controller recorded through core/v1 (say, the
+    resourceclaim controller's about a missing template) has no eventTime, which the
+    client's events.k8s.io model refuses."""
+    selector = f"regarding.name={regarding}" if regarding is not None else None
+    response = await client.EventsV1Api(api).list_namespaced_event(
+        namespace, field_selector=selector, _preload_content=False)
+    found = [e for e in json.loads(await response.read())["items"]
+             if e.get("reason") == reason]
+    found.sort(key=lambda e: e["metadata"]["creationTimestamp"])
+    return found
 
 
 _node_counter = itertools.count()

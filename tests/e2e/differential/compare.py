@@ -1,38 +1,82 @@
 """What every differential test file shares: the schedulers beside the cluster, and
 one scenario run under each and compared.
 
-Both schedulers run for a whole test module against the real cluster; each handles
-only pods naming it. A scenario runs twice on fresh nodes and namespaces, once
-per scheduler, and the outcomes (node, FailedScheduling text, preempted victims,
-and each claim's binding: to which PV, on which selected node) must be identical.
-Upstream is the specification. kube-controller-manager's PV controller binds the
-claims, and the test provisioner (tests/cluster/provisioner.py) provisions for
-the scenarios' provisioning classes, as an external CSI provisioner would.
+Each scheduler has a cluster of its own for a whole test module: kube-scheduler the
+session's cluster, kpysched its twin (the same components, flags and gates; see
+conftest.py); each handles only pods naming it. A scenario runs on both at once, on
+fresh nodes and namespaces, and the outcomes (node, FailedScheduling text, preempted
+victims, and each claim's binding: to which PV, on which selected node) must be
+identical. At once, not one after the other on one cluster, because a scheduler sees
+every Node of its cluster (the FailedScheduling text counts them): on one cluster
+the second run would have to wait for the first to end. Upstream is the
+specification. kube-controller-manager's PV controller binds the claims, and the
+test provisioner (tests/cluster/provisioner.py) provisions for the scenarios'
+provisioning classes, as an external CSI provisioner would.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Awaitable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TypeVar
 
 from kubernetes_asyncio import client
 
+from tests.cluster import kube
 from tests.cluster.cluster import ClusterState
 from tests.cluster.kpysched_process import KpyschedProcess
 from tests.cluster.provisioner import ProvisionerProcess
 from tests.cluster.upstream import UpstreamScheduler
 from tests.e2e.differential.model import Outcome, Scenario
-from tests.e2e.differential.runner import ensure_priority_classes, run_scenario
+from tests.e2e.differential.runner import _Names, ensure_priority_classes, run_scenario
 
 UPSTREAM = "default-scheduler"
 KPYSCHED = "kpysched"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Twins:
+    """The cluster each scheduler runs on."""
+
+    upstream: ClusterState
+    kpysched: ClusterState
+
+
+@dataclass(frozen=True)
+class TwinApis:
+    """A client of each scheduler's cluster."""
+
+    upstream: client.ApiClient
+    kpysched: client.ApiClient
 
 
 @contextmanager
-def schedulers_running(cluster: ClusterState) -> Iterator[None]:
+def schedulers_running(twins: Twins) -> Iterator[None]:
+    with (ProvisionerProcess(twins.upstream), ProvisionerProcess(twins.kpysched),
+          UpstreamScheduler(twins.upstream), KpyschedProcess(twins.kpysched, log_level="info")):
+        yield
+
+
+@contextmanager
+def schedulers_side_by_side(cluster: ClusterState) -> Iterator[None]:
+    """Both schedulers on one cluster, for a test whose two runs must see each other's
+    nodes (dra_writes.py)."""
     with (ProvisionerProcess(cluster), UpstreamScheduler(cluster),
           KpyschedProcess(cluster, log_level="info")):
         yield
+
+
+async def both(upstream: Awaitable[T], ours: Awaitable[T]) -> tuple[T, T]:
+    """Run the two runs at once and let both finish (each cleans up after itself)
+    before the first failure, if any, is raised."""
+    results = await asyncio.gather(upstream, ours, return_exceptions=True)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results[0], results[1]  # type: ignore[return-value]
 
 
 def check_kind(scenario: Scenario, outcome: Outcome) -> None:
@@ -61,10 +105,19 @@ def check_kind(scenario: Scenario, outcome: Outcome) -> None:
         assert devices.get(resource_claim) == wanted, outcome.describe()
 
 
-async def same_decision(api: client.ApiClient, scenario: Scenario) -> None:
-    await ensure_priority_classes(api)
-    upstream = await run_scenario(api, scenario, UPSTREAM)
-    ours = await run_scenario(api, scenario, KPYSCHED)
+async def same_decision(apis: TwinApis, scenario: Scenario) -> None:
+    await ensure_priority_classes(apis.upstream)
+    await ensure_priority_classes(apis.kpysched)
+    upstream, ours = await both(run_scenario(apis.upstream, scenario, UPSTREAM),
+                                run_scenario(apis.kpysched, scenario, KPYSCHED))
     check_kind(scenario, upstream)
     assert ours == upstream, (f"\n upstream: {upstream.describe()}\n kpysched: "
                               f"{ours.describe()}")
+
+
+async def first_failures(api: client.ApiClient, names: _Names) -> dict[str, str]:
+    """pod -> its first FailedScheduling note, run names turned back into roles."""
+    first: dict[str, str] = {}
+    for event in await kube.events(api, names.namespace, "FailedScheduling"):
+        first.setdefault(event["regarding"]["name"], names.text(event.get("note", "")))
+    return first

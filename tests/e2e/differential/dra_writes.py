@@ -31,6 +31,7 @@ from kubernetes_asyncio.client.rest import ApiException
 from kpysched.api.client import RawApi
 from kpysched.plugins.dynamic_resources import verbatim
 from tests.cluster import kube
+from tests.e2e.differential.compare import first_failures
 from tests.e2e.differential.runner import ROLE_LABEL, _Names, _wait_nodes_gone
 
 DRIVER = "gpu.example.com"
@@ -169,15 +170,6 @@ def _pod(role: str, scheduler: str, names: _Names) -> dict[str, Any]:
     return body
 
 
-async def _events(api: client.ApiClient, names: _Names, reason: str) -> list[dict[str, Any]]:
-    response = await client.EventsV1Api(api).list_namespaced_event(
-        names.namespace, _preload_content=False)
-    events = [e for e in json.loads(await response.read())["items"]
-              if e.get("reason") == reason]
-    events.sort(key=lambda e: e["metadata"]["creationTimestamp"])
-    return events
-
-
 async def _attach_when_waiting(api: client.ApiClient, raw: RawApi, names: _Names) -> None:
     """Once PreBind has written the allocation and says it waits, report the device
     attached (as its driver would)."""
@@ -190,7 +182,8 @@ async def _attach_when_waiting(api: client.ApiClient, raw: RawApi, names: _Names
 
     async def waiting() -> bool:
         return any(e["regarding"]["name"] == "conditions"
-                   for e in await _events(api, names, "BindingConditionsPending"))
+                   for e in await kube.events(api, names.namespace,
+                                              "BindingConditionsPending"))
 
     allocation = await kube.wait_for(allocated, OUTCOME_TIMEOUT_SECONDS,
                                      "the claim with binding conditions allocated")
@@ -250,18 +243,16 @@ async def _observe(api: client.ApiClient, raw: RawApi, names: _Names) -> WritesO
     async def decided() -> bool:
         pods = {p.metadata.name: p for p in
                 (await core.list_namespaced_pod(names.namespace)).items}
-        failed = {e["regarding"]["name"] for e in await _events(api, names, "FailedScheduling")}
+        failed = await first_failures(api, names)
         return (all(pods[p].spec.node_name for p in to_bind) and "refused" in failed)
 
     with contextlib.suppress(AssertionError):  # the outcome shows what is missing
         await kube.wait_for(decided, OUTCOME_TIMEOUT_SECONDS, "every case decided")
     await asyncio.sleep(SETTLE_SECONDS)
     pods = {p.metadata.name: p for p in (await core.list_namespaced_pod(names.namespace)).items}
-    failed: dict[str, str] = {}
-    for event in await _events(api, names, "FailedScheduling"):
-        failed.setdefault(event["regarding"]["name"], names.text(event.get("note", "")))
+    failed = await first_failures(api, names)
     waiting: dict[str, list[tuple[str, str, str]]] = {}
-    for event in await _events(api, names, "BindingConditionsPending"):
+    for event in await kube.events(api, names.namespace, "BindingConditionsPending"):
         waiting.setdefault(event["regarding"]["name"], []).append(
             (event.get("type", ""), event.get("action", ""), names.text(event.get("note", ""))))
     return WritesOutcome(
@@ -463,9 +454,7 @@ async def _observe_gang(api: client.ApiClient, raw: RawApi, custom: client.Custo
         await kube.wait_for(bound, OUTCOME_TIMEOUT_SECONDS, "the gang bound")
     await asyncio.sleep(SETTLE_SECONDS)
     pods = {p.metadata.name: p for p in (await core.list_namespaced_pod(names.namespace)).items}
-    first: dict[str, str] = {}
-    for event in await _events(api, names, "FailedScheduling"):
-        first.setdefault(event["regarding"]["name"], names.text(event.get("note", "")))
+    first = await first_failures(api, names)
     group = await custom.get_namespaced_custom_object(
         "scheduling.k8s.io", "v1alpha2", names.namespace, "podgroups", "g")
     found = [c for c in group.get("status", {}).get("conditions", [])

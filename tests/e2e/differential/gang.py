@@ -13,7 +13,6 @@ chosen at random by both schedulers.
 from __future__ import annotations
 
 import asyncio
-import json
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
 
 from tests.cluster import kube
+from tests.e2e.differential.compare import first_failures
 from tests.e2e.differential.model import NodeSpec
 from tests.e2e.differential.runner import ROLE_LABEL, _Names, _wait_nodes_gone
 
@@ -142,18 +142,6 @@ def _pods(scenario: GangScenario) -> list[GangPod]:
     return [pod for step in scenario.steps for pod in step.pods]
 
 
-async def _notes(api: client.ApiClient, names: _Names) -> dict[str, str]:
-    response = await client.EventsV1Api(api).list_namespaced_event(
-        names.namespace, _preload_content=False)
-    events = [e for e in json.loads(await response.read())["items"]
-              if e.get("reason") == "FailedScheduling"]
-    events.sort(key=lambda e: e["metadata"]["creationTimestamp"])
-    first: dict[str, str] = {}
-    for event in events:
-        first.setdefault(event["regarding"]["name"], names.text(event.get("note", "")))
-    return first
-
-
 async def _conditions(api: client.ApiClient, scenario: GangScenario,
                       names: _Names) -> dict[str, tuple[str, str, str] | None]:
     custom = client.CustomObjectsApi(api)
@@ -188,7 +176,7 @@ async def _observe(api: client.ApiClient, scenario: GangScenario,
     while loop.time() - started < OUTCOME_TIMEOUT_SECONDS:
         listed = {p.metadata.name: p for p in
                   (await core.list_namespaced_pod(names.namespace)).items}
-        notes = await _notes(api, names)
+        notes = await first_failures(api, names)
         decided = [role for role in roles
                    if listed[role].spec.node_name or role in notes]
         if len(decided) == len(roles):
@@ -200,7 +188,7 @@ async def _observe(api: client.ApiClient, scenario: GangScenario,
     await asyncio.sleep(SETTLE_SECONDS)
     listed = {p.metadata.name: p for p in
               (await core.list_namespaced_pod(names.namespace)).items}
-    notes = await _notes(api, names)
+    notes = await first_failures(api, names)
     pods = {role: PodOutcome(bool(listed[role].spec.node_name), notes.get(role))
             for role in roles}
     return GangOutcome(pods, await _conditions(api, scenario, names))

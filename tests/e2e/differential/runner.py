@@ -6,7 +6,6 @@ import asyncio
 import collections
 import copy
 import datetime
-import json
 import re
 import secrets
 from dataclasses import dataclass
@@ -448,14 +447,7 @@ async def run_scenario(api: client.ApiClient, scenario: Scenario,
 
 
 async def _failed_scheduling_note(api: client.ApiClient, namespace: str) -> str | None:
-    # Read as plain JSON: an event a controller recorded through core/v1 (say, the
-    # resourceclaim controller's about a missing template) has no eventTime, which
-    # the client's events.k8s.io model refuses.
-    response = await client.EventsV1Api(api).list_namespaced_event(
-        namespace, field_selector="regarding.name=incoming", _preload_content=False)
-    listed = json.loads(await response.read())
-    notes = [e for e in listed["items"] if e.get("reason") == "FailedScheduling"]
-    notes.sort(key=lambda e: e["metadata"]["creationTimestamp"])
+    notes = await kube.events(api, namespace, "FailedScheduling", regarding="incoming")
     note: str | None = notes[0].get("note") if notes else None
     return note
 

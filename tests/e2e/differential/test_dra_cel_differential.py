@@ -29,7 +29,12 @@ from kubernetes_asyncio.client.rest import ApiException
 from kpysched.api.client import RawApi
 from tests.cluster import kube
 from tests.cluster.cluster import ClusterState
-from tests.e2e.differential.compare import KPYSCHED, UPSTREAM, schedulers_running
+from tests.e2e.differential.compare import (
+    KPYSCHED,
+    UPSTREAM,
+    first_failures,
+    schedulers_side_by_side,
+)
 from tests.e2e.differential.runner import ROLE_LABEL, _Names, _wait_nodes_gone
 
 DRIVER = "dra.example.com"
@@ -192,18 +197,6 @@ async def _post(raw: RawApi, path: str, body: dict[str, Any]) -> str | None:
     return None if response.ok else response.message()
 
 
-async def _first_failures(raw: RawApi, names: _Names) -> dict[str, str]:
-    response = await raw.request(
-        "GET", f"/apis/events.k8s.io/v1/namespaces/{names.namespace}/events")
-    events = [e for e in json.loads(response.body)["items"]
-              if e.get("reason") == "FailedScheduling"]
-    events.sort(key=lambda e: e["metadata"]["creationTimestamp"])
-    first: dict[str, str] = {}
-    for event in events:
-        first.setdefault(event["regarding"]["name"], names.text(event.get("note", "")))
-    return first
-
-
 async def run_expressions(api: client.ApiClient, scheduler: str,
                           barrier: asyncio.Barrier) -> dict[int, Verdict]:
     """Every expression under `scheduler`, in step with the other run (`barrier` of two)."""
@@ -258,13 +251,13 @@ async def run_expressions(api: client.ApiClient, scheduler: str,
         async def decided() -> bool:
             bound = {p.metadata.name for p in (await core.list_namespaced_pod(namespace)).items
                      if p.spec.node_name}
-            failed = await _first_failures(raw, names)
+            failed = await first_failures(api, names)
             return all(f"p{i}" in bound or f"p{i}" in failed for i in pods)
 
         with contextlib.suppress(AssertionError):  # the verdicts show what is missing
             await kube.wait_for(decided, OUTCOME_TIMEOUT_SECONDS, "every pod decided")
         listed = {p.metadata.name: p for p in (await core.list_namespaced_pod(namespace)).items}
-        failed = await _first_failures(raw, names)
+        failed = await first_failures(api, names)
         for index in pods:
             pod = listed[f"p{index}"]
             if pod.spec.node_name:
@@ -297,7 +290,7 @@ async def _clean_up(api: client.ApiClient, names: _Names, classes: list[str]) ->
 
 @pytest.fixture(scope="module")
 def schedulers(cluster: ClusterState) -> Iterator[None]:
-    with schedulers_running(cluster):
+    with schedulers_side_by_side(cluster):
         yield
 
 

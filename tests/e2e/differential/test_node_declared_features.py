@@ -1,6 +1,6 @@
 """Differential scenarios for NodeDeclaredFeatures: the same scenario under kube-scheduler
-v1.36.4 and kpysched on the harness's cluster, compared on node, FailedScheduling text and
-victims (as test_differential.py does).
+v1.36.4 and kpysched, each on a cluster of its own and at once (see compare.py),
+compared on node, FailedScheduling text and victims (as test_differential.py does).
 
 Nodes publish `status.declaredFeatures` the way a kubelet would; the API server of the
 harness runs v1.36's default gates (NodeDeclaredFeatures and
@@ -24,14 +24,11 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.cluster import kube
-from tests.cluster.cluster import ClusterState
 from tests.cluster.kpysched_process import KpyschedProcess
 from tests.cluster.upstream import UpstreamScheduler
+from tests.e2e.differential.compare import KPYSCHED, UPSTREAM, TwinApis, Twins, both
 from tests.e2e.differential.model import NodeSpec, Outcome, PodSpec, Scenario
 from tests.e2e.differential.runner import ROLE_LABEL, ensure_priority_classes, run_scenario
-
-UPSTREAM = "default-scheduler"
-KPYSCHED = "kpysched"
 
 REASON = "node(s) didn't match Pod's required features"
 RESTART_ALL = "RestartAllContainersOnContainerExits"
@@ -110,8 +107,8 @@ SCENARIOS = [
 
 
 @pytest.fixture(scope="module")
-def schedulers(cluster: ClusterState) -> Iterator[None]:
-    with UpstreamScheduler(cluster), KpyschedProcess(cluster, log_level="info"):
+def schedulers(twins: Twins) -> Iterator[None]:
+    with UpstreamScheduler(twins.upstream), KpyschedProcess(twins.kpysched, log_level="info"):
         yield
 
 
@@ -141,13 +138,14 @@ def _check_meaning(case: FeatureScenario, outcome: Outcome) -> None:
 
 @pytest.mark.parametrize("case", SCENARIOS, ids=[c.scenario.name for c in SCENARIOS])
 async def test_same_decision_as_kube_scheduler(
-    schedulers: None, api: client.ApiClient, monkeypatch: pytest.MonkeyPatch,
+    schedulers: None, twin_apis: TwinApis, monkeypatch: pytest.MonkeyPatch,
     case: FeatureScenario,
 ) -> None:
     monkeypatch.setattr(kube, "node_body", _declaring(kube.node_body, case.declared))
-    await ensure_priority_classes(api)
-    upstream = await run_scenario(api, case.scenario, UPSTREAM)
-    ours = await run_scenario(api, case.scenario, KPYSCHED)
+    await ensure_priority_classes(twin_apis.upstream)
+    await ensure_priority_classes(twin_apis.kpysched)
+    upstream, ours = await both(run_scenario(twin_apis.upstream, case.scenario, UPSTREAM),
+                                run_scenario(twin_apis.kpysched, case.scenario, KPYSCHED))
     _check_meaning(case, upstream)
     assert ours == upstream, (f"\n upstream: {upstream.describe()}\n kpysched: "
                               f"{ours.describe()}")
