@@ -17,7 +17,8 @@ status=0
     .venv/bin/ruff check . &&
     .venv/bin/mypy &&
     # Two workers, whole files each: e2e tests mostly wait on real components, and each
-    # worker gets its own session cluster, so files never see each other's objects.
+    # worker gets its own session cluster (and, once it runs a differential file, that
+    # cluster's twin), so files never see each other's objects.
     .venv/bin/python -m pytest -n 2 --dist loadfile -m "not soak" "$@" &&
     # The short reliability soak (tests/soak) alone, so that no other test competes
     # with the schedulers it times; with arguments, only what they select runs.
