@@ -7,10 +7,12 @@ import asyncio
 import random
 import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import structlog
+from kubernetes_asyncio.client import ApiClient
 
 from kpysched import gc_policy
 from kpysched.api.client import RawApi, make_api_client
@@ -48,7 +50,8 @@ from kpysched.scheduling.scheduler import DEFAULT_SLOW_CYCLE_SECONDS, Scheduler
 from kpysched.scheduling.shared_handle import SchedulerHandle
 from kpysched.serving import DelegationOptions, TlsOptions
 from kpysched.serving.requestheader import RequestHeaderOptions
-from kpysched.serving.server import HealthCheck, Server, ServerConfig, ServerThread, progress_check
+from kpysched.serving.server import HealthCheck, Server, ServerConfig, progress_check
+from kpysched.serving.server_thread import ServerThread
 from kpysched.writes.binding import Binder
 from kpysched.writes.bundle import Writes
 from kpysched.writes.leader_label import LeaderLabel
@@ -211,14 +214,7 @@ async def run(
         raw = RawApi(api_client, qps=connection.qps, burst=connection.burst)
         features = settings.features
         coscheduling = uses_coscheduling(profiles)
-        if coscheduling and await _serves(raw, cs_api.API_VERSION, "podgroups") is False:
-            # Without its CRD the PodGroup informer could never sync, and kpysched would
-            # sit unready with no word why (as kube-scheduler with an uninstalled CRD).
-            log.error("coscheduling.crd_missing",
-                      reason=f"a profile enables Coscheduling, but the API server does not "
-                             f"serve podgroups.{cs_api.API_VERSION}: install the PodGroup "
-                             "CRD (deploy/crds/scheduling.x-k8s.io_podgroups.yaml, or the "
-                             "chart's coscheduling.installCRD=true) and start again")
+        if coscheduling and not await _coscheduling_crd_served(raw):
             return 1
         # The podgroup metrics count Coscheduling's group cycles too.
         metrics = SchedulerMetrics(disabled=frozenset(settings.disabled_metrics),
@@ -231,148 +227,35 @@ async def run(
             decision_records=settings.decision_records,
             tie_break_seed=settings.tie_break_seed, features=features,
             slow_cycle_seconds=settings.slow_cycle_seconds)
-        # A namespace's labels decide namespaceSelector matches (InterPodAffinity).
-        listers.namespaces = Index(
-            lambda _, old, new: scheduler.queue.move_on_event(NAMESPACE_CHANGE, old, new))
-        listers.storage.requeue_with(scheduler.queue.move_on_event)
-        listers.resources.requeue_with(scheduler.queue.move_on_event)
-        if listers.workloads is not None:
-            listers.workloads.requeue_with(scheduler.queue.move_on_event)
-        if listers.coscheduling is not None:
-            listers.coscheduling.requeue_with(scheduler.queue.move_on_event)
         # A new member may complete its gang: the held members' PreEnqueue is asked again.
-        pod_handler = PodEventHandler(scheduler, scheduler.context.writes.events,
-                                      gang_scheduling=features.gang_scheduling or coscheduling)
-        pods = pod_reflector(api_client, pod_handler)
-        scheduler.context.pods = lambda: pods.store
-        nodes = node_reflector(api_client, NodeEventHandler(scheduler))
-        reflectors: list[Reflector[Any]] = [nodes, pods, *listers.reflectors(api_client)]
-        groups = scheduler.pod_groups.coscheduling if scheduler.pod_groups else None
-        if groups is not None:
-            # Group members in every phase, finished ones too, for the PodGroup's status.
-            reflectors.append(pod_reflector(
-                api_client, groups, field_selector=None,
-                label_selector=POD_GROUP_LABEL))
-        for reflector in reflectors:
-            reflector.progress_deadline = settings.watch_progress_deadline_seconds
-        publish_metrics = _wire_metrics(metrics, scheduler, reflectors)
+        informers = _connect_informers(api_client, scheduler, listers, settings,
+                                       gang_scheduling=features.gang_scheduling or coscheduling)
+        publish_metrics = _wire_metrics(metrics, scheduler, informers.all)
 
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-
-        async def lead() -> None:
-            """Runs only while this replica may schedule (holds the Lease)."""
-            log.info("scheduler.started", profiles=[p.scheduler_name for p in profiles])
-            pod_handler.on_leading()
-            labelling = None if leader_label is None else loop.create_task(
-                leader_label.mark(True), name="leader label")
-            try:
-                async with asyncio.TaskGroup() as group:
-                    group.create_task(scheduler.run(), name="scheduling loop")
-                    group.create_task(scheduler.queue.run_flushers(), name="queue flushers")
-            finally:
-                scheduler.stop()
-                if elector is not None and elector.lost:
-                    await scheduler.abort_writes()  # another replica may lead already
-                else:
-                    # Only placements hold up the Lease's release: queued events and
-                    # status patches are drained after it (below), so a standby takes
-                    # over within a retryPeriod even when the event queue is long.
-                    await scheduler.drain_placements(SHUTDOWN_GRACE_SECONDS)
-                if labelling is not None and leader_label is not None:
-                    labelling.cancel()
-                    await leader_label.mark(False)
-
-        election = config.leader_election
-        elector = LeaderElector(
-            api_client, namespace=election.resource_namespace, name=election.resource_name,
-            lease_duration=election.lease_duration, renew_deadline=election.renew_deadline,
-            retry_period=election.retry_period, on_started_leading=lead, metrics=metrics,
-        ) if election.leader_elect else None
-        leader_checks = [HealthCheck("leaderElection", elector.check)] if elector else []
-        # Only a replica among others needs its leadership visible to the Service.
-        leader_label = LeaderLabel.of(raw, settings.pod_namespace, settings.pod_name) \
-            if elector is not None and settings.enable_decision_endpoint else None
-        if leader_label is not None:
-            await leader_label.mark(False)  # a restarted container's pod may still say so
-
-        def synced() -> bool:
-            return all(r.has_synced for r in reflectors)
-
-        def waiting() -> int:
-            """Pods the loop owes a decision: queued ones plus the one in the cycle."""
-            leading = elector is None or elector.is_leader
-            if not leading:
-                return 0
-            return scheduler.queue.pending_counts()["active"] + (
-                1 if scheduler.busy_since is not None else 0)
-
-        def last_progress() -> float:
-            busy = scheduler.busy_since
-            return busy if busy is not None else scheduler.last_progress
-
-        server = Server(
-            server_config(settings), metrics,
-            healthz=leader_checks,
-            livez=[progress_check(last_progress, waiting,
-                                  stall_seconds=settings.liveness_stall_seconds)],
-            readyz=[*leader_checks,
-                    HealthCheck.of("sched-handler-sync", synced,
-                                   "handlers are not fully synchronized"),
-                    HealthCheck.of("shutdown", lambda: not stop.is_set(),
-                                   "process is shutting down")],
-            decisions=_decision_lookup(scheduler, lambda: elector is None or
-                                       elector.is_leader)
-            if settings.enable_decision_endpoint
-            else None,
-            cache_dump=dump_from(loop, lambda: cache_dump(
-                scheduler.cache, scheduler.queue.pending_counts,
-                scheduler.bindings_in_flight, lambda: scheduler.context.writes.events.in_flight))
-            if settings.enable_cache_endpoint else None)
+        leadership = _Leadership(api_client, raw, config, settings, metrics, scheduler,
+                                 informers.pod_handler, profiles)
+        if leadership.label is not None:
+            await leadership.label.mark(False)  # a restarted container's pod may still say so
+        server = _build_server(settings, metrics, scheduler, informers, leadership, stop)
         log.info("scheduler.starting", profiles=[p.scheduler_name for p in profiles],
-                 leader_elect=election.leader_elect)
+                 leader_elect=leadership.elector is not None)
         exit_code = 0
         # As kube-scheduler: --secure-port=0 serves no endpoint at all.
         http = ServerThread(server) if settings.secure_port != 0 else None
         if http is not None:
             http.start()
-        if elector is not None:
+        if leadership.elector is not None:
             # Clears the serving address earlier versions wrote for `kpysched explain`:
             # anyone able to write the Lease could point it elsewhere and collect the
             # credentials explain sent there. Explain now goes through the API server's
             # aggregation layer (kpysched.decisions.api) and reads nothing from the Lease.
-            elector.annotate(cleared_lease_annotations())
+            leadership.elector.annotate(cleared_lease_annotations())
         try:
-            async with asyncio.TaskGroup() as group:
-                background = [group.create_task(r.run(), name=f"informer {r.resource}")
-                              for r in reflectors]
-                background.append(group.create_task(metrics.loop_lag_monitor(),
-                                                    name="loop lag monitor"))
-                background.append(group.create_task(metrics.publish_forever(publish_metrics),
-                                                    name="metrics publisher"))
-                await _wait_synced_or_stopped(stop, *(r.synced for r in reflectors))
-                work: asyncio.Task[None] | None = None
-                if not stop.is_set():
-                    log.info("scheduler.informers_synced", nodes=len(nodes.store),
-                             pods=len(pods.store))
-                    gc_policy.freeze_synced_cache()
-                    work = group.create_task(elector.run() if elector else lead(),
-                                             name="leader election" if elector else "lead")
-                    await _first_of(stop.wait(), work)
-                log.info("scheduler.stopping")
-                if work is not None and not work.done():
-                    if elector is not None:
-                        await elector.release()  # drains bindings, then hands the Lease over
-                    else:
-                        work.cancel()
-                    await asyncio.gather(work, return_exceptions=True)
-                elif work is not None and work.exception() is not None:
-                    raise work.exception()  # type: ignore[misc]
-                await scheduler.drain_writes(SHUTDOWN_GRACE_SECONDS)
-                for task in background:
-                    task.cancel()
+            await _supervise(scheduler, informers, leadership, metrics, publish_metrics, stop)
         except* LeaseLostError as lost:
             # As upstream: a leader that cannot renew stops at once and exits non-zero.
             log.error("leader.lost", reason=str(lost.exceptions[0]))
@@ -384,6 +267,187 @@ async def run(
                 loop.remove_signal_handler(signum)
     log.info("scheduler.stopped", exit_code=exit_code)
     return exit_code
+
+
+async def _coscheduling_crd_served(raw: RawApi) -> bool:
+    """False (and why, logged) when the API server does not serve scheduler-plugins'
+    PodGroups; True when it does or cannot be asked now."""
+    if await _serves(raw, cs_api.API_VERSION, "podgroups") is not False:
+        return True
+    # Without its CRD the PodGroup informer could never sync, and kpysched would
+    # sit unready with no word why (as kube-scheduler with an uninstalled CRD).
+    log.error("coscheduling.crd_missing",
+              reason=f"a profile enables Coscheduling, but the API server does not "
+                     f"serve podgroups.{cs_api.API_VERSION}: install the PodGroup "
+                     "CRD (deploy/crds/scheduling.x-k8s.io_podgroups.yaml, or the "
+                     "chart's coscheduling.installCRD=true) and start again")
+    return False
+
+
+@dataclass(slots=True)
+class _Informers:
+    pod_handler: PodEventHandler
+    pods: Reflector[Any]
+    nodes: Reflector[Any]
+    all: list[Reflector[Any]]  # the two above and the listers'
+
+    def synced(self) -> bool:
+        return all(r.has_synced for r in self.all)
+
+
+def _connect_informers(api_client: ApiClient, scheduler: Scheduler, listers: Listers,
+                       settings: Settings, *, gang_scheduling: bool) -> _Informers:
+    """The informers, each feeding the cache and the queue (the listers' changes move
+    the pods they may help)."""
+    move_on_event = scheduler.queue.move_on_event
+    # A namespace's labels decide namespaceSelector matches (InterPodAffinity).
+    listers.namespaces = Index(
+        lambda _, old, new: move_on_event(NAMESPACE_CHANGE, old, new))
+    listers.storage.requeue_with(move_on_event)
+    listers.resources.requeue_with(move_on_event)
+    if listers.workloads is not None:
+        listers.workloads.requeue_with(move_on_event)
+    if listers.coscheduling is not None:
+        listers.coscheduling.requeue_with(move_on_event)
+    pod_handler = PodEventHandler(scheduler, scheduler.context.writes.events,
+                                  gang_scheduling=gang_scheduling)
+    pods = pod_reflector(api_client, pod_handler)
+    scheduler.context.pods = lambda: pods.store
+    nodes = node_reflector(api_client, NodeEventHandler(scheduler))
+    reflectors: list[Reflector[Any]] = [nodes, pods, *listers.reflectors(api_client)]
+    groups = scheduler.pod_groups.coscheduling if scheduler.pod_groups else None
+    if groups is not None:
+        # Group members in every phase, finished ones too, for the PodGroup's status.
+        reflectors.append(pod_reflector(
+            api_client, groups, field_selector=None,
+            label_selector=POD_GROUP_LABEL))
+    for reflector in reflectors:
+        reflector.progress_deadline = settings.watch_progress_deadline_seconds
+    return _Informers(pod_handler, pods, nodes, reflectors)
+
+
+class _Leadership:
+    """Whether this replica may schedule: the elector (None when leader election is
+    off), the label the leader puts on its pod, and what leading runs."""
+
+    def __init__(self, api_client: ApiClient, raw: RawApi, config: SchedulerConfiguration,
+                 settings: Settings, metrics: SchedulerMetrics, scheduler: Scheduler,
+                 pod_handler: PodEventHandler, profiles: Sequence[EffectiveProfile]) -> None:
+        self._scheduler = scheduler
+        self._pod_handler = pod_handler
+        self._profiles = profiles
+        election = config.leader_election
+        self.elector = LeaderElector(
+            api_client, namespace=election.resource_namespace, name=election.resource_name,
+            lease_duration=election.lease_duration, renew_deadline=election.renew_deadline,
+            retry_period=election.retry_period, on_started_leading=self.lead, metrics=metrics,
+        ) if election.leader_elect else None
+        # Only a replica among others needs its leadership visible to the Service.
+        self.label = LeaderLabel.of(raw, settings.pod_namespace, settings.pod_name) \
+            if self.elector is not None and settings.enable_decision_endpoint else None
+
+    def leading(self) -> bool:
+        return self.elector is None or self.elector.is_leader
+
+    def checks(self) -> list[HealthCheck]:
+        return [HealthCheck("leaderElection", self.elector.check)] if self.elector else []
+
+    async def lead(self) -> None:
+        """Runs only while this replica may schedule (holds the Lease)."""
+        scheduler, elector, label = self._scheduler, self.elector, self.label
+        log.info("scheduler.started", profiles=[p.scheduler_name for p in self._profiles])
+        self._pod_handler.on_leading()
+        labelling = None if label is None else asyncio.get_running_loop().create_task(
+            label.mark(True), name="leader label")
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(scheduler.run(), name="scheduling loop")
+                group.create_task(scheduler.queue.run_flushers(), name="queue flushers")
+        finally:
+            scheduler.stop()
+            if elector is not None and elector.lost:
+                await scheduler.abort_writes()  # another replica may lead already
+            else:
+                # Only placements hold up the Lease's release: queued events and
+                # status patches are drained after it (_supervise), so a standby takes
+                # over within a retryPeriod even when the event queue is long.
+                await scheduler.drain_placements(SHUTDOWN_GRACE_SECONDS)
+            if labelling is not None and label is not None:
+                labelling.cancel()
+                await label.mark(False)
+
+
+def _build_server(settings: Settings, metrics: SchedulerMetrics, scheduler: Scheduler,
+                  informers: _Informers, leadership: _Leadership,
+                  stop: asyncio.Event) -> Server:
+    """The secure port's endpoints: health, metrics, decisions and the cache dump."""
+
+    def waiting() -> int:
+        """Pods the loop owes a decision: queued ones plus the one in the cycle."""
+        if not leadership.leading():
+            return 0
+        return scheduler.queue.pending_counts()["active"] + (
+            1 if scheduler.busy_since is not None else 0)
+
+    def last_progress() -> float:
+        busy = scheduler.busy_since
+        return busy if busy is not None else scheduler.last_progress
+
+    leader_checks = leadership.checks()
+    events = scheduler.context.writes.events
+    return Server(
+        server_config(settings), metrics,
+        healthz=leader_checks,
+        livez=[progress_check(last_progress, waiting,
+                              stall_seconds=settings.liveness_stall_seconds)],
+        readyz=[*leader_checks,
+                HealthCheck.of("sched-handler-sync", informers.synced,
+                               "handlers are not fully synchronized"),
+                HealthCheck.of("shutdown", lambda: not stop.is_set(),
+                               "process is shutting down")],
+        decisions=_decision_lookup(scheduler, leadership.leading)
+        if settings.enable_decision_endpoint
+        else None,
+        cache_dump=dump_from(asyncio.get_running_loop(), lambda: cache_dump(
+            scheduler.cache, scheduler.queue.pending_counts,
+            scheduler.bindings_in_flight, lambda: events.in_flight))
+        if settings.enable_cache_endpoint else None)
+
+
+async def _supervise(scheduler: Scheduler, informers: _Informers, leadership: _Leadership,
+                     metrics: SchedulerMetrics, publish_metrics: Callable[[], None],
+                     stop: asyncio.Event) -> None:
+    """Informers and metrics in the background; once synced, lead (or campaign) until
+    a signal; then hand over the Lease and drain the writes."""
+    elector = leadership.elector
+    async with asyncio.TaskGroup() as group:
+        background = [group.create_task(r.run(), name=f"informer {r.resource}")
+                      for r in informers.all]
+        background.append(group.create_task(metrics.loop_lag_monitor(),
+                                            name="loop lag monitor"))
+        background.append(group.create_task(metrics.publish_forever(publish_metrics),
+                                            name="metrics publisher"))
+        await _wait_synced_or_stopped(stop, *(r.synced for r in informers.all))
+        work: asyncio.Task[None] | None = None
+        if not stop.is_set():
+            log.info("scheduler.informers_synced", nodes=len(informers.nodes.store),
+                     pods=len(informers.pods.store))
+            gc_policy.freeze_synced_cache()
+            work = group.create_task(elector.run() if elector else leadership.lead(),
+                                     name="leader election" if elector else "lead")
+            await _first_of(stop.wait(), work)
+        log.info("scheduler.stopping")
+        if work is not None and not work.done():
+            if elector is not None:
+                await elector.release()  # drains bindings, then hands the Lease over
+            else:
+                work.cancel()
+            await asyncio.gather(work, return_exceptions=True)
+        elif work is not None and work.exception() is not None:
+            raise work.exception()  # type: ignore[misc]
+        await scheduler.drain_writes(SHUTDOWN_GRACE_SECONDS)
+        for task in background:
+            task.cancel()
 
 
 async def _serves(raw: RawApi, group_version: str, resource: str) -> bool | None:

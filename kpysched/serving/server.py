@@ -20,11 +20,6 @@ Checks run on every probe inside the event loop: they must be cheap and synchron
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
-import shutil
-import tempfile
-import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -40,10 +35,9 @@ from kpysched.cache.dump import PATH as CACHE_PATH
 from kpysched.decisions import api as decisions_api
 from kpysched.decisions.endpoint import PATH_PREFIX
 from kpysched.metrics import CONTENT_TYPE, SchedulerMetrics
-from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, backend, cpu_budget
+from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, backend
 from kpysched.serving.access import USER, Handler
 from kpysched.serving.authz import AuthorizationError
-from kpysched.serving.front_process import FrontProcess, FrontSpec
 from kpysched.serving.limits import ServingLimits, raise_open_files_limit
 from kpysched.serving.listener import Listener, bind, bind_unix
 from kpysched.serving.metrics import BackendMetrics
@@ -187,7 +181,7 @@ class Server:
 
     @property
     def url(self) -> str:
-        return _url(self._config, self.port)
+        return url_of(self._config, self.port)
 
     async def start(self) -> None:
         if self._runner is not None:
@@ -461,120 +455,7 @@ def _text(body: str, status: int) -> web.Response:
                         headers={"X-Content-Type-Options": "nosniff"})
 
 
-class ServerThread:
-    """Runs a Server on a thread with its own event loop.
-
-    The scheduling loop is CPU-bound Python on the main event loop; if a plugin
-    blocks it, a server on that same loop could not answer at all. On its own
-    thread the server still answers, so /livez reports the stall with a reason
-    instead of timing out, and /metrics stays scrapeable. Checks and scrape hooks
-    only read plain counters and lengths, which is safe under the GIL.
-
-    With TLS (the secure port), the port itself belongs to a front process
-    (kpysched.serving.front) that does TLS, authentication and authorization, so a
-    flood of unauthenticated requests never takes the GIL from the scheduling loop;
-    this thread then serves the front's authorized requests on a Unix socket in a
-    private directory. `front_command` replaces how the front is run (tests).
-    Without TLS (--insecure-serving: loopback plain HTTP) the thread serves the port.
-    """
-
-    def __init__(self, server: Server, *,
-                 front_command: Sequence[str] | None = None) -> None:
-        self._server = server
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._started = threading.Event()
-        self._error: BaseException | None = None
-        self._front_command = front_command
-        self._front: FrontProcess | None = None
-        self._socket_directory: Path | None = None
-        self._public = server.config
-
-    @property
-    def port(self) -> int:
-        return self._server.port if self._front is None else self._front.port
-
-    @property
-    def url(self) -> str:
-        return _url(self._public, self.port)
-
-    @property
-    def front_pid(self) -> int | None:
-        """The front process's pid; None when the port is served on this thread."""
-        return None if self._front is None else self._front.pid
-
-    @property
-    def backend_metrics(self) -> BackendMetrics | None:
-        return self._server.backend_metrics
-
-    def _run(self) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            loop.run_until_complete(self._server.start())
-        except BaseException as error:  # reported to start() in the caller's thread
-            self._error = error
-            self._started.set()
-            loop.close()
-            return
-        self._started.set()
-        # Behind the front only authorized callers reach this thread, yet a scrape of
-        # a large registry or a busy /debug client still costs the loop the GIL.
-        governor = loop.create_task(cpu_budget.enforce(
-            cpu_budget.CpuBudget(), self._server.metrics.serving_throttled))
-        try:
-            loop.run_forever()
-        finally:
-            governor.cancel()
-            loop.run_until_complete(self._server.stop())
-            loop.close()
-
-    def start(self, timeout: float = 10.0) -> None:
-        if self._public.tls is not None:
-            # mkdtemp makes it 0700: only this user can reach the socket inside, which
-            # is what lets the backend trust the front's headers (serving.trusted).
-            self._socket_directory = Path(tempfile.mkdtemp(prefix="kpysched-serving-"))
-            self._server.behind_front(self._socket_directory / BACKEND_SOCKET_NAME)
-        self._thread = threading.Thread(target=self._run, name="kpysched-http", daemon=True)
-        self._thread.start()
-        if not self._started.wait(timeout):
-            raise RuntimeError(f"the HTTP server did not start within {timeout:.0f}s")
-        if self._error is not None:
-            self._remove_socket_directory()
-            raise self._error
-        if self._socket_directory is not None:
-            metrics = self._server.backend_metrics
-            assert metrics is not None
-            front = FrontProcess(
-                FrontSpec(self._public, self._socket_directory / BACKEND_SOCKET_NAME,
-                          os.getpid(), *_log_settings()),
-                metrics, self._front_command)
-            try:
-                front.start()
-            except BaseException:
-                self.stop(timeout)
-                raise
-            self._front = front
-
-    def stop(self, timeout: float = 10.0) -> None:
-        if self._front is not None:
-            self._front.stop()
-            self._front = None
-        if self._loop is not None and self._thread is not None and self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout)
-        self._remove_socket_directory()
-
-    def _remove_socket_directory(self) -> None:
-        if self._socket_directory is not None:
-            shutil.rmtree(self._socket_directory, ignore_errors=True)
-            self._socket_directory = None
-
-
-BACKEND_SOCKET_NAME: Final = "backend.sock"
-
-
-def _url(config: ServerConfig, port: int) -> str:
+def url_of(config: ServerConfig, port: int) -> str:
     scheme = "https" if config.tls is not None else "http"
     host = config.bind_address
     if host in ("0.0.0.0", "::", ""):
@@ -582,12 +463,3 @@ def _url(config: ServerConfig, port: int) -> str:
     elif ":" in host:
         host = f"[{host}]"
     return f"{scheme}://{host}:{port}"
-
-
-def _log_settings() -> tuple[str, str]:
-    """The level and format this process logs with, for the front to log alike."""
-    level = structlog.get_logger().bind().get_effective_level()
-    names = {logging.DEBUG: "debug", logging.INFO: "info", logging.WARNING: "warning"}
-    processors = structlog.get_config()["processors"]
-    json_format = any(isinstance(p, structlog.processors.JSONRenderer) for p in processors)
-    return names.get(level, "error"), "json" if json_format else "console"

@@ -9,7 +9,8 @@ import aiohttp
 from kpysched.cache.cache import Cache
 from kpysched.cache.dump import PATH, cache_dump, dump_from
 from kpysched.metrics import SchedulerMetrics
-from kpysched.serving.server import Server, ServerConfig, ServerThread
+from kpysched.serving.server import Server, ServerConfig
+from kpysched.serving.server_thread import ServerThread
 from tests.unit.builders import make_node, make_pod
 
 

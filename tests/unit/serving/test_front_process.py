@@ -24,7 +24,8 @@ import pytest
 
 from kpysched.metrics import SchedulerMetrics
 from kpysched.serving import DelegationOptions, TlsOptions
-from kpysched.serving.server import Server, ServerConfig, ServerThread
+from kpysched.serving.server import Server, ServerConfig
+from kpysched.serving.server_thread import ServerThread
 
 WAIT_SECONDS = 60.0
 INSECURE = ssl.create_default_context()
@@ -167,7 +168,8 @@ def test_the_front_dies_with_the_scheduler_process() -> None:
         logs.configure()  # to stderr, leaving stdout for the pid
         from kpysched.metrics import SchedulerMetrics
         from kpysched.serving import DelegationOptions, TlsOptions
-        from kpysched.serving.server import Server, ServerConfig, ServerThread
+        from kpysched.serving.server import Server, ServerConfig
+        from kpysched.serving.server_thread import ServerThread
         thread = ServerThread(Server(ServerConfig("127.0.0.1", 0, tls=TlsOptions(),
                                                   access=DelegationOptions()),
                                      SchedulerMetrics(process_metrics=False)))
