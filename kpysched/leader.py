@@ -55,7 +55,7 @@ from kubernetes_asyncio import client
 from kpysched.api.client import RawApi
 from kpysched.api.response import ApiResponse
 from kpysched.api.times import micro_time
-from kpysched.metrics import SchedulerMetrics
+from kpysched.metrics import NoMetrics, SchedulerMetrics
 from kpysched.scheduling.loop_thread import LoopThread
 
 log = structlog.get_logger(__name__)
@@ -242,7 +242,7 @@ class LeaderElector:
         self._on_started_leading = on_started_leading
         self._on_stopped_leading = on_stopped_leading
         self._on_new_leader = on_new_leader
-        self._metrics = metrics
+        self._metrics = metrics if metrics is not None else NoMetrics()
         self._metric_name = metric_name or name
         # NewFromKubeconfig: one hung request must not use up the whole renewDeadline.
         # `annotations` (e.g. where this replica serves) are written on the Lease with
@@ -270,8 +270,7 @@ class LeaderElector:
         # On the lease thread's loop (made there): ends the campaign or the renewals.
         self._halt: asyncio.Event | None = None
         self._halt_requested = False
-        if metrics is not None:
-            metrics.set_leader(self._metric_name, False)
+        self._metrics.set_leader(self._metric_name, False)
 
     # --- public ------------------------------------------------------------------
 
@@ -506,8 +505,7 @@ class LeaderElector:
         if self._holds_observed():
             desired = replace(desired, acquire_time=current.acquire_time,
                               leader_transitions=current.leader_transitions)
-            if self._metrics is not None:
-                self._metrics.leader_slowpath(self._metric_name)
+            self._metrics.leader_slowpath(self._metric_name)
         else:
             desired = replace(desired, leader_transitions=current.leader_transitions + 1)
         try:
@@ -572,8 +570,7 @@ class LeaderElector:
         if leading == self._leading:
             return
         self._leading = leading
-        if self._metrics is not None:
-            self._metrics.set_leader(self._metric_name, leading)
+        self._metrics.set_leader(self._metric_name, leading)
         if leading:
             log.info("leader.acquired", lease=self.description, identity=self.identity)
 
