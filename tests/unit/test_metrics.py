@@ -14,7 +14,7 @@ import pytest
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
-from kpysched.metrics import CONTENT_TYPE, SchedulerMetrics
+from kpysched.metrics import CONTENT_TYPE, NoMetrics, SchedulerMetrics
 
 
 def go_exponential_buckets(start: float, factor: float, count: int) -> list[float]:
@@ -270,3 +270,16 @@ def test_disabled_metrics_are_left_out_of_the_exposition() -> None:
     assert "scheduler_schedule_attempts_total" not in body
     assert "scheduler_pending_pods" not in body
     assert "scheduler_scheduling_attempt_duration_seconds" in body
+
+
+def test_no_metrics_stands_in_for_every_method() -> None:
+    """NoMetrics builds no collectors: a counting method it did not override would
+    reach for one and fail in a scheduler built without metrics."""
+    public = {name for name, value in vars(SchedulerMetrics).items()
+              if not name.startswith("_") and (callable(value) or isinstance(value, property))}
+    assert public - set(vars(NoMetrics)) == set()
+    quiet = NoMetrics()
+    quiet.schedule_attempt("scheduled", "p", 0.1)
+    with quiet.in_flight("binding"):
+        pass
+    assert (quiet.should_sample(), quiet.render()) == (False, b"")
