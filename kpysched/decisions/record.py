@@ -1,8 +1,9 @@
 """One scheduling attempt as the scheduler decided it.
 
-Filled in by the algorithm and the framework while the cycle runs, only when
-recording is on (CycleState.decision is None otherwise, and every hook is one
-`is not None` test). Per-node detail is kept where the cycle computed it anyway:
+Filled in while the cycle runs, only when recording is on (CycleState.decision is
+None otherwise, and every hook is one `is not None` test): the search for feasible
+nodes from the algorithm's FitResult (`record_fit`, below), scores by the framework.
+Per-node detail is kept where the cycle computed it anyway:
 
 - `rejected`: nodes judged by the per-node Filter chain, with the first failing
   plugin and its reasons (for a pod that fits nowhere this is every node, as in the
