@@ -140,7 +140,11 @@ class FakeCluster:
         if method == "POST" and path.endswith("/binding"):
             pod = self.raw_pods.get(body["metadata"]["uid"])
             if pod is not None:
-                spec = {**pod["spec"], "nodeName": body["target"]["name"]}
+                # The fuzz may have sent a malformed spec (a list, a string) after the
+                # scheduler read a good one; the binding still sets spec.nodeName.
+                sent = pod.get("spec")
+                spec = {**(sent if isinstance(sent, dict) else {}),
+                        "nodeName": body["target"]["name"]}
                 self.send_pod("MODIFIED", {**pod, "spec": spec})
         elif method == "DELETE" and "/pods/" in path:
             pod = self.raw_pods.get(body["preconditions"]["uid"])
