@@ -25,9 +25,9 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import FilterPlugin, PreFilterResult, VectorReasonsPlugin
 from kpysched.framework.runtime import Framework
+from kpysched.framework.runtime.cooperative import give_loop_a_turn
 from kpysched.framework.status import Code, Status
 from kpysched.objects.pod import PodInfo
-from kpysched.scheduling.cooperative import give_loop_a_turn
 
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
 MIN_FEASIBLE_NODES_TO_FIND = 100

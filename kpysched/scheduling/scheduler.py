@@ -21,11 +21,11 @@ import structlog
 
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import QueuedPodInfo
+from kpysched.framework.runtime.cooperative import holding_the_loop, run_cooperatively, turns_given
 from kpysched.framework.status import Status
 from kpysched.scheduling.attempt import Attempt, Attempts
 from kpysched.scheduling.binding_cycle import BindingCycle
 from kpysched.scheduling.context import CycleContext
-from kpysched.scheduling.cooperative import holding_the_loop, run_cooperatively, turns_given
 from kpysched.scheduling.pod_group_cycle import PodGroupCycle
 
 log = structlog.get_logger(__name__)
@@ -77,7 +77,7 @@ class Scheduler:
             self.busy_since = time.monotonic()
             try:
                 # A long cycle pauses at safe points so informers, bindings and
-                # events go on meanwhile (kpysched/scheduling/cooperative.py).
+                # events go on meanwhile (kpysched/framework/runtime/cooperative.py).
                 await run_cooperatively(partial(self.schedule_one, queued))
             finally:
                 self.busy_since = None

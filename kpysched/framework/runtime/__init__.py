@@ -10,12 +10,12 @@ framework/runtime).
 - node_simulation.py: preemption's simulated nodes (clones, or pod totals).
 - handle.py: ProfileHandle, the Handle a plugin receives; waiting.py: pods waiting
   at Permit or in PreBind; guard.py: a plugin that raises becomes an Error status.
+- cooperative.py: the turns a long cycle gives the loop between nodes (never inside
+  a plugin call), and the cooperative run the scheduling loop starts each cycle in.
 
 May import: the contract (kpysched.framework's own modules), objects/, cache/ and
 api/response.py (types), decisions/record (score records). Never a plugin, queue/,
 scheduling/ or the API transport; the contract never imports this package.
-(scheduling_points.py still imports scheduling/cooperative, the loop turns it gives
-in long passes, against the layer line: that module belongs down here.)
 """
 
 from kpysched.framework.runtime.framework import Framework, FrameworkError, ProfileSpec

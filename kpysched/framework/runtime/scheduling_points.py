@@ -18,11 +18,11 @@ from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.pod_totals import PodTotals
 from kpysched.framework.runtime import node_simulation
+from kpysched.framework.runtime.cooperative import give_loop_a_turn, paused_seconds
 from kpysched.framework.runtime.guard import plugin_raised
 from kpysched.framework.runtime.instrumented import Instrumented
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
-from kpysched.scheduling.cooperative import give_loop_a_turn, paused_seconds
 
 if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from kpysched.scheduling import cooperative
-from kpysched.scheduling.cooperative import give_loop_a_turn, run_cooperatively, turns_given
+from kpysched.framework.runtime import cooperative
+from kpysched.framework.runtime.cooperative import give_loop_a_turn, run_cooperatively, turns_given
 
 REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
 
