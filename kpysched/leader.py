@@ -29,12 +29,13 @@ until renewDeadline, which shortens the time two schedulers could both bind; and
 release() only clears the Lease if a fresh read still names us (client-go checks its
 cached view, so it could overwrite a newer holder).
 
-The campaign and the renewals run on a thread of their own (kpysched.scheduling.loop_thread), with
-an ApiClient of their own, so their own connection: kube-scheduler renews on its own
-goroutine, and here a scheduling cycle holds the main loop for as long as it runs. On
-the main loop, a cycle of 20 s (one tenant's pod with thousands of affinity terms)
-would miss a 10 s renewDeadline and hand the Lease to a standby that meets the same
-pod. The leading work itself (the scheduling loop) stays on the caller's loop.
+The campaign and the renewals run on a thread of their own
+(kpysched.framework.runtime.loop_thread), with an ApiClient of their own, so their own
+connection: kube-scheduler renews on its own goroutine, and here a scheduling cycle
+holds the main loop for as long as it runs. On the main loop, a cycle of 20 s (one
+tenant's pod with thousands of affinity terms) would miss a 10 s renewDeadline and hand
+the Lease to a standby that meets the same pod. The leading work itself (the scheduling
+loop) stays on the caller's loop.
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ from kubernetes_asyncio import client
 from kpysched.api.client import RawApi
 from kpysched.api.response import ApiResponse
 from kpysched.api.times import micro_time
+from kpysched.framework.runtime.loop_thread import LoopThread
 from kpysched.metrics import NoMetrics, SchedulerMetrics
-from kpysched.scheduling.loop_thread import LoopThread
 
 log = structlog.get_logger(__name__)
 

@@ -8,7 +8,7 @@ _shared/ holds the helpers plugins of several rooms use.
 Plugins import objects/, cache/, framework/ and one another's public names; the
 framework never imports a plugin (it finds them through this registry and the
 entry-point group). Beyond those layers today: dynamic_resources imports api.times and
-api.response (claim writes) and scheduling.loop_thread, default_preemption imports
+api.response (claim writes), default_preemption imports
 decisions.record, volume_binding's prebind api.response (for typing).
 """
 

@@ -17,9 +17,8 @@
   for a group).
 - `event_handlers.py`: informer callbacks into the cache and the queue.
 - `shared_handle.py`: the Handle every profile's plugins share.
-- `loop_thread.py`: a thread with a loop of its own (the Lease's renewals, DRA's
-  claim writes after PostFilter). (A long cycle's turns on the loop are the
-  framework's: framework/runtime/cooperative.py.)
+(A long cycle's turns on the loop, and a thread with a loop of its own, are the
+framework's: framework/runtime/cooperative.py and loop_thread.py.)
 
 May import: objects, cache, framework, queue, decisions, writes, metrics,
 informers' listers (the handle reads them), api's data modules (api.response,

@@ -12,6 +12,8 @@ framework/runtime).
   at Permit or in PreBind; guard.py: a plugin that raises becomes an Error status.
 - cooperative.py: the turns a long cycle gives the loop between nodes (never inside
   a plugin call), and the cooperative run the scheduling loop starts each cycle in.
+- loop_thread.py: an event loop of its own on a thread, for work that must not wait
+  behind the scheduling loop (the Lease's renewals, DRA's claim writes after PostFilter).
 
 May import: the contract (kpysched.framework's own modules), objects/, cache/ and
 api/response.py (types), decisions/record (score records). Never a plugin, queue/,

@@ -59,6 +59,7 @@ from kpysched.framework.interfaces import (
     VectorScorePlugin,
 )
 from kpysched.framework.registry import PluginSpec
+from kpysched.framework.runtime.loop_thread import LoopThread
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects import dra as resource
@@ -85,7 +86,6 @@ from kpysched.plugins.dynamic_resources.claim_writes import FINALIZER, ClaimWrit
 from kpysched.plugins.dynamic_resources.claims import ClaimUnavailableError
 from kpysched.plugins.dynamic_resources.pools import SliceCatalog
 from kpysched.plugins.dynamic_resources.tracker import tracker_for
-from kpysched.scheduling.loop_thread import LoopThread
 
 log = structlog.get_logger(__name__)
 
