@@ -5,12 +5,12 @@ it is, and /metrics gains the front's own series (kpysched.serving.metrics)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
 import aiohttp
 import structlog
 from aiohttp import web
-from multidict import CIMultiDict
 
 from kpysched.serving.access import USER, Handler
 from kpysched.serving.metrics import FrontMetrics
@@ -43,7 +43,8 @@ _NOT_FORWARDED: Final = frozenset(
 _NOT_RETURNED: Final = frozenset(
     name.lower() for name in ("Connection", "Keep-Alive", "Transfer-Encoding",
                               "Content-Length", "Date", "Server", *HEADERS))
-_Answer = tuple[int, CIMultiDict[str], bytes]
+_Headers = list[tuple[str, str]]  # in order, repeats kept
+_Answer = tuple[int, Mapping[str, str], bytes]
 
 
 class Forwarder:
@@ -77,9 +78,9 @@ class Forwarder:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         assert self._server is not None
         body = await request.read()
-        headers = CIMultiDict((name, value) for name, value in request.headers.items()
-                              if name.lower() not in _NOT_FORWARDED)
-        headers[USER_HEADER] = encode_user(request.get(USER))
+        headers = [(name, value) for name, value in request.headers.items()
+                   if name.lower() not in _NOT_FORWARDED]
+        headers.append((USER_HEADER, encode_user(request.get(USER))))
         answer = await self._send(request, headers, body)
         if answer is None:
             return _unavailable()
@@ -89,18 +90,20 @@ class Forwarder:
             endpoint = request.path.strip("/")
             readable = await self._server.may_read_reasons(
                 request, endpoint, sorted(decode_names(asked)))
-            headers[READABLE_HEADER] = encode_names(readable)
-            answer = await self._send(request, headers, body)
+            answer = await self._send(
+                request, [*headers, (READABLE_HEADER, encode_names(readable))], body)
             if answer is None:
                 return _unavailable()
         status, returned, payload = answer
         if request.path == "/metrics" and status == 200 and self.metrics is not None:
             payload += self.metrics.render()
-        return web.Response(status=status, body=payload, headers=CIMultiDict(
-            (name, value) for name, value in returned.items()
-            if name.lower() not in _NOT_RETURNED))
+        response = web.Response(status=status, body=payload)
+        for name, value in returned.items():
+            if name.lower() not in _NOT_RETURNED:
+                response.headers.add(name, value)
+        return response
 
-    async def _send(self, request: web.Request, headers: CIMultiDict[str],
+    async def _send(self, request: web.Request, headers: _Headers,
                     body: bytes) -> _Answer | None:
         if self._session is None:
             # The host is a placeholder: the connector always dials the socket.
@@ -113,7 +116,7 @@ class Forwarder:
                                              headers=headers, data=body or None,
                                              allow_redirects=False) as response:
                 payload = await response.read()
-                return response.status, CIMultiDict(response.headers), payload
+                return response.status, response.headers, payload
         except (aiohttp.ClientError, TimeoutError) as error:
             if self.metrics is not None:
                 self.metrics.backend_errors += 1
