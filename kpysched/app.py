@@ -22,6 +22,7 @@ from kpysched.cache.pod_groups import membership
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
 from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
 from kpysched.config.features import Features
+from kpysched.config.written import effective_document
 from kpysched.decisions.endpoint import cleared_lease_annotations
 from kpysched.decisions.store import DecisionStore
 from kpysched.framework.cluster_events import ActionType, ClusterEvent
@@ -240,7 +241,8 @@ async def run(
                                  informers.pod_handler, profiles)
         if leadership.label is not None:
             await leadership.label.mark(False)  # a restarted container's pod may still say so
-        server = _build_server(settings, metrics, scheduler, informers, leadership, stop)
+        server = _build_server(settings, metrics, scheduler, informers, leadership, stop,
+                               effective_document(config, kubeconfig_path(settings, config)))
         log.info("scheduler.starting", profiles=[p.scheduler_name for p in profiles],
                  leader_elect=leadership.elector is not None)
         exit_code = 0
@@ -379,8 +381,9 @@ class _Leadership:
 
 def _build_server(settings: Settings, metrics: SchedulerMetrics, scheduler: Scheduler,
                   informers: _Informers, leadership: _Leadership,
-                  stop: asyncio.Event) -> Server:
-    """The secure port's endpoints: health, metrics, decisions and the cache dump."""
+                  stop: asyncio.Event, effective_config: Mapping[str, Any]) -> Server:
+    """The secure port's endpoints: health, metrics, decisions, the cache dump and
+    /configz (`effective_config`, the document --write-config-to writes)."""
 
     def waiting() -> int:
         """Pods the loop owes a decision: queued ones plus the one in the cycle."""
@@ -411,7 +414,8 @@ def _build_server(settings: Settings, metrics: SchedulerMetrics, scheduler: Sche
         cache_dump=dump_from(asyncio.get_running_loop(), lambda: cache_dump(
             scheduler.cache, scheduler.queue.pending_counts,
             scheduler.bindings_in_flight, lambda: events.in_flight))
-        if settings.enable_cache_endpoint else None)
+        if settings.enable_cache_endpoint else None,
+        effective_config=effective_config)
 
 
 async def _supervise(scheduler: Scheduler, informers: _Informers, leadership: _Leadership,

@@ -1,6 +1,7 @@
-"""The HTTP endpoints kube-scheduler serves: /healthz, /livez, /readyz and /metrics,
-and kpysched's /debug/decisions/<namespace>/<pod> when decision records are served and
-/debug/cache when the cache dump is (kpysched.cache.dump).
+"""The HTTP endpoints kube-scheduler serves: /healthz, /livez, /readyz, /metrics and
+/configz (kpysched.serving.configz), and kpysched's /debug/decisions/<namespace>/<pod>
+when decision records are served and /debug/cache when the cache dump is
+(kpysched.cache.dump).
 
 Served over TLS with delegated authentication and authorization when configured
 (kpysched.serving holds how); this module is about the endpoints themselves.
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -35,7 +36,7 @@ from kpysched.cache.dump import PATH as CACHE_PATH
 from kpysched.decisions import api as decisions_api
 from kpysched.decisions.endpoint import PATH_PREFIX
 from kpysched.metrics import CONTENT_TYPE, SchedulerMetrics
-from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, backend
+from kpysched.serving import AccessControl, DelegationOptions, TlsOptions, backend, configz
 from kpysched.serving.access import USER, Handler
 from kpysched.serving.authz import AuthorizationError
 from kpysched.serving.limits import ServingLimits, raise_open_files_limit
@@ -120,10 +121,12 @@ class Server:
         readyz: Sequence[HealthCheck] = (),
         decisions: DecisionLookup | None = None,
         cache_dump: CacheDump | None = None,
+        effective_config: Mapping[str, Any] | None = None,
     ) -> None:
         """`decisions` (a pod's decision records as JSON, read on the server's thread, so
         thread-safe) serves /debug/decisions; `cache_dump` (a future of the dump, taken
-        on the scheduler's loop) serves /debug/cache. None serves no such path."""
+        on the scheduler's loop) serves /debug/cache; `effective_config` (the document
+        --write-config-to writes) serves /configz. None serves no such path."""
         self._setup(config, metrics)
         app = self._app
         for endpoint, checks in zip(ENDPOINTS, (healthz, livez, readyz), strict=True):
@@ -134,6 +137,8 @@ class Server:
             decisions_api.install(app, decisions)
         if cache_dump is not None:
             app.router.add_get(CACHE_PATH, _cache(cache_dump))
+        if effective_config is not None:
+            configz.install(app, effective_config)
 
     def _setup(self, config: ServerConfig, metrics: SchedulerMetrics | None,
                outermost: Sequence[Middleware] = ()) -> None:
