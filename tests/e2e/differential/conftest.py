@@ -8,6 +8,7 @@ gates), on first use, and stopped when the run ends.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -35,10 +36,32 @@ def twins(cluster: harness.ClusterState, twin_cluster: harness.ClusterState) -> 
     return Twins(upstream=cluster, kpysched=twin_cluster)
 
 
+async def _remove_leftover_nodes(state: harness.ClusterState) -> list[str]:
+    async with kube.api_client(state) as api:
+        core = client.CoreV1Api(api)
+        names = [n.metadata.name for n in (await core.list_node()).items]
+        await kube.delete_nodes(api, names)
+
+        async def gone() -> bool:
+            return not (await core.list_node()).items
+
+        await kube.wait_for(gone, kube.SETTLE_TIMEOUT_SECONDS, "leftover nodes deleted")
+        return names
+
+
 @pytest.fixture(scope="module")
 def twin_schedulers(twins: Twins) -> Iterator[None]:
     """kube-scheduler on its cluster and kpysched on the twin, for a whole test module
-    (and the test provisioner on both)."""
+    (and the test provisioner on both).
+
+    Each scheduler counts every Node of its cluster in its FailedScheduling text, so
+    both clusters start the module with none: a node an earlier file on this worker
+    left on the session's cluster would be counted by kube-scheduler alone. (Files run
+    one at a time on a worker, so no other test is using them.)"""
+    for state in (twins.upstream, twins.kpysched):
+        left = asyncio.run(_remove_leftover_nodes(state))
+        if left:
+            print(f"[differential] removed nodes left on {state.dir}: {left}")
     with schedulers_running(twins):
         yield
 
