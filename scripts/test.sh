@@ -16,6 +16,8 @@ status=0
 {
     .venv/bin/ruff check . &&
     .venv/bin/mypy &&
+    # The layer contract (pyproject [tool.importlinter], docs/architecture.md).
+    .venv/bin/lint-imports &&
     # Two workers, whole files each: e2e tests mostly wait on real components, and each
     # worker gets its own session cluster (and, once it runs a differential file, that
     # cluster's twin), so files never see each other's objects.

@@ -5,12 +5,11 @@ file (kubescheduler.config.k8s.io/v1) resolved into one EffectiveProfile per pro
 
 - settings.py (Settings), scheduler_config.py (the file's model), loader.py (read,
   default, validate), profiles.py (EffectiveProfiles), written.py (--write-config-to),
-  errors.py; features.py (the feature gates kpysched honours); flags/ (kube-scheduler's
-  command line).
+  errors.py; features.py (the feature gates kpysched honours); tls.py (the TLS version
+  names); flags/ (kube-scheduler's command line).
 
 May import: objects/ and framework/ (the contract: the registry's PluginSpec and
-extension points). flags/invocation.py also imports serving.certs for the TLS
-version names (to be moved down). Never runtime/, plugins, queue/, scheduling/.
+extension points). Never runtime/, plugins, queue/, scheduling/, serving/.
 """
 
 from kpysched.config.errors import ConfigError

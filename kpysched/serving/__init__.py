@@ -7,8 +7,9 @@ by front_process) that authenticates and authorizes, and the scheduler process s
 only what it forwards, on a Unix socket (backend, trusted). May import the API client,
 metrics, decisions and the cache's dump; nothing of the scheduling loop."""
 
+from kpysched.config.tls import TLS_VERSIONS
 from kpysched.serving.access import AccessControl, DelegationOptions
-from kpysched.serving.certs import TLS_VERSIONS, TlsOptions
+from kpysched.serving.certs import TlsOptions
 from kpysched.serving.errors import ServingError
 
 __all__ = ["TLS_VERSIONS", "AccessControl", "DelegationOptions", "ServingError",

@@ -24,16 +24,13 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from kpysched.config.tls import TLS_VERSIONS
 from kpysched.serving.errors import ServingError
 
 # Generated pairs in --cert-dir are named after the program, as upstream's PairName.
 PAIR_NAME: Final = "kpysched"
 CERT_VALIDITY: Final = datetime.timedelta(days=365)
 # --tls-min-version values kpysched honours; Python's ssl refuses the older ones.
-TLS_VERSIONS: Final = {
-    "VersionTLS12": ssl.TLSVersion.TLSv1_2,
-    "VersionTLS13": ssl.TLSVersion.TLSv1_3,
-}
 
 
 @dataclass(frozen=True, slots=True)

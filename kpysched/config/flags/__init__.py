@@ -2,8 +2,8 @@
 the flag table (table), the gates (feature_gates) and what a command line means
 (invocation).
 
-May import: config/ (features), objects/ (durations) and serving.certs (the TLS
-version names); nothing that runs the scheduler."""
+May import: config/ (features, the TLS version names), objects/ (durations); nothing
+that runs the scheduler."""
 
 from kpysched.config.flags.invocation import Invocation, interpret
 from kpysched.config.flags.parser import FlagError

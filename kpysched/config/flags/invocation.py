@@ -21,8 +21,8 @@ from kpysched.config.features import SWITCHABLE
 from kpysched.config.flags.feature_gates import check_gates, gate_values
 from kpysched.config.flags.parser import FlagError, Parsed, Value, parse
 from kpysched.config.flags.table import FLAGS
+from kpysched.config.tls import TLS_VERSIONS
 from kpysched.objects.durations import go_duration
-from kpysched.serving.certs import TLS_VERSIONS
 
 KUBE_VERSION: Final = "1.36"
 # klog verbosity at and above which kpysched logs debug events.
