@@ -1,6 +1,7 @@
 """Secure serving as kube-scheduler does it: TLS on the secure port (certs), who is
 asking (authn), may they (authz), wired into the endpoints as one middleware (access);
-the endpoints themselves (server: health, /metrics, /debug, the decisions API).
+the endpoints themselves (server: health, /metrics, /debug, the decisions API;
+configz: /configz).
 
 With TLS the port is held by a front process (front, forward; started and restarted
 by front_process) that authenticates and authorizes, and the scheduler process serves
