@@ -102,7 +102,7 @@ def build_scheduler(
         profile.scheduler_name: Framework(
             ProfileSpec(profile.scheduler_name, profile.plugins, profile.score_weights,
                         profile.args, profile.percentage_of_nodes_to_score),
-            registry, handle)
+            registry, handle, metrics)
         for profile in profiles
     }
     queue = _build_queue(config, frameworks, handle, metrics, features,
@@ -196,8 +196,6 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
                 metrics.watch_stalled(name)
             seen_stalls[name] = reflector.stalls
 
-    for framework in scheduler.frameworks.values():
-        framework.metrics = metrics
     return refresh
 
 

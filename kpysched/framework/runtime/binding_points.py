@@ -109,8 +109,7 @@ class BindingPoints(Instrumented):
         finally:
             waiting.cancel_timers()
             self.waiting_pods.pop(pod.uid, None)
-        if self.metrics is not None:
-            self.metrics.permit_wait(status.code.label, time.perf_counter() - started)
+        self.metrics.permit_wait(status.code.label, time.perf_counter() - started)
         if status.code == Code.ERROR:  # e.g. preempted while waiting
             return Status.error(f"waiting on permit for pod: {status.message()}", status.plugin)
         return status

@@ -32,13 +32,33 @@ class MetricsSink(Protocol):
     def permit_wait(self, result: str, seconds: float) -> None: ...
 
 
+class NoSink:
+    """A MetricsSink that keeps nothing: a framework built without metrics (unit
+    tests, the simulator) reports into it instead of checking for None."""
+
+    def extension_point_duration(self, extension_point: str, status: str, profile: str,
+                                 seconds: float) -> None:
+        return None
+
+    def plugin_duration(self, plugin: str, extension_point: str, status: str,
+                        seconds: float) -> None:
+        return None
+
+    def plugin_evaluated(self, plugin: str, extension_point: str, profile: str,
+                         count: int = 1) -> None:
+        return None
+
+    def permit_wait(self, result: str, seconds: float) -> None:
+        return None
+
+
 class Instrumented:
     """The state the runners read (set by Framework.__init__) and their timers."""
 
     profile_name: str
     percentage_of_nodes_to_score: int | None
     shared: fw.SharedHandle
-    metrics: MetricsSink | None
+    metrics: MetricsSink
     waiting_pods: dict[str, WaitingPod]
     pods_in_pre_bind: dict[str, PodInPreBind]
     weights: dict[str, int]
@@ -60,9 +80,8 @@ class Instrumented:
 
     def observe(self, point: str, status: Status, started: float) -> None:
         """Record an extension point's duration (scheduler_framework_extension_point_...)."""
-        if self.metrics is not None:
-            self.metrics.extension_point_duration(point, status.code.label, self.profile_name,
-                                                  time.perf_counter() - started)
+        self.metrics.extension_point_duration(point, status.code.label, self.profile_name,
+                                              time.perf_counter() - started)
 
     def _plugin_timed(self, state: CycleState, plugin: str, point: str, status: Status,
                       started: float, scale: int = 1) -> None:
@@ -71,13 +90,13 @@ class Instrumented:
         for that many untimed ones)."""
         seconds = time.perf_counter() - started
         state.add_plugin_seconds(plugin, point, seconds * scale)
-        if self.metrics is not None and state.record_plugin_metrics:
+        if state.record_plugin_metrics:
             self.metrics.plugin_duration(plugin, point, status.code.label, seconds)
 
     def evaluated(self, state: CycleState, point: str, plugins: Sequence[fw.Plugin],
                   count: int = 1) -> None:
         """scheduler_plugin_evaluation_total for the plugins that ran (not skipped)."""
-        if self.metrics is None or count <= 0:
+        if count <= 0:
             return
         skipped = (state.skip_filter_plugins if point in ("PreFilter", "Filter")
                    else state.skip_score_plugins)
