@@ -53,6 +53,9 @@ class Addons:
     # kube-controller-manager's --node-monitor-grace-period; None keeps upstream's 50s.
     # Only a cluster of hand-made Nodes (no kubelet, no Lease) needs a longer one.
     node_monitor_grace_period: str | None = None
+    # kube-controller-manager's controllers to leave off (--controllers=*,-name), for
+    # a test whose scenario one of them would undo.
+    disabled_controllers: tuple[str, ...] = ()
 
 
 BARE = Addons()
@@ -227,7 +230,8 @@ def _start_addons(state: ClusterState, addons: Addons) -> None:
     # Each is recorded before waiting on it, so a failed start is still stopped.
     if addons.controller_manager:
         manager = controller_manager.launch(
-            state, node_monitor_grace_period=addons.node_monitor_grace_period)
+            state, node_monitor_grace_period=addons.node_monitor_grace_period,
+            disabled_controllers=addons.disabled_controllers)
         _record(state, manager)
         controller_manager.wait_ready(state, manager)
     if addons.kwok:

@@ -65,7 +65,8 @@ USER = "system:kube-controller-manager"
 READY_TIMEOUT_SECONDS = 90.0
 
 
-def command(state: ClusterState, port: int, node_monitor_grace_period: str | None) -> list[str]:
+def command(state: ClusterState, port: int, node_monitor_grace_period: str | None,
+            disabled_controllers: tuple[str, ...] = ()) -> list[str]:
     pki = state.pki
     config = Path(state.dir, "controller-manager.kubeconfig")
     args = [
@@ -73,7 +74,7 @@ def command(state: ClusterState, port: int, node_monitor_grace_period: str | Non
         f"--kubeconfig={config}",
         f"--authentication-kubeconfig={config}",
         f"--authorization-kubeconfig={config}",
-        "--controllers=*",
+        ",".join(["--controllers=*", *(f"-{name}" for name in disabled_controllers)]),
         "--use-service-account-credentials=true",
         f"--service-account-private-key-file={pki / 'sa.key'}",
         f"--root-ca-file={pki / 'ca.crt'}",
@@ -92,14 +93,15 @@ def command(state: ClusterState, port: int, node_monitor_grace_period: str | Non
     return args
 
 
-def launch(state: ClusterState, *, node_monitor_grace_period: str | None = None) -> Component:
+def launch(state: ClusterState, *, node_monitor_grace_period: str | None = None,
+           disabled_controllers: tuple[str, ...] = ()) -> Component:
     """Start it; `wait_ready` then waits until its controllers are at work."""
     cert, key = certs.client_certificate(state.pki, "controller-manager", USER)
     kubeconfig.write(Path(state.dir, "controller-manager.kubeconfig"), server=state.server,
                      ca_file=state.ca_file, user=USER, cert=cert, key=key)
     port = processes.free_port()
     log = Path(state.dir, f"{NAME}.log")
-    args = command(state, port, node_monitor_grace_period)
+    args = command(state, port, node_monitor_grace_period, disabled_controllers)
     return Component(NAME, processes.spawn(args, log), args, str(log),
                      health_url=f"https://127.0.0.1:{port}/healthz")
 

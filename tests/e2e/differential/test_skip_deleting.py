@@ -15,6 +15,7 @@ Both schedulers must write the same events, the same number of times.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,10 +25,12 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
+from tests.cluster import cluster as harness
 from tests.cluster import kube
 from tests.cluster.cluster import ClusterState
 from tests.cluster.kpysched_process import KpyschedProcess
 from tests.cluster.upstream import UpstreamScheduler
+from tests.conftest import HAND_MADE_NODES
 from tests.e2e.differential.compare import KPYSCHED, UPSTREAM
 
 pytestmark = pytest.mark.e2e
@@ -46,6 +49,23 @@ QUIET_SECONDS = 3.0
 class _Setup:
     namespace: str
     upstream_log: Path
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
+    """A cluster of this module's own, without kube-controller-manager's pod garbage
+    collector: every 20 s it marks an unscheduled terminating pod Failed and
+    force-deletes it (podgc's gcUnscheduledTerminating), and the schedulers drop a
+    terminal pod, so the scenario's `late` pods would vanish from both queues at a
+    moment set by that timer (a CI run saw it 2 s after kube-scheduler started)."""
+    directory = tmp_path_factory.mktemp("skip-cluster") / "state"
+    addons = dataclasses.replace(HAND_MADE_NODES,
+                                 disabled_controllers=("pod-garbage-collector-controller",))
+    state = harness.up(directory, addons)
+    try:
+        yield state
+    finally:
+        harness.down(directory)
 
 
 @pytest.fixture(scope="module")
