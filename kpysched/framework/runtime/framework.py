@@ -26,7 +26,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime.binding_points import BindingPoints
 from kpysched.framework.runtime.guard import plugin_raised
 from kpysched.framework.runtime.handle import ProfileHandle
-from kpysched.framework.runtime.instrumented import MetricsSink, NoSink
+from kpysched.framework.runtime.instrumented import MetricsSink
 from kpysched.framework.runtime.scheduling_points import SchedulingPoints
 from kpysched.framework.runtime.waiting import PodInPreBind, WaitingPod
 from kpysched.framework.status import SUCCESS, Status
@@ -70,11 +70,12 @@ class ProfileSpec:
 
 class Framework(SchedulingPoints, BindingPoints):
     def __init__(self, profile: ProfileSpec, registry: Mapping[str, PluginSpec],
-                 shared: fw.SharedHandle, metrics: MetricsSink | None = None) -> None:
+                 shared: fw.SharedHandle, metrics: MetricsSink) -> None:
         self.profile_name = profile.scheduler_name
         self.percentage_of_nodes_to_score = profile.percentage_of_nodes_to_score
         self.shared = shared
-        self.metrics: MetricsSink = metrics if metrics is not None else NoSink()
+        # kpysched.metrics.NoMetrics where nothing is kept (the simulator, tests).
+        self.metrics = metrics
         self.handle: fw.Handle = ProfileHandle(shared, self)
         handle = self.handle
         self.waiting_pods: dict[str, WaitingPod] = {}

@@ -32,26 +32,6 @@ class MetricsSink(Protocol):
     def permit_wait(self, result: str, seconds: float) -> None: ...
 
 
-class NoSink:
-    """A MetricsSink that keeps nothing: a framework built without metrics (unit
-    tests, the simulator) reports into it instead of checking for None."""
-
-    def extension_point_duration(self, extension_point: str, status: str, profile: str,
-                                 seconds: float) -> None:
-        return None
-
-    def plugin_duration(self, plugin: str, extension_point: str, status: str,
-                        seconds: float) -> None:
-        return None
-
-    def plugin_evaluated(self, plugin: str, extension_point: str, profile: str,
-                         count: int = 1) -> None:
-        return None
-
-    def permit_wait(self, result: str, seconds: float) -> None:
-        return None
-
-
 class Instrumented:
     """The state the runners read (set by Framework.__init__) and their timers."""
 

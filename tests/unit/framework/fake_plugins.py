@@ -19,6 +19,7 @@ from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime import Framework, ProfileSpec
 from kpysched.framework.status import Status
+from kpysched.metrics import NoMetrics
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins import IN_TREE
 from tests.unit.builders import FakeHandle
@@ -182,4 +183,5 @@ def build(plugins: Mapping[str, Sequence[str]], *specs: PluginSpec,
     registry = {**IN_TREE, **{spec.name: spec for spec in specs}}
     profile = ProfileSpec("test-scheduler", points, dict(weights or {}), dict(scripts or {}),
                           percentage)
-    return Framework(profile, registry, handle if handle is not None else SharedHandle())
+    return Framework(profile, registry, handle if handle is not None else SharedHandle(),
+                     NoMetrics())

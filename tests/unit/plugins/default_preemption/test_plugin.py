@@ -31,6 +31,7 @@ from kpysched.framework.interfaces import (
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime import Framework, ProfileSpec
 from kpysched.framework.status import SUCCESS, Code, Status
+from kpysched.metrics import NoMetrics
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins import IN_TREE
@@ -256,7 +257,7 @@ def setup(nodes: Sequence[NodeInfo], filters: Sequence[str] = (FIT,),
         plugins={"queueSort": ["PrioritySort"], "preFilter": list(pre_filters),
                  "filter": filter_names, "postFilter": [dp.NAME], "bind": ["DefaultBinder"]},
         args={dp.NAME: args} if args is not None else {})
-    framework = Framework(profile, registry, handle)
+    framework = Framework(profile, registry, handle, NoMetrics())
     return Setup(framework, framework.plugin(dp.NAME), handle, fake)
 
 

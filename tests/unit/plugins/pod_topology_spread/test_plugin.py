@@ -17,6 +17,7 @@ from kpysched.cache.node_info import NodeInfo
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.runtime import Framework, ProfileSpec
 from kpysched.framework.status import Code, Status
+from kpysched.metrics import NoMetrics
 from kpysched.objects import api
 from kpysched.plugins import IN_TREE
 from kpysched.plugins import pod_topology_spread as pts
@@ -952,7 +953,7 @@ def test_framework_counts_nominated_pods() -> None:
         "queueSort": ("PrioritySort",), "preFilter": ("PodTopologySpread",),
         "filter": ("PodTopologySpread",), "bind": ("DefaultBinder",)},
         args={"PodTopologySpread": LIST_ARGS}),
-        IN_TREE, handle)
+        IN_TREE, handle, NoMetrics())
     pod_ = incoming("foo").spread(1, "node", selector=FOO)
     state = CycleState()
     _, status, _ = framework.run_pre_filter(state, pod_.info(), infos)
