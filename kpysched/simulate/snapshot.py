@@ -9,7 +9,6 @@ scheduling reads is written (no managedFields, no container commands).
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,6 +16,7 @@ from typing import Any, Protocol
 import msgspec
 
 from kpysched.api.response import ApiResponse
+from kpysched.api.times import api_time
 from kpysched.informers import NON_TERMINAL_PODS
 from kpysched.informers.decode import Decoder, MalformedResponseError, status_error
 from kpysched.informers.listers import Listers
@@ -129,7 +129,7 @@ async def take(reader: Reader, server: str = "") -> dict[str, Any]:
             items, version = [], ""
         resources[spec.resource] = {"metadata": {"resourceVersion": version},
                                     "items": msgspec.to_builtins(items, enc_hook=_raw_json)}
-    taken = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    taken = api_time()
     document: dict[str, Any] = {"apiVersion": API_VERSION, "kind": KIND,
                                 "metadata": {"creationTimestamp": taken, "server": server},
                                 "resources": resources}

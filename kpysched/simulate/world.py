@@ -4,7 +4,6 @@ the pods to place, read from a file and admitted as the API server would admit t
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import sys
 from collections.abc import Iterable, Mapping
@@ -15,6 +14,7 @@ from typing import Any
 import msgspec
 import yaml
 
+from kpysched.api.times import api_time
 from kpysched.objects import api
 from kpysched.simulate import snapshot
 from kpysched.simulate.expand import Expanded
@@ -98,7 +98,7 @@ def admit(documents: Iterable[dict[str, Any]], world: World, scheduler_names: It
     priority and preemption policy come from the PriorityClass, the
     DefaultTolerationSeconds tolerations are added, all created now."""
     names = list(scheduler_names)
-    created = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    created = api_time()
     pods = []
     for document in documents:
         key = f"{document['metadata']['namespace']}/{document['metadata']['name']}"
