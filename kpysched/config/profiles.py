@@ -20,13 +20,14 @@ warning, never silently; a plugin the user names that is missing is an error.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import structlog
 from pydantic import BaseModel, ValidationError
 
 from kpysched.config.errors import ConfigError, plural, problem, validation_problems
+from kpysched.config.extenders import ignored_resources
 from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
 from kpysched.config.features import GANG_SCHEDULING, Features
 from kpysched.config.scheduler_config import (
@@ -37,6 +38,8 @@ from kpysched.config.scheduler_config import (
     SchedulerConfiguration,
 )
 from kpysched.framework.registry import EXTENSION_POINTS, PluginSpec
+
+NODE_RESOURCES_FIT = "NodeResourcesFit"
 
 # Upstream v1.36 getDefaultPlugins() with v1.36's default feature gates: DynamicResources
 # (DynamicResourceAllocation, GA) and NodeDeclaredFeatures (beta, on); GangScheduling and
@@ -117,7 +120,8 @@ def build_profiles(
     problems: list[str] = []
     profiles: list[EffectiveProfile] = []
     for index, profile in enumerate(config.profiles):
-        builder = _ProfileBuilder(index, profile, registry, features)
+        builder = _ProfileBuilder(index, profile, registry, features,
+                                  ignored_resources(config.extenders))
         built = builder.build()
         problems.extend(builder.problems)
         if built is not None:
@@ -151,8 +155,12 @@ def _queue_sort_differences(profiles: list[EffectiveProfile]) -> list[str]:
 
 class _ProfileBuilder:
     def __init__(self, index: int, profile: Profile, registry: Mapping[str, PluginSpec],
-                 features: Features = DEFAULT_FEATURES) -> None:
+                 features: Features = DEFAULT_FEATURES,
+                 extender_ignored_resources: Sequence[str] = ()) -> None:
         self.profile = profile
+        # Extenders' ignoredByScheduler resources replace NodeResourcesFit's
+        # ignoredResources in every profile, as upstream's buildExtenders does.
+        self.extender_ignored_resources = list(extender_ignored_resources)
         self.features = features
         self.defaults = default_multi_point(features)
         self.registry = registry
@@ -370,6 +378,8 @@ class _ProfileBuilder:
     ) -> BaseModel | None:
         spec = self.registry[name]
         data = dict(raw or {})
+        if name == NODE_RESOURCES_FIT and self.extender_ignored_resources:
+            data["ignoredResources"] = self.extender_ignored_resources
         args_path = f"{path}.args" if path else f"{self.base}.pluginConfig"
         api_version, kind = data.pop("apiVersion", None), data.pop("kind", None)
         allowed = [API_VERSION, *([spec.args_api_version] if spec.args_api_version else [])]

@@ -13,24 +13,19 @@ that does not need the plugin registry; profiles.py checks the rest.
 
 from __future__ import annotations
 
-import contextlib
 from typing import Annotated, Any, Final, Literal, Self
 
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
-    ValidationError,
     ValidationInfo,
     field_validator,
     model_validator,
 )
 from pydantic.alias_generators import to_camel, to_snake
-from pydantic_core import InitErrorDetails, PydanticCustomError
 
-from kpysched.config.errors import INVALID
-from kpysched.objects.durations import parse_go_duration
+from kpysched.config.extenders import Extender, extenders_problems
+from kpysched.config.model_base import GoDuration, format_duration, invalid
+from kpysched.config.model_base import Model as _Model
 
 API_VERSION: Final = "kubescheduler.config.k8s.io/v1"
 KIND: Final = "KubeSchedulerConfiguration"
@@ -43,46 +38,6 @@ LEADER_ELECTION_JITTER_FACTOR = 1.2
 _INT32_MAX = 2**31 - 1
 _INT64_MAX = 2**63 - 1
 Int32 = Annotated[int, Field(ge=-_INT32_MAX - 1, le=_INT32_MAX)]
-
-def format_duration(seconds: float) -> str:
-    return f"{seconds:g}s"
-
-
-def _go_duration(value: object) -> object:
-    if isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            return parse_go_duration(value)
-    raise PydanticCustomError("go_duration", 'must be a duration such as "15s" or "1m30s"')
-
-
-GoDuration = Annotated[float, BeforeValidator(_go_duration)]
-
-
-def invalid(title: str, errors: list[tuple[tuple[str | int, ...], str, object]]) -> ValidationError:
-    """A ValidationError naming exact fields, raised from a model validator: pydantic
-    prefixes the nested location, so the message names the field as written."""
-    return ValidationError.from_exception_data(title, [
-        InitErrorDetails(
-            type=PydanticCustomError(INVALID, "{reason}", {"reason": reason}),
-            loc=loc,
-            input=value,
-        )
-        for loc, reason, value in errors
-    ])
-
-
-class _Model(BaseModel):
-    # No NaN or infinity: upstream reads the file as JSON, which has neither.
-    model_config = ConfigDict(
-        extra="forbid", strict=True, frozen=True, alias_generator=to_camel,
-        allow_inf_nan=False,
-    )
-
-    @classmethod
-    def _default_of(cls, info: ValidationInfo) -> object:
-        assert info.field_name is not None
-        return cls.model_fields[info.field_name].get_default(call_default_factory=True)
-
 
 class ClientConnection(_Model):
     kubeconfig: str = ""
@@ -210,7 +165,7 @@ class SchedulerConfiguration(_Model):
     pod_initial_backoff_seconds: int = Field(default=1, gt=0, le=_INT64_MAX)
     pod_max_backoff_seconds: int = Field(default=10, gt=0, le=_INT64_MAX)
     profiles: list[Profile] = Field(default_factory=list, validate_default=True)
-    extenders: list[dict[str, Any]] = Field(default_factory=list)
+    extenders: list[Extender] = Field(default_factory=list)
     delay_cache_until_active: bool = False
 
     @field_validator("enable_contention_profiling")
@@ -236,9 +191,7 @@ class SchedulerConfiguration(_Model):
             errors.append((("podMaxBackoffSeconds",), "must be greater than or equal to "
                            f"podInitialBackoffSeconds ({self.pod_initial_backoff_seconds})",
                            self.pod_max_backoff_seconds))
-        if self.extenders:
-            errors.append((("extenders",), "scheduler extenders are not supported by kpysched; "
-                           "write the extension as a Python plugin instead", None))
+        errors.extend(extenders_problems(self.extenders))
         seen: dict[str, int] = {}
         for index, profile in enumerate(self.profiles):
             name = profile.scheduler_name

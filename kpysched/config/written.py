@@ -27,7 +27,29 @@ def effective_document(config: SchedulerConfiguration,
                                                     _snake(name)))
     if kubeconfig is not None:
         document["clientConnection"]["kubeconfig"] = str(kubeconfig)
+    document["extenders"] = [
+        _extender_document(written, extender.http_timeout)
+        for written, extender in zip(document["extenders"], config.extenders, strict=True)]
     return document
+
+
+def _extender_document(written: dict[str, Any], http_timeout: float) -> dict[str, Any]:
+    """An extender as upstream's v1 JSON writes it: every field but urlPrefix and
+    httpTimeout is omitempty, and the timeout is a Go duration."""
+    document = _without_empty(written)
+    document["urlPrefix"] = written["urlPrefix"]
+    document["httpTimeout"] = go_duration(http_timeout)
+    if "tlsConfig" in document:
+        document["tlsConfig"] = _without_empty(document["tlsConfig"])
+    if "managedResources" in document:
+        document["managedResources"] = [
+            {**_without_empty(resource), "name": resource["name"]}
+            for resource in document["managedResources"]]
+    return document
+
+
+def _without_empty(fields: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in fields.items() if value not in ("", 0, False, None, [])}
 
 
 def write_config(path: Path, config: SchedulerConfiguration, kubeconfig: Path | None) -> None:

@@ -195,9 +195,8 @@ def _problems(data: object) -> tuple[str, ...]:
     pytest.param(document(enableProfiling="yes"),
                  ['enableProfiling: Input should be a valid boolean (got "yes")'],
                  id="bool-string"),
-    pytest.param(document(extenders=[{"urlPrefix": "http://extender"}]),
-                 ["extenders: scheduler extenders are not supported by kpysched; write the "
-                  "extension as a Python plugin instead"], id="extenders"),
+    pytest.param(document(extenders=[{"filterVerb": "filter"}]),
+                 ["extenders[0].urlPrefix: required field is missing"], id="extender-without-url"),
     pytest.param(document(profiles=[{"schedulerName": "a"}, {"schedulerName": "a"}]),
                  ['profiles[1].schedulerName: duplicate schedulerName "a" '
                   "(already used by profiles[0])"], id="duplicate-scheduler-name"),
@@ -213,7 +212,8 @@ def _problems(data: object) -> tuple[str, ...]:
         id="queue-sort-written-differently"),
     pytest.param(document(parallelism=0, podInitialBackoffSeconds=0, extenders=[{}]),
                  ["parallelism: Input should be greater than 0 (got 0)",
-                  "podInitialBackoffSeconds: Input should be greater than 0 (got 0)"],
+                  "podInitialBackoffSeconds: Input should be greater than 0 (got 0)",
+                  "extenders[0].urlPrefix: required field is missing"],
                  id="several-problems"),
 ])
 def test_invalid(data: object, expected: list[str]) -> None:
