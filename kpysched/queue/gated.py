@@ -9,58 +9,20 @@ per preemption was a tenth of kpysched's (docs/benchmarks.md, issue 32).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-
 from kpysched.framework.cluster_events import ClusterEvent
 from kpysched.framework.interfaces import QueuedPodInfo
-
-# (profile, gating plugin): a plugin's registrations are per profile.
-GateKey = tuple[str, str]
-Hears = Callable[[str, str, ClusterEvent], bool]
+from kpysched.queue.pods_by_plugin import Hears, PluginKey, PodsByPlugin
 
 
-class GatedPods:
-    def __init__(self) -> None:
-        self._by_uid: dict[str, QueuedPodInfo] = {}
-        self._key_of: dict[str, GateKey] = {}
-        self._groups: dict[GateKey, dict[str, QueuedPodInfo]] = {}
+class GatedPods(PodsByPlugin):
+    """Each pod under (its profile, the plugin gating it now: set before it is put)."""
 
-    def __len__(self) -> int:
-        return len(self._by_uid)
-
-    def __contains__(self, uid: object) -> bool:
-        return uid in self._by_uid
-
-    def get(self, uid: str) -> QueuedPodInfo | None:
-        return self._by_uid.get(uid)
-
-    def values(self) -> Iterator[QueuedPodInfo]:
-        return iter(list(self._by_uid.values()))
-
-    def put(self, info: QueuedPodInfo) -> None:
-        """Keep the pod under its current gating plugin (set before it is put)."""
-        uid = info.pod_info.uid
-        self.pop(uid)
-        key = (info.pod_info.pod.spec.scheduler_name, info.gating_plugin)
-        self._by_uid[uid] = info
-        self._key_of[uid] = key
-        self._groups.setdefault(key, {})[uid] = info
-
-    def pop(self, uid: str) -> QueuedPodInfo | None:
-        info = self._by_uid.pop(uid, None)
-        if info is None:
-            return None
-        key = self._key_of.pop(uid)
-        group = self._groups[key]
-        del group[uid]
-        if not group:
-            del self._groups[key]
-        return info
+    def _keys(self, info: QueuedPodInfo) -> tuple[PluginKey, ...]:
+        return ((info.pod_info.pod.spec.scheduler_name, info.gating_plugin),)
 
     def hearing(self, event: ClusterEvent, hears: Hears) -> list[QueuedPodInfo]:
         """The gated pods `event` may release: all of them for a wildcard, else those
         whose gating plugin registered for it."""
         if event.is_wildcard:
             return list(self._by_uid.values())
-        return [info for (profile, plugin), group in self._groups.items()
-                if hears(profile, plugin, event) for info in group.values()]
+        return [info for group in self._groups_hearing(event, hears) for info in group.values()]
