@@ -1,0 +1,159 @@
+"""The requests an extender instance recorded, made comparable across the two
+clusters: run names back to roles, UIDs to the names of their objects, the fields
+that differ by when a run happened dropped, and lists whose order upstream does not
+define sorted.
+
+Node lists come in the order the scheduler's feasible nodes had, which starts at a
+rotating index; victims come per node in a map. Time stamps, resource versions and
+managedFields (a log of writes with times) differ from one cluster to the other.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.extender.server import ExtenderServer, Request
+
+UID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+# A node, namespace or other run-scoped name: its role and the run's 6-hex suffix.
+RUN_NAME = re.compile(r"\b([a-z][a-z0-9]*)-[0-9a-f]{6}\b")
+ENDPOINT = re.compile(r"127\.0\.0\.1:\d+")
+# The service account token volume the API server adds, named with a random suffix.
+TOKEN_VOLUME = re.compile(r"\bkube-api-access-[a-z0-9]{5}\b")
+VOLATILE = frozenset({"resourceVersion", "creationTimestamp", "managedFields",
+                      "lastTransitionTime", "lastHeartbeatTime", "lastProbeTime"})
+Key = tuple[str, str]  # (route, verb)
+
+
+def text(message: str) -> str:
+    """A FailedScheduling note with the extender's address (a port per instance) out."""
+    return ENDPOINT.sub("<extender>", message)
+
+
+def _uids(value: Any, found: dict[str, str]) -> None:
+    if isinstance(value, dict):
+        metadata = value.get("metadata")
+        if isinstance(metadata, dict) and "uid" in metadata and "name" in metadata:
+            found.setdefault(metadata["uid"], metadata["name"])
+        for item in value.values():
+            _uids(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _uids(item, found)
+
+
+def _clean(value: Any, uids: Mapping[str, str]) -> Any:
+    if isinstance(value, dict):
+        # Keys too: victims come keyed by node name.
+        return {_clean(k, uids): _clean(v, uids) for k, v in value.items()
+                if k not in VOLATILE}
+    if isinstance(value, list):
+        return [_clean(v, uids) for v in value]
+    if isinstance(value, str):
+        value = UID.sub(lambda m: f"uid-of-{uids.get(m.group(0), '?')}", value)
+        value = TOKEN_VOLUME.sub("kube-api-access", RUN_NAME.sub(r"\1", value))
+        return ENDPOINT.sub("<extender>", value)
+    return value
+
+
+def _name(obj: Any) -> str:
+    return json.dumps(obj.get("metadata", {}).get("name") if isinstance(obj, dict) else obj)
+
+
+def _sorted(body: Any) -> Any:
+    if not isinstance(body, dict):
+        return body
+    if isinstance(body.get("Nodes"), dict) and body["Nodes"].get("items"):
+        body["Nodes"]["items"].sort(key=_name)
+    if isinstance(body.get("NodeNames"), list):
+        body["NodeNames"].sort()
+    for key in ("NodeNameToVictims", "NodeNameToMetaVictims"):
+        for victims in (body.get(key) or {}).values():
+            if victims and victims.get("Pods"):
+                victims["Pods"].sort(key=lambda p: _name(p) if "metadata" in p
+                                     else json.dumps(p))
+    return body
+
+
+def canonical(request: Request, uids: Mapping[str, str]) -> str:
+    return json.dumps(_sorted(_clean(request.body, uids)), sort_keys=True)
+
+
+def _namespace(request: Request) -> str | None:
+    body = request.body
+    if isinstance(body, dict) and isinstance(body.get("Pod"), dict):
+        namespace: str | None = body["Pod"]["metadata"].get("namespace")
+        return namespace
+    return body.get("PodNamespace") if isinstance(body, dict) else None
+
+
+def _without_pod_status(request: Request) -> Request:
+    if isinstance(request.body, dict) and isinstance(request.body.get("Pod"), dict):
+        pod = {k: v for k, v in request.body["Pod"].items() if k != "status"}
+        return Request(request.route, request.verb, {**request.body, "Pod": pod})
+    return request
+
+
+@dataclass(frozen=True)
+class Calls:
+    """One scenario's requests to one instance: the first body per (route, verb),
+    and every distinct body with the pod's status left out (retries of one attempt
+    differ only there, and how many retries a run sees is a matter of timing)."""
+
+    first: dict[Key, str]
+    distinct: dict[Key, frozenset[str]]
+
+    def keys(self) -> set[Key]:
+        return set(self.first)
+
+    def differences(self, other: Calls) -> list[str]:
+        lines = []
+        for key in sorted(self.keys() | other.keys()):
+            if self.first.get(key) != other.first.get(key):
+                lines.append(f"{key} first request:\n   upstream: {self.first.get(key)}\n"
+                             f"   kpysched: {other.first.get(key)}")
+            elif self.distinct.get(key) != other.distinct.get(key):
+                mine, theirs = self.distinct.get(key, frozenset()), other.distinct.get(
+                    key, frozenset())
+                lines.append(f"{key} requests:\n   upstream only: {sorted(mine - theirs)}\n"
+                             f"   kpysched only: {sorted(theirs - mine)}")
+        return lines
+
+
+@dataclass
+class Recorder:
+    """The instances serving one scheduler, read scenario by scenario. A pod of an
+    earlier scenario may still be retried while the next one starts; requests about
+    a namespace seen before are not this scenario's."""
+
+    servers: tuple[ExtenderServer, ...]
+    seen: set[str] = field(default_factory=set)
+
+    def begin(self) -> None:
+        for server in self.servers:
+            server.clear()
+
+    def calls(self) -> Calls:
+        requests = [r for s in self.servers for r in s.requests()
+                    if _namespace(r) not in self.seen]
+        self.seen.update(ns for r in requests if (ns := _namespace(r)) is not None)
+        uids: dict[str, str] = {}
+        for server in self.servers:
+            uids.update(server.pod_names())
+        for request in requests:
+            _uids(request.body, uids)
+        return _calls(requests, uids)
+
+
+def _calls(requests: Iterable[Request], uids: Mapping[str, str]) -> Calls:
+    first: dict[Key, str] = {}
+    distinct: dict[Key, set[str]] = {}
+    for request in requests:
+        key = (request.route, request.verb)
+        first.setdefault(key, canonical(request, uids))
+        distinct.setdefault(key, set()).add(canonical(_without_pod_status(request), uids))
+    return Calls(first, {k: frozenset(v) for k, v in distinct.items()})
