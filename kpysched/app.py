@@ -25,6 +25,7 @@ from kpysched.config.features import Features
 from kpysched.config.written import effective_document
 from kpysched.decisions.endpoint import cleared_lease_annotations
 from kpysched.decisions.store import DecisionStore
+from kpysched.extenders.registry import Extenders
 from kpysched.framework.cluster_events import ActionType, ClusterEvent
 from kpysched.framework.cluster_events import Resource as EventResource
 from kpysched.framework.registry import PluginSpec
@@ -115,7 +116,9 @@ def build_scheduler(
                           coscheduling=coscheduling)
     context = CycleContext(
         frameworks, queue, Cache(group_of=group_of),
-        Algorithm(config.percentage_of_nodes_to_score, rng=random.Random(tie_break_seed)),
+        Algorithm(config.percentage_of_nodes_to_score, rng=random.Random(tie_break_seed),
+                  extenders=Extenders(config.extenders, metrics.extender_request)
+                  if config.extenders else None),
         writes, metrics,
         ImmediatePreemption(frameworks, writes.preemption, metrics,
                             lambda pods: queue.activate([pod.uid for pod in pods])),

@@ -191,6 +191,13 @@ class SchedulerMetrics:
             "scheduler_scheduling_algorithm_duration_seconds",
             "[ALPHA] Scheduling algorithm latency in seconds",
             buckets=exponential_buckets(0.001, 2, 15), registry=r)
+        self._extender_request = Histogram(
+            "kpysched_extender_request_duration_seconds",
+            "Latency of one scheduler extender call in seconds (connection, request and "
+            "answer), by extender (its urlPrefix) and verb (filter, prioritize, preempt, "
+            "bind); scheduler_scheduling_algorithm_duration_seconds includes the filter "
+            "and prioritize calls.",
+            ["extender", "verb"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
         self._event_handling = Histogram(
             "scheduler_event_handling_duration_seconds",
             "[ALPHA] Event handling latency in seconds.",
@@ -336,6 +343,9 @@ class SchedulerMetrics:
 
     def algorithm_duration(self, seconds: float) -> None:
         self._algorithm_duration.observe(seconds)
+
+    def extender_request(self, extender: str, verb: str, seconds: float) -> None:
+        self._extender_request.labels(extender, verb).observe(seconds)
 
     def pod_group_attempt(self, result: str, profile: str, seconds: float) -> None:
         """One pod-group cycle: result is scheduled, unschedulable, waiting_on_preemption
@@ -533,3 +543,4 @@ class NoMetrics(SchedulerMetrics):
     set_cache_size = set_leader = leader_slowpath = watch_restarted = relisted = _ignore
     slow_cycle = watch_stalled = bind_finished = volume_scheduling_stage_failed = _ignore
     bind_failed = serving_throttled = event_dropped = set_write_queues = _ignore
+    extender_request = _ignore

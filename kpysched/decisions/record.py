@@ -83,6 +83,20 @@ class Preemption:
     criterion: str = ""
 
 
+@dataclass(slots=True)
+class ExtenderAnswer:
+    """What one scheduler extender answered in the cycle: the nodes its filter rejected
+    (with its reason), or its prioritize scores as they count in the totals (score x
+    weight x 10); `error` when the call failed (`skipped`: the cycle went on without it)."""
+
+    extender: str
+    verb: str  # filter, prioritize, preempt, bind
+    failed: dict[str, str] = field(default_factory=dict)
+    scores: dict[str, int] = field(default_factory=dict)
+    error: str = ""
+    skipped: bool = False
+
+
 @dataclass(slots=True, weakref_slot=True)
 class Decision:
     pod: str  # namespace/name
@@ -110,6 +124,7 @@ class Decision:
     message: str = ""  # the FailedScheduling text, or the error
     preemption: Preemption | None = None
     nominated_node: str | None = None
+    extenders: list[ExtenderAnswer] = field(default_factory=list)
 
     def reject(self, node: str, rejection: Rejection) -> None:
         """Record one node's first failing plugin (grouped with the same verdicts)."""

@@ -1,8 +1,9 @@
 """One scheduling decision: filter nodes, score the feasible ones, pick the best.
 
 Follows upstream's schedulePod: PreFilter, Filter over a rotating window of
-nodes bounded by percentageOfNodesToScore, PreScore/Score/NormalizeScore with
-weights, and a uniformly random choice among the top-scoring nodes.
+nodes bounded by percentageOfNodesToScore, the extenders' filters on what passed,
+PreScore/Score/NormalizeScore with weights plus the extenders' scores, and a
+uniformly random choice among the top-scoring nodes.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import numpy.typing as npt
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.node_rows import NodeRows
 from kpysched.cache.snapshot import Snapshot
-from kpysched.decisions.record import record_fit
+from kpysched.decisions.record import compact, record_fit
+from kpysched.extenders import steps as extender_steps
+from kpysched.extenders.registry import Extenders
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import FilterPlugin, PreFilterResult, VectorReasonsPlugin
@@ -97,10 +100,12 @@ class FitResult:
 
 class Algorithm:
     def __init__(self, percentage_of_nodes_to_score: int = 0,
-                 rng: random.Random | None = None) -> None:
+                 rng: random.Random | None = None, extenders: Extenders | None = None) -> None:
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self._next_start_node_index = 0
         self._rng = rng or random.Random()
+        # The scheduler extenders, shared by every profile as upstream's are.
+        self.extenders = extenders if extenders else None
 
     def schedule(self, framework: Framework, state: CycleState, pod: PodInfo,
                  snapshot: Snapshot) -> ScheduleResult | Diagnosis | Status:
@@ -133,6 +138,11 @@ class Algorithm:
         totals, status = framework.run_score_totals(state, pod, feasible, snapshot, rows)
         if not status.ok:
             return status
+        if self.extenders is not None:
+            said = decision.extenders if decision is not None else None
+            totals = totals + extender_steps.prioritize(self.extenders, pod, feasible, said)
+            if decision is not None:
+                decision.totals = compact(totals)
         chosen, top = self._select_host(feasible, totals)
         if decision is not None:
             decision.ties = (feasible.names_of(top) if isinstance(feasible, NodeRows)
@@ -161,6 +171,13 @@ class Algorithm:
 
         nominated = self._evaluate_nominated_node(framework, state, pod, snapshot, pre_result)
         fit.nominated_node_tried = pod.pod.status.nominated_node_name or None
+        if nominated is not None and self.extenders is not None:
+            # Upstream's evaluateNominatedNode asks the extenders about it too.
+            passed = self._pass_extenders(state, pod, [nominated], diagnosis)
+            if isinstance(passed, Status):
+                fit.error = passed
+                return fit
+            nominated = passed[0] if passed else None
         if nominated is not None:
             fit.feasible, fit.processed = [nominated], 1
             return fit
@@ -180,7 +197,9 @@ class Algorithm:
         if percentage is None:
             percentage = self.percentage_of_nodes_to_score
         to_find = num_feasible_nodes_to_find(percentage, count)
-        if not framework.score_plugins:
+        extenders = self.extenders
+        if not framework.score_plugins and (
+                extenders is None or not (extenders.has_filters or extenders.has_prioritizers)):
             to_find = 1  # nothing would rank them: the first feasible node is the answer
         start = self._next_start_node_index % count
 
@@ -232,6 +251,12 @@ class Algorithm:
                 else:
                     diagnosis.node_to_status[info.name] = node_status
                     diagnosis.unschedulable_plugins.add(node_status.plugin)
+        if extenders is not None and feasible:
+            passed = self._pass_extenders(state, pod, feasible, diagnosis)
+            if isinstance(passed, Status):
+                fit.error = passed
+                return fit
+            feasible = passed
         if mask is not None and not feasible:
             # Reasons for rows the vector verdict rejected are only needed now. The
             # chain runs in order but skips the plugins whose own verdict passed the
@@ -245,6 +270,14 @@ class Algorithm:
         self._next_start_node_index = (self._next_start_node_index + processed) % len(all_nodes)
         fit.feasible, fit.processed, fit.mask, fit.searched = feasible, processed, mask, True
         return fit
+
+    def _pass_extenders(self, state: CycleState, pod: PodInfo, feasible: Sequence[NodeInfo],
+                        diagnosis: Diagnosis) -> list[NodeInfo] | Status:
+        assert self.extenders is not None
+        decision = state.decision
+        return extender_steps.filter_nodes(
+            self.extenders, pod, feasible, diagnosis,
+            decision.extenders if decision is not None else None)
 
     @staticmethod
     def _evaluate_nominated_node(framework: Framework, state: CycleState, pod: PodInfo,

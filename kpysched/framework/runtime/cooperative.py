@@ -21,6 +21,11 @@ the queue logs the events that arrive while a pod is in flight.
 
 Outside `run_cooperatively` (a simulation, a test calling schedule_one) a turn is
 never given, so the same code runs unchanged there.
+
+A cycle may also wait for an answer from the network (a scheduler extender's, as
+kube-scheduler's cycle waits on its HTTP call): `await_in_cycle` pauses the greenlet
+while the awaiting task awaits the future, and the loop runs everything else
+meanwhile.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Final, TypeVar, cast
 
@@ -83,6 +88,35 @@ def holding_the_loop() -> Iterator[None]:
         cycle.holding -= 1
 
 
+class _Awaiting:
+    """What a cycle hands the task running it: an awaitable to await on its behalf."""
+
+    __slots__ = ("awaitable",)
+
+    def __init__(self, awaitable: Awaitable[object]) -> None:
+        self.awaitable = awaitable
+
+
+def can_await_in_cycle() -> bool:
+    """Whether await_in_cycle can pause the running code: it runs as a cycle under
+    run_cooperatively, outside holding_the_loop()."""
+    cycle = getcurrent()
+    return type(cycle) is _CycleGreenlet and not cycle.holding
+
+
+def await_in_cycle(awaitable: Awaitable[Result]) -> Result:
+    """Pause the cycle until `awaitable` is done (the loop runs meanwhile) and return
+    or raise what it does. Only where can_await_in_cycle() is true."""
+    cycle = getcurrent()
+    if type(cycle) is not _CycleGreenlet or cycle.holding:
+        if isinstance(awaitable, Coroutine):
+            awaitable.close()  # never to be awaited: say nothing of it at collection
+        raise RuntimeError("await_in_cycle outside a cycle that may pause")
+    result = cycle.parent.switch(_Awaiting(awaitable))
+    cycle.last_turn = time.perf_counter()
+    return cast(Result, result)
+
+
 def paused_seconds() -> float:
     """Seconds the running cycle has spent in turns so far (0 outside one): taken off
     the time charged to a plugin around whose calls the cycle paused."""
@@ -108,6 +142,9 @@ async def run_cooperatively(work: Callable[[], Result]) -> tuple[Result, int]:
     cycle.last_turn = time.perf_counter()
     result = cycle.switch()
     while not cycle.dead:
+        if type(result) is _Awaiting:
+            result = await _await_for(cycle, result.awaitable)
+            continue
         try:
             await asyncio.sleep(0)
         except BaseException:
@@ -115,3 +152,16 @@ async def run_cooperatively(work: Callable[[], Result]) -> tuple[Result, int]:
             raise
         result = cycle.switch()
     return cast(Result, result), cycle.turns
+
+
+async def _await_for(cycle: _CycleGreenlet, awaitable: Awaitable[object]) -> object:
+    """Await on the cycle's behalf, then resume it with the value (or the exception,
+    raised where it waits); returns what the cycle switches out with next."""
+    try:
+        value = await awaitable
+    except asyncio.CancelledError:
+        cycle.throw()
+        raise
+    except Exception as error:  # the cycle's to handle, where it waited
+        return cycle.throw(error)
+    return cycle.switch(value)

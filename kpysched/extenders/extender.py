@@ -1,0 +1,145 @@
+"""One configured extender, called as upstream's HTTPExtender calls it.
+
+Every verb is a coroutine; a scheduling cycle waits for them through
+Extenders.wait (kpysched/extenders/registry.py), the binding task awaits bind.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.config.extenders import Extender as ExtenderConfig
+from kpysched.extenders import wire
+from kpysched.extenders.errors import ExtenderError
+from kpysched.extenders.transport import Transport
+from kpysched.framework.runtime.loop_thread import LoopThread
+from kpysched.objects import api
+
+FILTER = "filter"
+PRIORITIZE = "prioritize"
+PREEMPT = "preempt"
+BIND = "bind"
+
+# (extender name, verb, seconds): kpysched_extender_request_duration_seconds.
+RequestObserver = Callable[[str, str, float], None]
+
+
+def observe_nothing(extender: str, verb: str, seconds: float) -> None:
+    return None
+
+
+@dataclass(slots=True)
+class Filtered:
+    """What one extender's filter left: the nodes that pass (in its order) and why the
+    others do not."""
+
+    nodes: list[NodeInfo]
+    failed: dict[str, str]
+    failed_and_unresolvable: dict[str, str]
+
+
+class HTTPExtender:
+    def __init__(self, config: ExtenderConfig, loop: LoopThread, bodies: wire.NodeBodies,
+                 observe: RequestObserver = observe_nothing) -> None:
+        # Upstream names an extender by its urlPrefix as written.
+        self.name = config.url_prefix
+        self.config = config
+        self.ignorable = config.ignorable
+        self.weight = config.weight
+        self.node_cache_capable = config.node_cache_capable
+        self.is_filter = bool(config.filter_verb)
+        self.is_prioritizer = bool(config.prioritize_verb)
+        self.is_binder = bool(config.bind_verb)
+        self.supports_preemption = bool(config.preempt_verb)
+        self._managed = frozenset(resource.name for resource in config.managed_resources)
+        self._transport = Transport(config, loop)
+        self._bodies = bodies
+        self._observe = observe
+
+    def __repr__(self) -> str:
+        return f"HTTPExtender({self.name!r})"
+
+    def is_interested(self, pod: api.Pod) -> bool:
+        """No managed resources: every pod. Otherwise a pod whose containers or init
+        containers request or limit one of them."""
+        if not self._managed:
+            return True
+        managed = self._managed
+        for container in (*pod.spec.containers, *pod.spec.init_containers):
+            resources = container.resources
+            if not managed.isdisjoint(resources.requests) \
+                    or not managed.isdisjoint(resources.limits):
+                return True
+        return False
+
+    # --- the cycle's verbs -------------------------------------------------------------
+
+    async def filter(self, pod: bytes, nodes: Sequence[NodeInfo]) -> Filtered:
+        if not self.is_filter:
+            return Filtered(list(nodes), {}, {})
+        answer = wire.decode_filter_result(
+            await self._call(FILTER, self.config.filter_verb, self._args(pod, nodes)))
+        if answer.error:
+            raise ExtenderError(answer.error)
+        by_name = {node.name: node for node in nodes}
+        passing: list[NodeInfo] = []
+        for name in answer.node_names or ():
+            node = by_name.get(name)
+            if node is not None:
+                passing.append(node)
+            elif answer.from_node_names and self.node_cache_capable:
+                raise ExtenderError(f'extender "{self.name}" claims a filtered node "{name}" '
+                                    "which is not found in the input node list")
+        return Filtered(passing, answer.failed, answer.failed_and_unresolvable)
+
+    async def prioritize(self, pod: bytes, nodes: Sequence[NodeInfo]) -> list[tuple[str, int]]:
+        """(node, score) as the extender answered, scores 0-10 before weighting."""
+        if not self.is_prioritizer:
+            return [(node.name, 0) for node in nodes]
+        return wire.decode_host_priorities(
+            await self._call(PRIORITIZE, self.config.prioritize_verb, self._args(pod, nodes)))
+
+    async def process_preemption(
+        self, pod: bytes, victims: Mapping[str, tuple[Sequence[api.Pod], int]],
+    ) -> dict[str, wire.MetaVictims | None]:
+        """The victims the extender keeps, by node, as UIDs (the caller maps them back
+        to pods on each node)."""
+        if not self.supports_preemption:
+            raise ExtenderError(f"preempt verb is not defined for extender {self.name} but "
+                                "run into ProcessPreemption")
+        body = wire.preemption_args(pod, victims, self.node_cache_capable)
+        return wire.decode_preemption_result(
+            await self._call(PREEMPT, self.config.preempt_verb, body))
+
+    # --- the binding's verb --------------------------------------------------------------
+
+    async def bind(self, pod: api.Pod, node: str) -> None:
+        """Bind through the extender; ExtenderError with its error when it fails."""
+        meta = pod.metadata
+        body = wire.binding_args(meta.name, meta.namespace, meta.uid, node)
+        answer = await self._call(BIND, self.config.bind_verb, body)
+        error = wire.decode_binding_error(answer)
+        if error:
+            raise ExtenderError(error)
+
+    def close(self) -> None:
+        self._transport.close()
+
+    # --- how a call is made ----------------------------------------------------------------
+
+    def _args(self, pod: bytes, nodes: Sequence[NodeInfo]) -> bytes:
+        names = [node.name for node in nodes]
+        if self.node_cache_capable:
+            return wire.extender_args(pod, None, names, self._bodies)
+        return wire.extender_args(pod, [node.node for node in nodes if node.node is not None],
+                                  None, self._bodies)
+
+    async def _call(self, verb_label: str, verb: str, body: bytes) -> bytes:
+        started = time.perf_counter()
+        try:
+            return await self._transport.post(verb, body)
+        finally:
+            self._observe(self.name, verb_label, time.perf_counter() - started)

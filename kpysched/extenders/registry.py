@@ -1,0 +1,69 @@
+"""Extenders: the configured extenders in the order upstream calls them, and how a
+synchronous scheduling cycle waits for their answers.
+
+Upstream's buildExtenders puts the ignorable extenders after the others, so an
+ignorable one never filters the nodes a required one sees first; so does this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine, Iterator, Sequence
+from typing import Any, TypeVar
+
+from kpysched.config.extenders import Extender as ExtenderConfig
+from kpysched.extenders import wire
+from kpysched.extenders.extender import HTTPExtender, RequestObserver, observe_nothing
+from kpysched.framework.runtime.cooperative import await_in_cycle, can_await_in_cycle
+from kpysched.framework.runtime.loop_thread import LoopThread
+from kpysched.objects import api
+
+Result = TypeVar("Result")
+
+
+class Extenders:
+    """Every configured extender, sharing one loop thread and one cache of node bodies."""
+
+    def __init__(self, configs: Sequence[ExtenderConfig],
+                 observe: RequestObserver = observe_nothing) -> None:
+        self._loop = LoopThread("kpysched-extenders")
+        self._bodies = wire.NodeBodies()
+        ordered = [c for c in configs if not c.ignorable] + [c for c in configs if c.ignorable]
+        self.all: tuple[HTTPExtender, ...] = tuple(
+            HTTPExtender(config, self._loop, self._bodies, observe) for config in ordered)
+        self.has_filters = any(extender.is_filter for extender in self.all)
+        self.has_prioritizers = any(extender.is_prioritizer for extender in self.all)
+        self._pod: tuple[api.Pod, bytes] | None = None
+
+    def __iter__(self) -> Iterator[HTTPExtender]:
+        return iter(self.all)
+
+    def __len__(self) -> int:
+        return len(self.all)
+
+    def __bool__(self) -> bool:
+        return bool(self.all)
+
+    def pod_body(self, pod: api.Pod) -> bytes:
+        """The pod's JSON, encoded once for all the calls of a cycle about it."""
+        kept = self._pod
+        if kept is not None and kept[0] is pod:
+            return kept[1]
+        body = wire.encode_pod(pod)
+        self._pod = (pod, body)
+        return body
+
+    def forget_missing_nodes(self, names: Sequence[str]) -> None:
+        self._bodies.forget_missing(names)
+
+    def wait(self, calls: Coroutine[Any, Any, Result]) -> Result:
+        """Run extender calls for a synchronous caller. In a cycle that may pause, the
+        cycle pauses and the loop runs on until the answers come; otherwise (a
+        simulation, a pod group's trial that holds the loop) the caller waits."""
+        if can_await_in_cycle():
+            return await_in_cycle(calls)
+        return self._loop.run_blocking(calls)
+
+    async def close(self) -> None:
+        for extender in self.all:
+            extender.close()
+        await self._loop.close()

@@ -1,0 +1,117 @@
+"""Where a scheduling cycle asks the extenders, as upstream's schedule_one.go does:
+findNodesThatPassExtenders after the Filter plugins, and the extenders' part of
+prioritizeNodes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Final
+
+import numpy as np
+import numpy.typing as npt
+import structlog
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.decisions.record import ExtenderAnswer
+from kpysched.extenders.errors import ExtenderError
+from kpysched.extenders.extender import HTTPExtender
+from kpysched.extenders.registry import Extenders
+from kpysched.framework.diagnosis import Diagnosis
+from kpysched.framework.status import Status
+from kpysched.objects.pod import PodInfo
+
+log = structlog.get_logger(__name__)
+
+# Upstream's fake plugin name for "an extender rejected nodes": a pod it rejects
+# waits for any cluster event (no extender says which events could help).
+EXTENDER_PLUGIN: Final = "Extender"
+MAX_NODE_SCORE: Final = 100
+MAX_EXTENDER_PRIORITY: Final = 10
+
+
+def filter_nodes(extenders: Extenders, pod: PodInfo, feasible: Sequence[NodeInfo],
+                 diagnosis: Diagnosis,
+                 said: list[ExtenderAnswer] | None = None) -> list[NodeInfo] | Status:
+    """The feasible nodes every interested extender keeps, one extender after another
+    on what the previous left; the others' reasons go into the diagnosis. An Error
+    status when a non-ignorable extender fails."""
+    nodes = list(feasible)
+    body: bytes | None = None
+    for extender in extenders:
+        if not nodes:
+            break
+        if not extender.is_interested(pod.pod):
+            continue
+        if body is None:
+            body = extenders.pod_body(pod.pod)
+        try:
+            answer = extenders.wait(extender.filter(body, nodes))
+        except ExtenderError as error:
+            if said is not None and extender.is_filter:
+                said.append(ExtenderAnswer(extender.name, "filter", error=str(error),
+                                         skipped=extender.ignorable))
+            if extender.ignorable:
+                log.info("extender.skipped", extender=extender.name, pod=pod.key,
+                         error=str(error))
+                continue
+            return Status.error(str(error))
+        statuses = diagnosis.node_to_status
+        for name, reason in answer.failed_and_unresolvable.items():
+            statuses[name] = Status.unresolvable(reason)
+        for name, reason in answer.failed.items():
+            if name not in answer.failed_and_unresolvable:
+                statuses[name] = Status.unschedulable(reason)
+        if said is not None and extender.is_filter:
+            said.append(ExtenderAnswer(extender.name, "filter",
+                                     {**answer.failed, **answer.failed_and_unresolvable}))
+        nodes = answer.nodes
+    if len(nodes) != len(feasible):
+        diagnosis.unschedulable_plugins.add(EXTENDER_PLUGIN)
+    return nodes
+
+
+def prioritize(extenders: Extenders, pod: PodInfo, nodes: Sequence[NodeInfo],
+               said: list[ExtenderAnswer] | None = None) -> npt.NDArray[np.int64]:
+    """Each node's total of the interested extenders' scores (score x weight x
+    MaxNodeScore/MaxExtenderPriority), in the order of `nodes`. The extenders are asked
+    at once; one that fails gives no scores (upstream ignores prioritize errors)."""
+    totals = np.zeros(len(nodes), dtype=np.int64)
+    interested = [extender for extender in extenders if extender.is_interested(pod.pod)]
+    if not interested:
+        return totals
+    body = extenders.pod_body(pod.pod)
+
+    async def ask_all() -> list[list[tuple[str, int]] | BaseException]:
+        return await asyncio.gather(*(extender.prioritize(body, nodes)
+                                      for extender in interested), return_exceptions=True)
+
+    position = {node.name: index for index, node in enumerate(nodes)}
+    for extender, answer in zip(interested, extenders.wait(ask_all()), strict=True):
+        if isinstance(answer, BaseException):
+            if not isinstance(answer, ExtenderError):
+                raise answer
+            log.debug("extender.prioritize_failed", extender=extender.name, pod=pod.key,
+                      error=str(answer))
+            if said is not None:
+                said.append(ExtenderAnswer(extender.name, "prioritize", error=str(answer),
+                                         skipped=True))
+            continue
+        scores = _scaled(extender, answer)
+        for name, score in scores.items():
+            index = position.get(name)
+            if index is not None:
+                totals[index] += score
+        if said is not None and extender.is_prioritizer:
+            said.append(ExtenderAnswer(extender.name, "prioritize", scores=scores))
+    return totals
+
+
+def _scaled(extender: HTTPExtender, answer: list[tuple[str, int]]) -> dict[str, int]:
+    """Upstream adds every entry, even a host listed twice."""
+    factor = extender.weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+    scores: dict[str, int] = {}
+    for name, score in answer:
+        scores[name] = scores.get(name, 0) + score * factor
+    return scores

@@ -1,0 +1,131 @@
+"""POSTing JSON to one extender over kept-alive connections, as upstream's HTTPExtender
+sends: `<urlPrefix without trailing slashes>/<verb>`, Content-Type application/json,
+a 200 or an error naming the verb, the URL and the code, and httpTimeout for the
+whole exchange.
+
+The connections live on a loop of their own (one thread for all extenders), so a
+slow extender never holds the loop that carries the informers, the bindings and the
+events, and the pool stays bound to one loop whoever calls: a scheduling cycle (it
+pauses until the answer comes, see kpysched/framework/runtime/cooperative.py), a
+binding task, or a simulation with no loop at all.
+
+Failures read as Go's net/http client words them, because kube-scheduler puts the
+error's text in the pod's FailedScheduling event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import os
+import ssl
+import tempfile
+from collections.abc import Iterator
+from typing import Final
+from urllib.parse import urlsplit
+
+from kpysched.api.http11 import ConnectionPool, ProtocolError
+from kpysched.config.extenders import Extender
+from kpysched.extenders.errors import ExtenderError
+from kpysched.framework.runtime.loop_thread import LoopThread
+
+_OK: Final = 200
+
+
+class Transport:
+    """One extender's endpoint: where it is, how to reach it, how long to wait."""
+
+    def __init__(self, config: Extender, loop: LoopThread) -> None:
+        self.url_prefix = config.url_prefix.rstrip("/")
+        parts = urlsplit(self.url_prefix)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"extender urlPrefix {config.url_prefix!r} is not an http(s) URL")
+        secure = parts.scheme == "https"
+        port = parts.port or (443 if secure else 80)
+        self._address = f"{parts.hostname}:{port}"
+        self._base_path = parts.path
+        tls = _tls_context(config) if secure else None
+        server_name = (config.tls_config.server_name if config.tls_config else "") or None
+        self._pool = ConnectionPool(parts.hostname, port, tls, server_name or parts.hostname,
+                                    0, parts.netloc)
+        self._timeout = config.http_timeout
+        self._loop = loop
+
+    def url(self, verb: str) -> str:
+        return f"{self.url_prefix}/{verb}"
+
+    async def post(self, verb: str, body: bytes) -> bytes:
+        """The body of a 200 answer to `body` POSTed to `verb`, from the caller's loop;
+        ExtenderError otherwise."""
+        return await self._loop.run(self._post(verb, body))
+
+    async def _post(self, verb: str, body: bytes) -> bytes:
+        url = self.url(verb)
+        head = (f"POST {self._base_path}/{verb} HTTP/1.1\r\nHost: {self._pool.host_header}\r\n"
+                "User-Agent: kpysched\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1")
+        try:
+            async with asyncio.timeout(self._timeout):
+                reply = await self._pool.request(head, body)
+        except TimeoutError:
+            raise ExtenderError(f'Post "{url}": context deadline exceeded '
+                                "(Client.Timeout exceeded while awaiting headers)") from None
+        except ConnectionRefusedError:
+            raise ExtenderError(f'Post "{url}": dial tcp {self._address}: connect: '
+                                "connection refused") from None
+        except (OSError, ProtocolError) as error:
+            raise ExtenderError(f'Post "{url}": {_reason(error)}') from None
+        if reply.status != _OK:
+            raise ExtenderError(f"failed {verb} with extender at URL {url}, code {reply.status}")
+        return reply.body
+
+    def close(self) -> None:
+        self._loop.call_soon(self._pool.close)
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, ssl.SSLCertVerificationError):
+        return f"tls: failed to verify certificate: {error.verify_message}"
+    if isinstance(error, ConnectionResetError):
+        return "EOF"
+    return str(error) or type(error).__name__
+
+
+def _tls_context(config: Extender) -> ssl.SSLContext:
+    """TLS as upstream's makeTransport sets it up: the CA from caFile or caData (none:
+    the system's roots; enableHTTPS without a CA: no verification), a client
+    certificate from files or data, insecure, serverName."""
+    tls = config.tls_config
+    ca_file = tls.ca_file if tls else ""
+    ca_data = base64.b64decode(tls.ca_data).decode() if tls and tls.ca_data else None
+    context = ssl.create_default_context(cafile=ca_file or None, cadata=ca_data)
+    if tls is not None and (tls.cert_file or tls.cert_data):
+        with _key_pair_files(tls.cert_file, tls.cert_data, tls.key_file,
+                             tls.key_data) as (cert, key):
+            context.load_cert_chain(cert, key or None)
+    insecure = (tls is not None and tls.insecure) or (
+        config.enable_https and not ca_file and not ca_data)
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+@contextlib.contextmanager
+def _key_pair_files(cert_file: str, cert_data: str, key_file: str,
+                    key_data: str) -> Iterator[tuple[str, str]]:
+    """ssl reads a certificate and key only from files: data is written to private
+    temporary files for the moment it takes."""
+    with tempfile.TemporaryDirectory(prefix="kpysched-extender-") as directory:
+        paths = []
+        for name, given, data in (("cert", cert_file, cert_data), ("key", key_file, key_data)):
+            if not data:
+                paths.append(given)
+                continue
+            written = os.path.join(directory, name)
+            descriptor = os.open(written, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "wb") as out:
+                out.write(base64.b64decode(data))
+            paths.append(written)
+        yield paths[0], paths[1]

@@ -1,0 +1,207 @@
+"""The bodies upstream's extender protocol (k8s.io/kube-scheduler/extender/v1) sends
+and reads.
+
+Those types carry no JSON tags, so Go writes the field names as declared ("Pod",
+"NodeNames", "FailedNodes", "NumPDBViolations") and nil pointers and maps as null,
+and reads them back case-insensitively; so does this module. Pods and nodes are
+written from kpysched's decoded objects, which hold the fields scheduling reads (see
+docs/extenders.md), each node encoded once while it is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from kpysched.extenders.errors import ExtenderError
+from kpysched.objects import api
+
+_encode = msgspec.json.encode
+_decode = msgspec.json.decode
+_NULL = b"null"
+
+
+class BodyError(ExtenderError):
+    """An answer that is not the JSON its verb returns."""
+
+
+class NodeBodies:
+    """Each node's JSON, kept while the node object is the same one (an informer
+    update replaces it), so a cycle joins bytes instead of encoding 1000 nodes."""
+
+    def __init__(self) -> None:
+        self._by_name: dict[str, tuple[api.Node, bytes]] = {}
+
+    def encoded(self, node: api.Node) -> bytes:
+        name = node.metadata.name
+        kept = self._by_name.get(name)
+        if kept is not None and kept[0] is node:
+            return kept[1]
+        body = _encode(node)
+        self._by_name[name] = (node, body)
+        return body
+
+    def forget_missing(self, names: Iterable[str]) -> None:
+        """Drop nodes no longer in the cluster (called now and then)."""
+        present = set(names)
+        for gone in [name for name in self._by_name if name not in present]:
+            del self._by_name[gone]
+
+
+def extender_args(pod: bytes, nodes: Sequence[api.Node] | None,
+                  node_names: Sequence[str] | None, bodies: NodeBodies) -> bytes:
+    """ExtenderArgs: the pod and either the nodes (a v1.NodeList) or their names."""
+    if nodes is not None:
+        items = b",".join(bodies.encoded(node) for node in nodes)
+        node_list = b'{"metadata":{},"items":[' + items + b"]}"
+    else:
+        node_list = _NULL
+    names = _encode(list(node_names)) if node_names is not None else _NULL
+    return b'{"Pod":' + pod + b',"Nodes":' + node_list + b',"NodeNames":' + names + b"}"
+
+
+def encode_pod(pod: api.Pod) -> bytes:
+    return _encode(pod)
+
+
+@dataclass(slots=True)
+class FilterResult:
+    """ExtenderFilterResult; `node_names` holds the names from NodeNames or Nodes
+    (None when the answer had neither)."""
+
+    node_names: list[str] | None
+    from_node_names: bool
+    failed: dict[str, str] = field(default_factory=dict)
+    failed_and_unresolvable: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+
+
+def decode_filter_result(body: bytes) -> FilterResult:
+    answer = _object(body)
+    names = _get(answer, "NodeNames")
+    nodes = _get(answer, "Nodes")
+    node_names: list[str] | None = None
+    from_names = names is not None
+    if from_names:
+        node_names = [str(name) for name in _list(names, "NodeNames")]
+    elif nodes is not None:
+        items = _get(_mapping(nodes, "Nodes"), "items") or []
+        node_names = [str(_get(_mapping(_get(_mapping(item, "Nodes.items"), "metadata") or {},
+                                        "metadata"), "name") or "")
+                      for item in _list(items, "Nodes.items")]
+    return FilterResult(
+        node_names, from_names,
+        _string_map(_get(answer, "FailedNodes"), "FailedNodes"),
+        _string_map(_get(answer, "FailedAndUnresolvableNodes"), "FailedAndUnresolvableNodes"),
+        str(_get(answer, "Error") or ""))
+
+
+def decode_host_priorities(body: bytes) -> list[tuple[str, int]]:
+    """HostPriorityList as (host, score) pairs."""
+    answer = _parse(body)
+    if answer is None:
+        return []
+    pairs = []
+    for entry in _list(answer, "HostPriorityList"):
+        item = _mapping(entry, "HostPriority")
+        score = _get(item, "Score") or 0
+        if not isinstance(score, int) or isinstance(score, bool):
+            raise BodyError(f"HostPriority.Score is not an integer: {score!r}")
+        pairs.append((str(_get(item, "Host") or ""), score))
+    return pairs
+
+
+@dataclass(slots=True)
+class MetaVictims:
+    pod_uids: list[str]
+    num_pdb_violations: int
+
+
+def preemption_args(pod: bytes, victims: Mapping[str, tuple[Sequence[api.Pod], int]],
+                    node_cache_capable: bool) -> bytes:
+    """ExtenderPreemptionArgs: victims as whole pods, or by UID when the extender keeps
+    its own cache (nodeCacheCapable)."""
+    if node_cache_capable:
+        meta = {node: {"Pods": [{"UID": p.metadata.uid} for p in pods],
+                       "NumPDBViolations": violations}
+                for node, (pods, violations) in victims.items()}
+        return b'{"Pod":' + pod + b',"NodeNameToVictims":null,"NodeNameToMetaVictims":' \
+            + _encode(meta) + b"}"
+    whole = b",".join(
+        _encode(node) + b':{"Pods":[' + b",".join(_encode(p) for p in pods)
+        + b'],"NumPDBViolations":' + str(violations).encode() + b"}"
+        for node, (pods, violations) in victims.items())
+    return b'{"Pod":' + pod + b',"NodeNameToVictims":{' + whole \
+        + b'},"NodeNameToMetaVictims":null}'
+
+
+def decode_preemption_result(body: bytes) -> dict[str, MetaVictims | None]:
+    """ExtenderPreemptionResult.NodeNameToMetaVictims (None: a node given as null)."""
+    answer = _object(body)
+    by_node = _get(answer, "NodeNameToMetaVictims")
+    result: dict[str, MetaVictims | None] = {}
+    for node, entry in _mapping(by_node or {}, "NodeNameToMetaVictims").items():
+        if entry is None:
+            result[node] = None
+            continue
+        victims = _mapping(entry, "MetaVictims")
+        uids = [str(_get(_mapping(pod, "MetaPod"), "UID") or "")
+                for pod in _list(_get(victims, "Pods") or [], "MetaVictims.Pods")]
+        violations = _get(victims, "NumPDBViolations") or 0
+        result[node] = MetaVictims(uids, int(violations))
+    return result
+
+
+def binding_args(name: str, namespace: str, uid: str, node: str) -> bytes:
+    return _encode({"PodName": name, "PodNamespace": namespace, "PodUID": uid, "Node": node})
+
+
+def decode_binding_error(body: bytes) -> str:
+    """ExtenderBindingResult.Error ("" when bound)."""
+    return str(_get(_object(body), "Error") or "")
+
+
+# --- Go's encoding/json reading: null is the zero value, names match without case ------
+
+
+def _parse(body: bytes) -> Any:
+    try:
+        return _decode(body)
+    except msgspec.DecodeError as error:
+        raise BodyError(str(error)) from None
+
+
+def _object(body: bytes) -> Mapping[str, Any]:
+    answer = _parse(body)
+    return {} if answer is None else _mapping(answer, "answer")
+
+
+def _get(mapping: Mapping[str, Any], name: str) -> Any:
+    if name in mapping:
+        return mapping[name]
+    lowered = name.lower()
+    for key, value in mapping.items():
+        if key.lower() == lowered:
+            return value
+    return None
+
+
+def _mapping(value: Any, what: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise BodyError(f"{what} is not a JSON object")
+    return value
+
+
+def _list(value: Any, what: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise BodyError(f"{what} is not a JSON array")
+    return value
+
+
+def _string_map(value: Any, what: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    return {str(key): str(reason) for key, reason in _mapping(value, what).items()}
