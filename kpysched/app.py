@@ -23,6 +23,7 @@ from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, 
 from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
 from kpysched.config.features import Features
 from kpysched.config.written import effective_document
+from kpysched.decisions.api import DecisionLookup, PodAnswer
 from kpysched.decisions.endpoint import cleared_lease_annotations
 from kpysched.decisions.store import DecisionStore
 from kpysched.extenders.registry import Extenders
@@ -471,20 +472,52 @@ async def _serves(raw: RawApi, group_version: str, resource: str) -> bool | None
     return any(isinstance(r, dict) and r.get("name") == resource for r in resources)
 
 
-def _decision_lookup(scheduler: Scheduler, leading: Callable[[], bool],
-                     ) -> Callable[[str, str], list[dict[str, Any]] | None]:
+def _decision_lookup(scheduler: Scheduler, leading: Callable[[], bool]) -> DecisionLookup:
     """None while not leading: a standby says so (503) rather than "not found"."""
     store = scheduler.context.decisions
     if store is None:
-        log.warning("decisions.endpoint_empty", reason="--decision-records=0: nothing is "
-                    "recorded, so /debug/decisions answers 404 for every pod")
+        log.warning("decisions.endpoint_empty", reason="--decision-records=0: no attempt "
+                    "is recorded, so explain shows only where a pending pod waits")
 
-    def lookup(namespace: str, name: str) -> list[dict[str, Any]] | None:
+    def lookup(namespace: str, name: str) -> PodAnswer | None:
         if not leading():
             return None
-        return [] if store is None else store.for_pod(namespace, name)
+        decisions = [] if store is None else store.for_pod(namespace, name)
+        uid = decisions[-1]["uid"] if decisions else _pod_uid(scheduler, namespace, name)
+        return PodAnswer(decisions, _queue_state(scheduler, uid) if uid else None)
 
     return lookup
+
+
+def _pod_uid(scheduler: Scheduler, namespace: str, name: str) -> str:
+    """The uid of a pod never tried (gated, or waiting its first turn), from the pod
+    informer's store; read from the server's thread, hence the retry (see below)."""
+    pods = scheduler.context.pods
+    if pods is None:
+        return ""
+    for _ in range(_RACE_RETRIES):
+        try:
+            return next((uid for uid, pod in pods().items()
+                         if pod.metadata.name == name and pod.metadata.namespace == namespace),
+                        "")
+        except RuntimeError:  # the loop changed the store while this read it
+            continue
+    return ""
+
+
+# The server's thread reads the queue while the scheduling loop changes it: a read that
+# meets a dict or set changing size raises RuntimeError and is simply tried again.
+_RACE_RETRIES = 3
+
+
+def _queue_state(scheduler: Scheduler, uid: str) -> dict[str, Any] | None:
+    for _ in range(_RACE_RETRIES):
+        try:
+            state = scheduler.queue.state_of(uid)
+        except RuntimeError:
+            continue
+        return None if state is None else state.to_json()
+    return None
 
 
 def server_config(settings: Settings) -> ServerConfig:

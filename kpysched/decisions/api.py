@@ -14,6 +14,7 @@ availability probe)."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Final
 
 import msgspec
@@ -29,8 +30,30 @@ VERSION_PATH: Final = f"{GROUP_PATH}/{VERSION}"
 
 STANDBY_RETRY_AFTER_SECONDS: Final = 1
 AGGREGATED_DISCOVERY: Final = "g=apidiscovery.k8s.io"
-# A pod's decision records; None when this replica does not lead (a standby keeps none).
-DecisionLookup = Callable[[str, str], list[dict[str, Any]] | None]
+
+
+@dataclass(slots=True)
+class PodAnswer:
+    """What the leader knows of one pod: its decision records (JSON, oldest first) and,
+    while the queue holds it, where it waits and what would move it
+    (kpysched.queue.pod_state)."""
+
+    decisions: list[dict[str, Any]]
+    queue: dict[str, Any] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.decisions) or self.queue is not None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"decisions": self.decisions}
+        if self.queue is not None:
+            body["queue"] = self.queue
+        return body
+
+
+# A pod's answer by (namespace, name); None when this replica does not lead (a standby
+# keeps none).
+DecisionLookup = Callable[[str, str], PodAnswer | None]
 
 
 def path(namespace: str, name: str) -> str:
@@ -107,7 +130,7 @@ def _get(lookup: DecisionLookup) -> Callable[[web.Request], Awaitable[web.Respon
                           {"name": name, "group": GROUP, "kind": RESOURCE})
         body = {"kind": KIND, "apiVersion": GROUP_VERSION,
                 "metadata": {"name": name, "namespace": namespace},
-                "pod": f"{namespace}/{name}", "decisions": found}
+                "pod": f"{namespace}/{name}", **found.to_json()}
         return web.Response(body=msgspec.json.encode(body), content_type="application/json")
 
     return handler

@@ -10,15 +10,20 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Final
 
+from kpysched.explain.queue_render import render_queue
+
 EXAMPLES: Final = 3
 DEFAULT_TOP: Final = 5
 
 
 def render(body: dict[str, Any], top: int = DEFAULT_TOP, every_attempt: bool = False) -> str:
     decisions: list[dict[str, Any]] = body.get("decisions") or []
+    lines = render_queue(body.get("queue"))
     if not decisions:
-        return f"No scheduling decision is kept for pod {body.get('pod', '?')}.\n"
-    lines: list[str] = []
+        lines.append(f"No scheduling decision is kept for pod {body.get('pod', '?')}.")
+        return "\n".join(lines) + "\n"
+    if lines:
+        lines.append("")
     shown = decisions if every_attempt else decisions[-1:]
     for decision in shown:
         lines += _decision(decision, top)

@@ -89,10 +89,13 @@ class QueueingHints:
         found = self._matching.get(key)
         if found is None:
             # A plugin the profile does not list (a removed profile's) wakes on anything.
-            registered = self._by_profile.get(profile, {}).get(plugin, _ANYTHING)
-            found = tuple(r for r in registered if r.event.matches(event))
+            found = tuple(r for r in self.registered(profile, plugin) if r.event.matches(event))
             self._matching[key] = found
         return found
+
+    def registered(self, profile: str, plugin: str) -> tuple[ClusterEventWithHint, ...]:
+        """What `plugin` of `profile` registered (anything, for a plugin it does not list)."""
+        return self._by_profile.get(profile, {}).get(plugin, _ANYTHING)
 
     def hears(self, profile: str, plugin: str, event: ClusterEvent) -> bool:
         """Whether `plugin` registered for the event at all (no hint asked)."""

@@ -37,9 +37,10 @@ from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 from kpysched.queue.backoff import BackoffQueue, FailureCounts, Less
 from kpysched.queue.gated import GatedPods
-from kpysched.queue.hints import QueueingHints, Strategy
+from kpysched.queue.hints import QueueingHints, Strategy, rejectors
 from kpysched.queue.in_flight import InFlightEvents
 from kpysched.queue.nominator import Nominator
+from kpysched.queue.pod_state import PodQueueState, triggers, wall_clock
 from kpysched.queue.unschedulable import UnschedulablePods
 
 UNSCHEDULABLE_MAX_SECONDS = 300.0  # upstream's podMaxInUnschedulablePodsDuration
@@ -515,6 +516,52 @@ class SchedulingQueue:
             "unschedulable": len(self._unschedulable),
             "gated": len(self._gated),
         }
+
+    def state_of(self, uid: str) -> PodQueueState | None:
+        """Where the pod is and what would move it on (for explain); None when the
+        queue does not hold it (bound, not ours, or deleted)."""
+        # Read from the HTTP server's thread too: the pod may move between the two
+        # looks, so look again once.
+        for _ in range(2):
+            queue = self.where(uid)
+            if queue is None:
+                return None
+            info = self._info_in(queue, uid)
+            if info is not None:
+                break
+        else:
+            return None
+        now = self._clock()
+        wall = wall_clock(now)
+        state = PodQueueState("inFlight" if queue == "in_flight" else queue, info.attempts,
+                              sorted(info.unschedulable_plugins),
+                              sorted(info.pending_plugins), info.gating_plugin if info.gated
+                              else "", nominated_node=self.nominator.node_of(uid))
+        if queue == "backoff":
+            state.backoff_until = wall(self._backoff_expiry(info))
+        if queue in ("unschedulable", "gated"):
+            since = max(info.timestamp, self._flushed_at.get(uid, info.timestamp))
+            state.waiting_since = wall(info.timestamp)
+            state.moved_by_flush_at = wall(since + self._max_unschedulable_seconds)
+            profile = info.pod_info.pod.spec.scheduler_name
+            for plugin in sorted(rejectors(info)):
+                state.requeue_on += triggers(plugin, self.hints.registered(profile, plugin))
+        return state
+
+    def _info_in(self, queue: str, uid: str) -> QueuedPodInfo | None:
+        found: QueuedPodInfo | None
+        if queue == "active":
+            entry = self._active_by_uid.get(uid)
+            found = entry.info if entry is not None else None
+        elif queue == "backoff":
+            found = self._backoff.get(uid)
+        elif queue == "unschedulable":
+            found = self._unschedulable.get(uid)
+        elif queue == "gated":
+            found = self._gated.get(uid)
+        else:
+            found = self._in_flight.get(uid)
+        return found
 
     def where(self, uid: str) -> str | None:
         for name, holder in (("active", self._active_by_uid), ("backoff", self._backoff),

@@ -352,7 +352,7 @@ def _decisions(lookup: DecisionLookup) -> Callable[[web.Request], Awaitable[web.
     async def handler(request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["pod"]
         pod = f"{namespace}/{name}"
-        found = lookup(namespace, name) or []
+        found = lookup(namespace, name)
         if not found:
             body: dict[str, Any] = {
                 "pod": pod, "decisions": [],
@@ -360,7 +360,7 @@ def _decisions(lookup: DecisionLookup) -> Callable[[web.Request], Awaitable[web.
                            "has not tried it since it became leader, or its record was "
                            "evicted (--decision-records)"}
             return web.json_response(body, status=404, dumps=_dumps)
-        return web.json_response({"pod": pod, "decisions": found}, dumps=_dumps)
+        return web.json_response({"pod": pod, **found.to_json()}, dumps=_dumps)
 
     return handler
 

@@ -101,6 +101,42 @@ async def test_pending_pod_names_each_failing_plugin_with_the_event_counts(
     assert Counter({reason: count for (_, reason), count in rows.items()}) == expected
     assert {plugin for plugin, _ in rows} >= set(groups)
     assert "0/" in table and "Unschedulable" in table
+    # Where it waits: among the unschedulable pods (or backing off, if a node event
+    # came after its attempt), with the plugins that rejected it and, when it waits for
+    # an event, what each registered for (NodeResourcesFit hears a node being added).
+    queue = raw["queue"]
+    assert queue["queue"] in ("unschedulable", "backoff", "active", "inFlight"), queue
+    assert queue["attempts"] >= 1
+    assert set(queue["rejectedBy"]) >= set(groups), queue
+    if queue["queue"] == "unschedulable":
+        assert {"plugin": "NodeResourcesFit", "event": "NodeAdd",
+                "text": "a node is added"} in queue["requeueOn"]
+        assert "NodeResourcesFit: " in table and "a node is added (NodeAdd)" in table
+    assert table.startswith("Queue: ")
+
+
+async def test_a_gated_pod_never_tried_says_where_it_waits_and_what_frees_it(
+    cluster: ClusterState, api: client.ApiClient, namespace: str,
+) -> None:
+    body = kube.pod_body("held", scheduler_name=SCHEDULER)
+    body["spec"]["schedulingGates"] = [{"name": "example.com/quota"}]
+    await kube.create_pod(api, namespace, body)
+    with aggregated.decisions_api(cluster):
+        async def answered() -> dict[str, Any] | None:
+            result = explain(cluster, f"{namespace}/held", "-o", "json")
+            return json.loads(result.stdout) if result.returncode == 0 else None
+
+        raw = await kube.wait_for(answered, 30, "explain to answer for the gated pod")
+        table = explained(cluster, f"{namespace}/held")
+    print(table)
+    assert raw["decisions"] == []
+    assert raw["queue"]["queue"] == "gated" and raw["queue"]["gatedBy"] == "SchedulingGates"
+    assert raw["queue"]["attempts"] == 0
+    assert [t["event"] for t in raw["queue"]["requeueOn"]] == [
+        "PodUpdatePodSchedulingGatesEliminated"]
+    assert table.splitlines()[:2] == [
+        "Queue: held back before the queue (PreEnqueue); 0 attempt(s) so far",
+        "  gated by plugin SchedulingGates"]
 
 
 async def test_bound_pod_top_score_is_its_node_and_ties_are_shown(

@@ -8,18 +8,23 @@ from typing import Any
 import aiohttp
 import pytest
 
-from kpysched.decisions.api import GROUP_VERSION, path
+from kpysched.decisions.api import GROUP_VERSION, PodAnswer, path
 from kpysched.metrics import SchedulerMetrics
 from kpysched.serving.server import Server, ServerConfig
 
 RECORD = {"outcome": "Unschedulable"}
+GATED = {"queue": "gated", "attempts": 0, "gatedBy": "SchedulingGates"}
 
 
 def _lookup(leading: bool) -> Any:
-    def lookup(namespace: str, name: str) -> list[dict[str, Any]] | None:
+    def lookup(namespace: str, name: str) -> PodAnswer | None:
         if not leading:
             return None
-        return [RECORD] if (namespace, name) == ("ns", "p") else []
+        if (namespace, name) == ("ns", "p"):
+            return PodAnswer([RECORD])
+        if (namespace, name) == ("ns", "gated"):
+            return PodAnswer([], GATED)  # never tried: only where it waits
+        return PodAnswer([])
 
     return lookup
 
@@ -38,6 +43,9 @@ async def _get(leading: bool, url_path: str, accept: str = "application/json",
                  {"kind": "PodDecisions", "apiVersion": GROUP_VERSION,
                   "metadata": {"name": "p", "namespace": "ns"}, "pod": "ns/p",
                   "decisions": [RECORD]}, None, id="records"),
+    pytest.param(True, path("ns", "gated"), 200,
+                 {"kind": "PodDecisions", "pod": "ns/gated", "decisions": [], "queue": GATED},
+                 None, id="never-tried-but-queued"),
     pytest.param(True, path("ns", "other"), 404,
                  {"kind": "Status", "reason": "NotFound", "code": 404,
                   "details": {"name": "other", "group": "decisions.kpysched.io",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import aiohttp
 
+from kpysched.decisions.api import PodAnswer
 from kpysched.decisions.endpoint import (
     ADDRESS_ANNOTATION,
     POD_ANNOTATION,
@@ -25,7 +26,7 @@ async def test_serves_a_pods_decisions_and_404_for_a_pod_never_seen() -> None:
     store = DecisionStore(10)
     store.add(Decision("ns/p", "u", "kpysched", 1, "t", node="n1", outcome="Bound"))
     async with Server(ServerConfig("127.0.0.1", 0), SchedulerMetrics(),
-                      decisions=store.for_pod) as server:
+                      decisions=lambda ns, name: PodAnswer(store.for_pod(ns, name))) as server:
         status, body = await get(server, "/debug/decisions/ns/p")
         assert status == 200
         assert body["pod"] == "ns/p"

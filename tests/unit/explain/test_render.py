@@ -114,3 +114,33 @@ def test_earlier_attempts_listed_and_shown_in_full_with_all() -> None:
 def test_no_decision() -> None:
     assert render({"pod": "ns/x", "decisions": []}) == \
         "No scheduling decision is kept for pod ns/x.\n"
+
+
+def test_a_pod_never_tried_shows_where_it_waits_and_what_would_move_it() -> None:
+    queue = {"queue": "gated", "attempts": 0, "gatedBy": "SchedulingGates",
+             "waitingSince": "2026-11-27T12:00:00Z", "movedByFlushAt": "2026-11-27T12:05:00Z",
+             "requeueOn": [{"plugin": "SchedulingGates",
+                            "event": "PodUpdatePodSchedulingGatesEliminated",
+                            "text": "a pod loses its last scheduling gate"}]}
+    text = render({"pod": "ns/x", "decisions": [], "queue": queue})
+    assert text.splitlines() == [
+        "Queue: held back before the queue (PreEnqueue); 0 attempt(s) so far",
+        "  gated by plugin SchedulingGates",
+        "  waiting since 2026-11-27T12:00:00Z; moved back at the latest at "
+        "2026-11-27T12:05:00Z (podMaxInUnschedulablePodsDuration)",
+        "  tried again when (as the rejecting plugins' queueing hints decide):",
+        "    SchedulingGates: a pod loses its last scheduling gate "
+        "(PodUpdatePodSchedulingGatesEliminated)",
+        "No scheduling decision is kept for pod ns/x.",
+    ]
+
+
+def test_the_queue_comes_before_the_last_attempt() -> None:
+    queue = {"queue": "backoff", "attempts": 2, "backoffUntil": "2026-11-27T12:00:02Z",
+             "rejectedBy": ["NodeResourcesFit"]}
+    answer = {**body(pending()), "queue": queue}
+    lines = render(answer).splitlines()
+    assert lines[:4] == ["Queue: backing off after a failed attempt; 2 attempt(s) so far",
+                         "  backoff ends at 2026-11-27T12:00:02Z",
+                         "  rejected by: NodeResourcesFit", ""]
+    assert lines[4].startswith("Pod ")
