@@ -19,7 +19,7 @@ from kpysched.extenders.errors import ExtenderError
 from kpysched.extenders.extender import HTTPExtender
 from kpysched.extenders.registry import Extenders
 from kpysched.framework.diagnosis import Diagnosis
-from kpysched.framework.status import Status
+from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
 
 log = structlog.get_logger(__name__)
@@ -106,6 +106,25 @@ def prioritize(extenders: Extenders, pod: PodInfo, nodes: Sequence[NodeInfo],
         if said is not None and extender.is_prioritizer:
             said.append(ExtenderAnswer(extender.name, "prioritize", scores=scores))
     return totals
+
+
+async def bind(extenders: Extenders, pod: PodInfo, node: str) -> Status | None:
+    """Upstream's extendersBinding: the first binder extender interested in the pod
+    binds it (an ignorable one that fails passes the turn on); None when none did, and
+    the bind plugins do it."""
+    for extender in extenders:
+        if not extender.is_binder or not extender.is_interested(pod.pod):
+            continue
+        try:
+            await extender.bind(pod.pod, node)
+        except ExtenderError as error:
+            if extender.ignorable:
+                log.info("extender.skipped", extender=extender.name, pod=pod.key, verb="bind",
+                         error=str(error))
+                continue
+            return Status.error(str(error))
+        return SUCCESS
+    return None
 
 
 def _scaled(extender: HTTPExtender, answer: list[tuple[str, int]]) -> dict[str, int]:

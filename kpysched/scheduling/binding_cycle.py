@@ -17,6 +17,7 @@ import time
 import structlog
 
 from kpysched.decisions import record as decisions
+from kpysched.extenders import steps as extender_steps
 from kpysched.framework.cluster_events import ASSIGNED_POD_DELETE
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.status import Code, Status
@@ -130,7 +131,7 @@ class BindingCycle:
         if status.ok:
             stage = "Bind"
             bind_started = time.perf_counter()
-            status = await framework.run_bind(state, assumed, node)
+            status = await self._bind(attempt, assumed, node)
             if status.code == Code.SKIP:
                 status = Status.error("no bind plugin bound the pod")
             context.metrics.bind_finished("success" if status.ok else "error",
@@ -149,6 +150,16 @@ class BindingCycle:
             status = Status.error(
                 f"running {stage} plugin \"{status.plugin}\": {status.message()}", status.plugin)
         return status
+
+    async def _bind(self, attempt: Attempt, assumed: PodInfo, node: str) -> Status:
+        """A binding extender interested in the pod binds it; otherwise the profile's
+        Bind plugins do (upstream's bind: extenders first)."""
+        extenders = self._context.algorithm.extenders
+        if extenders is not None:
+            bound = await extender_steps.bind(extenders, assumed, node)
+            if bound is not None:
+                return bound
+        return await attempt.framework.run_bind(attempt.state, assumed, node)
 
     def _failed(self, attempt: Attempt, assumed: PodInfo, node: str, status: Status) -> None:
         """Upstream's handleBindingCycleError: undo, requeue, and treat the forgotten
