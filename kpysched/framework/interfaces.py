@@ -152,6 +152,37 @@ class PluginMetrics(Protocol):
         ...
 
 
+@dataclass(slots=True, frozen=True)
+class Victims:
+    """The pods to evict on one node and how many PDBs that violates (upstream's
+    extenderv1.Victims)."""
+
+    pods: tuple[PodInfo, ...]
+    num_pdb_violations: int = 0
+
+
+class Extender(Protocol):
+    """A scheduler extender as preemption sees it (upstream's fwk.Extender, reached
+    through Handle.Extenders() in the Evaluator's callExtenders)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def ignorable(self) -> bool: ...
+
+    @property
+    def supports_preemption(self) -> bool: ...
+
+    def is_interested(self, pod: api.Pod) -> bool: ...
+
+    def process_preemption(self, pod: PodInfo, victims: Mapping[str, Victims],
+                           snapshot: Snapshot) -> dict[str, Victims] | Status:
+        """The victims the extender keeps, by node (a node it leaves out is no longer
+        a candidate); an Error status when the call failed. Waits for the answer."""
+        ...
+
+
 class SharedHandle(Protocol):
     """What the scheduler offers every profile's framework."""
 
@@ -258,6 +289,10 @@ class SharedHandle(Protocol):
         """Actuate a preemption without waiting: mark each victim with the
         DisruptionTarget condition, delete it, record a Preempted event, and clear the
         nominations of lower-priority pods on the node. Returns at once."""
+        ...
+
+    def extenders(self) -> Sequence[Extender]:
+        """The configured scheduler extenders, in the order they are called."""
         ...
 
 

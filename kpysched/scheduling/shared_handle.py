@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from kpysched.api.response import ApiRequester
 from kpysched.cache.pod_groups import PodGroupState
+from kpysched.extenders.preemption import PreemptionExtender
+from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
 from kpysched.informers.listers import Listers, ResourceListers, StorageListers
@@ -70,6 +72,7 @@ class SchedulerHandle:
         self._listers = listers
         self._raw = raw
         self._served: CycleContext | None = None
+        self._preemption_extenders: tuple[PreemptionExtender, ...] | None = None
 
     def serve(self, context: CycleContext) -> None:
         """Connect the handle to the cycles it serves (see the module docstring)."""
@@ -178,3 +181,12 @@ class SchedulerHandle:
                 plugin: str) -> None:
         # At once, or held while a Coscheduling group is tried (preemption_sink.py).
         self._context().preemptions.preempt(preemptor, node_name, victims, plugin)
+
+    def extenders(self) -> Sequence[fw.Extender]:
+        extenders = self._context().algorithm.extenders
+        if extenders is None:
+            return ()
+        if self._preemption_extenders is None:
+            self._preemption_extenders = tuple(
+                PreemptionExtender(extender, extenders) for extender in extenders)
+        return self._preemption_extenders

@@ -382,6 +382,9 @@ class FakeHandle:
                 plugin: str) -> None:
         self.preemptions.append((preemptor.key, node_name, [v.key for v in victims], plugin))
 
+    def extenders(self) -> Sequence[Any]:
+        return ()
+
 
 def make_pod_group(name: str, min_count: int | None = None,
                    namespace: str = "default") -> PodGroup:

@@ -114,6 +114,9 @@ class ProfileHandle:
                 plugin: str) -> None:
         self._shared.preempt(preemptor, node_name, victims, plugin)
 
+    def extenders(self) -> Sequence[fw.Extender]:
+        return self._shared.extenders()
+
     def run_filter_with_nominated(self, state: CycleState, pod: PodInfo, node: NodeInfo,
                                   node_only_passed: bool = False) -> Status:
         framework = self._framework

@@ -57,6 +57,7 @@ from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins._shared.args import invalid
 from kpysched.plugins.default_preemption.batch import NodeVictims, select_victims_on_nodes
+from kpysched.plugins.default_preemption.extenders import call_extenders
 from kpysched.plugins.default_preemption.selection import (
     Candidate,
     aggregate_errors,
@@ -76,6 +77,7 @@ REASON_TERMINATING_ON_NOMINATED = "not eligible due to a terminating pod on the 
 REASON_NO_VICTIMS = "No preemption victims found for incoming pod"
 REASON_NOT_HELPFUL = "Preemption is not helpful for scheduling"
 REASON_NO_NODES = "no nodes available"
+REASON_NO_CANDIDATE = "no candidate node for preemption"
 
 PREEMPT_NEVER = "Never"
 
@@ -244,6 +246,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                                   absent_status=Status.unresolvable(REASON_NOT_HELPFUL))
             return PostFilterResult(""), Status.unschedulable(fit_error.message())
 
+        narrowed = call_extenders(self._handle, pod, candidates)
+        if isinstance(narrowed, Status):
+            return None, narrowed
+        if not narrowed:
+            return None, Status.unschedulable(REASON_NO_CANDIDATE)
+        candidates = list(narrowed)
         best, criterion = self.select_candidate_and_criterion(candidates)
         if state.decision is not None:
             state.decision.preemption = Preemption(

@@ -1,0 +1,48 @@
+"""A scheduler built as the application builds it (over a recording API) with
+`extenders:` in its configuration: feed it pods, run the queue dry, read the writes."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from kpysched.api.client import RawApi
+from kpysched.app import build_scheduler
+from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
+from kpysched.informers.listers import Listers
+from kpysched.objects import api
+from kpysched.plugins import IN_TREE
+from kpysched.scheduling.event_handlers import PodEventHandler
+from tests.unit.api_double import RecordingApi
+from tests.unit.builders import make_node
+
+
+async def schedule_with(extenders: list[dict[str, Any]], *pods: api.Pod,
+                        node_cpu: str = "4") -> RecordingApi:
+    """Node n1 with `node_cpu` CPUs; pods with a nodeName are placed there first."""
+    config = parse_config({"apiVersion": API_VERSION, "kind": KIND, "extenders": extenders})
+    recording = RecordingApi()
+    scheduler = build_scheduler(config, build_profiles(config, IN_TREE), IN_TREE,
+                                cast(RawApi, recording), Listers())
+    try:
+        scheduler.cache.add_or_update_node(
+            make_node("n1").capacity(cpu=node_cpu, memory="8Gi", pods=110).obj())
+        handler = PodEventHandler(scheduler, scheduler.context.writes.events)
+        for pod in pods:
+            pod.spec.scheduler_name = "kpysched"
+            handler.on_add(pod)
+        queue = scheduler.queue
+        while queue.pending_counts()["active"]:
+            queued = await queue.pop()
+            assert queued is not None
+            scheduler.schedule_one(queued)
+        await scheduler.drain_writes(timeout=5)
+    finally:
+        in_use = scheduler.context.algorithm.extenders
+        if in_use is not None:
+            await in_use.close()
+    return recording
+
+
+def failed_scheduling(recording: RecordingApi) -> list[str]:
+    return [body["note"] for body in recording.sent("POST", "/events")
+            if body["reason"] == "FailedScheduling"]
