@@ -19,6 +19,8 @@ from kpysched.explain.client import (
     fetch,
 )
 from kpysched.explain.render import DEFAULT_TOP, render
+from kpysched.explain.suggesting import pending, suggest
+from kpysched.suggest.report import render_suggestions
 
 EXIT_EXPLAINED: Final = 0
 EXIT_NOT_SEEN: Final = 1
@@ -92,6 +94,13 @@ def _parser(prog: str) -> argparse.ArgumentParser:
         parser.add_argument(flag, help=argparse.SUPPRESS)
     parser.add_argument("--request-timeout", type=float, default=10.0, metavar="SECONDS",
                         help="per request (default 10)")
+    parser.add_argument("--no-suggest", action="store_false", dest="suggest",
+                        help="for a pending pod, do not look for the changes that would "
+                             "make it fit (they need read access to the cluster's nodes "
+                             "and pods, and a simulation of it)")
+    parser.add_argument("--config", dest="scheduler_config",
+                        help="the scheduler's KubeSchedulerConfiguration, for checking "
+                             "suggested changes (default: upstream's default profile)")
     return parser
 
 
@@ -126,10 +135,19 @@ def main(args: Sequence[str], prog: str = "kpysched explain") -> int:
     except UnreachableError as error:
         print(f"{prog}: {error}", file=sys.stderr)
         return EXIT_UNREACHABLE
+    if options.suggest and answer.status == 200 and pending(answer.body):
+        found = asyncio.run(suggest(options, namespace, name))
+        if isinstance(found, str):
+            print(f"{prog}: no suggestions: {found}", file=sys.stderr)
+        else:
+            answer.body["suggestions"] = found
     if options.output == "json":
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(answer.body)).decode() + "\n")
     elif answer.status == 200:
         sys.stdout.write(render(answer.body, options.top, options.every_attempt))
+        suggestions = render_suggestions(answer.body.get("suggestions"))
+        if suggestions:
+            sys.stdout.write("\n".join(["", *suggestions, ""]))
     if answer.status == 200:
         print(f"({prog}: asked {answer.source})", file=sys.stderr)
     else:
