@@ -69,6 +69,7 @@ def _decision(decision: dict[str, Any], top: int) -> list[str]:
                      "by preemption)")
     lines.append("")
     lines += _filter(decision)
+    lines += _extenders(decision, top)
     lines += _scores(decision, top)
     lines += _preemption(decision)
     return lines
@@ -99,7 +100,8 @@ def _filter(decision: dict[str, Any]) -> list[str]:
         head = f"Filter: no node fits; {total} nodes rejected"
     lines.append(head + (":" if groups else ""))
     if groups:
-        rows = [[plugin, str(count), reason, _examples(nodes, EXAMPLES, count)]
+        # An extender's verdict names no plugin, as upstream's does not.
+        rows = [[plugin or "Extender", str(count), reason, _examples(nodes, EXAMPLES, count)]
                 for (plugin, reason), (count, nodes) in sorted(
                     groups.items(), key=lambda item: (-item[1][0], item[0]))]
         lines += _table(["PLUGIN", "NODES", "REASON", "EXAMPLES"], rows, right={1})
@@ -140,6 +142,39 @@ def _scores(decision: dict[str, Any], top: int) -> list[str]:
     lines += _table(header, rows, right=set(range(1, len(header) - 1)))
     lines.append("")
     return lines
+
+
+def _extenders(decision: dict[str, Any], top: int) -> list[str]:
+    """What each scheduler extender said: the nodes its filter rejected and why, its
+    prioritize scores as they count in the totals, or how its call failed."""
+    answers: list[dict[str, Any]] = decision.get("extenders") or []
+    lines: list[str] = []
+    for answer in answers:
+        name, verb = answer["extender"], answer["verb"]
+        if answer.get("error"):
+            what = "skipped (ignorable)" if answer.get("skipped") else "failed"
+            if verb == "prioritize":
+                what = "gave no scores"
+            lines.append(f"Extender {name} {verb}: {what}: {answer['error']}")
+        elif verb == "filter":
+            failed: dict[str, str] = answer.get("failed") or {}
+            if not failed:
+                lines.append(f"Extender {name} filter: kept every node it was given")
+                continue
+            by_reason: dict[str, list[str]] = defaultdict(list)
+            for node, reason in failed.items():
+                by_reason[reason].append(node)
+            lines.append(f"Extender {name} filter: rejected {len(failed)} node(s):")
+            rows = [[str(len(nodes)), reason, _examples(nodes, EXAMPLES)]
+                    for reason, nodes in sorted(by_reason.items(),
+                                                key=lambda item: (-len(item[1]), item[0]))]
+            lines += _table(["NODES", "REASON", "EXAMPLES"], rows, right={0})
+        else:
+            scores: dict[str, int] = answer.get("scores") or {}
+            best = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:max(top, 1)]
+            lines.append(f"Extender {name} {verb} (score x weight x 10, in the totals): "
+                         + (", ".join(f"{node}={score}" for node, score in best) or "none"))
+    return [*lines, ""] if lines else []
 
 
 def _preemption(decision: dict[str, Any]) -> list[str]:

@@ -128,6 +128,9 @@ def _simulate_parser() -> argparse.ArgumentParser:
                         help="seed for tie-breaks between equally scored nodes and for "
                              "generated pod names (default 0): the same inputs give the "
                              "same output")
+    parser.add_argument("--no-extenders", action="store_true",
+                        help="do not call the configuration's scheduler extenders (they are "
+                        "called by default, for filter, prioritize and preempt; never bind)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress on stderr")
     return parser
 
@@ -226,6 +229,15 @@ async def _simulate(options: argparse.Namespace) -> int:
     except (InputError, ExpandError) as error:
         return _error(str(error), EXIT_USAGE)
 
+    if config.extenders:
+        names = ", ".join(extender.url_prefix for extender in config.extenders)
+        if options.no_extenders:
+            config = config.model_copy(update={"extenders": []})
+            print(f"simulate: --no-extenders: not calling the configured extenders ({names})",
+                  file=sys.stderr)
+        elif not options.quiet:
+            print(f"simulate: calling the configured extenders ({names}) for filter, "
+                  "prioritize and preempt; binding is simulated", file=sys.stderr)
     simulation = Simulation(config, profiles, registry, seed=options.seed)
     simulation.load(world)
     progress = not options.quiet and len(pods) >= 100

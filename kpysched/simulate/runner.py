@@ -153,6 +153,10 @@ class Simulation:
         # attempts of one step.
         # The seed breaks ties as a live kpysched started with the same tie_break_seed
         # (KPYSCHED_TIE_BREAK_SEED) does.
+        # The extenders are asked what they would decide, but never to bind: a
+        # simulation writes nothing anywhere.
+        config = config.model_copy(update={"extenders": [
+            extender.model_copy(update={"bind_verb": ""}) for extender in config.extenders]})
         self.scheduler = build_scheduler(config, profiles, registry, cast(RawApi, self.api),
                                          self.listers, decision_records=10_000,
                                          tie_break_seed=seed)
@@ -285,3 +289,6 @@ class Simulation:
 
     async def close(self) -> None:
         await self.scheduler.abort_writes()
+        extenders = self.scheduler.context.algorithm.extenders
+        if extenders is not None:
+            await extenders.close()
