@@ -52,9 +52,6 @@ class Extenders:
         self._pod = (pod, body)
         return body
 
-    def forget_missing_nodes(self, names: Sequence[str]) -> None:
-        self._bodies.forget_missing(names)
-
     def wait(self, calls: Coroutine[Any, Any, Result]) -> Result:
         """Run extender calls for a synchronous caller. In a cycle that may pause, the
         cycle pauses and the loop runs on until the answers come; otherwise (a

@@ -10,7 +10,7 @@ docs/extenders.md), each node encoded once while it is unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,25 +30,43 @@ class BodyError(ExtenderError):
 
 class NodeBodies:
     """Each node's JSON, kept while the node object is the same one (an informer
-    update replaces it), so a cycle joins bytes instead of encoding 1000 nodes."""
+    update replaces it), so a cycle joins bytes instead of encoding 1000 nodes.
+
+    Entries of nodes no cycle sent for a while (deleted nodes, mostly) are dropped
+    in rounds: a round ends after as many fresh encodings as there were entries when
+    it began (64 at least), and the next begins by dropping what neither it nor the
+    round before used."""
 
     def __init__(self) -> None:
-        self._by_name: dict[str, tuple[api.Node, bytes]] = {}
+        self._by_name: dict[str, tuple[api.Node, bytes, int]] = {}
+        self._round = 0
+        self._encoded_this_round = 0
+        self._round_length = 64
+
+    def __len__(self) -> int:
+        return len(self._by_name)
 
     def encoded(self, node: api.Node) -> bytes:
         name = node.metadata.name
         kept = self._by_name.get(name)
         if kept is not None and kept[0] is node:
+            if kept[2] != self._round:
+                self._by_name[name] = (node, kept[1], self._round)
             return kept[1]
         body = _encode(node)
-        self._by_name[name] = (node, body)
+        self._by_name[name] = (node, body, self._round)
+        self._encoded_this_round += 1
+        if self._encoded_this_round > self._round_length:
+            self._next_round()
         return body
 
-    def forget_missing(self, names: Iterable[str]) -> None:
-        """Drop nodes no longer in the cluster (called now and then)."""
-        present = set(names)
-        for gone in [name for name in self._by_name if name not in present]:
-            del self._by_name[gone]
+    def _next_round(self) -> None:
+        oldest_kept = self._round - 1
+        self._by_name = {name: entry for name, entry in self._by_name.items()
+                         if entry[2] >= oldest_kept}
+        self._round += 1
+        self._encoded_this_round = 0
+        self._round_length = max(len(self._by_name), 64)
 
 
 def extender_args(pod: bytes, nodes: Sequence[api.Node] | None,
