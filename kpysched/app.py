@@ -452,6 +452,9 @@ async def _supervise(scheduler: Scheduler, informers: _Informers, leadership: _L
         elif work is not None and work.exception() is not None:
             raise work.exception()  # type: ignore[misc]
         await scheduler.drain_writes(SHUTDOWN_GRACE_SECONDS)
+        extenders = scheduler.context.algorithm.extenders
+        if extenders is not None:
+            await extenders.close()  # their kept-alive connections and loop thread
         for task in background:
             task.cancel()
 
