@@ -27,6 +27,12 @@ WorldChange = Callable[[list[api.Node]], list[api.Node]]
 MAX_STEPS = 4
 _SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
 _CPU, _MEMORY = "cpu", "memory"
+_UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+
+# Among fixes that open as many nodes, the smaller change first: the pod's own spec,
+# then the cluster's, buying a node last.
+PREFERENCE = ("gates", "toleration", "node-selector", "node-affinity", "host-port", "request",
+              "spread", "podAffinity", "podAntiAffinity", "uncordon", "priority", "new-node")
 
 
 @dataclass(slots=True)
@@ -79,7 +85,7 @@ def candidates(pod: PodDocument, rejections: Rejections, nodes: Sequence[api.Nod
                free: FreeSpace, priorities: Iterable[int]) -> list[Candidate]:
     """Every candidate the rejections suggest, in the Filter plugins' order."""
     by_name = {node.metadata.name: node for node in nodes}
-    found: list[Candidate] = []
+    found: list[Candidate] = _gates(pod)
     plugins = rejections.plugins
     if "NodeUnschedulable" in plugins:
         found.append(_uncordon(rejections.nodes_of("NodeUnschedulable")))
@@ -91,7 +97,11 @@ def candidates(pod: PodDocument, rejections: Rejections, nodes: Sequence[api.Nod
     if "NodePorts" in plugins:
         found += _host_ports(pod)
     if "NodeResourcesFit" in plugins:
-        found += _requests(pod, rejections.reasons_of("NodeResourcesFit"), free)
+        # Only what the nodes NodeResourcesFit turned away have left: they passed every
+        # Filter before it (taints, affinity, ports), so a smaller request may fit them.
+        fit_rejected = set(rejections.nodes_of("NodeResourcesFit"))
+        found += _requests(pod, rejections.reasons_of("NodeResourcesFit"), FreeSpace(
+            {n: left for n, left in free.by_node.items() if n in fit_rejected}))
         template = next((by_name[n] for n in rejections.nodes_of("NodeResourcesFit")
                          if n in by_name), None)
         if template is not None:
@@ -106,6 +116,22 @@ def candidates(pod: PodDocument, rejections: Rejections, nodes: Sequence[api.Nod
     return found
 
 
+def _gates(pod: PodDocument) -> list[Candidate]:
+    """A gated pod is never tried: the gates' controller (Kueue, a quota system) lifts
+    them. Checked like any other change, so the count says where it would go then."""
+    gates = [gate["name"] for gate in pod["spec"].get("schedulingGates") or []]
+    if not gates:
+        return []
+
+    def lift(doc: PodDocument) -> None:
+        doc["spec"].pop("schedulingGates", None)
+
+    return [Candidate("gates", "SchedulingGates", [Step(
+        "remove its scheduling gates " + ", ".join(gates)
+        + " (their controller does, once it admits the pod)", pod=lift,
+        how=_spec_patch("schedulingGates", None))])]
+
+
 def _uncordon(cordoned: Sequence[str]) -> Candidate:
     names = set(cordoned)
 
@@ -115,6 +141,9 @@ def _uncordon(cordoned: Sequence[str]) -> Candidate:
             if node.metadata.name in names:
                 uncordoned = copy.deepcopy(node)
                 uncordoned.spec.unschedulable = False
+                # kube-controller-manager's node lifecycle lifts this taint then.
+                uncordoned.spec.taints = [t for t in uncordoned.spec.taints
+                                          if t.key != _UNSCHEDULABLE_TAINT]
                 out.append(uncordoned)
             else:
                 out.append(node)

@@ -22,6 +22,7 @@ from kpysched.objects import api
 from kpysched.simulate.runner import PLACED, Placement, Simulation
 from kpysched.simulate.world import World
 from kpysched.suggest.fixes import (
+    PREFERENCE,
     Candidate,
     FreeSpace,
     PodDocument,
@@ -115,7 +116,7 @@ class Trial:
             if fix is not None:
                 result.fixes.append(fix)
         result.tried = self._trials
-        result.fixes.sort(key=lambda fix: -fix.nodes)
+        result.fixes.sort(key=lambda fix: (-fix.nodes, _preference(fix.kind)))
         return result
 
     async def _check(self, document: PodDocument, candidate: Candidate
@@ -173,6 +174,10 @@ class Trial:
             if not keep:
                 await simulation.close()
         return placement, simulation
+
+
+def _preference(kind: str) -> int:
+    return PREFERENCE.index(kind) if kind in PREFERENCE else len(PREFERENCE)
 
 
 def _without(world: World, pod: api.Pod) -> World:

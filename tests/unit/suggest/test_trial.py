@@ -83,3 +83,15 @@ async def test_fixes_carry_what_to_apply() -> None:
     assert uncordoned["metadata"]["name"] == "c1"
     assert not uncordoned["spec"].get("unschedulable")
     assert by_kind["uncordon"].how == "kubectl uncordon c1"
+
+
+async def test_a_gated_pod_is_told_to_lose_its_gates_and_an_uncordon_lifts_the_taint() -> None:
+    nodes = [make_node("n1").capacity(cpu="4", pods="110").obj()]
+    found = await _suggest(nodes, _pod("p", "1", schedulingGates=[{"name": "kueue"}]))
+    (fix,) = found.fixes
+    assert fix.kind == "gates" and fix.node == "n1"
+    assert fix.pod_spec == {"schedulingGates": None}
+    cordoned = make_node("c1").capacity(cpu="4", pods="110").unschedulable() \
+        .taint("node.kubernetes.io/unschedulable", "", "NoSchedule").obj()
+    found = await _suggest([cordoned], _pod("p", "1"))
+    assert [(f.kind, f.node) for f in found.fixes] == [("uncordon", "c1")]
