@@ -36,6 +36,7 @@ from kpysched.informers import Reflector, node_reflector, pod_reflector
 from kpysched.informers.listers import Index, Listers
 from kpysched.leader import LeaderElector, LeaseLostError
 from kpysched.metrics import NoMetrics, SchedulerMetrics
+from kpysched.objects import api
 from kpysched.objects import coscheduling as cs_api
 from kpysched.objects.coscheduling import POD_GROUP_LABEL
 from kpysched.objects.pod import PodInfo
@@ -47,6 +48,7 @@ from kpysched.scheduling.binding_cycle import BindingCycle
 from kpysched.scheduling.context import CycleContext
 from kpysched.scheduling.coscheduling_groups import CoschedulingGroups
 from kpysched.scheduling.event_handlers import NodeEventHandler, PodEventHandler
+from kpysched.scheduling.group_state import group_state_of
 from kpysched.scheduling.pod_group_cycle import PodGroupCycle
 from kpysched.scheduling.preemption_sink import ImmediatePreemption
 from kpysched.scheduling.scheduler import DEFAULT_SLOW_CYCLE_SECONDS, Scheduler
@@ -486,41 +488,53 @@ def _decision_lookup(scheduler: Scheduler, leading: Callable[[], bool]) -> Decis
         if not leading():
             return None
         decisions = [] if store is None else store.for_pod(namespace, name)
-        uid = decisions[-1]["uid"] if decisions else _pod_uid(scheduler, namespace, name)
-        return PodAnswer(decisions, _queue_state(scheduler, uid) if uid else None)
+        uid = decisions[-1]["uid"] if decisions else ""
+        pod = _pod(scheduler, namespace, name, uid)
+        uid = uid or (pod.metadata.uid if pod is not None else "")
+        return PodAnswer(decisions, _read_racing(lambda: _queue_state(scheduler, uid)),
+                         _read_racing(lambda: None if pod is None
+                                      else group_state_of(scheduler, pod)))
 
     return lookup
 
 
-def _pod_uid(scheduler: Scheduler, namespace: str, name: str) -> str:
-    """The uid of a pod never tried (gated, or waiting its first turn), from the pod
-    informer's store; read from the server's thread, hence the retry (see below)."""
-    pods = scheduler.context.pods
-    if pods is None:
-        return ""
-    for _ in range(_RACE_RETRIES):
-        try:
-            return next((uid for uid, pod in pods().items()
-                         if pod.metadata.name == name and pod.metadata.namespace == namespace),
-                        "")
-        except RuntimeError:  # the loop changed the store while this read it
-            continue
-    return ""
-
-
-# The server's thread reads the queue while the scheduling loop changes it: a read that
-# meets a dict or set changing size raises RuntimeError and is simply tried again.
+# The server's thread reads the queue, the cache and the pod store while the scheduling
+# loop changes them: a read that meets a dict or set changing size raises RuntimeError
+# and is simply tried again.
 _RACE_RETRIES = 3
 
 
-def _queue_state(scheduler: Scheduler, uid: str) -> dict[str, Any] | None:
+def _read_racing(read: Callable[[], dict[str, Any] | None]) -> dict[str, Any] | None:
     for _ in range(_RACE_RETRIES):
         try:
-            state = scheduler.queue.state_of(uid)
+            return read()
         except RuntimeError:
             continue
-        return None if state is None else state.to_json()
     return None
+
+
+def _pod(scheduler: Scheduler, namespace: str, name: str, uid: str) -> api.Pod | None:
+    """The pod from the pod informer's store: by uid when a record names it, else by
+    name (a pod never tried: gated, or waiting its first turn)."""
+    pods = scheduler.context.pods
+    if pods is None:
+        return None
+    for _ in range(_RACE_RETRIES):
+        try:
+            store = pods()
+            if uid:
+                return store.get(uid)
+            return next((pod for pod in store.values()
+                         if pod.metadata.name == name and pod.metadata.namespace == namespace),
+                        None)
+        except RuntimeError:
+            continue
+    return None
+
+
+def _queue_state(scheduler: Scheduler, uid: str) -> dict[str, Any] | None:
+    state = scheduler.queue.state_of(uid) if uid else None
+    return None if state is None else state.to_json()
 
 
 def server_config(settings: Settings) -> ServerConfig:

@@ -130,6 +130,15 @@ class PodGroupState:
     def where(self, uid: str) -> Member | None:
         return self._where.get(uid)
 
+    def member_names(self) -> dict[Member, list[str]]:
+        """Each member's pod name, by where it stands (names sorted)."""
+        found: dict[Member, list[str]] = {member: [] for member in Member}
+        for uid, where in list(self._where.items()):
+            pod = self._pods.get(uid)
+            if pod is not None:
+                found[where].append(pod.pod.metadata.name)
+        return {member: sorted(names) for member, names in found.items()}
+
 
 class PodGroupStates:
     """Every pod group with at least one known member, by namespace/name."""

@@ -34,20 +34,24 @@ AGGREGATED_DISCOVERY: Final = "g=apidiscovery.k8s.io"
 
 @dataclass(slots=True)
 class PodAnswer:
-    """What the leader knows of one pod: its decision records (JSON, oldest first) and,
+    """What the leader knows of one pod: its decision records (JSON, oldest first),
     while the queue holds it, where it waits and what would move it
-    (kpysched.queue.pod_state)."""
+    (kpysched.queue.pod_state), and its pod group."""
 
     decisions: list[dict[str, Any]]
     queue: dict[str, Any] | None = None
+    # The pod's group (kpysched.scheduling.group_state) when it belongs to one.
+    group: dict[str, Any] | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.decisions) or self.queue is not None
+        return bool(self.decisions) or self.queue is not None or self.group is not None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"decisions": self.decisions}
         if self.queue is not None:
             body["queue"] = self.queue
+        if self.group is not None:
+            body["group"] = self.group
         return body
 
 

@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any, Final
 
+from kpysched.explain.group_render import render_group
 from kpysched.explain.queue_render import render_queue
 
 EXAMPLES: Final = 3
@@ -18,7 +19,7 @@ DEFAULT_TOP: Final = 5
 
 def render(body: dict[str, Any], top: int = DEFAULT_TOP, every_attempt: bool = False) -> str:
     decisions: list[dict[str, Any]] = body.get("decisions") or []
-    lines = render_queue(body.get("queue"))
+    lines = render_queue(body.get("queue")) + render_group(body.get("group"))
     if not decisions:
         lines.append(f"No scheduling decision is kept for pod {body.get('pod', '?')}.")
         return "\n".join(lines) + "\n"

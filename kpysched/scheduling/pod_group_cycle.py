@@ -29,11 +29,13 @@ Nothing here awaits: like the single-pod cycle it runs on the loop from start to
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import nullcontext
 
 import structlog
 
+from kpysched.api.times import api_time
 from kpysched.cache.pod_groups import PodGroupState, group_name
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import QueuedPodInfo
@@ -55,6 +57,8 @@ COSCHEDULING = "Coscheduling"
 # Upstream's errPodGroupUnschedulable, first in the message of every member turned
 # away for its group's sake.
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+# Groups whose last cycle explain can tell.
+LAST_CYCLES_KEPT = 4096
 WAITING_ON_PREEMPTION = "pod group is waiting for preemption to complete"
 
 
@@ -69,6 +73,9 @@ class PodGroupCycle:
         self.coscheduling = coscheduling
         # The current Coscheduling group's preemptions, held until its fate is known.
         self._preemption: GroupPreemption | None = None
+        # Each group's last cycle (result, message, time), for explain; bounded, the
+        # groups tried longest ago forgotten first.
+        self.last_cycles: OrderedDict[str, dict[str, str]] = OrderedDict()
 
     # --- which pods -----------------------------------------------------------------
 
@@ -342,6 +349,12 @@ class PodGroupCycle:
             result = "waiting_on_preemption" if outcome.waiting_on_preemption else "unschedulable"
         log.info("pod_group.scheduled" if status.ok else "pod_group.unschedulable",
                  group=f"{namespace}/{name}", result=result, reason=status.message())
+        key = f"{namespace}/{name}"
+        self.last_cycles.pop(key, None)
+        self.last_cycles[key] = {"result": result, "message": status.message(),
+                                 "time": api_time()}
+        while len(self.last_cycles) > LAST_CYCLES_KEPT:
+            self.last_cycles.popitem(last=False)
         self._context.metrics.pod_group_attempt(result, framework.profile_name,
                                                 time.perf_counter() - started)
         return result
