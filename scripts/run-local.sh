@@ -30,11 +30,16 @@ if [ -z "$(scripts/kubectl get nodes -l type=kwok -o name)" ]; then
 fi
 echo "In another terminal, apply README's example pod:  scripts/kubectl apply -f scripts/hello-pod.yaml"
 echo "and watch kpysched place it and KWOK run it:      scripts/kubectl get pod hello -o wide --watch"
+echo "and ask kpysched why it went there (or waits):     .venv/bin/kpysched explain default/hello \\"
+echo "    --kubeconfig .cluster/kubeconfig --scheduler-url https://127.0.0.1:10259 --scheduler-ca .cluster/serving/kpysched.crt"
 # Served as in a cluster: HTTPS on 127.0.0.1:10259 with a self-signed certificate, and
 # /metrics for callers the API server authenticates and authorizes (the admin token in
 # .cluster/state.json is in system:masters). The kubeconfig goes by environment so a
 # --config among "$@" does not make kube-scheduler's rule ignore a --kubeconfig flag.
+# The decisions are served (on loopback only) so `kpysched explain` works at once; the
+# certificate is kept in .cluster/serving so explain can verify it.
 export KPYSCHED_KUBECONFIG=.cluster/kubeconfig
-exec .venv/bin/kpysched run --bind-address 127.0.0.1 \
+exec .venv/bin/kpysched run --bind-address 127.0.0.1 --cert-dir .cluster/serving \
+    --enable-decision-endpoint \
     --authentication-kubeconfig .cluster/kubeconfig \
     --authorization-kubeconfig .cluster/kubeconfig "$@"

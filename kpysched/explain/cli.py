@@ -144,10 +144,11 @@ def main(args: Sequence[str], prog: str = "kpysched explain") -> int:
     if options.output == "json":
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(answer.body)).decode() + "\n")
     elif answer.status == 200:
-        sys.stdout.write(render(answer.body, options.top, options.every_attempt))
+        text = render(answer.body, options.top, options.every_attempt)
         suggestions = render_suggestions(answer.body.get("suggestions"))
         if suggestions:
-            sys.stdout.write("\n".join(["", *suggestions, ""]))
+            text += ("" if text.endswith("\n\n") else "\n") + "\n".join(suggestions) + "\n"
+        sys.stdout.write(text)
     if answer.status == 200:
         print(f"({prog}: asked {answer.source})", file=sys.stderr)
     else:
