@@ -33,6 +33,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio import config as kube_config
 
 from kpysched.api.client import RawApi
+from kpysched.api.kubeconfig_file import KubeconfigError, client_configuration, require_kubeconfig
 from kpysched.decisions.api import GROUP, RESOURCE, path
 
 # A standby replica answers 503 (it keeps no decisions); the aggregator picks a random
@@ -66,9 +67,10 @@ def context_namespace(kubeconfig: Path | None, context: str | None) -> str:
     """The namespace of the kubeconfig's (current or given) context, as kubectl's -n
     default; "default" when it names none."""
     try:
+        require_kubeconfig(kubeconfig)
         contexts, current = kube_config.list_kube_config_contexts(
             str(kubeconfig) if kubeconfig else None)
-    except (kube_config.ConfigException, OSError):
+    except (KubeconfigError, kube_config.ConfigException, OSError):
         return "default"
     chosen = next((c for c in contexts if c.get("name") == context), None) if context \
         else current
@@ -77,13 +79,10 @@ def context_namespace(kubeconfig: Path | None, context: str | None) -> str:
 
 
 async def fetch(target: Target, namespace: str, name: str) -> Answer:
-    configuration = client.Configuration()
     try:
-        await kube_config.load_kube_config(
-            config_file=str(target.kubeconfig) if target.kubeconfig else None,
-            context=target.context, client_configuration=configuration)
-    except (kube_config.ConfigException, OSError) as error:
-        raise UnreachableError(f"kubeconfig: {error}") from None
+        configuration = await client_configuration(target.kubeconfig, target.context)
+    except KubeconfigError as error:
+        raise UnreachableError(str(error)) from None
     if target.scheduler_url:
         return await _direct(target, configuration, target.scheduler_url, namespace, name)
     async with client.ApiClient(configuration) as api_client:

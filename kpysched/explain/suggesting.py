@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from kubernetes_asyncio.config import ConfigException
+from kpysched.api.kubeconfig_file import KubeconfigError
 
 
 def pending(body: dict[str, Any]) -> bool:
@@ -40,8 +40,8 @@ async def suggest(options: argparse.Namespace, namespace: str, name: str,
         return f"--config: {error}"
     try:
         world = World.from_snapshot(await read_cluster(options.kubeconfig, options.context))
-    except (ConfigException, OSError) as error:
-        return f"kubeconfig: {error}"
+    except (KubeconfigError, OSError) as error:
+        return str(error)
     except (SnapshotError, InputError) as error:
         return (f"reading the cluster (suggestions need read access to its nodes, pods and "
                 f"the objects they use): {error}")

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes_asyncio import client
-from kubernetes_asyncio import config as kube_config
 
 from kpysched.api.client import RawApi
+from kpysched.api.kubeconfig_file import KubeconfigError, client_configuration
 from kpysched.api.response import ApiResponse
 
 EXIT_OK = 0
@@ -161,11 +161,8 @@ def _error(message: str, code: int) -> int:
 
 
 async def _api_client(kubeconfig: Path | None, context: str | None) -> client.ApiClient:
-    configuration = client.Configuration()
-    await kube_config.load_kube_config(
-        config_file=str(kubeconfig) if kubeconfig else None, context=context,
-        client_configuration=configuration)
-    return client.ApiClient(configuration)
+    """KubeconfigError when there is no kubeconfig to read, or it is unusable."""
+    return client.ApiClient(await client_configuration(kubeconfig, context))
 
 
 async def read_cluster(kubeconfig: Path | None, context: str | None) -> dict[str, Any]:
@@ -183,8 +180,8 @@ async def _snapshot(options: argparse.Namespace) -> int:
 
     try:
         document = await read_cluster(options.kubeconfig, options.context)
-    except (kube_config.ConfigException, OSError) as error:
-        return _error(f"kubeconfig: {error}", EXIT_USAGE)
+    except (KubeconfigError, OSError) as error:
+        return _error(str(error), EXIT_USAGE)
     except SnapshotError as error:
         return _error(str(error), EXIT_CLUSTER)
     sys.stdout.write(json.dumps(document, separators=(",", ":")))
@@ -220,8 +217,8 @@ async def _simulate(options: argparse.Namespace) -> int:
             try:
                 world = World.from_snapshot(
                     await read_cluster(options.kubeconfig, options.context))
-            except (kube_config.ConfigException, OSError) as error:
-                return _error(f"kubeconfig: {error}", EXIT_USAGE)
+            except (KubeconfigError, OSError) as error:
+                return _error(str(error), EXIT_USAGE)
             except SnapshotError as error:
                 return _error(str(error), EXIT_CLUSTER)
         world.add_owners(expanded)
