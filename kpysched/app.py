@@ -317,9 +317,16 @@ def _connect_informers(api_client: ApiClient, scheduler: Scheduler, listers: Lis
         listers.coscheduling.requeue_with(move_on_event)
     pod_handler = PodEventHandler(scheduler, scheduler.context.writes.events,
                                   gang_scheduling=gang_scheduling)
-    pods = pod_reflector(api_client, pod_handler)
+    # Scheduler extenders are sent whole pods and nodes: keep the JSON they came in.
+    extenders = scheduler.context.algorithm.extenders
+    pods = pod_reflector(api_client, pod_handler,
+                         keep_raw=extenders.raw_pods.keep if extenders else None)
     scheduler.context.pods = lambda: pods.store
-    nodes = node_reflector(api_client, NodeEventHandler(scheduler))
+    nodes = node_reflector(api_client, NodeEventHandler(scheduler),
+                           keep_raw=extenders.raw_nodes.keep if extenders else None)
+    if extenders is not None:
+        extenders.raw_pods.follow(lambda: pods.store)
+        extenders.raw_nodes.follow(lambda: nodes.store)
     reflectors: list[Reflector[Any]] = [nodes, pods, *listers.reflectors(api_client)]
     groups = scheduler.pod_groups.coscheduling if scheduler.pod_groups else None
     if groups is not None:

@@ -14,6 +14,7 @@ from kpysched.cache.node_info import NodeInfo
 from kpysched.config.extenders import Extender as ExtenderConfig
 from kpysched.extenders import wire
 from kpysched.extenders.errors import ExtenderError
+from kpysched.extenders.raw import RawObjects
 from kpysched.extenders.transport import Transport
 from kpysched.framework.runtime.loop_thread import LoopThread
 from kpysched.objects import api
@@ -43,7 +44,8 @@ class Filtered:
 
 class HTTPExtender:
     def __init__(self, config: ExtenderConfig, loop: LoopThread, bodies: wire.NodeBodies,
-                 observe: RequestObserver = observe_nothing) -> None:
+                 observe: RequestObserver = observe_nothing,
+                 raw_pods: RawObjects | None = None) -> None:
         # Upstream names an extender by its urlPrefix as written.
         self.name = config.url_prefix
         self.config = config
@@ -58,6 +60,7 @@ class HTTPExtender:
         self._transport = Transport(config, loop)
         self._bodies = bodies
         self._observe = observe
+        self._raw_pods = raw_pods
 
     def __repr__(self) -> str:
         return f"HTTPExtender({self.name!r})"
@@ -110,7 +113,7 @@ class HTTPExtender:
         if not self.supports_preemption:
             raise ExtenderError(f"preempt verb is not defined for extender {self.name} but "
                                 "run into ProcessPreemption")
-        body = wire.preemption_args(pod, victims, self.node_cache_capable)
+        body = wire.preemption_args(pod, victims, self.node_cache_capable, self._raw_pods)
         return wire.decode_preemption_result(
             await self._call(PREEMPT, self.config.preempt_verb, body))
 

@@ -1,5 +1,6 @@
-"""Extenders: the configured extenders in the order upstream calls them, and how a
-synchronous scheduling cycle waits for their answers.
+"""Extenders: the configured extenders in the order upstream calls them, what they
+share (a loop thread, node bodies, the informers' raw JSON), and how a synchronous
+scheduling cycle waits for their answers.
 
 Upstream's buildExtenders puts the ignorable extenders after the others, so an
 ignorable one never filters the nodes a required one sees first; so does this.
@@ -13,6 +14,7 @@ from typing import Any, TypeVar
 from kpysched.config.extenders import Extender as ExtenderConfig
 from kpysched.extenders import wire
 from kpysched.extenders.extender import HTTPExtender, RequestObserver, observe_nothing
+from kpysched.extenders.raw import RawObjects
 from kpysched.framework.runtime.cooperative import await_in_cycle, can_await_in_cycle
 from kpysched.framework.runtime.loop_thread import LoopThread
 from kpysched.objects import api
@@ -26,10 +28,15 @@ class Extenders:
     def __init__(self, configs: Sequence[ExtenderConfig],
                  observe: RequestObserver = observe_nothing) -> None:
         self._loop = LoopThread("kpysched-extenders")
-        self._bodies = wire.NodeBodies()
+        # The pods' and nodes' JSON as the informers received it (the application
+        # connects them: informers' keep_raw); empty where nothing feeds them.
+        self.raw_pods = RawObjects(drop_managed_fields=True)
+        self.raw_nodes = RawObjects(drop_managed_fields=False)
+        self._bodies = wire.NodeBodies(self.raw_nodes)
         ordered = [c for c in configs if not c.ignorable] + [c for c in configs if c.ignorable]
         self.all: tuple[HTTPExtender, ...] = tuple(
-            HTTPExtender(config, self._loop, self._bodies, observe) for config in ordered)
+            HTTPExtender(config, self._loop, self._bodies, observe, self.raw_pods)
+            for config in ordered)
         self.has_filters = any(extender.is_filter for extender in self.all)
         self.has_prioritizers = any(extender.is_prioritizer for extender in self.all)
         self._pod: tuple[api.Pod, bytes] | None = None
@@ -48,7 +55,7 @@ class Extenders:
         kept = self._pod
         if kept is not None and kept[0] is pod:
             return kept[1]
-        body = wire.encode_pod(pod)
+        body = wire.encode_pod(pod, self.raw_pods)
         self._pod = (pod, body)
         return body
 

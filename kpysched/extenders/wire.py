@@ -3,9 +3,10 @@ and reads.
 
 Those types carry no JSON tags, so Go writes the field names as declared ("Pod",
 "NodeNames", "FailedNodes", "NumPDBViolations") and nil pointers and maps as null,
-and reads them back case-insensitively; so does this module. Pods and nodes are
-written from kpysched's decoded objects, which hold the fields scheduling reads (see
-docs/extenders.md), each node encoded once while it is unchanged.
+and reads them back case-insensitively; so does this module. Pods and nodes go as
+the API server sent them when the informers kept their JSON (extenders/raw.py), else
+from kpysched's slim objects (see docs/extenders.md); each node's body is made once
+while the node is unchanged.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import msgspec
 
 from kpysched.extenders.errors import ExtenderError
+from kpysched.extenders.raw import RawObjects
 from kpysched.objects import api
 
 _encode = msgspec.json.encode
@@ -37,7 +39,8 @@ class NodeBodies:
     it began (64 at least), and the next begins by dropping what neither it nor the
     round before used."""
 
-    def __init__(self) -> None:
+    def __init__(self, raw: RawObjects | None = None) -> None:
+        self._raw = raw
         self._by_name: dict[str, tuple[api.Node, bytes, int]] = {}
         self._round = 0
         self._encoded_this_round = 0
@@ -53,7 +56,7 @@ class NodeBodies:
             if kept[2] != self._round:
                 self._by_name[name] = (node, kept[1], self._round)
             return kept[1]
-        body = _encode(node)
+        body = (self._raw.json_of(node) if self._raw is not None else None) or _encode(node)
         self._by_name[name] = (node, body, self._round)
         self._encoded_this_round += 1
         if self._encoded_this_round > self._round_length:
@@ -81,8 +84,9 @@ def extender_args(pod: bytes, nodes: Sequence[api.Node] | None,
     return b'{"Pod":' + pod + b',"Nodes":' + node_list + b',"NodeNames":' + names + b"}"
 
 
-def encode_pod(pod: api.Pod) -> bytes:
-    return _encode(pod)
+def encode_pod(pod: api.Pod, raw: RawObjects | None = None) -> bytes:
+    """The pod's JSON as the API server sent it when kept, else its slim object's."""
+    return (raw.json_of(pod) if raw is not None else None) or _encode(pod)
 
 
 @dataclass(slots=True)
@@ -139,7 +143,7 @@ class MetaVictims:
 
 
 def preemption_args(pod: bytes, victims: Mapping[str, tuple[Sequence[api.Pod], int]],
-                    node_cache_capable: bool) -> bytes:
+                    node_cache_capable: bool, raw: RawObjects | None = None) -> bytes:
     """ExtenderPreemptionArgs: victims as whole pods, or by UID when the extender keeps
     its own cache (nodeCacheCapable)."""
     if node_cache_capable:
@@ -149,7 +153,7 @@ def preemption_args(pod: bytes, victims: Mapping[str, tuple[Sequence[api.Pod], i
         return b'{"Pod":' + pod + b',"NodeNameToVictims":null,"NodeNameToMetaVictims":' \
             + _encode(meta) + b"}"
     whole = b",".join(
-        _encode(node) + b':{"Pods":[' + b",".join(_encode(p) for p in pods)
+        _encode(node) + b':{"Pods":[' + b",".join(encode_pod(p, raw) for p in pods)
         + b'],"NumPDBViolations":' + str(violations).encode() + b"}"
         for node, (pods, violations) in victims.items())
     return b'{"Pod":' + pod + b',"NodeNameToVictims":{' + whole \

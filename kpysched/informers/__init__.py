@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kubernetes_asyncio.client import ApiClient
 
-from kpysched.informers.decode import ApiStatusError, ResourceExpiredError
+from kpysched.informers.decode import ApiStatusError, RawKeeper, ResourceExpiredError
 from kpysched.informers.reflector import Reflector
 from kpysched.informers.store import EventHandler, KubeObject, object_key
 from kpysched.objects.api import Node, NodeList, Pod, PodList
@@ -29,11 +29,13 @@ def pod_reflector(
     namespace: str | None = None,
     field_selector: str | None = NON_TERMINAL_PODS,
     label_selector: str | None = None,
+    keep_raw: RawKeeper[Pod] | None = None,
 ) -> Reflector[Pod]:
     """Pods in all namespaces (or one), non-terminal only unless told otherwise."""
     path = f"/api/v1/namespaces/{namespace}/pods" if namespace else "/api/v1/pods"
     return Reflector(api_client, path, Pod, PodList, handler, resource="pods",
-                     field_selector=field_selector, label_selector=label_selector)
+                     field_selector=field_selector, label_selector=label_selector,
+                     keep_raw=keep_raw)
 
 
 def node_reflector(
@@ -41,9 +43,10 @@ def node_reflector(
     handler: EventHandler[Node],
     *,
     label_selector: str | None = None,
+    keep_raw: RawKeeper[Node] | None = None,
 ) -> Reflector[Node]:
     return Reflector(api_client, "/api/v1/nodes", Node, NodeList, handler, resource="nodes",
-                     label_selector=label_selector)
+                     label_selector=label_selector, keep_raw=keep_raw)
 
 
 __all__ = [

@@ -9,7 +9,7 @@ stub (a bookmark Pod carries `"spec": {"containers": null}`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -100,14 +100,22 @@ def status_error(code: int, body: bytes) -> ApiStatusError:
     return error_type(code, status.reason, status.message)
 
 
+# Called with each decoded object and the bytes it was decoded from.
+RawKeeper = Callable[[T, bytes], None]
+
+
 class Decoder(Generic[T]):
     """Decodes one resource's list pages and watch lines."""
 
     def __init__(
-        self, resource: str, object_type: type[T], list_type: type[KubeList[T]]
+        self, resource: str, object_type: type[T], list_type: type[KubeList[T]],
+        keep_raw: RawKeeper[T] | None = None,
     ) -> None:
         self.resource = resource
         self.failures = 0
+        # Given each decoded object and its JSON as the API server sent it (scheduler
+        # extenders are sent whole objects, which the slim structs do not hold).
+        self._keep_raw = keep_raw
         self._object = msgspec.json.Decoder(object_type)
         self._list = msgspec.json.Decoder(list_type)
         self._raw_list = msgspec.json.Decoder(_RawList)
@@ -120,10 +128,11 @@ class Decoder(Generic[T]):
     def decode_list(self, body: bytes) -> tuple[Sequence[T], ListMeta]:
         """One list page. Malformed items are logged and left out; the rest stay."""
         try:
-            page = self._list.decode(body)
+            # Item by item (below) when each item's JSON is kept too.
+            page = self._list.decode(body) if self._keep_raw is None else None
         except msgspec.DecodeError:
-            pass  # some item does not fit: go item by item below
-        else:
+            page = None  # some item does not fit: go item by item below
+        if page is not None:
             if self._reported:
                 for obj in page.items:
                     self._reported.pop(object_key(obj.metadata), None)
@@ -145,6 +154,8 @@ class Decoder(Generic[T]):
             return None
         if self._reported:
             self._reported.pop(object_key(obj.metadata), None)
+        if self._keep_raw is not None:
+            self._keep_raw(obj, bytes(raw))
         return obj
 
     def decode_event(self, line: bytes) -> ObjectEvent[T] | Progress | None:

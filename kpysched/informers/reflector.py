@@ -35,6 +35,7 @@ from kpysched.informers.decode import (
     KubeList,
     MalformedResponseError,
     ObjectEvent,
+    RawKeeper,
     ResourceExpiredError,
     status_error,
 )
@@ -107,6 +108,7 @@ class Reflector(Generic[T]):
         min_watch_timeout: float = MIN_WATCH_TIMEOUT_SECONDS,
         backoff_initial: float = BACKOFF_INITIAL_SECONDS,
         backoff_max: float = BACKOFF_MAX_SECONDS,
+        keep_raw: RawKeeper[T] | None = None,
     ) -> None:
         self.resource = resource or path.rstrip("/").rsplit("/", 1)[-1]
         self.synced = asyncio.Event()
@@ -118,7 +120,7 @@ class Reflector(Generic[T]):
         self._api_client = api_client
         self._path = path
         self._store: Store[T] = Store(handler)
-        self._decoder: Decoder[T] = Decoder(self.resource, object_type, list_type)
+        self._decoder: Decoder[T] = Decoder(self.resource, object_type, list_type, keep_raw)
         selectors = (("labelSelector", label_selector), ("fieldSelector", field_selector))
         self._selectors = [(name, value) for name, value in selectors if value]
         self._page_size = page_size
