@@ -3,8 +3,9 @@
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubectl
 and helm come from tests/cluster/tools/go.mod, as does the real node's kubelet
 (realnode/build.py), so they share compiled packages. KWOK (kwok_tools/), Prometheus
-with promtool (prometheus_tools/) and Grafana's dashboard linter (dashboard_lint_tools/)
-each have a go.mod of their own, so their dependencies never move the Kubernetes ones
+with promtool (prometheus_tools/), Grafana's dashboard linter (dashboard_lint_tools/),
+Kueue (kueue_tools/) and Karpenter's KWOK provider (karpenter_tools/) each have a
+go.mod of their own, so their dependencies never move the Kubernetes ones
 (the linter cannot share Prometheus's: its Loki v3.3 imports packages Prometheus 3.16
 no longer has). Those files are the only places versions are pinned. Binaries land
 in a cache outside the repository, keyed by the pinned version, and are rebuilt only
@@ -29,6 +30,8 @@ TOOLS_DIR = Path(__file__).resolve().parent / "tools"
 KWOK_TOOLS_DIR = Path(__file__).resolve().parent / "kwok_tools"
 PROMETHEUS_TOOLS_DIR = Path(__file__).resolve().parent / "prometheus_tools"
 DASHBOARD_LINT_TOOLS_DIR = Path(__file__).resolve().parent / "dashboard_lint_tools"
+KUEUE_TOOLS_DIR = Path(__file__).resolve().parent / "kueue_tools"
+KARPENTER_TOOLS_DIR = Path(__file__).resolve().parent / "karpenter_tools"
 
 
 def _required_version(module: str, module_dir: Path = TOOLS_DIR) -> str:
@@ -51,6 +54,8 @@ _minor, _patch = PROMETHEUS_MODULE_VERSION.lstrip("v").split(".")[1:3]
 PROMETHEUS_VERSION = f"{int(_minor) // 100}.{int(_minor) % 100}.{_patch}"
 DASHBOARD_LINTER_VERSION = _required_version("github.com/grafana/dashboard-linter",
                                              DASHBOARD_LINT_TOOLS_DIR)
+KUEUE_VERSION = _required_version("sigs.k8s.io/kueue", KUEUE_TOOLS_DIR)
+KARPENTER_VERSION = _required_version("sigs.k8s.io/karpenter", KARPENTER_TOOLS_DIR)
 
 
 def _cache_base() -> Path:
@@ -131,6 +136,15 @@ BINARIES: tuple[Binary, ...] = (
     Binary("dashboard-linter", "github.com/grafana/dashboard-linter", (),
            module_dir=DASHBOARD_LINT_TOOLS_DIR,
            cache_key=f"dashboard-linter-{DASHBOARD_LINTER_VERSION.rsplit('-', 1)[-1]}"),
+    # Kueue's controller manager (tests/cluster/kueue.py); its version says itself.
+    Binary("kueue", "sigs.k8s.io/kueue/cmd/kueue",
+           (f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}",),
+           module_dir=KUEUE_TOOLS_DIR, cache_key=f"kueue-{KUEUE_VERSION}"),
+    # Karpenter with its KWOK cloud provider (tests/cluster/karpenter.py). v1.14.1: the
+    # newest release whose go.mod accepts this toolchain (v1.14.3 wants go 1.26.10).
+    Binary("karpenter-kwok", "sigs.k8s.io/karpenter/kwok",
+           (f"-X sigs.k8s.io/karpenter/pkg/operator.Version={KARPENTER_VERSION}",),
+           module_dir=KARPENTER_TOOLS_DIR, cache_key=f"karpenter-{KARPENTER_VERSION}"),
 )
 
 

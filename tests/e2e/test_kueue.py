@@ -1,0 +1,302 @@
+"""Kueue admits, kpysched places (issue 37).
+
+A cluster of its own (kube-controller-manager for the Job controller, KWOK nodes),
+Kueue's controller manager with its CRDs and webhooks (tests/cluster/kueue.py) and
+kpysched as a process. Kueue decides which Jobs may start within a ClusterQueue's
+quota by lifting `suspend`; the Job controller then makes the pods, which name
+kpysched, and kpysched binds them: no kube-scheduler runs here, so every binding is
+kpysched's. What runs never exceeds what Kueue admitted, checked at every poll.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from tests.cluster import cluster as harness
+from tests.cluster import kube, kueue, nodes
+from tests.cluster.kpysched_process import KpyschedProcess
+
+pytestmark = pytest.mark.e2e
+
+GROUP, VERSION = kueue.API_VERSION.split("/")
+SCHEDULER = "kpysched"
+ADMIT_TIMEOUT_SECONDS = 60.0
+# Node labels of the TAS topology: zone (set by nodes.py), rack, host.
+RACK_LABEL = "example.com/rack"
+HOST_LABEL = "kubernetes.io/hostname"
+TAS_POOL_LABEL = "example.com/tas-pool"
+
+
+@dataclass(frozen=True, slots=True)
+class KueueCluster:
+    state: harness.ClusterState
+    kpysched: KpyschedProcess
+
+
+@pytest.fixture(scope="module")
+def kueue_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KueueCluster]:
+    directory = tmp_path_factory.mktemp("kueue-cluster") / "state"
+    state = harness.up(directory, harness.FULL)
+    try:
+        with kueue.running(state), KpyschedProcess(state, log_level="info") as scheduler:
+            yield KueueCluster(state, scheduler)
+    finally:
+        harness.down(directory)
+
+
+@pytest.fixture
+async def api(kueue_cluster: KueueCluster) -> AsyncIterator[client.ApiClient]:
+    async with kube.api_client(kueue_cluster.state) as api_client:
+        yield api_client
+
+
+@pytest.fixture
+async def namespace(api: client.ApiClient) -> AsyncIterator[str]:
+    name = await kube.create_namespace(api, "kueue")
+    try:
+        yield name
+    finally:
+        await kube.delete_namespace(api, name)
+
+
+def _custom(api: client.ApiClient) -> Any:
+    return client.CustomObjectsApi(api)
+
+
+async def _create_cluster_scoped(api: client.ApiClient, plural: str,
+                                 body: dict[str, Any]) -> None:
+    await _custom(api).create_cluster_custom_object(GROUP, VERSION, plural, body)
+
+
+async def _queues(api: client.ApiClient, namespace: str, name: str, *, cpu: str,
+                  flavor_spec: dict[str, Any] | None = None) -> str:
+    """A ResourceFlavor, a ClusterQueue with `cpu` of quota on it, and a LocalQueue in
+    `namespace`; returns the LocalQueue's name once the ClusterQueue is Active."""
+    await _create_cluster_scoped(api, "resourceflavors", {
+        "apiVersion": kueue.API_VERSION, "kind": "ResourceFlavor",
+        "metadata": {"name": name}, "spec": flavor_spec or {}})
+    await _create_cluster_scoped(api, "clusterqueues", {
+        "apiVersion": kueue.API_VERSION, "kind": "ClusterQueue", "metadata": {"name": name},
+        "spec": {"namespaceSelector": {"matchLabels": {
+                     "kubernetes.io/metadata.name": namespace}},
+                 "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+                     {"name": name, "resources": [
+                         {"name": "cpu", "nominalQuota": cpu},
+                         {"name": "memory", "nominalQuota": "64Gi"}]}]}]}})
+    await _custom(api).create_namespaced_custom_object(GROUP, VERSION, namespace, "localqueues", {
+        "apiVersion": kueue.API_VERSION, "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace}, "spec": {"clusterQueue": name}})
+
+    async def active() -> bool:
+        queue = await _custom(api).get_cluster_custom_object(GROUP, VERSION, "clusterqueues",
+                                                             name)
+        return any(c["type"] == "Active" and c["status"] == "True"
+                   for c in queue.get("status", {}).get("conditions", []))
+
+    await kube.wait_for(active, ADMIT_TIMEOUT_SECONDS, f"ClusterQueue {name} Active")
+    return name
+
+
+async def _delete_queues(api: client.ApiClient, name: str) -> None:
+    for plural in ("clusterqueues", "resourceflavors"):
+        try:
+            await _custom(api).delete_cluster_custom_object(GROUP, VERSION, plural, name)
+        except client.ApiException as error:
+            if error.status != 404:
+                raise
+
+
+def _job(name: str, queue: str, *, cpu: str, parallelism: int = 1,
+         annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    pod = kube.pod_body(name, scheduler_name=SCHEDULER, cpu=cpu, memory="1Gi")
+    pod["metadata"] = {"annotations": annotations or {}}
+    pod["spec"]["restartPolicy"] = "Never"
+    # No `suspend`: Kueue's mutating webhook sets it, which the test checks.
+    return {"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "labels": {kueue.QUEUE_LABEL: queue}},
+            "spec": {"parallelism": parallelism, "completions": parallelism,
+                     "backoffLimit": 0, "template": pod}}
+
+
+async def _pods(api: client.ApiClient, namespace: str) -> list[dict[str, Any]]:
+    response = await client.CoreV1Api(api).list_namespaced_pod(namespace,
+                                                                _preload_content=False)
+    items: list[dict[str, Any]] = json.loads(await response.read())["items"]
+    return items
+
+
+async def _workloads(api: client.ApiClient, namespace: str) -> list[dict[str, Any]]:
+    listed = await _custom(api).list_namespaced_custom_object(GROUP, VERSION, namespace,
+                                                              "workloads")
+    items: list[dict[str, Any]] = listed["items"]
+    return items
+
+
+def _admitted(workload: dict[str, Any]) -> bool:
+    return any(c["type"] == "Admitted" and c["status"] == "True"
+               for c in workload.get("status", {}).get("conditions", []))
+
+
+def _job_of(workload: dict[str, Any]) -> str:
+    owners = workload["metadata"].get("ownerReferences", [])
+    return next((o["name"] for o in owners if o["kind"] == "Job"), "")
+
+
+async def _check_quota_held(api: client.ApiClient, namespace: str) -> dict[str, list[str]]:
+    """Pods of Jobs whose Workload is not admitted must not exist; returns
+    job -> its pods' nodes (\"\" for unbound)."""
+    admitted = {_job_of(w) for w in await _workloads(api, namespace) if _admitted(w)}
+    by_job: dict[str, list[str]] = {}
+    for pod in await _pods(api, namespace):
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        job = pod["metadata"].get("labels", {}).get("job-name", "")
+        by_job.setdefault(job, []).append(pod["spec"].get("nodeName", ""))
+    overrun = sorted(set(by_job) - admitted)
+    assert not overrun, f"pods run for Jobs Kueue has not admitted: {overrun}"
+    return by_job
+
+
+async def _wait_placed(api: client.ApiClient, namespace: str, jobs: set[str],
+                       per_job: int) -> dict[str, list[str]]:
+    async def placed() -> dict[str, list[str]] | None:
+        by_job = await _check_quota_held(api, namespace)
+        done = all(len(by_job.get(j, [])) == per_job and all(by_job[j]) for j in jobs)
+        return by_job if done else None
+
+    result: dict[str, list[str]] = await kube.wait_for(
+        placed, ADMIT_TIMEOUT_SECONDS, f"Jobs {sorted(jobs)} admitted and their pods bound")
+    return result
+
+
+async def _scheduled_by_kpysched(api: client.ApiClient, namespace: str,
+                                 pods: list[dict[str, Any]]) -> None:
+    events = await kube.events(api, namespace, "Scheduled")
+    reporters = {e["regarding"]["name"]: e.get("reportingController") for e in events}
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        assert pod["spec"]["schedulerName"] == SCHEDULER, name
+        assert reporters.get(name) == SCHEDULER, (
+            f"pod {name} has no Scheduled event from kpysched: {reporters}")
+
+
+async def test_jobs_within_quota_are_admitted_and_placed_by_kpysched(
+    kueue_cluster: KueueCluster, api: client.ApiClient, namespace: str,
+) -> None:
+    node_names = await nodes.add(api, 2, nodes.NodeShape(cpu="4", memory="32Gi"),
+                                 name_prefix=f"{namespace}-node")
+    queue = await _queues(api, namespace, namespace, cpu="4")
+    batch = client.BatchV1Api(api)
+    try:
+        # Three Jobs of 2 CPUs against a quota of 4: Kueue admits two, the nodes (8 CPUs)
+        # could hold all three, so only the quota holds the third back.
+        for index in range(3):
+            created = await batch.create_namespaced_job(
+                namespace, _job(f"job-{index}", queue, cpu="2"))
+            assert created.spec.suspend is True, (
+                "Kueue's mutating webhook did not suspend the Job at creation")
+        first = await _wait_placed(api, namespace, {"job-0", "job-1"}, per_job=1)
+        assert {n for nodes_ in first.values() for n in nodes_} <= set(node_names)
+        workloads = await _workloads(api, namespace)
+        waiting = [w for w in workloads if _job_of(w) == "job-2"]
+        assert waiting and not _admitted(waiting[0]), "the third Job was admitted over quota"
+        assert (await batch.read_namespaced_job("job-2", namespace)).spec.suspend is True
+        await _scheduled_by_kpysched(api, namespace, await _pods(api, namespace))
+
+        # One admitted Job goes: its quota frees and Kueue admits the third.
+        await batch.delete_namespaced_job("job-0", namespace, propagation_policy="Background",
+                                          grace_period_seconds=0)
+        second = await _wait_placed(api, namespace, {"job-1", "job-2"}, per_job=1)
+        assert second["job-2"][0] in node_names
+        await _scheduled_by_kpysched(api, namespace, [
+            p for p in await _pods(api, namespace)
+            if p["metadata"]["labels"].get("job-name") == "job-2"])
+    finally:
+        await batch.delete_collection_namespaced_job(namespace, propagation_policy="Background")
+        await kube.delete_nodes(api, node_names)
+        await _delete_queues(api, queue)
+
+
+def _assigned_hosts(workload: dict[str, Any]) -> Counter[str]:
+    """Kueue's topology assignment of the Workload's one PodSet: host -> pods.
+
+    v1beta2 writes it compressed: slices of `domainCount` domains, each level's values
+    either one for all (`universal`) or per domain (`prefix` + root + `suffix`)."""
+    assignment = workload["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"]
+    levels: list[str] = assignment["levels"]
+    assert levels[-1] == HOST_LABEL, f"the lowest level is not the host: {levels}"
+    hosts: Counter[str] = Counter()
+    for piece in assignment["slices"]:
+        count = piece.get("domainCount", 1)
+        last = piece["valuesPerLevel"][-1]
+        if "universal" in last:
+            names = [last["universal"]] * count
+        else:
+            individual = last["individual"]
+            names = [f"{individual.get('prefix', '')}{root}{individual.get('suffix', '')}"
+                     for root in individual["roots"]]
+        pods = piece["podCounts"]
+        counts = ([pods["universal"]] * count if "universal" in pods
+                  else list(pods["individual"]))
+        for name, pod_count in zip(names, counts, strict=True):
+            hosts[name] += pod_count
+    return hosts
+
+
+async def test_topology_aware_scheduling_pods_land_where_kueue_assigned(
+    kueue_cluster: KueueCluster, api: client.ApiClient, namespace: str,
+) -> None:
+    """Kueue's TAS picks one rack for a Job that requires one, and the hosts in it for
+    its pods; the pods wait behind Kueue's scheduling gate until Kueue names their
+    host, then kpysched binds each where Kueue assigned it."""
+    pool = {TAS_POOL_LABEL: namespace}
+    rack_of: dict[str, str] = {}
+    for rack in ("rack-a", "rack-b"):
+        added = await nodes.add(
+            api, 2, nodes.NodeShape(cpu="4", memory="32Gi", zones=1,
+                                    labels={**pool, RACK_LABEL: rack}),
+            name_prefix=f"{namespace}-{rack}")
+        rack_of.update(dict.fromkeys(added, rack))
+    node_names = list(rack_of)
+    topology = namespace
+    await _create_cluster_scoped(api, "topologies", {
+        "apiVersion": kueue.API_VERSION, "kind": "Topology", "metadata": {"name": topology},
+        "spec": {"levels": [{"nodeLabel": nodes.ZONE_LABEL}, {"nodeLabel": RACK_LABEL},
+                            {"nodeLabel": HOST_LABEL}]}})
+    queue = await _queues(api, namespace, namespace, cpu="32",
+                          flavor_spec={"nodeLabels": pool, "topologyName": topology})
+    batch = client.BatchV1Api(api)
+    try:
+        # Three pods of 2 CPUs: one rack (8 CPUs on two hosts) holds them, one host not.
+        await batch.create_namespaced_job(namespace, _job(
+            "tas", queue, cpu="2", parallelism=3,
+            annotations={"kueue.x-k8s.io/podset-required-topology": RACK_LABEL}))
+        placed = await _wait_placed(api, namespace, {"tas"}, per_job=3)
+        workload = next(w for w in await _workloads(api, namespace) if _job_of(w) == "tas")
+        assigned = _assigned_hosts(workload)
+        assert Counter(placed["tas"]) == assigned, (
+            f"pods landed on {Counter(placed['tas'])}, Kueue assigned {assigned}")
+        pods = await _pods(api, namespace)
+        used_racks = {rack_of[p["spec"]["nodeName"]] for p in pods}
+        assert len(used_racks) == 1, (
+            f"the pods span racks {used_racks}: {[p['spec']['nodeName'] for p in pods]}")
+        for pod in pods:
+            assert not pod["spec"].get("schedulingGates"), pod["metadata"]["name"]
+        await _scheduled_by_kpysched(api, namespace, pods)
+    finally:
+        await batch.delete_collection_namespaced_job(namespace, propagation_policy="Background")
+        await kube.delete_nodes(api, node_names)
+        await _delete_queues(api, queue)
+        try:
+            await _custom(api).delete_cluster_custom_object(GROUP, VERSION, "topologies",
+                                                            topology)
+        except client.ApiException as error:
+            if error.status != 404:
+                raise
