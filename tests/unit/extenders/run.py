@@ -12,24 +12,32 @@ from kpysched.informers.listers import Listers
 from kpysched.objects import api
 from kpysched.plugins import IN_TREE
 from kpysched.scheduling.event_handlers import PodEventHandler
+from kpysched.scheduling.scheduler import Scheduler
 from tests.unit.api_double import RecordingApi
 from tests.unit.builders import make_node
 
 
-async def schedule_with(extenders: list[dict[str, Any]], *pods: api.Pod,
-                        node_cpu: str = "4") -> RecordingApi:
-    """Node n1 with `node_cpu` CPUs; pods with a nodeName are placed there first."""
+def build(extenders: list[dict[str, Any]], *pods: api.Pod,
+          node_cpu: str = "4") -> tuple[Scheduler, RecordingApi]:
+    """Node n1 with `node_cpu` CPUs, and the pods (those with a nodeName placed there)."""
     config = parse_config({"apiVersion": API_VERSION, "kind": KIND, "extenders": extenders})
     recording = RecordingApi()
     scheduler = build_scheduler(config, build_profiles(config, IN_TREE), IN_TREE,
                                 cast(RawApi, recording), Listers())
+    scheduler.cache.add_or_update_node(
+        make_node("n1").capacity(cpu=node_cpu, memory="8Gi", pods=110).obj())
+    handler = PodEventHandler(scheduler, scheduler.context.writes.events)
+    for pod in pods:
+        pod.spec.scheduler_name = "kpysched"
+        handler.on_add(pod)
+    return scheduler, recording
+
+
+async def schedule_with(extenders: list[dict[str, Any]], *pods: api.Pod,
+                        node_cpu: str = "4") -> RecordingApi:
+    """Run the queue dry, a cycle at a time, and let the writes finish."""
+    scheduler, recording = build(extenders, *pods, node_cpu=node_cpu)
     try:
-        scheduler.cache.add_or_update_node(
-            make_node("n1").capacity(cpu=node_cpu, memory="8Gi", pods=110).obj())
-        handler = PodEventHandler(scheduler, scheduler.context.writes.events)
-        for pod in pods:
-            pod.spec.scheduler_name = "kpysched"
-            handler.on_add(pod)
         queue = scheduler.queue
         while queue.pending_counts()["active"]:
             queued = await queue.pop()

@@ -21,6 +21,10 @@ Answer = Callable[[dict[str, Any]], tuple[int, Any]]
 class FakeExtender:
     answers: dict[str, Answer] = field(default_factory=dict)
     delay: float = 0.0  # seconds before answering
+    # When set, each request waits (up to 5 s) for this before it is answered; one
+    # that waited in vain is counted and answered 503.
+    gate: threading.Event | None = None
+    gate_missed: int = 0
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     connections: set[int] = field(default_factory=set)  # client ports seen
     url: str = ""
@@ -41,6 +45,9 @@ def serving(extender: FakeExtender) -> Iterator[FakeExtender]:
                 time.sleep(extender.delay)
             answer = extender.answers.get(verb)
             code, value = answer(body) if answer else (404, None)
+            if extender.gate is not None and not extender.gate.wait(5):
+                extender.gate_missed += 1
+                code, value = 503, None
             payload = json.dumps(value).encode()
             self.send_response(code)
             self.send_header("Content-Type", "application/json")
