@@ -157,15 +157,16 @@ def _extenders(decision: dict[str, Any], top: int) -> list[str]:
             if verb == "prioritize":
                 what = "gave no scores"
             lines.append(f"Extender {name} {verb}: {what}: {answer['error']}")
-        elif verb == "filter":
+        elif verb in ("filter", "preempt"):
             failed: dict[str, str] = answer.get("failed") or {}
+            given = "node" if verb == "filter" else "candidate node"
             if not failed:
-                lines.append(f"Extender {name} filter: kept every node it was given")
+                lines.append(f"Extender {name} {verb}: kept every {given} it was given")
                 continue
             by_reason: dict[str, list[str]] = defaultdict(list)
             for node, reason in failed.items():
                 by_reason[reason].append(node)
-            lines.append(f"Extender {name} filter: rejected {len(failed)} node(s):")
+            lines.append(f"Extender {name} {verb}: rejected {len(failed)} {given}(s):")
             rows = [[str(len(nodes)), reason, _examples(nodes, EXAMPLES)]
                     for reason, nodes in sorted(by_reason.items(),
                                                 key=lambda item: (-len(item[1]), item[0]))]

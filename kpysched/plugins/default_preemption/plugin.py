@@ -246,7 +246,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                                   absent_status=Status.unresolvable(REASON_NOT_HELPFUL))
             return PostFilterResult(""), Status.unschedulable(fit_error.message())
 
-        narrowed = call_extenders(self._handle, pod, candidates)
+        narrowed = call_extenders(self._handle, pod, candidates,
+                                  state.decision.extenders if state.decision else None)
         if isinstance(narrowed, Status):
             return None, narrowed
         if not narrowed:

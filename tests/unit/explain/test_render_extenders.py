@@ -40,3 +40,10 @@ def test_an_extenders_rejections_are_counted_under_extender() -> None:
     lines = render({"pod": "ns/p", "decisions": [_decision().to_json()]}).splitlines()
     assert any(line.split()[:2] == ["Extender", "2"] and "no free GPU" in line
                for line in lines)
+
+
+def test_a_preempt_answer_names_the_candidates_dropped() -> None:
+    d = _decision()
+    d.extenders = [ExtenderAnswer(URL, "preempt", failed={"n2": "not kept"})]
+    lines = render({"pod": "ns/p", "decisions": [d.to_json()]}).splitlines()
+    assert f"Extender {URL} preempt: rejected 1 candidate node(s):" in lines

@@ -17,13 +17,14 @@ from tests.unit.api_double import RecordingApi
 from tests.unit.builders import make_node
 
 
-def build(extenders: list[dict[str, Any]], *pods: api.Pod,
-          node_cpu: str = "4") -> tuple[Scheduler, RecordingApi]:
+def build(extenders: list[dict[str, Any]], *pods: api.Pod, node_cpu: str = "4",
+          decision_records: int = 0) -> tuple[Scheduler, RecordingApi]:
     """Node n1 with `node_cpu` CPUs, and the pods (those with a nodeName placed there)."""
     config = parse_config({"apiVersion": API_VERSION, "kind": KIND, "extenders": extenders})
     recording = RecordingApi()
     scheduler = build_scheduler(config, build_profiles(config, IN_TREE), IN_TREE,
-                                cast(RawApi, recording), Listers())
+                                cast(RawApi, recording), Listers(),
+                                decision_records=decision_records)
     scheduler.cache.add_or_update_node(
         make_node("n1").capacity(cpu=node_cpu, memory="8Gi", pods=110).obj())
     handler = PodEventHandler(scheduler, scheduler.context.writes.events)
@@ -34,9 +35,12 @@ def build(extenders: list[dict[str, Any]], *pods: api.Pod,
 
 
 async def schedule_with(extenders: list[dict[str, Any]], *pods: api.Pod,
-                        node_cpu: str = "4") -> RecordingApi:
-    """Run the queue dry, a cycle at a time, and let the writes finish."""
-    scheduler, recording = build(extenders, *pods, node_cpu=node_cpu)
+                        node_cpu: str = "4", decisions: list[Any] | None = None,
+                        ) -> RecordingApi:
+    """Run the queue dry, a cycle at a time, and let the writes finish; `decisions`
+    gets the decision records (as JSON) of every pod."""
+    scheduler, recording = build(extenders, *pods, node_cpu=node_cpu,
+                                 decision_records=0 if decisions is None else 100)
     try:
         queue = scheduler.queue
         while queue.pending_counts()["active"]:
@@ -44,6 +48,10 @@ async def schedule_with(extenders: list[dict[str, Any]], *pods: api.Pod,
             assert queued is not None
             scheduler.schedule_one(queued)
         await scheduler.drain_writes(timeout=5)
+        store = scheduler.context.decisions
+        if decisions is not None and store is not None:
+            for pod in pods:
+                decisions.extend(store.for_pod(pod.metadata.namespace, pod.metadata.name))
     finally:
         in_use = scheduler.context.algorithm.extenders
         if in_use is not None:

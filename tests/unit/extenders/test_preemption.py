@@ -84,6 +84,18 @@ async def test_an_extender_that_keeps_no_candidate_stops_the_preemption(
         f"{NO_ROOM} {message.format(url=extender.url)}"]
 
 
+async def test_the_decision_record_says_which_candidates_an_extender_dropped(
+        extender: FakeExtender) -> None:
+    extender.answers["preempt"] = lambda body: (200, {"NodeNameToMetaVictims": {}})
+    decisions: list[Any] = []
+    await schedule_with([{"urlPrefix": extender.url, "preemptVerb": "preempt"}], *_pods(),
+                        node_cpu="1", decisions=decisions)
+    (said,) = decisions[-1]["extenders"]
+    assert (said["extender"], said["verb"], said["failed"]) == (
+        extender.url, "preempt",
+        {"n1": "not kept as a preemption candidate by the extender"})
+
+
 async def test_an_ignorable_extenders_failure_leaves_the_candidates(
         extender: FakeExtender) -> None:
     extender.answers["preempt"] = lambda body: (500, None)
