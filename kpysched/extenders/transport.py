@@ -84,9 +84,16 @@ class Transport:
         self._loop.call_soon(self._pool.close)
 
 
+# OpenSSL's verify results that Go's crypto/x509 reports as an unknown authority:
+# self-signed, self-signed in the chain, issuer not found, leaf not verifiable.
+_UNKNOWN_AUTHORITY: Final = frozenset({18, 19, 20, 21})
+
+
 def _reason(error: BaseException) -> str:
     if isinstance(error, ssl.SSLCertVerificationError):
-        return f"tls: failed to verify certificate: {error.verify_message}"
+        detail = ("x509: certificate signed by unknown authority"
+                  if error.verify_code in _UNKNOWN_AUTHORITY else error.verify_message)
+        return f"tls: failed to verify certificate: {detail}"
     if isinstance(error, ConnectionResetError):
         return "EOF"
     return str(error) or type(error).__name__

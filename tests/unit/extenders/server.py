@@ -5,6 +5,7 @@ request body and answers from a script per verb."""
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,7 +32,9 @@ class FakeExtender:
 
 
 @contextmanager
-def serving(extender: FakeExtender) -> Iterator[FakeExtender]:
+def serving(extender: FakeExtender,
+            tls: tuple[str, str] | None = None) -> Iterator[FakeExtender]:
+    """Serve `extender` on loopback; over TLS with `tls` (certificate file, key file)."""
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive
 
@@ -60,10 +63,15 @@ def serving(extender: FakeExtender) -> Iterator[FakeExtender]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
                               daemon=True)
     thread.start()
-    extender.url = f"http://127.0.0.1:{server.server_address[1]}/scheduler"
+    scheme = "https" if tls is not None else "http"
+    extender.url = f"{scheme}://127.0.0.1:{server.server_address[1]}/scheduler"
     try:
         yield extender
     finally:
