@@ -26,6 +26,8 @@ ENDPOINT = re.compile(r"127\.0\.0\.1:\d+")
 TOKEN_VOLUME = re.compile(r"\bkube-api-access-[a-z0-9]{5}\b")
 VOLATILE = frozenset({"resourceVersion", "creationTimestamp", "managedFields",
                       "lastTransitionTime", "lastHeartbeatTime", "lastProbeTime"})
+# Each scheduler's pods name it.
+SCHEDULER_NAME = "schedulerName"
 Key = tuple[str, str]  # (route, verb)
 
 
@@ -49,8 +51,8 @@ def _uids(value: Any, found: dict[str, str]) -> None:
 def _clean(value: Any, uids: Mapping[str, str]) -> Any:
     if isinstance(value, dict):
         # Keys too: victims come keyed by node name.
-        return {_clean(k, uids): _clean(v, uids) for k, v in value.items()
-                if k not in VOLATILE}
+        return {_clean(k, uids): "<scheduler>" if k == SCHEDULER_NAME else _clean(v, uids)
+                for k, v in value.items() if k not in VOLATILE}
     if isinstance(value, list):
         return [_clean(v, uids) for v in value]
     if isinstance(value, str):
@@ -113,15 +115,39 @@ class Calls:
     def differences(self, other: Calls) -> list[str]:
         lines = []
         for key in sorted(self.keys() | other.keys()):
-            if self.first.get(key) != other.first.get(key):
-                lines.append(f"{key} first request:\n   upstream: {self.first.get(key)}\n"
-                             f"   kpysched: {other.first.get(key)}")
+            mine, theirs = self.first.get(key), other.first.get(key)
+            if mine != theirs:
+                lines.append(f"{key} first request differs (upstream vs kpysched):")
+                lines += [f"   {line}" for line in _paths(_load(mine), _load(theirs))]
             elif self.distinct.get(key) != other.distinct.get(key):
-                mine, theirs = self.distinct.get(key, frozenset()), other.distinct.get(
+                extra = self.distinct.get(key, frozenset()) ^ other.distinct.get(
                     key, frozenset())
-                lines.append(f"{key} requests:\n   upstream only: {sorted(mine - theirs)}\n"
-                             f"   kpysched only: {sorted(theirs - mine)}")
+                lines.append(f"{key}: the requests after the first differ: {sorted(extra)}")
         return lines
+
+
+def _load(body: str | None) -> Any:
+    return json.loads(body) if body is not None else "<no request>"
+
+
+def _paths(mine: Any, theirs: Any, path: str = "", limit: int = 40) -> list[str]:
+    """Where two bodies differ, as JSON paths with both values (at most `limit`)."""
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        found: list[str] = []
+        for key in sorted(mine.keys() | theirs.keys()):
+            found += _paths(mine.get(key, "<absent>"), theirs.get(key, "<absent>"),
+                            f"{path}.{key}", limit - len(found))
+            if len(found) >= limit:
+                break
+        return found
+    if isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
+        found = []
+        for index, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+            found += _paths(a, b, f"{path}[{index}]", limit - len(found))
+        return found[:limit]
+    if mine == theirs:
+        return []
+    return [f"{path or '.'}: {json.dumps(mine)[:300]} vs {json.dumps(theirs)[:300]}"]
 
 
 @dataclass

@@ -157,12 +157,6 @@ SCENARIOS: list[ExtenderScenario] = [
                (N("n0", labels=NO), N("n1", labels=NEVER), N("n2", labels=NO),
                 N("n3", cpu="1")), P(routes=("names",), cpu="2"), expect="pending",
                expect_reason=rules.REFUSED_FOR_GOOD), ("names", "filter")),
-    # With full Nodes the extender's answer carries Nodes, and upstream scores the
-    # nodes of that answer: n0's load is not in them.
-    S(Scenario("filter-full-nodes-then-score", (N("n0", cpu="8"), N("n1")),
-               P(routes=("full",)), existing=(P("load-0", node="n0", cpu="6"),),
-               expect_node="n0"),
-      ("full", "filter"), ("full", "prioritize")),
     S(Scenario("prioritize-outweighs-load", (N("n0", labels=_score(10)), N("n1")),
                P(routes=("names",)), existing=LOADED_N0, expect_node="n0"),
       ("names", "filter"), ("names", "prioritize")),
