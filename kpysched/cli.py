@@ -122,7 +122,7 @@ def _run(argv: Sequence[str]) -> int:
 
             return uvloop.run(main_coroutine)
         return asyncio.run(main_coroutine)
-    except ServingError as error:
+    except (ServingError, ConfigError) as error:  # ConfigError: an extender's certificates
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     except KeyboardInterrupt:

@@ -8,9 +8,11 @@ ignorable one never filters the nodes a required one sees first; so does this.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
+from kpysched.config.errors import ConfigError, problem
 from kpysched.config.extenders import Extender as ExtenderConfig
 from kpysched.extenders import wire
 from kpysched.extenders.extender import HTTPExtender, RequestObserver, observe_nothing
@@ -33,13 +35,23 @@ class Extenders:
         self.raw_pods = RawObjects(drop_managed_fields=True)
         self.raw_nodes = RawObjects(drop_managed_fields=False)
         self._bodies = wire.NodeBodies(self.raw_nodes)
-        ordered = [c for c in configs if not c.ignorable] + [c for c in configs if c.ignorable]
+        built = [self._build(index, config, observe) for index, config in enumerate(configs)]
         self.all: tuple[HTTPExtender, ...] = tuple(
-            HTTPExtender(config, self._loop, self._bodies, observe, self.raw_pods)
-            for config in ordered)
+            [e for e in built if not e.ignorable] + [e for e in built if e.ignorable])
         self.has_filters = any(extender.is_filter for extender in self.all)
         self.has_prioritizers = any(extender.is_prioritizer for extender in self.all)
         self._pod: tuple[api.Pod, bytes] | None = None
+
+    def _build(self, index: int, config: ExtenderConfig,
+               observe: RequestObserver) -> HTTPExtender:
+        """One extender; ConfigError naming its tlsConfig when its certificates cannot
+        be loaded (kube-scheduler does not start then either)."""
+        try:
+            return HTTPExtender(config, self._loop, self._bodies, observe, self.raw_pods)
+        except (OSError, ssl.SSLError, ValueError) as error:
+            reason = getattr(error, "strerror", None) or str(error)
+            raise ConfigError([problem(f"extenders[{index}].tlsConfig",
+                                       f"cannot load its certificates: {reason}")]) from None
 
     def __iter__(self) -> Iterator[HTTPExtender]:
         return iter(self.all)

@@ -38,19 +38,31 @@ class Transport:
 
     def __init__(self, config: Extender, loop: LoopThread) -> None:
         self.url_prefix = config.url_prefix.rstrip("/")
+        self._timeout = config.http_timeout
+        self._loop = loop
         parts = urlsplit(self.url_prefix)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"extender urlPrefix {config.url_prefix!r} is not an http(s) URL")
+        # Upstream accepts any urlPrefix and fails each call: so does kpysched, in the
+        # words of Go's client.
+        self._unusable = ""
+        self._pool: ConnectionPool | None = None
+        if parts.scheme not in ("http", "https"):
+            self._unusable = f'unsupported protocol scheme "{parts.scheme}"'
+        elif not parts.hostname:
+            self._unusable = "http: no Host in request URL"
+        if self._unusable or parts.hostname is None:
+            return
         secure = parts.scheme == "https"
-        port = parts.port or (443 if secure else 80)
+        try:
+            port = parts.port or (443 if secure else 80)
+        except ValueError:
+            self._unusable = f'invalid port in "{self.url_prefix}"'
+            return
         self._address = f"{parts.hostname}:{port}"
         self._base_path = parts.path
         tls = _tls_context(config) if secure else None
         server_name = (config.tls_config.server_name if config.tls_config else "") or None
-        self._pool = ConnectionPool(parts.hostname, port, tls, server_name or parts.hostname,
-                                    0, parts.netloc)
-        self._timeout = config.http_timeout
-        self._loop = loop
+        self._pool = ConnectionPool(
+            parts.hostname, port, tls, server_name or parts.hostname, 0, parts.netloc)
 
     def url(self, verb: str) -> str:
         return f"{self.url_prefix}/{verb}"
@@ -62,6 +74,8 @@ class Transport:
 
     async def _post(self, verb: str, body: bytes) -> bytes:
         url = self.url(verb)
+        if self._pool is None:
+            raise ExtenderError(f'Post "{url}": {self._unusable}')
         head = (f"POST {self._base_path}/{verb} HTTP/1.1\r\nHost: {self._pool.host_header}\r\n"
                 "User-Agent: kpysched\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1")
@@ -81,7 +95,8 @@ class Transport:
         return reply.body
 
     def close(self) -> None:
-        self._loop.call_soon(self._pool.close)
+        if self._pool is not None:
+            self._loop.call_soon(self._pool.close)
 
 
 # OpenSSL's verify results that Go's crypto/x509 reports as an unknown authority:

@@ -235,7 +235,10 @@ async def _simulate(options: argparse.Namespace) -> int:
         elif not options.quiet:
             print(f"simulate: calling the configured extenders ({names}) for filter, "
                   "prioritize and preempt; binding is simulated", file=sys.stderr)
-    simulation = Simulation(config, profiles, registry, seed=options.seed)
+    try:
+        simulation = Simulation(config, profiles, registry, seed=options.seed)
+    except ConfigError as error:  # an extender's certificates
+        return _error(str(error), EXIT_USAGE)
     simulation.load(world)
     progress = not options.quiet and len(pods) >= 100
     text = options.output == "text"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from kpysched.config import ConfigError
 from kpysched.config.extenders import Extender
 from kpysched.decisions.record import Decision
 from kpysched.extenders.registry import Extenders
@@ -206,3 +207,21 @@ def test_connections_are_kept_alive(extender: FakeExtender) -> None:
         assert isinstance(_schedule(extenders), ScheduleResult)
     assert len(extender.requests) == 5
     assert len(extender.connections) == 1
+
+
+@pytest.mark.parametrize(("prefix", "reason"), [
+    pytest.param("extender:8888/x", 'unsupported protocol scheme "extender"', id="no-scheme"),
+    pytest.param("http:///x", "http: no Host in request URL", id="no-host"),
+])
+def test_an_unusable_url_prefix_fails_each_call_as_gos_client_does(
+        prefix: str, reason: str) -> None:
+    outcome = _schedule(_extenders({"urlPrefix": prefix, "filterVerb": "filter"}))
+    assert isinstance(outcome, Status)
+    assert outcome.message() == f'Post "{prefix}/filter": {reason}'
+
+
+def test_certificates_that_cannot_be_loaded_stop_start_up() -> None:
+    with pytest.raises(ConfigError) as refused:
+        _extenders({"urlPrefix": "https://e", "tlsConfig": {"caFile": "/nonexistent/ca.crt"}})
+    assert list(refused.value.problems) == [
+        "extenders[0].tlsConfig: cannot load its certificates: No such file or directory"]
