@@ -14,16 +14,19 @@ import json
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
 
 from tests.cluster import cluster as harness
-from tests.cluster import kube, kueue, nodes
-from tests.cluster.kpysched_process import KpyschedProcess
+from tests.cluster import kube, kubectl, kueue, nodes
+from tests.cluster.kpysched_process import KpyschedProcess, scheduler_config
 
 pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
 
 GROUP, VERSION = kueue.API_VERSION.split("/")
 SCHEDULER = "kpysched"
@@ -40,12 +43,31 @@ class KueueCluster:
     kpysched: KpyschedProcess
 
 
+# kpysched with scheduler-plugins' Coscheduling (docs/gang.md), for the pod-group test;
+# pods without a group schedule as with the default profile.
+GANG_CONFIG = scheduler_config(profiles=[{
+    "schedulerName": SCHEDULER,
+    "plugins": {"multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                "queueSort": {"enabled": [{"name": "Coscheduling"}],
+                              "disabled": [{"name": "*"}]}}}])
+# Kueue waits for an admitted Workload's pods to be Ready and says so in its PodsReady
+# condition; the timeout (after which it would evict) is longer than any test here.
+WAIT_FOR_PODS_READY = {"waitForPodsReady": {"timeout": "10m", "blockAdmission": False}}
+POD_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+TEST_NODE_LABEL = "example.com/kueue-test"
+
+
 @pytest.fixture(scope="module")
 def kueue_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KueueCluster]:
     directory = tmp_path_factory.mktemp("kueue-cluster") / "state"
     state = harness.up(directory, harness.FULL)
     try:
-        with kueue.running(state), KpyschedProcess(state, log_level="info") as scheduler:
+        kubectl.run(state, "apply", "-f", str(REPO / "deploy" / "crds" /
+                                             "scheduling.x-k8s.io_podgroups.yaml"))
+        kubectl.run(state, "wait", "--for=condition=Established", "--timeout=60s",
+                    "crd/podgroups.scheduling.x-k8s.io")
+        with kueue.running(state, extra_configuration=WAIT_FOR_PODS_READY), \
+                KpyschedProcess(state, GANG_CONFIG, log_level="info") as scheduler:
             yield KueueCluster(state, scheduler)
     finally:
         harness.down(directory)
@@ -114,9 +136,11 @@ async def _delete_queues(api: client.ApiClient, name: str) -> None:
 
 
 def _job(name: str, queue: str, *, cpu: str, parallelism: int = 1,
-         annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    pod = kube.pod_body(name, scheduler_name=SCHEDULER, cpu=cpu, memory="1Gi")
-    pod["metadata"] = {"annotations": annotations or {}}
+         annotations: dict[str, str] | None = None, labels: dict[str, str] | None = None,
+         node_selector: dict[str, str] | None = None) -> dict[str, Any]:
+    pod = kube.pod_body(name, scheduler_name=SCHEDULER, cpu=cpu, memory="1Gi",
+                        node_selector=node_selector)
+    pod["metadata"] = {"annotations": annotations or {}, "labels": labels or {}}
     pod["spec"]["restartPolicy"] = "Never"
     # No `suspend`: Kueue's mutating webhook sets it, which the test checks.
     return {"apiVersion": "batch/v1", "kind": "Job",
@@ -300,3 +324,59 @@ async def test_topology_aware_scheduling_pods_land_where_kueue_assigned(
         except client.ApiException as error:
             if error.status != 404:
                 raise
+
+
+async def test_pod_group_admitted_by_kueue_is_placed_whole_or_not_at_all(
+    kueue_cluster: KueueCluster, api: client.ApiClient, namespace: str,
+) -> None:
+    """A Job whose three pods form one Coscheduling PodGroup (minMember 3): Kueue admits
+    it, kpysched places none of its pods while only two fit, all three once a third node
+    comes, and Kueue's waitForPodsReady then reports the Workload PodsReady."""
+    here = {TEST_NODE_LABEL: namespace}
+    shape = nodes.NodeShape(cpu="4", memory="32Gi", labels=here)
+    node_names = await nodes.add(api, 2, shape, name_prefix=f"{namespace}-node")
+    queue = await _queues(api, namespace, namespace, cpu="32")
+    batch = client.BatchV1Api(api)
+    try:
+        await _custom(api).create_namespaced_custom_object(
+            "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups",
+            {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+             "metadata": {"name": "gang"}, "spec": {"minMember": 3}})
+        # Three pods of 3 CPUs: one per 4-CPU node, so two nodes hold only two of them.
+        await batch.create_namespaced_job(namespace, _job(
+            "gang", queue, cpu="3", parallelism=3, labels={POD_GROUP_LABEL: "gang"},
+            node_selector=here))
+
+        async def group_rejected() -> list[dict[str, Any]] | None:
+            pods = await _pods(api, namespace)
+            names = {p["metadata"]["name"] for p in pods}
+            events = await kube.events(api, namespace, "FailedScheduling")
+            rejected = {e["regarding"]["name"] for e in events
+                        if e.get("reportingController") == SCHEDULER}
+            return pods if len(names) == 3 and names <= rejected else None
+
+        await kube.wait_for(group_rejected, ADMIT_TIMEOUT_SECONDS,
+                                   "kpysched's FailedScheduling for each of the group's pods")
+        workload = next(w for w in await _workloads(api, namespace) if _job_of(w) == "gang")
+        assert _admitted(workload), "Kueue did not admit the group's Workload"
+        bound = [p["metadata"]["name"] for p in await _pods(api, namespace)
+                 if p["spec"].get("nodeName")]
+        assert not bound, f"a partial group was placed: {bound}"
+
+        node_names += await nodes.add(api, 1, shape, name_prefix=f"{namespace}-node")
+        placed = await _wait_placed(api, namespace, {"gang"}, per_job=3)
+        assert sorted(placed["gang"]) == sorted(node_names), placed
+        await _scheduled_by_kpysched(api, namespace, await _pods(api, namespace))
+
+        async def pods_ready() -> bool:
+            current = next(w for w in await _workloads(api, namespace)
+                           if _job_of(w) == "gang")
+            return any(c["type"] == "PodsReady" and c["status"] == "True"
+                       for c in current.get("status", {}).get("conditions", []))
+
+        await kube.wait_for(pods_ready, ADMIT_TIMEOUT_SECONDS,
+                            "Kueue's PodsReady condition on the group's Workload")
+    finally:
+        await batch.delete_collection_namespaced_job(namespace, propagation_policy="Background")
+        await kube.delete_nodes(api, node_names)
+        await _delete_queues(api, queue)
