@@ -22,6 +22,7 @@ from typing import Literal
 import msgspec
 
 from benchmarks import cluster, gangs, promtext, schedulers, workloads
+from benchmarks import extender as bench_extender
 from benchmarks.kubeapi import BenchApi, encode
 from benchmarks.observer import BindingObserver
 from benchmarks.profiling import Profiler
@@ -497,10 +498,13 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             if spec.workload.measured_pod.claim_template is not None:
                 await _wait_for_template_claims(api, spec, progress)
 
+        extender = (bench_extender.start(bench.state, spec.workload.extender_delay_ms)
+                    if spec.workload.extender_delay_ms is not None else None)
         scheduler = schedulers.make(
             scheduler_name, bench.scheduler_state, spec.qps, spec.burst,
             feature_gates=spec.workload.gates.feature_gates,
-            plugins=gangs.COSCHEDULING_PLUGINS if spec.workload.coscheduling else None)
+            plugins=gangs.COSCHEDULING_PLUGINS if spec.workload.coscheduling else None,
+            extenders=extender.config() if extender is not None else None)
         observer = BindingObserver(api, workloads.MEASURED_NAMESPACE, sizes.pods)
         await observer.start()
         profiler = None
@@ -576,6 +580,8 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         finally:
             await observer.stop()
             await asyncio.to_thread(scheduler.stop)
+            if extender is not None:
+                extender.stop()
             if spec.logs_dir is not None:
                 spec.logs_dir.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(scheduler.log_path, spec.logs_dir / (

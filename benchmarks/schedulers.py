@@ -69,7 +69,8 @@ _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def scheduler_config(profile_name: str, qps: float | None, burst: int | None,
-                     plugins: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                     plugins: Mapping[str, Any] | None = None,
+                     extenders: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     profile: dict[str, Any] = {"schedulerName": profile_name}
     if plugins is not None:
         profile["plugins"] = dict(plugins)
@@ -86,6 +87,8 @@ def scheduler_config(profile_name: str, qps: float | None, burst: int | None,
         connection["burst"] = burst
     if connection:
         config["clientConnection"] = connection
+    if extenders:
+        config["extenders"] = extenders
     return config
 
 
@@ -260,8 +263,9 @@ class Ceiling:
 
 def make(name: str, state: ClusterState, qps: float | None, burst: int | None, *,
          feature_gates: Mapping[str, bool] | None = None,
-         plugins: Mapping[str, Any] | None = None) -> SchedulerUnderTest:
-    config = scheduler_config(name, qps, burst, plugins)
+         plugins: Mapping[str, Any] | None = None,
+         extenders: list[dict[str, Any]] | None = None) -> SchedulerUnderTest:
+    config = scheduler_config(name, qps, burst, plugins, extenders)
     if name in KPYSCHED_VARIANTS:
         return Kpysched(state, config, name, feature_gates)
     if name == KUBE_SCHEDULER:

@@ -308,6 +308,9 @@ class Workload:
     coscheduling: bool = False
     # The workload this one is compared with (same sizes, one difference).
     baseline: str | None = None
+    # The test extender beside the scheduler, answering filter and prioritize after
+    # this many milliseconds (benchmarks/extender.py).
+    extender_delay_ms: float | None = None
 
     def node(self, index: int) -> dict[str, Any]:
         return node_body(f"node-{index}",
@@ -323,6 +326,14 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
         zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
         default_init_pods=lambda nodes: min(nodes, 1000),
         default_pods=lambda nodes: max(2 * nodes, 3000)),
+    Workload(
+        "basic-extender", "SchedulingBasic + extender",
+        "as basic, with the test extender answering filter and prioritize (node names) "
+        "after a fixed 2 ms",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
+        default_init_pods=lambda nodes: min(nodes, 1000),
+        default_pods=lambda nodes: max(2 * nodes, 3000), extender_delay_ms=2.0,
+        baseline="basic"),
     Workload(
         "node-affinity", "SchedulingNodeAffinity",
         "required node affinity (zone In [zone1, zone2]) on every pod",

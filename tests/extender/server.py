@@ -140,8 +140,11 @@ class ExtenderServer:
 
 def _handler(extender: ExtenderServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
-        # Keep-alive, as the schedulers' pooled clients expect.
+        # Keep-alive, as the schedulers' pooled clients expect; headers and body go
+        # out in two writes, which Nagle's algorithm would hold for the client's
+        # delayed ACK (40 ms a request).
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True
 
         def do_POST(self) -> None:
             route, _, verb = self.path.strip("/").rpartition("/")
