@@ -28,6 +28,12 @@ BIND = "bind"
 RequestObserver = Callable[[str, str, float], None]
 
 
+def _fresh_node_info(node: api.Node) -> NodeInfo:
+    info = NodeInfo(node.metadata.name)
+    info.set_node(node)
+    return info
+
+
 def observe_nothing(extender: str, verb: str, seconds: float) -> None:
     return None
 
@@ -87,15 +93,19 @@ class HTTPExtender:
             await self._call(FILTER, self.config.filter_verb, self._args(pod, nodes)))
         if answer.error:
             raise ExtenderError(answer.error)
-        by_name = {node.name: node for node in nodes}
-        passing: list[NodeInfo] = []
-        for name in answer.node_names or ():
-            node = by_name.get(name)
-            if node is not None:
+        if self.node_cache_capable and answer.node_names is not None:
+            by_name = {node.name: node for node in nodes}
+            passing: list[NodeInfo] = []
+            for name in answer.node_names:
+                node = by_name.get(name)
+                if node is None:
+                    raise ExtenderError(f'extender "{self.name}" claims a filtered node '
+                                        f'"{name}" which is not found in the input node list')
                 passing.append(node)
-            elif answer.from_node_names and self.node_cache_capable:
-                raise ExtenderError(f'extender "{self.name}" claims a filtered node "{name}" '
-                                    "which is not found in the input node list")
+        else:
+            # Upstream builds NodeInfos afresh from the returned objects, without their
+            # pods, and scores those (an answer with neither field keeps no node).
+            passing = [_fresh_node_info(node) for node in answer.nodes or ()]
         return Filtered(passing, answer.failed, answer.failed_and_unresolvable)
 
     async def prioritize(self, pod: bytes, nodes: Sequence[NodeInfo]) -> list[tuple[str, int]]:

@@ -91,11 +91,11 @@ def encode_pod(pod: api.Pod, raw: RawObjects | None = None) -> bytes:
 
 @dataclass(slots=True)
 class FilterResult:
-    """ExtenderFilterResult; `node_names` holds the names from NodeNames or Nodes
-    (None when the answer had neither)."""
+    """ExtenderFilterResult: NodeNames and Nodes as the answer had them (None when
+    absent or null), Nodes decoded into node objects."""
 
     node_names: list[str] | None
-    from_node_names: bool
+    nodes: list[api.Node] | None
     failed: dict[str, str] = field(default_factory=dict)
     failed_and_unresolvable: dict[str, str] = field(default_factory=dict)
     error: str = ""
@@ -104,21 +104,24 @@ class FilterResult:
 def decode_filter_result(body: bytes) -> FilterResult:
     answer = _object(body)
     names = _get(answer, "NodeNames")
-    nodes = _get(answer, "Nodes")
-    node_names: list[str] | None = None
-    from_names = names is not None
-    if from_names:
-        node_names = [str(name) for name in _list(names, "NodeNames")]
-    elif nodes is not None:
-        items = _get(_mapping(nodes, "Nodes"), "items") or []
-        node_names = [str(_get(_mapping(_get(_mapping(item, "Nodes.items"), "metadata") or {},
-                                        "metadata"), "name") or "")
-                      for item in _list(items, "Nodes.items")]
+    node_list = _get(answer, "Nodes")
+    nodes: list[api.Node] | None = None
+    if node_list is not None:
+        items = _get(_mapping(node_list, "Nodes"), "items") or []
+        nodes = [_node(item) for item in _list(items, "Nodes.items")]
     return FilterResult(
-        node_names, from_names,
+        None if names is None else [str(name) for name in _list(names, "NodeNames")],
+        nodes,
         _string_map(_get(answer, "FailedNodes"), "FailedNodes"),
         _string_map(_get(answer, "FailedAndUnresolvableNodes"), "FailedAndUnresolvableNodes"),
         str(_get(answer, "Error") or ""))
+
+
+def _node(item: Any) -> api.Node:
+    try:
+        return msgspec.convert(_mapping(item, "Nodes.items"), api.Node)
+    except msgspec.ValidationError as error:
+        raise BodyError(f"Nodes.items: {error}") from None
 
 
 def decode_host_priorities(body: bytes) -> list[tuple[str, int]]:

@@ -81,6 +81,8 @@ class FitResult:
     absent_reason: str = ""  # why nodes outside PreFilterResult's set do not fit
     mask: npt.NDArray[np.bool_] | None = None  # the vector verdict over every row
     searched: bool = False  # the Filter pass ran: its rejections are the record's
+    # Some feasible nodes are an extender's answer, not the snapshot's (scored alone).
+    fresh_nodes: bool = False
 
     @property
     def total_nodes(self) -> int:
@@ -130,12 +132,17 @@ class Algorithm:
         status = framework.run_pre_score(state, pod, feasible)
         if not status.ok:
             return status
-        # Score rows come from the vector path's rows when it found the nodes.
-        rows = (feasible.rows if isinstance(feasible, NodeRows)
-                else np.fromiter(map(snapshot.index.__getitem__, _names(feasible)),
-                                 dtype=np.int64, count=len(feasible)))
-        # With a decision recorded, this also puts the totals (as an array) in it.
-        totals, status = framework.run_score_totals(state, pod, feasible, snapshot, rows)
+        if fit.fresh_nodes:
+            # Upstream scores the NodeInfos an extender's Nodes answer made, without
+            # their pods: node by node, not from the snapshot's columns.
+            totals, status = framework.run_score_totals(state, pod, feasible)
+        else:
+            # Score rows come from the vector path's rows when it found the nodes.
+            rows = (feasible.rows if isinstance(feasible, NodeRows)
+                    else np.fromiter(map(snapshot.index.__getitem__, _names(feasible)),
+                                     dtype=np.int64, count=len(feasible)))
+            # With a decision recorded, this also puts the totals (as an array) in it.
+            totals, status = framework.run_score_totals(state, pod, feasible, snapshot, rows)
         if not status.ok:
             return status
         if self.extenders is not None:
@@ -177,7 +184,8 @@ class Algorithm:
             if isinstance(passed, Status):
                 fit.error = passed
                 return fit
-            nominated = passed[0] if passed else None
+            known = self._known(passed, snapshot, fit)
+            nominated = known[0] if known else None
         if nominated is not None:
             fit.feasible, fit.processed = [nominated], 1
             return fit
@@ -256,7 +264,7 @@ class Algorithm:
             if isinstance(passed, Status):
                 fit.error = passed
                 return fit
-            feasible = passed
+            feasible = self._known(passed, snapshot, fit)
         if mask is not None and not feasible:
             # Reasons for rows the vector verdict rejected are only needed now. The
             # chain runs in order but skips the plugins whose own verdict passed the
@@ -278,6 +286,14 @@ class Algorithm:
         return extender_steps.filter_nodes(
             self.extenders, pod, feasible, diagnosis,
             decision.extenders if decision is not None else None)
+
+    @staticmethod
+    def _known(nodes: list[NodeInfo], snapshot: Snapshot, fit: FitResult) -> list[NodeInfo]:
+        """The extenders' nodes that the snapshot knows (a name it does not know cannot
+        be assumed); notes in `fit` when some are not the snapshot's own NodeInfos."""
+        known = [node for node in nodes if node.name in snapshot.index]
+        fit.fresh_nodes = any(snapshot.get(node.name) is not node for node in known)
+        return known
 
     @staticmethod
     def _evaluate_nominated_node(framework: Framework, state: CycleState, pod: PodInfo,

@@ -18,15 +18,17 @@ from tests.unit.builders import make_node
 
 
 def build(extenders: list[dict[str, Any]], *pods: api.Pod, node_cpu: str = "4",
-          decision_records: int = 0) -> tuple[Scheduler, RecordingApi]:
-    """Node n1 with `node_cpu` CPUs, and the pods (those with a nodeName placed there)."""
+          decision_records: int = 0, nodes: int = 1) -> tuple[Scheduler, RecordingApi]:
+    """Nodes n1, n2... with `node_cpu` CPUs each, and the pods (those with a nodeName
+    placed there)."""
     config = parse_config({"apiVersion": API_VERSION, "kind": KIND, "extenders": extenders})
     recording = RecordingApi()
     scheduler = build_scheduler(config, build_profiles(config, IN_TREE), IN_TREE,
                                 cast(RawApi, recording), Listers(),
                                 decision_records=decision_records)
-    scheduler.cache.add_or_update_node(
-        make_node("n1").capacity(cpu=node_cpu, memory="8Gi", pods=110).obj())
+    for number in range(1, nodes + 1):
+        scheduler.cache.add_or_update_node(
+            make_node(f"n{number}").capacity(cpu=node_cpu, memory="8Gi", pods=110).obj())
     handler = PodEventHandler(scheduler, scheduler.context.writes.events)
     for pod in pods:
         pod.spec.scheduler_name = "kpysched"
@@ -36,10 +38,10 @@ def build(extenders: list[dict[str, Any]], *pods: api.Pod, node_cpu: str = "4",
 
 async def schedule_with(extenders: list[dict[str, Any]], *pods: api.Pod,
                         node_cpu: str = "4", decisions: list[Any] | None = None,
-                        ) -> RecordingApi:
+                        nodes: int = 1) -> RecordingApi:
     """Run the queue dry, a cycle at a time, and let the writes finish; `decisions`
     gets the decision records (as JSON) of every pod."""
-    scheduler, recording = build(extenders, *pods, node_cpu=node_cpu,
+    scheduler, recording = build(extenders, *pods, node_cpu=node_cpu, nodes=nodes,
                                  decision_records=0 if decisions is None else 100)
     try:
         queue = scheduler.queue

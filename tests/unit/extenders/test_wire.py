@@ -41,8 +41,14 @@ def test_a_node_is_encoded_once_while_unchanged_and_forgotten_when_unused() -> N
 ])
 def test_filter_results_are_read_case_insensitively(body: bytes) -> None:
     result = wire.decode_filter_result(body)
-    assert (result.node_names, result.from_node_names, result.failed) == (
-        ["a"], True, {"b": "why"})
+    assert (result.node_names, result.nodes, result.failed) == (["a"], None, {"b": "why"})
+
+
+def test_returned_nodes_are_decoded_into_node_objects() -> None:
+    result = wire.decode_filter_result(
+        b'{"Nodes": {"items": [{"metadata": {"name": "n1", "labels": {"a": "b"}}}]}}')
+    assert result.node_names is None and result.nodes is not None
+    assert [(n.metadata.name, n.metadata.labels) for n in result.nodes] == [("n1", {"a": "b"})]
 
 
 @pytest.mark.parametrize("body", [b"not json", b'{"NodeNames": "a"}', b"[1]"])

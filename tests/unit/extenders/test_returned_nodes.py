@@ -1,0 +1,56 @@
+"""Upstream's HTTPExtender.Filter: a nodeCacheCapable extender's NodeNames pick among
+the nodes it was sent; otherwise the Nodes it returns become NodeInfos of their own,
+without pods, and that is what the Score plugins score."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.unit.builders import make_pod
+from tests.unit.extenders.run import schedule_with
+from tests.unit.extenders.server import FakeExtender, names_of, serving
+
+
+@pytest.fixture
+def extender() -> Iterator[FakeExtender]:
+    with serving(FakeExtender()) as running:
+        yield running
+
+
+def _echo(body: dict[str, Any]) -> tuple[int, Any]:
+    if body["NodeNames"] is not None:
+        return 200, {"NodeNames": body["NodeNames"]}
+    return 200, {"Nodes": body["Nodes"]}
+
+
+@pytest.mark.parametrize(("cache_capable", "scored_as_empty"), [
+    pytest.param(True, False, id="node-names-keep-the-pods"),
+    pytest.param(False, True, id="returned-nodes-are-scored-without-pods"),
+])
+async def test_what_the_score_plugins_see(extender: FakeExtender, cache_capable: bool,
+                                          scored_as_empty: bool) -> None:
+    extender.answers["filter"] = _echo
+    busy = make_pod("busy").req(cpu="3").node("n1").obj()
+    decisions: list[Any] = []
+    await schedule_with([{"urlPrefix": extender.url, "filterVerb": "filter",
+                          "nodeCacheCapable": cache_capable}],
+                        busy, make_pod("p").req(cpu="100m").obj(), nodes=2,
+                        decisions=decisions)
+    (decision,) = [d for d in decisions if d["pod"] == "default/p"]
+    totals = dict(zip(decision["feasible"], decision["totals"], strict=True))
+    # n1 holds 3 of its 4 CPUs: only scored from the snapshot does it score lower.
+    assert (totals["n1"] == totals["n2"]) is scored_as_empty
+
+
+async def test_an_answer_without_the_field_its_kind_reads_keeps_no_node(
+        extender: FakeExtender) -> None:
+    # Not nodeCacheCapable: NodeNames alone is not read (upstream reads Nodes).
+    extender.answers["filter"] = lambda body: (200, {"NodeNames": names_of(body)})
+    decisions: list[Any] = []
+    await schedule_with([{"urlPrefix": extender.url, "filterVerb": "filter"}],
+                        make_pod("p").req(cpu="100m").obj(), nodes=2, decisions=decisions)
+    assert decisions[-1]["outcome"] == "Unschedulable"
+    assert decisions[-1]["message"].startswith("0/2 nodes are available")
