@@ -105,7 +105,10 @@ class HTTPExtender:
         else:
             # Upstream builds NodeInfos afresh from the returned objects, without their
             # pods, and scores those (an answer with neither field keeps no node).
-            passing = [_fresh_node_info(node) for node in answer.nodes or ()]
+            passing = []
+            for returned, body in answer.nodes or ():
+                self._bodies.remember(returned, body)
+                passing.append(_fresh_node_info(returned))
         return Filtered(passing, answer.failed, answer.failed_and_unresolvable)
 
     async def prioritize(self, pod: bytes, nodes: Sequence[NodeInfo]) -> list[tuple[str, int]]:

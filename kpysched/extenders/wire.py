@@ -63,6 +63,10 @@ class NodeBodies:
             self._next_round()
         return body
 
+    def remember(self, node: api.Node, body: bytes) -> None:
+        """`node`'s body is `body` (a node an extender returned, sent on as returned)."""
+        self._by_name[node.metadata.name] = (node, body, self._round)
+
     def _next_round(self) -> None:
         oldest_kept = self._round - 1
         self._by_name = {name: entry for name, entry in self._by_name.items()
@@ -95,7 +99,7 @@ class FilterResult:
     absent or null), Nodes decoded into node objects."""
 
     node_names: list[str] | None
-    nodes: list[api.Node] | None
+    nodes: list[tuple[api.Node, bytes]] | None  # each with its JSON as returned
     failed: dict[str, str] = field(default_factory=dict)
     failed_and_unresolvable: dict[str, str] = field(default_factory=dict)
     error: str = ""
@@ -105,7 +109,7 @@ def decode_filter_result(body: bytes) -> FilterResult:
     answer = _object(body)
     names = _get(answer, "NodeNames")
     node_list = _get(answer, "Nodes")
-    nodes: list[api.Node] | None = None
+    nodes: list[tuple[api.Node, bytes]] | None = None
     if node_list is not None:
         items = _get(_mapping(node_list, "Nodes"), "items") or []
         nodes = [_node(item) for item in _list(items, "Nodes.items")]
@@ -117,9 +121,9 @@ def decode_filter_result(body: bytes) -> FilterResult:
         str(_get(answer, "Error") or ""))
 
 
-def _node(item: Any) -> api.Node:
+def _node(item: Any) -> tuple[api.Node, bytes]:
     try:
-        return msgspec.convert(_mapping(item, "Nodes.items"), api.Node)
+        return msgspec.convert(_mapping(item, "Nodes.items"), api.Node), _encode(item)
     except msgspec.ValidationError as error:
         raise BodyError(f"Nodes.items: {error}") from None
 

@@ -54,3 +54,22 @@ async def test_an_answer_without_the_field_its_kind_reads_keeps_no_node(
                         make_pod("p").req(cpu="100m").obj(), nodes=2, decisions=decisions)
     assert decisions[-1]["outcome"] == "Unschedulable"
     assert decisions[-1]["message"].startswith("0/2 nodes are available")
+
+
+async def test_the_nodes_a_filter_returned_are_sent_on_as_returned(
+        extender: FakeExtender) -> None:
+    def relabel(body: dict[str, Any]) -> tuple[int, Any]:
+        items = body["Nodes"]["items"]
+        for item in items:
+            item["metadata"]["labels"] = {"seen-by": "extender"}
+        return 200, {"Nodes": {"metadata": {}, "items": items}}
+
+    extender.answers["filter"] = relabel
+    extender.answers["prioritize"] = lambda body: (200, [
+        {"Host": name, "Score": 1} for name in names_of(body)])
+    await schedule_with([{"urlPrefix": extender.url, "filterVerb": "filter",
+                          "prioritizeVerb": "prioritize", "weight": 1}],
+                        make_pod("p").req(cpu="100m").obj(), nodes=2)
+    (prioritized,) = [body for verb, body in extender.requests if verb == "prioritize"]
+    assert {item["metadata"]["labels"]["seen-by"]
+            for item in prioritized["Nodes"]["items"]} == {"extender"}

@@ -48,7 +48,9 @@ def test_returned_nodes_are_decoded_into_node_objects() -> None:
     result = wire.decode_filter_result(
         b'{"Nodes": {"items": [{"metadata": {"name": "n1", "labels": {"a": "b"}}}]}}')
     assert result.node_names is None and result.nodes is not None
-    assert [(n.metadata.name, n.metadata.labels) for n in result.nodes] == [("n1", {"a": "b"})]
+    ((node, body),) = result.nodes
+    assert (node.metadata.name, node.metadata.labels) == ("n1", {"a": "b"})
+    assert json.loads(body) == {"metadata": {"name": "n1", "labels": {"a": "b"}}}
 
 
 @pytest.mark.parametrize("body", [b"not json", b'{"NodeNames": "a"}', b"[1]"])
