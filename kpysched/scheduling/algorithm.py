@@ -262,6 +262,9 @@ class Algorithm:
         if extenders is not None and feasible:
             passed = self._pass_extenders(state, pod, feasible, diagnosis)
             if isinstance(passed, Status):
+                # Upstream has moved its start index on before it asks the extenders.
+                self._next_start_node_index = (
+                    (self._next_start_node_index + processed) % len(all_nodes))
                 fit.error = passed
                 return fit
             feasible = self._known(passed, snapshot, fit)
