@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import signal
 import sys
 import time
 from pathlib import Path
@@ -62,6 +63,10 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--labels", default="", help="k=v,k2=v2")
     add.add_argument("--taints", default="", help="k=v:NoSchedule,k2:NoExecute")
     add.add_argument("--name-prefix", default="kwok-node")
+    addon = with_dir(commands.add_parser(
+        "addon", help="run Kueue or Karpenter (KWOK provider) beside the cluster in the "
+                      "foreground until Ctrl-C (docs/ecosystem.md)"))
+    addon.add_argument("name", choices=("kueue", "karpenter"))
     delete = with_dir(node_commands.add_parser("delete", help="delete KWOK nodes"))
     delete.add_argument("--name-prefix", help="only the nodes this prefix named (default: all)")
     return parser
@@ -85,6 +90,25 @@ async def _nodes(args: argparse.Namespace) -> str:
         span = f"{names[0]} .. {names[-1]}" if names else "none"
         return (f"{len(names)} KWOK node(s) Ready in {time.monotonic() - started:.1f}s: "
                 f"{span}")
+
+
+def _addon(args: argparse.Namespace) -> None:
+    # Imported here: they build on the cluster module and are needed by this command only.
+    from tests.cluster import karpenter, kueue
+
+    state = cluster.ClusterState.load(args.dir.resolve())
+    running = kueue.running(state) if args.name == "kueue" else karpenter.running(state)
+    # SIGTERM as Ctrl-C: either way the block's cleanup runs (the process stops, the
+    # webhook configurations and the bridge address go).
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    with running as component:
+        print(f"{args.name} ready (pid {component.pid}, log {component.log}); Ctrl-C stops it",
+              flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            print(f"stopping {args.name}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -117,6 +141,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kube-apiserver restarted at {state.server}")
         elif args.command == "nodes":
             print(asyncio.run(_nodes(args)))
+        elif args.command == "addon":
+            _addon(args)
     except (cluster.ClusterError, RuntimeError, ValueError, AssertionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
