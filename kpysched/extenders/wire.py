@@ -105,27 +105,52 @@ class FilterResult:
     error: str = ""
 
 
+class _RawNodeList(msgspec.Struct):
+    items: list[msgspec.Raw] | None = None
+
+
+_top_level = msgspec.json.Decoder(dict[str, msgspec.Raw] | None)
+_names = msgspec.json.Decoder(list[str] | None)
+_node_list = msgspec.json.Decoder(_RawNodeList | None)
+_reasons = msgspec.json.Decoder(dict[str, str] | None)
+_text = msgspec.json.Decoder(str | None)
+_node = msgspec.json.Decoder(api.Node)
+
+
 def decode_filter_result(body: bytes) -> FilterResult:
-    answer = _object(body)
-    names = _get(answer, "NodeNames")
-    node_list = _get(answer, "Nodes")
-    nodes: list[tuple[api.Node, bytes]] | None = None
+    """Only the top level is read as a whole; each returned node is decoded from its
+    own bytes, which are kept to send it on (an answer with 1000 nodes is large)."""
+    fields = _fields(body)
+    node_list = _typed(fields, "Nodes", _node_list)
+    nodes = None
     if node_list is not None:
-        items = _get(_mapping(node_list, "Nodes"), "items") or []
-        nodes = [_node(item) for item in _list(items, "Nodes.items")]
+        nodes = [(_typed_raw(item, "Nodes.items", _node), bytes(item))
+                 for item in node_list.items or ()]
     return FilterResult(
-        None if names is None else [str(name) for name in _list(names, "NodeNames")],
-        nodes,
-        _string_map(_get(answer, "FailedNodes"), "FailedNodes"),
-        _string_map(_get(answer, "FailedAndUnresolvableNodes"), "FailedAndUnresolvableNodes"),
-        str(_get(answer, "Error") or ""))
+        _typed(fields, "NodeNames", _names), nodes,
+        _typed(fields, "FailedNodes", _reasons) or {},
+        _typed(fields, "FailedAndUnresolvableNodes", _reasons) or {},
+        _typed(fields, "Error", _text) or "")
 
 
-def _node(item: Any) -> tuple[api.Node, bytes]:
+def _fields(body: bytes) -> dict[str, msgspec.Raw]:
     try:
-        return msgspec.convert(_mapping(item, "Nodes.items"), api.Node), _encode(item)
-    except msgspec.ValidationError as error:
-        raise BodyError(f"Nodes.items: {error}") from None
+        return _top_level.decode(body) or {}
+    except msgspec.DecodeError as error:
+        raise BodyError(str(error)) from None
+
+
+def _typed(fields: Mapping[str, msgspec.Raw], name: str,
+           decoder: msgspec.json.Decoder[Any]) -> Any:
+    raw = _get(fields, name)
+    return None if raw is None else _typed_raw(raw, name, decoder)
+
+
+def _typed_raw(raw: msgspec.Raw, name: str, decoder: msgspec.json.Decoder[Any]) -> Any:
+    try:
+        return decoder.decode(raw)
+    except msgspec.DecodeError as error:
+        raise BodyError(f"{name}: {error}") from None
 
 
 def decode_host_priorities(body: bytes) -> list[tuple[str, int]]:
@@ -228,9 +253,3 @@ def _list(value: Any, what: str) -> list[Any]:
     if not isinstance(value, list):
         raise BodyError(f"{what} is not a JSON array")
     return value
-
-
-def _string_map(value: Any, what: str) -> dict[str, str]:
-    if value is None:
-        return {}
-    return {str(key): str(reason) for key, reason in _mapping(value, what).items()}
