@@ -66,7 +66,8 @@ def kueue_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KueueClu
                                              "scheduling.x-k8s.io_podgroups.yaml"))
         kubectl.run(state, "wait", "--for=condition=Established", "--timeout=60s",
                     "crd/podgroups.scheduling.x-k8s.io")
-        with kueue.running(state, extra_configuration=WAIT_FOR_PODS_READY), \
+        with kueue.running(state, frameworks=("batch/job", "pod"),
+                           extra_configuration=WAIT_FOR_PODS_READY), \
                 KpyschedProcess(state, GANG_CONFIG, log_level="info") as scheduler:
             yield KueueCluster(state, scheduler)
     finally:
@@ -378,5 +379,66 @@ async def test_pod_group_admitted_by_kueue_is_placed_whole_or_not_at_all(
                             "Kueue's PodsReady condition on the group's Workload")
     finally:
         await batch.delete_collection_namespaced_job(namespace, propagation_policy="Background")
+        await kube.delete_nodes(api, node_names)
+        await _delete_queues(api, queue)
+
+
+def _gauge(scheduler: KpyschedProcess, name: str, **labels: str) -> float:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    _, body = scheduler.get("/metrics")
+    return sum(sample.value for family in text_string_to_metric_families(body)
+               for sample in family.samples
+               if sample.name == name and all(sample.labels.get(k) == v
+                                              for k, v in labels.items()))
+
+
+GATED_PODS = 100
+ADMISSION_GATE = "kueue.x-k8s.io/admission"
+
+
+async def test_pods_kueue_holds_gated_cost_kpysched_no_attempts(
+    kueue_cluster: KueueCluster, api: client.ApiClient, namespace: str,
+) -> None:
+    """Plain pods under Kueue's `pod` integration: its webhook gates each with
+    kueue.x-k8s.io/admission until its Workload is admitted. With quota for one, kpysched
+    holds the other 99 in its gated set and spends no scheduling attempt on them."""
+    here = {TEST_NODE_LABEL: namespace}
+    node_names = await nodes.add(api, 1, nodes.NodeShape(cpu="4", memory="32Gi", labels=here),
+                                 name_prefix=f"{namespace}-node")
+    queue = await _queues(api, namespace, namespace, cpu="1")
+    scheduler = kueue_cluster.kpysched
+    attempts_before = _gauge(scheduler, "scheduler_schedule_attempts_total")
+    gated_before = _gauge(scheduler, "scheduler_pending_pods", queue="gated")
+    try:
+        core = client.CoreV1Api(api)
+        for index in range(GATED_PODS):
+            body = kube.pod_body(f"held-{index}", scheduler_name=SCHEDULER, cpu="1",
+                                 memory="100Mi", labels={kueue.QUEUE_LABEL: queue},
+                                 node_selector=here)
+            await core.create_namespaced_pod(namespace, body)
+
+        async def one_running_rest_gated() -> list[dict[str, Any]] | None:
+            pods = await _pods(api, namespace)
+            bound = [p for p in pods if p["spec"].get("nodeName")]
+            gated = [p for p in pods
+                     if ADMISSION_GATE in {g["name"] for g in
+                                           p["spec"].get("schedulingGates", [])}]
+            held = _gauge(scheduler, "scheduler_pending_pods", queue="gated") - gated_before
+            done = (len(pods) == GATED_PODS and len(bound) == 1
+                    and len(gated) == GATED_PODS - 1 and held == GATED_PODS - 1)
+            return bound if done else None
+
+        bound = await kube.wait_for(
+            one_running_rest_gated, ADMIT_TIMEOUT_SECONDS,
+            f"one pod admitted and bound, {GATED_PODS - 1} gated and held by kpysched")
+        await _scheduled_by_kpysched(api, namespace, bound)
+        attempts = _gauge(scheduler, "scheduler_schedule_attempts_total") - attempts_before
+        assert attempts == 1, (
+            f"{attempts:.0f} scheduling attempts for 1 admitted and {GATED_PODS - 1} gated "
+            "pods: kpysched tried gated pods")
+    finally:
+        await client.CoreV1Api(api).delete_collection_namespaced_pod(
+            namespace, grace_period_seconds=0)
         await kube.delete_nodes(api, node_names)
         await _delete_queues(api, queue)
