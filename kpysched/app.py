@@ -27,7 +27,13 @@ from kpysched.decisions.api import DecisionLookup, PodAnswer
 from kpysched.decisions.endpoint import cleared_lease_annotations
 from kpysched.decisions.store import DecisionStore
 from kpysched.extenders.registry import Extenders
-from kpysched.framework.cluster_events import ActionType, ClusterEvent
+from kpysched.extenders.steps import EXTENDER_PLUGIN
+from kpysched.framework.cluster_events import (
+    EVERYTHING,
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+)
 from kpysched.framework.cluster_events import Resource as EventResource
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime import Framework, ProfileSpec
@@ -154,8 +160,12 @@ def _build_queue(config: SchedulerConfiguration, frameworks: Mapping[str, Framew
     def pre_enqueue(pod: PodInfo) -> Status:
         return frameworks[pod.pod.spec.scheduler_name].run_pre_enqueue(pod)
 
+    # With extenders, upstream registers their pseudo-plugin for every cluster event: a
+    # pod an extender rejected may fit after any change.
+    extender = ({EXTENDER_PLUGIN: (ClusterEventWithHint(EVERYTHING),)}
+                if config.extenders else {})
     hints = QueueingHints(
-        {name: framework.registrations for name, framework in frameworks.items()},
+        {name: {**framework.registrations, **extender} for name, framework in frameworks.items()},
         # Timing each hint costs a clock read per call: only when someone counts.
         observe=None if isinstance(metrics, NoMetrics) else metrics.queueing_hint)
     return SchedulingQueue(
