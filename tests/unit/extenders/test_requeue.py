@@ -9,7 +9,7 @@ from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from tests.unit.extenders.run import build
 
 # An event no default plugin registers for.
-CSI_DRIVER_UPDATE = ClusterEvent(Resource.CSI_DRIVER, ActionType.UPDATE, "CSIDriverUpdate")
+PDB_ADD = ClusterEvent(Resource.PDB, ActionType.ADD, "PodDisruptionBudgetAdd")
 
 
 @pytest.mark.parametrize(("extenders", "hears"), [
@@ -21,4 +21,4 @@ def test_the_extender_pseudo_plugin_hears_every_event(
         extenders: list[dict[str, str]], hears: bool) -> None:
     scheduler, _ = build(extenders)
     # Without extenders nothing listens, so the queue never even looks at the event.
-    assert scheduler.queue.hints.interested(CSI_DRIVER_UPDATE) is hears
+    assert scheduler.queue.hints.interested(PDB_ADD) is hears
