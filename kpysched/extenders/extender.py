@@ -28,10 +28,9 @@ BIND = "bind"
 RequestObserver = Callable[[str, str, float], None]
 
 
-def _fresh_node_info(node: api.Node) -> NodeInfo:
-    info = NodeInfo(node.metadata.name)
-    info.set_node(node)
-    return info
+# How many returned nodes' NodeInfos are kept (all dropped when full: a bound on the
+# memory of extenders that return ever-changing bytes).
+_RETURNED_KEPT = 8192
 
 
 def observe_nothing(extender: str, verb: str, seconds: float) -> None:
@@ -67,6 +66,8 @@ class HTTPExtender:
         self._bodies = bodies
         self._observe = observe
         self._raw_pods = raw_pods
+        # A returned node's JSON -> its NodeInfo (never given pods, so it can be reused).
+        self._returned: dict[bytes, NodeInfo] = {}
 
     def __repr__(self) -> str:
         return f"HTTPExtender({self.name!r})"
@@ -105,10 +106,7 @@ class HTTPExtender:
         else:
             # Upstream builds NodeInfos afresh from the returned objects, without their
             # pods, and scores those (an answer with neither field keeps no node).
-            passing = []
-            for returned, body in answer.nodes or ():
-                self._bodies.remember(returned, body)
-                passing.append(_fresh_node_info(returned))
+            passing = [self._node_info_of(body) for body in answer.nodes or ()]
         return Filtered(passing, answer.failed, answer.failed_and_unresolvable)
 
     async def prioritize(self, pod: bytes, nodes: Sequence[NodeInfo]) -> list[tuple[str, int]]:
@@ -143,6 +141,21 @@ class HTTPExtender:
 
     def close(self) -> None:
         self._transport.close()
+
+    def _node_info_of(self, body: bytes) -> NodeInfo:
+        """A NodeInfo of a returned node, without pods. An extender returns the same
+        bytes for an unchanged node cycle after cycle: those are decoded once."""
+        info = self._returned.get(body)
+        if info is None:
+            if len(self._returned) >= _RETURNED_KEPT:
+                self._returned.clear()
+            node = wire.decode_node(body)
+            info = NodeInfo(node.metadata.name)
+            info.set_node(node)
+            self._returned[body] = info
+        assert info.node is not None
+        self._bodies.remember(info.node, body)
+        return info
 
     # --- how a call is made ----------------------------------------------------------------
 

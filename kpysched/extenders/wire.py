@@ -99,7 +99,7 @@ class FilterResult:
     absent or null), Nodes decoded into node objects."""
 
     node_names: list[str] | None
-    nodes: list[tuple[api.Node, bytes]] | None  # each with its JSON as returned
+    nodes: list[bytes] | None  # each node's JSON as returned (decode_node reads one)
     failed: dict[str, str] = field(default_factory=dict)
     failed_and_unresolvable: dict[str, str] = field(default_factory=dict)
     error: str = ""
@@ -118,19 +118,23 @@ _node = msgspec.json.Decoder(api.Node)
 
 
 def decode_filter_result(body: bytes) -> FilterResult:
-    """Only the top level is read as a whole; each returned node is decoded from its
-    own bytes, which are kept to send it on (an answer with 1000 nodes is large)."""
+    """Only the top level is read as a whole; the returned nodes stay bytes (an answer
+    with 1000 nodes is large, and the same node is often returned unchanged)."""
     fields = _fields(body)
     node_list = _typed(fields, "Nodes", _node_list)
     nodes = None
     if node_list is not None:
-        nodes = [(_typed_raw(item, "Nodes.items", _node), bytes(item))
-                 for item in node_list.items or ()]
+        nodes = [bytes(item) for item in node_list.items or ()]
     return FilterResult(
         _typed(fields, "NodeNames", _names), nodes,
         _typed(fields, "FailedNodes", _reasons) or {},
         _typed(fields, "FailedAndUnresolvableNodes", _reasons) or {},
         _typed(fields, "Error", _text) or "")
+
+
+def decode_node(body: bytes) -> api.Node:
+    """One node an extender returned."""
+    return _typed_raw(msgspec.Raw(body), "Nodes.items", _node)  # type: ignore[no-any-return]
 
 
 def _fields(body: bytes) -> dict[str, msgspec.Raw]:

@@ -48,12 +48,14 @@ def test_returned_nodes_are_decoded_into_node_objects() -> None:
     result = wire.decode_filter_result(
         b'{"Nodes": {"items": [{"metadata": {"name": "n1", "labels": {"a": "b"}}}]}}')
     assert result.node_names is None and result.nodes is not None
-    ((node, body),) = result.nodes
-    assert (node.metadata.name, node.metadata.labels) == ("n1", {"a": "b"})
+    (body,) = result.nodes
     assert json.loads(body) == {"metadata": {"name": "n1", "labels": {"a": "b"}}}
+    node = wire.decode_node(body)
+    assert (node.metadata.name, node.metadata.labels) == ("n1", {"a": "b"})
 
 
-@pytest.mark.parametrize("body", [b"not json", b'{"NodeNames": "a"}', b"[1]"])
+@pytest.mark.parametrize("body", [b"not json", b'{"NodeNames": "a"}', b"[1]",
+                                  b'{"Nodes": {"items": 3}}'])
 def test_a_malformed_answer_is_an_extender_error(body: bytes) -> None:
     with pytest.raises(ExtenderError):
         wire.decode_filter_result(body)
