@@ -18,17 +18,19 @@ from tests.unit.builders import make_node
 
 
 def build(extenders: list[dict[str, Any]], *pods: api.Pod, node_cpu: str = "4",
-          decision_records: int = 0, nodes: int = 1) -> tuple[Scheduler, RecordingApi]:
-    """Nodes n1, n2... with `node_cpu` CPUs each, and the pods (those with a nodeName
-    placed there)."""
+          decision_records: int = 0, nodes: int = 1,
+          node_cpus: dict[str, str] | None = None) -> tuple[Scheduler, RecordingApi]:
+    """Nodes n1, n2... with `node_cpu` CPUs each (or `node_cpus`: name -> CPUs), and the
+    pods (those with a nodeName placed there)."""
     config = parse_config({"apiVersion": API_VERSION, "kind": KIND, "extenders": extenders})
     recording = RecordingApi()
     scheduler = build_scheduler(config, build_profiles(config, IN_TREE), IN_TREE,
                                 cast(RawApi, recording), Listers(),
                                 decision_records=decision_records)
-    for number in range(1, nodes + 1):
+    cpus = node_cpus or {f"n{number}": node_cpu for number in range(1, nodes + 1)}
+    for name, cpu in cpus.items():
         scheduler.cache.add_or_update_node(
-            make_node(f"n{number}").capacity(cpu=node_cpu, memory="8Gi", pods=110).obj())
+            make_node(name).capacity(cpu=cpu, memory="8Gi", pods=110).obj())
     handler = PodEventHandler(scheduler, scheduler.context.writes.events)
     for pod in pods:
         pod.spec.scheduler_name = "kpysched"
@@ -38,11 +40,13 @@ def build(extenders: list[dict[str, Any]], *pods: api.Pod, node_cpu: str = "4",
 
 async def schedule_with(extenders: list[dict[str, Any]], *pods: api.Pod,
                         node_cpu: str = "4", decisions: list[Any] | None = None,
-                        nodes: int = 1) -> RecordingApi:
+                        nodes: int = 1, node_cpus: dict[str, str] | None = None,
+                        ) -> RecordingApi:
     """Run the queue dry, a cycle at a time, and let the writes finish; `decisions`
     gets the decision records (as JSON) of every pod."""
     scheduler, recording = build(extenders, *pods, node_cpu=node_cpu, nodes=nodes,
-                                 decision_records=0 if decisions is None else 100)
+                                 decision_records=0 if decisions is None else 100,
+                                 node_cpus=node_cpus)
     try:
         queue = scheduler.queue
         while queue.pending_counts()["active"]:

@@ -73,3 +73,21 @@ async def test_the_nodes_a_filter_returned_are_sent_on_as_returned(
     (prioritized,) = [body for verb, body in extender.requests if verb == "prioritize"]
     assert {item["metadata"]["labels"]["seen-by"]
             for item in prioritized["Nodes"]["items"]} == {"extender"}
+
+
+@pytest.mark.parametrize(("cache_capable", "chosen"), [
+    pytest.param(True, "n1", id="cached-node-infos-prefer-the-empty-node"),
+    pytest.param(False, "n0", id="fresh-node-infos-prefer-the-bigger-node"),
+])
+async def test_a_loaded_big_node_against_an_empty_small_one(
+        extender: FakeExtender, cache_capable: bool, chosen: str) -> None:
+    # The differential scenario of 17a26ba: n0 has 8 CPUs, 6 of them used; n1 has 4,
+    # none used. Scored without its pods (upstream, full nodes), n0 looks emptier.
+    extender.answers["filter"] = _echo
+    load = make_pod("load").req(cpu="6").node("n0").obj()
+    recording = await schedule_with(
+        [{"urlPrefix": extender.url, "filterVerb": "filter",
+          "nodeCacheCapable": cache_capable}],
+        load, make_pod("p").req(cpu="2").obj(), node_cpus={"n0": "8", "n1": "4"})
+    assert [body["target"]["name"] for body in recording.sent("POST", "/binding")
+            if body["metadata"]["name"] == "p"] == [chosen]
