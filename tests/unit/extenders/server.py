@@ -32,9 +32,10 @@ class FakeExtender:
 
 
 @contextmanager
-def serving(extender: FakeExtender,
-            tls: tuple[str, str] | None = None) -> Iterator[FakeExtender]:
-    """Serve `extender` on loopback; over TLS with `tls` (certificate file, key file)."""
+def serving(extender: FakeExtender, tls: tuple[str, str] | None = None,
+            client_ca: str | None = None) -> Iterator[FakeExtender]:
+    """Serve `extender` on loopback; over TLS with `tls` (certificate file, key file),
+    requiring a client certificate `client_ca` signed when given."""
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # keep-alive
 
@@ -66,6 +67,9 @@ def serving(extender: FakeExtender,
     if tls is not None:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.load_cert_chain(*tls)
+        if client_ca is not None:
+            context.load_verify_locations(client_ca)
+            context.verify_mode = ssl.CERT_REQUIRED
         server.socket = context.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01},
                               daemon=True)
