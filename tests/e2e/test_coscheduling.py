@@ -26,6 +26,8 @@ import contextlib
 import json
 import os
 import random
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,7 +111,9 @@ def coscheduling(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Coschedul
     try:
         # Before kpysched starts: its PodGroup informer lists the resource at start-up.
         asyncio.run(_install_crd_and_priority_classes(state))
-        with KpyschedProcess(state, CONFIG) as kp:
+        # Its decisions served, for explain's view of a group (plain HTTP, as the
+        # module's probes use).
+        with KpyschedProcess(state, CONFIG, extra_args=("--enable-decision-endpoint",)) as kp:
             _KPYSCHED_LOGS.append(kp.log_path)
             try:
                 yield Coscheduling(state, kp)
@@ -639,6 +643,36 @@ async def test_min_resources_beyond_free_capacity_binds_no_member(
     assert any("minResources" in note for note in told), (
         f"no FailedScheduling note names minResources: {told}\n"
         f"{await describe(api, namespace)}")
+
+
+async def test_explain_shows_a_group_below_quorum(
+    api: client.ApiClient, namespace: str, pool: Pool, coscheduling: Coscheduling,
+) -> None:
+    """A member of a group of minMember 3 with one member created: explain says where
+    the member waits (held by Coscheduling's PreEnqueue) and what its group lacks."""
+    await pool.add(1, cpu="4")
+    await create_pod_group(api, namespace, pod_group("short", 3))
+    (member,) = await create_members(api, namespace, "short", 1, pool, cpu="100m")
+    kp = coscheduling.kpysched
+
+    async def explained() -> dict[str, Any] | None:
+        result = await asyncio.to_thread(
+            subprocess.run, [sys.executable, "-m", "kpysched.cli", "explain",
+                             f"{namespace}/{member}", "--scheduler-url", kp.url,
+                             "--kubeconfig", coscheduling.state.kubeconfig, "--no-suggest",
+                             "-o", "json"], capture_output=True, text=True, timeout=60)
+        if result.returncode != 0:
+            return None
+        body = json.loads(result.stdout)
+        return body if (body.get("queue") or {}).get("queue") == "gated" else None
+
+    body = await kube.wait_for(explained, FAILED_TIMEOUT_SECONDS, "explain of the member")
+    assert body["queue"]["gatedBy"] == "Coscheduling", body["queue"]
+    group = body["group"]
+    assert group["name"] == f"{namespace}/short" and group["api"] == "scheduling.x-k8s.io"
+    assert group["minMember"] == 3 and group["exists"] is True
+    assert group["pending"] == {"count": 1, "pods": [member]}
+    assert group["bound"]["count"] == 0 and group["reserved"]["count"] == 0
 
 
 async def test_members_wait_silently_for_their_pod_group_then_bind(

@@ -410,6 +410,11 @@ async def test_the_first_suggested_fix_gets_the_pod_placed(
     assert set(queue.get("rejectedBy", [])) >= scenario.cause, queue
     if scenario.cause:
         assert queue["queue"] in ("unschedulable", "backoff")
+        # The attempt's FailedScheduling text, with its counts, is kept with it.
+        assert raw["decisions"][-1]["message"].startswith("0/"), raw["decisions"][-1]
+    if queue["queue"] == "unschedulable":
+        # What can move it: the events each rejecting plugin registered for.
+        assert {t["plugin"] for t in queue["requeueOn"]} == set(queue["rejectedBy"]), queue
     suggestions = raw["suggestions"]
     print(scenario.name, json.dumps(suggestions["fixes"], indent=1)[:3000])
     if scenario.first_fix is None:
