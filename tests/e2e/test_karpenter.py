@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from kubernetes_asyncio import client
+from kubernetes_asyncio import client, watch
 
 from tests.cluster import cluster as harness
 from tests.cluster import karpenter, kube, nodes
@@ -153,6 +153,8 @@ async def test_unplaceable_pods_make_karpenter_scale_up_and_kpysched_places_them
     pool = namespace
     await _node_pool(api, pool)
     names = [f"spread-{i}" for i in range(3)]
+    seen: list[PodView] = []
+    watching = asyncio.create_task(_record_pods(api, namespace, seen))
     try:
         for name in names:
             await kube.create_pod(api, namespace, _pod(name))
@@ -175,11 +177,32 @@ async def test_unplaceable_pods_make_karpenter_scale_up_and_kpysched_places_them
             assert node.metadata.labels.get(karpenter.NODEPOOL_LABEL) == pool
             conditions = {c["type"]: c for c in pods[name]["status"]["conditions"]}
             assert conditions["PodScheduled"]["status"] == "True", conditions
-        claims = await _node_claims(api, pool)
-        assert sorted(c["status"].get("nodeName") for c in claims) == sorted(bound.values())
-        nominated = await kube.events(api, namespace, "Nominated")
-        assert {e["regarding"]["name"] for e in nominated} >= set(names), (
-            f"Karpenter nominated no NodeClaim for some pods: {nominated}")
+
+        async def claims_registered() -> bool:
+            # A NodeClaim's status names its node a moment after the node is usable.
+            claims = await _node_claims(api, pool)
+            return sorted(c.get("status", {}).get("nodeName") or "" for c in claims) == \
+                sorted(bound.values())
+
+        await kube.wait_for(claims_registered, SCALE_UP_TIMEOUT_SECONDS,
+                            f"exactly one registered NodeClaim per bound node {bound}")
+        # Every version of every pod, as Karpenter's informer saw them: each was first
+        # unbound with kpysched's PodScheduled=False/Unschedulable and no
+        # nominatedNodeName (Karpenter skips a pod that has one), then bound.
+        for name in names:
+            history = [view for view in seen if view.name == name]
+            waiting = [v for v in history if not v.node and v.scheduled == ("False",
+                                                                           "Unschedulable")]
+            assert waiting, f"{name} was never seen Unschedulable by kpysched: {history}"
+            assert not any(v.nominated for v in waiting), history
+            assert history[-1].node == bound[name], history
+        # Karpenter says which NodeClaim it meant a pod for (not for every pod: a run
+        # here had events for two of the three).
+        # Events are written asynchronously, after the nodes may already be in use.
+        nominated = await kube.wait_for(lambda: kube.events(api, namespace, "Nominated"),
+                                        SCALE_UP_TIMEOUT_SECONDS, "Karpenter's Nominated event")
+        assert all(e["reportingController"] == "karpenter" and
+                                 "nodeclaim/" in e["note"] for e in nominated), nominated
         scheduled = await kube.events(api, namespace, "Scheduled")
         assert {e["reportingController"] for e in scheduled} == {SCHEDULER}
 
@@ -201,8 +224,36 @@ async def test_unplaceable_pods_make_karpenter_scale_up_and_kpysched_places_them
                             f"Karpenter to remove the two empty nodes and keep {kept_node}")
         assert (await _pods(api, namespace))[keep]["spec"]["nodeName"] == kept_node
     finally:
+        watching.cancel()
         await kube.delete_namespace(api, namespace)
         await _delete_node_pool(api, pool)
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    name: str
+    node: str
+    nominated: str
+    scheduled: tuple[str, str]  # PodScheduled (status, reason); ("", "") when absent
+
+
+async def _record_pods(api: client.ApiClient, namespace: str, seen: list[PodView]) -> None:
+    """Append every version of every pod in `namespace` to `seen` until cancelled."""
+    core = client.CoreV1Api(api)
+    version = "0"
+    while True:
+        stream = watch.Watch()
+        async with stream.stream(core.list_namespaced_pod, namespace, resource_version=version,
+                                 timeout_seconds=60) as events:
+            async for event in events:
+                pod = event["object"]
+                version = pod.metadata.resource_version
+                condition = next((c for c in (pod.status.conditions or ())
+                                  if c.type == "PodScheduled"), None)
+                seen.append(PodView(
+                    pod.metadata.name, pod.spec.node_name or "",
+                    pod.status.nominated_node_name or "",
+                    (condition.status, condition.reason or "") if condition else ("", "")))
 
 
 async def _failed_scheduling_events(api: client.ApiClient, namespace: str,
