@@ -63,7 +63,8 @@ def filter_nodes(args: Mapping[str, Any], lookup: NodeLabels) -> dict[str, Any]:
     else:
         kept = set(passed)
         result["Nodes"] = {"metadata": {}, "items": [
-            item for item in args["Nodes"]["items"] if item["metadata"]["name"] in kept]}
+            item for item in (args.get("Nodes") or {}).get("items") or ()
+            if item["metadata"]["name"] in kept]}
     return result
 
 
