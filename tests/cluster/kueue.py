@@ -127,6 +127,10 @@ def _kept(webhook: Mapping[str, Any], resources: set[tuple[str, str]]) -> bool:
 def webhook_configurations(source: Path, frameworks: Sequence[str]) -> list[dict[str, Any]]:
     """Kueue's Mutating/ValidatingWebhookConfigurations for its own resources and
     `frameworks`, calling kueue-webhook-service in kueue-system."""
+    unknown = sorted(set(frameworks) - FRAMEWORK_RESOURCES.keys())
+    if unknown:
+        raise ValueError(f"kueue frameworks {unknown}: the harness runs only "
+                         f"{sorted(FRAMEWORK_RESOURCES)} (no other integration's CRDs here)")
     resources = {FRAMEWORK_RESOURCES[f] for f in frameworks}
     manifests = source / "config" / "components" / "webhook" / "manifests.yaml"
     configurations = []
