@@ -77,6 +77,9 @@ ROUTES: dict[str, ExtenderRoute] = {
         "filter": Fault(delay=0.3), "prioritize": Fault(delay=0.3)})),
     "preempt-full": ExtenderRoute(("preempt",), node_cache_capable=False),
     "preempt-names": ExtenderRoute(("preempt",)),
+    "preempt-fail": ExtenderRoute(("preempt",), serve=_failing("preempt", status=500)),
+    "preempt-fail-ignorable": ExtenderRoute(("preempt",), ignorable=True,
+                                            serve=_failing("preempt", status=500)),
     "bind": ExtenderRoute(("filter", "bind")),
     "https": ExtenderRoute(("filter", "prioritize"), https=True),
     "not-ignored": ExtenderRoute(("filter",), ignored_by_scheduler=False),
@@ -146,6 +149,12 @@ TWO = (N("n0"), N("n1", cpu="2"))
 TWO_REFUSED = (N("n0", labels=NO), N("n1", cpu="2", labels=NO))
 LOADED_N0 = (P("load-0", node="n0", cpu="2"),)
 
+# n0 costs one low victim, n1 two.
+FULL_OF_LOW = (N("n0", cpu="2"), N("n1", cpu="2"))
+LOW_VICTIMS = (P("low-0", node="n0", cpu="1500m", priority_class="low"),
+               P("a1", node="n1", cpu="700m", priority_class="low"),
+               P("a2", node="n1", cpu="700m", priority_class="low"))
+
 SCENARIOS: list[ExtenderScenario] = [
     S(Scenario("filter-node-names", FILTERED_THREE, P(routes=("names",)),
                expect_node="n2"), ("names", "filter")),
@@ -212,6 +221,17 @@ SCENARIOS: list[ExtenderScenario] = [
                          P("s", node="n0", cpu="2", priority_class="low", labels=SPARE),
                          P("b", node="n1", cpu="3500m", priority_class="mid")),
                expect="preempted", expect_node="n1"), ("preempt-names", "preempt")),
+    # A failing preempt verb: fatal for the preemption (the pod stays pending with
+    # the error in its FailedScheduling text), or skipped when ignorable (the
+    # default choice stands).
+    S(Scenario("preempt-failure", FULL_OF_LOW, P(routes=("preempt-fail",), cpu="1500m",
+                                                 priority_class="high"),
+               existing=LOW_VICTIMS, expect="pending", expect_reason="code 500"),
+      ("preempt-fail", "preempt")),
+    S(Scenario("preempt-ignorable-failure", FULL_OF_LOW,
+               P(routes=("preempt-fail-ignorable",), cpu="1500m", priority_class="high"),
+               existing=LOW_VICTIMS, expect="preempted", expect_node="n0"),
+      ("preempt-fail-ignorable", "preempt")),
     S(Scenario("binding-extender", TWO, P(routes=("bind",)), expect_node="n0"),
       ("bind", "filter"), ("bind", "bind")),
     S(Scenario("https-with-a-ca", (N("n0"), N("n1", labels=_score(10))), P(routes=("https",)),
