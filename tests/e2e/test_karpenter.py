@@ -8,6 +8,9 @@ existing node three ways at once (more CPU than it has, a nodeSelector only the
 NodePool's template carries, required anti-affinity by host), Karpenter provisions
 one node per pod, and kpysched binds each pod to one of them. When two pods go,
 Karpenter removes their empty nodes and leaves the one whose pod still runs.
+
+Kueue runs here too (tests/cluster/kueue.py): Jobs it admits within quota get nodes
+from Karpenter and places from kpysched.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ import pytest
 from kubernetes_asyncio import client, watch
 
 from tests.cluster import cluster as harness
-from tests.cluster import karpenter, kube, nodes
+from tests.cluster import karpenter, kube, kueue, nodes
 from tests.cluster.kpysched_process import KpyschedProcess
 
 pytestmark = pytest.mark.e2e
@@ -50,7 +53,8 @@ def karpenter_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Karp
     state = harness.up(directory, harness.FULL)
     try:
         existing = asyncio.run(_add_existing_node(state))
-        with karpenter.running(state), KpyschedProcess(state, log_level="info") as scheduler:
+        with karpenter.running(state), kueue.running(state), \
+                KpyschedProcess(state, log_level="info") as scheduler:
             yield KarpenterCluster(state, scheduler, existing)
     finally:
         harness.down(directory)
@@ -261,3 +265,78 @@ async def _failed_scheduling_events(api: client.ApiClient, namespace: str,
     events = await kube.events(api, namespace, "FailedScheduling")
     about = {e["regarding"]["name"] for e in events}
     return events if about >= set(names) else None
+
+
+async def test_kueue_admits_karpenter_provisions_kpysched_places(
+    karpenter_cluster: KarpenterCluster, api: client.ApiClient, namespace: str,
+) -> None:
+    """Three Jobs of one 3-CPU pod (the anti-affinity pods above) against a ClusterQueue
+    of 6 CPUs: Kueue admits two and the third when one has finished (KWOK finishes a
+    Job's pod right after it starts); no more than two pods are ever active; Karpenter
+    makes the nodes and kpysched binds every pod to one of them."""
+    pool = namespace
+    await _node_pool(api, pool)
+    custom = _custom(api)
+    group, version = kueue.API_VERSION.split("/")
+    await custom.create_cluster_custom_object(group, version, "resourceflavors", {
+        "apiVersion": kueue.API_VERSION, "kind": "ResourceFlavor", "metadata": {"name": pool}})
+    await custom.create_cluster_custom_object(group, version, "clusterqueues", {
+        "apiVersion": kueue.API_VERSION, "kind": "ClusterQueue", "metadata": {"name": pool},
+        "spec": {"namespaceSelector": {"matchLabels": {
+                     "kubernetes.io/metadata.name": namespace}},
+                 "resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+                     {"name": pool, "resources": [{"name": "cpu", "nominalQuota": "6"},
+                                                  {"name": "memory", "nominalQuota": "64Gi"}]}]}]}})
+    await custom.create_namespaced_custom_object(group, version, namespace, "localqueues", {
+        "apiVersion": kueue.API_VERSION, "kind": "LocalQueue",
+        "metadata": {"name": pool, "namespace": namespace}, "spec": {"clusterQueue": pool}})
+    batch = client.BatchV1Api(api)
+    try:
+        for index in range(3):
+            template = _pod(f"job-{index}")
+            template["metadata"] = {"labels": template["metadata"]["labels"]}
+            template["spec"]["restartPolicy"] = "Never"
+            await batch.create_namespaced_job(namespace, {
+                "apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": f"job-{index}", "labels": {kueue.QUEUE_LABEL: pool}},
+                "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0,
+                         "template": template}})
+
+        async def all_finished() -> bool:
+            pods = list((await _pods(api, namespace)).values())
+            active = [p["metadata"]["name"] for p in pods
+                      if p["status"].get("phase") not in ("Succeeded", "Failed")]
+            assert len(active) <= 2, f"more pods active than the quota admits: {active}"
+            workloads = (await custom.list_namespaced_custom_object(
+                group, version, namespace, "workloads"))["items"]
+            return sum(_finished(w) for w in workloads) == 3
+
+        await kube.wait_for(all_finished, SCALE_UP_TIMEOUT_SECONDS,
+                            "Kueue to admit and finish all three Jobs on Karpenter's nodes")
+        pods = list((await _pods(api, namespace)).values())
+        assert len(pods) == 3, [p["metadata"]["name"] for p in pods]
+        # By name: a node whose pod finished early may be consolidated away already. The
+        # KWOK provider names a node after its NodeClaim, which is named after the pool.
+        for pod in pods:
+            assert pod["spec"]["nodeName"].startswith(f"kwok-{pool}-"), (
+                f"{pod['metadata']['name']} ran on {pod['spec']['nodeName']}, "
+                "not a node of the test's NodePool")
+        scheduled = await kube.events(api, namespace, "Scheduled")
+        assert {e["regarding"]["name"] for e in scheduled} == {
+            p["metadata"]["name"] for p in pods}
+        assert {e["reportingController"] for e in scheduled} == {SCHEDULER}, scheduled
+    finally:
+        await batch.delete_collection_namespaced_job(namespace, propagation_policy="Background")
+        for plural in ("clusterqueues", "resourceflavors"):
+            try:
+                await custom.delete_cluster_custom_object(group, version, plural, pool)
+            except client.ApiException as error:
+                if error.status != 404:
+                    raise
+        await kube.delete_namespace(api, namespace)
+        await _delete_node_pool(api, pool)
+
+
+def _finished(workload: dict[str, Any]) -> bool:
+    return any(c["type"] == "Finished" and c["status"] == "True"
+               for c in workload.get("status", {}).get("conditions", []))

@@ -177,7 +177,9 @@ def _job_of(workload: dict[str, Any]) -> str:
 async def _check_quota_held(api: client.ApiClient, namespace: str) -> dict[str, list[str]]:
     """Pods of Jobs whose Workload is not admitted must not exist; returns
     job -> its pods' nodes (\"\" for unbound)."""
-    admitted = {_job_of(w) for w in await _workloads(api, namespace) if _admitted(w)}
+    # A finished Workload was admitted before; its pods stay (Succeeded).
+    admitted = {_job_of(w) for w in await _workloads(api, namespace)
+                if _admitted(w) or _condition_time(w, "Finished")}
     by_job: dict[str, list[str]] = {}
     for pod in await _pods(api, namespace):
         if pod["metadata"].get("deletionTimestamp"):
@@ -212,37 +214,53 @@ async def _scheduled_by_kpysched(api: client.ApiClient, namespace: str,
             f"pod {name} has no Scheduled event from kpysched: {reporters}")
 
 
+def _condition_time(workload: dict[str, Any], kind: str) -> str:
+    """When the Workload's condition `kind` turned True (RFC 3339, so it sorts), or ""."""
+    return next((c["lastTransitionTime"] for c in workload.get("status", {}).get(
+        "conditions", []) if c["type"] == kind and c["status"] == "True"), "")
+
+
 async def test_jobs_within_quota_are_admitted_and_placed_by_kpysched(
     kueue_cluster: KueueCluster, api: client.ApiClient, namespace: str,
 ) -> None:
-    node_names = await nodes.add(api, 2, nodes.NodeShape(cpu="4", memory="32Gi"),
+    """Three Jobs of 2 CPUs against a quota of 4, on nodes with room for all three (8
+    CPUs): Kueue admits two, and the third only once one of those has finished (KWOK
+    finishes a Job's pod right after it starts). At every poll no more than two pods are
+    active; every pod is bound by kpysched."""
+    here = {TEST_NODE_LABEL: namespace}
+    node_names = await nodes.add(api, 2, nodes.NodeShape(cpu="4", memory="32Gi", labels=here),
                                  name_prefix=f"{namespace}-node")
     queue = await _queues(api, namespace, namespace, cpu="4")
     batch = client.BatchV1Api(api)
+    jobs = [f"job-{index}" for index in range(3)]
     try:
-        # Three Jobs of 2 CPUs against a quota of 4: Kueue admits two, the nodes (8 CPUs)
-        # could hold all three, so only the quota holds the third back.
-        for index in range(3):
+        for name in jobs:
             created = await batch.create_namespaced_job(
-                namespace, _job(f"job-{index}", queue, cpu="2"))
+                namespace, _job(name, queue, cpu="2", node_selector=here))
             assert created.spec.suspend is True, (
                 "Kueue's mutating webhook did not suspend the Job at creation")
-        first = await _wait_placed(api, namespace, {"job-0", "job-1"}, per_job=1)
-        assert {n for nodes_ in first.values() for n in nodes_} <= set(node_names)
-        workloads = await _workloads(api, namespace)
-        waiting = [w for w in workloads if _job_of(w) == "job-2"]
-        assert waiting and not _admitted(waiting[0]), "the third Job was admitted over quota"
-        assert (await batch.read_namespaced_job("job-2", namespace)).spec.suspend is True
-        await _scheduled_by_kpysched(api, namespace, await _pods(api, namespace))
 
-        # One admitted Job goes: its quota frees and Kueue admits the third.
-        await batch.delete_namespaced_job("job-0", namespace, propagation_policy="Background",
-                                          grace_period_seconds=0)
-        second = await _wait_placed(api, namespace, {"job-1", "job-2"}, per_job=1)
-        assert second["job-2"][0] in node_names
-        await _scheduled_by_kpysched(api, namespace, [
-            p for p in await _pods(api, namespace)
-            if p["metadata"]["labels"].get("job-name") == "job-2"])
+        async def all_finished() -> bool:
+            pods = await _pods(api, namespace)
+            active = [p["metadata"]["name"] for p in pods
+                      if p["status"].get("phase") not in ("Succeeded", "Failed")]
+            assert len(active) <= 2, f"more pods active than the quota admits: {active}"
+            finished = [w for w in await _workloads(api, namespace)
+                        if _condition_time(w, "Finished")]
+            return len(finished) == len(jobs)
+
+        await kube.wait_for(all_finished, ADMIT_TIMEOUT_SECONDS,
+                            "Kueue to admit and finish all three Jobs")
+        workloads = {_job_of(w): w for w in await _workloads(api, namespace)}
+        by_admission = sorted(jobs, key=lambda j: _condition_time(workloads[j], "Admitted"))
+        last = by_admission[-1]
+        first_finish = min(_condition_time(workloads[j], "Finished") for j in by_admission[:2])
+        assert _condition_time(workloads[last], "Admitted") >= first_finish, (
+            f"{last} was admitted before either of the others finished: over quota")
+        pods = await _pods(api, namespace)
+        assert sorted(p["metadata"]["labels"]["job-name"] for p in pods) == jobs
+        assert all(p["spec"].get("nodeName") in node_names for p in pods), pods
+        await _scheduled_by_kpysched(api, namespace, pods)
     finally:
         await batch.delete_collection_namespaced_job(namespace, propagation_policy="Background")
         await kube.delete_nodes(api, node_names)
