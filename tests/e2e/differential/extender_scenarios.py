@@ -144,9 +144,10 @@ def _score(value: int, label: str = rules.SCORE) -> dict[str, str]:
 FILTERED_THREE = (N("n0", labels=NO), N("n1", labels=NEVER), N("n2"))
 
 
-# n0 is the bigger node and so the plugins' choice, unless something says otherwise.
-TWO = (N("n0"), N("n1", cpu="2"))
-TWO_REFUSED = (N("n0", labels=NO), N("n1", cpu="2", labels=NO))
+# n0 is the bigger node and so the plugins' choice by several points (a 100m pod
+# leaves 97 % of its CPU free against 90 % of n1's), unless something says otherwise.
+TWO = (N("n0"), N("n1", cpu="1"))
+TWO_REFUSED = (N("n0", labels=NO), N("n1", cpu="1", labels=NO))
 LOADED_N0 = (P("load-0", node="n0", cpu="2"),)
 
 # n0 costs one low victim, n1 two.
@@ -166,6 +167,13 @@ SCENARIOS: list[ExtenderScenario] = [
                (N("n0", labels=NO), N("n1", labels=NEVER), N("n2", labels=NO),
                 N("n3", cpu="1")), P(routes=("names",), cpu="2"), expect="pending",
                expect_reason=rules.REFUSED_FOR_GOOD), ("names", "filter")),
+    # With full Nodes the extender's answer carries Nodes, and upstream scores the
+    # nodes of that answer as they came back (fresh NodeInfos, without their pods):
+    # n0's load is not counted, and its size wins by far; counting the load, n1
+    # would win as far.
+    S(Scenario("filter-full-nodes-then-score", (N("n0", cpu="64"), N("n1", cpu="2")),
+               P(routes=("full",), cpu="1"), existing=(P("load-0", node="n0", cpu="60"),),
+               expect_node="n0"), ("full", "filter"), ("full", "prioritize")),
     S(Scenario("prioritize-outweighs-load", (N("n0", labels=_score(10)), N("n1")),
                P(routes=("names",)), existing=LOADED_N0, expect_node="n0"),
       ("names", "filter"), ("names", "prioritize")),
