@@ -460,3 +460,56 @@ async def test_pods_kueue_holds_gated_cost_kpysched_no_attempts(
             namespace, grace_period_seconds=0)
         await kube.delete_nodes(api, node_names)
         await _delete_queues(api, queue)
+
+
+async def test_kueue_pod_group_is_placed_whole_by_kpysched(
+    kueue_cluster: KueueCluster, api: client.ApiClient, namespace: str,
+) -> None:
+    """Kueue's own pod group (plain pods with kueue.x-k8s.io/pod-group-name and a total
+    count) that is also one Coscheduling PodGroup: Kueue admits the group and lifts its
+    admission gate from all three pods; kpysched binds none while only two fit and all
+    three once a third node comes."""
+    here = {TEST_NODE_LABEL: namespace}
+    shape = nodes.NodeShape(cpu="4", memory="32Gi", labels=here)
+    node_names = await nodes.add(api, 2, shape, name_prefix=f"{namespace}-node")
+    queue = await _queues(api, namespace, namespace, cpu="32")
+    core = client.CoreV1Api(api)
+    try:
+        await _custom(api).create_namespaced_custom_object(
+            "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups",
+            {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+             "metadata": {"name": "group"}, "spec": {"minMember": 3}})
+        names = [f"member-{index}" for index in range(3)]
+        for name in names:
+            body = kube.pod_body(name, scheduler_name=SCHEDULER, cpu="3", memory="1Gi",
+                                 node_selector=here, labels={
+                                     kueue.QUEUE_LABEL: queue, POD_GROUP_LABEL: "group",
+                                     "kueue.x-k8s.io/pod-group-name": "group"})
+            body["metadata"]["annotations"] = {"kueue.x-k8s.io/pod-group-total-count": "3"}
+            created = await core.create_namespaced_pod(namespace, body)
+            assert ADMISSION_GATE in {g.name for g in created.spec.scheduling_gates or ()}, (
+                "Kueue's webhook did not gate the pod at creation")
+
+        async def ungated_and_rejected() -> bool:
+            pods = await _pods(api, namespace)
+            ungated = [p for p in pods if ADMISSION_GATE not in {
+                g["name"] for g in p["spec"].get("schedulingGates", [])}]
+            events = await kube.events(api, namespace, "FailedScheduling")
+            rejected = {e["regarding"]["name"] for e in events
+                        if e.get("reportingController") == SCHEDULER}
+            return len(ungated) == 3 and set(names) <= rejected
+
+        await kube.wait_for(ungated_and_rejected, ADMIT_TIMEOUT_SECONDS,
+                            "Kueue to lift the group's gates and kpysched to reject it whole")
+        bound = [p["metadata"]["name"] for p in await _pods(api, namespace)
+                 if p["spec"].get("nodeName")]
+        assert not bound, f"a partial group was placed: {bound}"
+
+        node_names += await nodes.add(api, 1, shape, name_prefix=f"{namespace}-node")
+        placed = await kube.wait_bound(api, namespace, names, timeout=ADMIT_TIMEOUT_SECONDS)
+        assert sorted(placed.values()) == sorted(node_names), placed
+        await _scheduled_by_kpysched(api, namespace, await _pods(api, namespace))
+    finally:
+        await core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
+        await kube.delete_nodes(api, node_names)
+        await _delete_queues(api, queue)
