@@ -1,4 +1,4 @@
-"""`python -m tests.cluster build|up|down|restart-apiserver|nodes [--dir DIR]`."""
+"""`python -m tests.cluster build|up|down|restart-apiserver|nodes|addon [--dir DIR]`."""
 
 from __future__ import annotations
 
