@@ -513,3 +513,81 @@ async def test_kueue_pod_group_is_placed_whole_by_kpysched(
         await core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
         await kube.delete_nodes(api, node_names)
         await _delete_queues(api, queue)
+
+
+# Kueue with a short waitForPodsReady timeout, in a cluster of its own: the module's
+# other tests must not be evicted while a node comes.
+PODS_READY_TIMEOUT = {"waitForPodsReady": {"timeout": "15s", "blockAdmission": False}}
+
+
+@pytest.fixture(scope="module")
+def short_timeout_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KueueCluster]:
+    directory = tmp_path_factory.mktemp("kueue-timeout-cluster") / "state"
+    state = harness.up(directory, harness.FULL)
+    try:
+        kubectl.run(state, "apply", "-f", str(REPO / "deploy" / "crds" /
+                                             "scheduling.x-k8s.io_podgroups.yaml"))
+        kubectl.run(state, "wait", "--for=condition=Established", "--timeout=60s",
+                    "crd/podgroups.scheduling.x-k8s.io")
+        with kueue.running(state, extra_configuration=PODS_READY_TIMEOUT), \
+                KpyschedProcess(state, GANG_CONFIG, log_level="info") as scheduler:
+            yield KueueCluster(state, scheduler)
+    finally:
+        harness.down(directory)
+
+
+async def test_group_that_never_fits_is_evicted_by_kueue_with_no_pod_placed(
+    short_timeout_cluster: KueueCluster,
+) -> None:
+    """A Coscheduling group of three 3-CPU pods on two 4-CPU nodes: Kueue admits it,
+    kpysched places none (no partial group holds two nodes), and after waitForPodsReady's
+    15 s Kueue evicts the Workload and suspends the Job again; no pod was ever bound."""
+    async with kube.api_client(short_timeout_cluster.state) as api:
+        namespace = await kube.create_namespace(api, "kueue")
+        here = {TEST_NODE_LABEL: namespace}
+        node_names = await nodes.add(api, 2, nodes.NodeShape(cpu="4", memory="32Gi",
+                                                             labels=here),
+                                     name_prefix=f"{namespace}-node")
+        queue = await _queues(api, namespace, namespace, cpu="32")
+        batch = client.BatchV1Api(api)
+        try:
+            await _custom(api).create_namespaced_custom_object(
+                "scheduling.x-k8s.io", "v1alpha1", namespace, "podgroups",
+                {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup",
+                 "metadata": {"name": "gang"}, "spec": {"minMember": 3}})
+            await batch.create_namespaced_job(namespace, _job(
+                "gang", queue, cpu="3", parallelism=3, labels={POD_GROUP_LABEL: "gang"},
+                node_selector=here))
+            seen_pods: set[str] = set()
+
+            async def evicted() -> dict[str, Any] | None:
+                pods = await _pods(api, namespace)
+                seen_pods.update(p["metadata"]["name"] for p in pods)
+                bound = [p["metadata"]["name"] for p in pods if p["spec"].get("nodeName")]
+                assert not bound, f"a partial group was placed: {bound}"
+                workload = next((w for w in await _workloads(api, namespace)
+                                 if _job_of(w) == "gang"), None)
+                if workload is None:
+                    return None
+                condition = next((c for c in workload.get("status", {}).get("conditions", [])
+                                  if c["type"] == "Evicted" and c["status"] == "True"), None)
+                return condition
+
+            condition = await kube.wait_for(
+                evicted, ADMIT_TIMEOUT_SECONDS + 15,
+                "Kueue to evict the group after waitForPodsReady's timeout")
+            assert condition["reason"] == "PodsReadyTimeout", condition
+            assert len(seen_pods) == 3, f"the group's pods never all existed: {seen_pods}"
+            await kube.wait_for(
+                lambda: _suspended(batch, namespace, "gang"), ADMIT_TIMEOUT_SECONDS,
+                "the evicted Job suspended again")
+        finally:
+            await batch.delete_collection_namespaced_job(namespace,
+                                                         propagation_policy="Background")
+            await kube.delete_nodes(api, node_names)
+            await _delete_queues(api, queue)
+            await kube.delete_namespace(api, namespace)
+
+
+async def _suspended(batch: client.BatchV1Api, namespace: str, name: str) -> bool:
+    return bool((await batch.read_namespaced_job(name, namespace)).spec.suspend)
