@@ -65,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     add.add_argument("--name-prefix", default="kwok-node")
     addon = with_dir(commands.add_parser(
         "addon", help="run Kueue or Karpenter (KWOK provider) beside the cluster in the "
-                      "foreground until Ctrl-C (docs/ecosystem.md)"))
+                      "foreground until Ctrl-C (docs/integrations.md)"))
     addon.add_argument("name", choices=("kueue", "karpenter"))
     delete = with_dir(node_commands.add_parser("delete", help="delete KWOK nodes"))
     delete.add_argument("--name-prefix", help="only the nodes this prefix named (default: all)")
