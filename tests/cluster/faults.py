@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.cluster import cluster
-from tests.cluster.processes import spawn
+from tests.cluster.processes import spawn, wait_listenable
 from tests.cluster.processes import stop as stop_process
 from tests.cluster.state import ClusterState
 
@@ -27,6 +27,7 @@ def restart_etcd(directory: Path) -> ClusterState:
     it is back, and its watches on etcd restart (clients' watches stay open)."""
     state = ClusterState.load(directory.resolve())
     stop_process(state.etcd_pid, timeout=5.0)
+    wait_listenable((state.etcd_client_port, state.etcd_peer_port))
     state.etcd_pid = spawn(state.etcd_command, Path(state.etcd_log))
     state.save()
     cluster.wait_etcd(state)

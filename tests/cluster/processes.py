@@ -16,7 +16,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tests.cluster import procfs
@@ -53,6 +53,26 @@ def _bindable(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def wait_listenable(ports: Iterable[int], timeout: float = 30.0) -> None:
+    """Until a server could listen on each loopback port again, as Go's listeners do
+    (SO_REUSEADDR: connections left in TIME_WAIT do not count). A process restarted on
+    its old port right after being killed can otherwise meet it still held (seen in the
+    soak: etcd's peer port, "bind: address already in use")."""
+    deadline = time.monotonic() + timeout
+    for port in ports:
+        while True:
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    sock.bind(("127.0.0.1", port))
+                    break
+                except OSError as error:
+                    if time.monotonic() > deadline:
+                        raise ClusterError(
+                            f"port {port} still in use after {timeout:.0f}s") from error
+            time.sleep(0.1)
 
 
 def _reserve(port: int) -> bool:

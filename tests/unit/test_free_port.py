@@ -4,6 +4,7 @@ live processes, and a dead holder's port taken over."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +45,16 @@ def test_a_port_held_by_a_live_process_is_not_handed_out_and_a_dead_ones_is(
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_wait_listenable_waits_for_a_held_port_and_not_for_a_free_one() -> None:
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        with pytest.raises(processes.ClusterError, match=f"port {port} still in use"):
+            processes.wait_listenable([port], timeout=0.3)
+    finally:
+        holder.close()
+    processes.wait_listenable([port], timeout=5)  # free again: returns at once
