@@ -83,24 +83,34 @@ def serving_pair(directory: Path) -> tuple[Path, Path]:
     return cert_file, key_file
 
 
-def _objects(address: str, port: int, ca_bundle: bytes) -> list[dict[str, Any]]:
-    labels = {"app.kubernetes.io/name": "kpysched-test-decisions"}
+def service_to_address(name: str, namespace: str, address: str, port: int,
+                       labels: dict[str, str]) -> list[dict[str, Any]]:
+    """A Service with no selector whose Endpoints and EndpointSlice point at a process
+    the harness runs on the host (`address`:`port`), on service port 443 (https): how
+    kube-apiserver reaches an aggregated API or a webhook served outside the cluster."""
     endpoint_port = {"name": "https", "port": port, "protocol": "TCP"}
     return [
         {"apiVersion": "v1", "kind": "Service",
-         "metadata": {"name": SERVICE, "namespace": NAMESPACE, "labels": labels},
+         "metadata": {"name": name, "namespace": namespace, "labels": labels},
          "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]}},
         {"apiVersion": "v1", "kind": "Endpoints",
-         "metadata": {"name": SERVICE, "namespace": NAMESPACE, "labels": labels},
+         "metadata": {"name": name, "namespace": namespace, "labels": labels},
          "subsets": [{"addresses": [{"ip": address}], "ports": [endpoint_port]}]},
         {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-         "metadata": {"name": SERVICE, "namespace": NAMESPACE,
-                      "labels": {**labels, "kubernetes.io/service-name": SERVICE,
+         "metadata": {"name": name, "namespace": namespace,
+                      "labels": {**labels, "kubernetes.io/service-name": name,
                                  "endpointslice.kubernetes.io/managed-by":
                                      "kpysched-test-harness"}},
          "addressType": "IPv4",
          "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
          "ports": [endpoint_port]},
+    ]
+
+
+def _objects(address: str, port: int, ca_bundle: bytes) -> list[dict[str, Any]]:
+    labels = {"app.kubernetes.io/name": "kpysched-test-decisions"}
+    return [
+        *service_to_address(SERVICE, NAMESPACE, address, port, labels),
         {"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
          "metadata": {"name": APISERVICE, "labels": labels},
          "spec": {"group": GROUP, "version": "v1alpha1",

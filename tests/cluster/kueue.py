@@ -165,28 +165,14 @@ def configuration(directory: Path, address: str, *, webhook_port: int, health_po
 
 
 def _service_objects(address: str, port: int) -> list[dict[str, Any]]:
-    labels = {"app.kubernetes.io/name": "kueue"}
-    endpoint_port = {"name": "https", "port": port, "protocol": "TCP"}
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
         # Empty, as config/components/internalcert/secret.yaml: Kueue's certificate
         # rotator fills it and fails to start when it is missing.
         {"apiVersion": "v1", "kind": "Secret",
          "metadata": {"name": WEBHOOK_SECRET, "namespace": NAMESPACE}},
-        {"apiVersion": "v1", "kind": "Service",
-         "metadata": {"name": SERVICE, "namespace": NAMESPACE, "labels": labels},
-         "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]}},
-        {"apiVersion": "v1", "kind": "Endpoints",
-         "metadata": {"name": SERVICE, "namespace": NAMESPACE, "labels": labels},
-         "subsets": [{"addresses": [{"ip": address}], "ports": [endpoint_port]}]},
-        {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-         "metadata": {"name": SERVICE, "namespace": NAMESPACE,
-                      "labels": {**labels, "kubernetes.io/service-name": SERVICE,
-                                 "endpointslice.kubernetes.io/managed-by":
-                                     "kpysched-test-harness"}},
-         "addressType": "IPv4",
-         "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
-         "ports": [endpoint_port]},
+        *aggregated.service_to_address(SERVICE, NAMESPACE, address, port,
+                                       {"app.kubernetes.io/name": "kueue"}),
     ]
 
 
