@@ -107,7 +107,7 @@ def build_scheduler(
     if metrics is None:
         metrics = NoMetrics()
     binder = Binder(raw)
-    handle = SchedulerHandle(binder, listers, raw)
+    handle = SchedulerHandle(binder, listers, raw, features)
     frameworks = {
         profile.scheduler_name: Framework(
             ProfileSpec(profile.scheduler_name, profile.plugins, profile.score_weights,

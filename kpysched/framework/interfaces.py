@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
+    from kpysched.config.features import Features
     from kpysched.framework.pod_totals import PodTotals, TotalsColumns
     from kpysched.objects import api, coscheduling, dra, storage
     from kpysched.objects.scheduling import PodGroup
@@ -213,6 +214,12 @@ class SharedHandle(Protocol):
     def pod_lister(self) -> PodLister | None:
         """The pod informer's pods; None where the scheduler runs without one (a
         simulation), when whether a pod still exists cannot be told."""
+        ...
+
+    @property
+    def features(self) -> Features:
+        """The kube-scheduler release this scheduler behaves as (`features.release`) and
+        its feature gates (`features.enabled(name)`)."""
         ...
 
     @property

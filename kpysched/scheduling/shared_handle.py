@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from kpysched.api.response import ApiRequester
 from kpysched.cache.pod_groups import PodGroupState
+from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
+from kpysched.config.features import Features
 from kpysched.extenders.preemption import PreemptionExtender
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
@@ -67,8 +69,10 @@ class SchedulerHandle:
     """The shared framework Handle: snapshot, binding, waiting pods, listers,
     nominations and preemption actuation."""
 
-    def __init__(self, binder: Binder, listers: Listers, raw: ApiRequester) -> None:
+    def __init__(self, binder: Binder, listers: Listers, raw: ApiRequester,
+                 features: Features = DEFAULT_FEATURES) -> None:
         self._binder = binder
+        self._features = features
         self._listers = listers
         self._raw = raw
         self._served: CycleContext | None = None
@@ -100,6 +104,10 @@ class SchedulerHandle:
     @property
     def resources(self) -> ResourceListers:
         return self._listers.resources
+
+    @property
+    def features(self) -> Features:
+        return self._features
 
     @property
     def pod_lister(self) -> _InformerPods | None:

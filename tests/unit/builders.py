@@ -14,6 +14,7 @@ from typing import Any
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.pod_groups import PodGroupState, PodGroupStates
 from kpysched.cache.snapshot import Snapshot
+from kpysched.config.features import Features
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
 from kpysched.informers.listers import ResourceListers, StorageListers
@@ -292,10 +293,16 @@ class FakeHandle:
     plugin_metrics: Any = None
     # Events plugins recorded: (pod key, controller, type, reason, action, note).
     events: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
+    # The release and gates plugins see (handle.features).
+    features_value: Features = field(default_factory=Features)
 
     @property
     def snapshot(self) -> Snapshot:
         return self.snapshot_value
+
+    @property
+    def features(self) -> Features:
+        return self.features_value
 
     @property
     def client(self) -> Any:

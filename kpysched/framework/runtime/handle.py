@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from kpysched.cache.node_info import NodeInfo
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
+    from kpysched.config.features import Features
     from kpysched.framework.runtime.scheduling_points import SchedulingPoints
     from kpysched.objects import api, coscheduling
     from kpysched.objects.scheduling import PodGroup
@@ -56,6 +57,10 @@ class ProfileHandle:
     @property
     def pod_lister(self) -> fw.PodLister | None:
         return self._shared.pod_lister
+
+    @property
+    def features(self) -> Features:
+        return self._shared.features
 
     @property
     def metrics(self) -> fw.PluginMetrics | None:
