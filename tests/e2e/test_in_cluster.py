@@ -376,23 +376,36 @@ def _wait_policy_effective(state: ClusterState, namespace: str) -> None:
         state, "create", "--raw", path, "-f", "-", stdin=binding, check=False).stderr)
     kubectl.run(state, "delete", "pod", "bind-refused-probe", "-n", namespace)
 
-def _leaders_now(state: ClusterState, token: str) -> int:
-    """Replicas whose /metrics says they lead now (terminating ones included)."""
-    pods = kubectl.get_json(state, "pods", "-n", NAMESPACE, "-l",
-                            f"app.kubernetes.io/instance={RELEASE}")["items"]
-    leading = 0
-    for pod in pods:
-        ip = pod.get("status", {}).get("podIP")
-        if not ip:
-            continue
+
+def _leading_in_order(token: str, ips: list[str]) -> set[str]:
+    """The pod IPs whose /metrics says they lead, scraped one after another in `ips`'
+    order (terminating replicas included; one not listening does not lead)."""
+    leading: set[str] = set()
+    for ip in ips:
         try:
             status, body = _fetch_metrics(f"https://{ip}:10259/metrics", token)
         except OSError:
             continue  # not listening (yet, or any more): not leading
         if status == 200 and re.search(
                 r"^leader_election_master_status\{[^}]*\} 1(\.0)?$", body, re.MULTILINE):
-            leading += 1
+            leading.add(ip)
     return leading
+
+
+def _leaders_now(state: ClusterState, token: str) -> int:
+    """Replicas that led at one same instant. The replicas are scraped in turn, so a
+    hand-over between two scrapes (the old leader read before it let go, the new one
+    after it took the Lease) would look like two leaders. When one pass sees more than
+    one, a second pass in the reverse order confirms: a replica that says it leads in
+    both passes led throughout the interval in which each other one said so too."""
+    pods = kubectl.get_json(state, "pods", "-n", NAMESPACE, "-l",
+                            f"app.kubernetes.io/instance={RELEASE}")["items"]
+    ips = [ip for pod in pods if (ip := pod.get("status", {}).get("podIP"))]
+    first = _leading_in_order(token, ips)
+    if len(first) <= 1:
+        return len(first)
+    second = _leading_in_order(token, list(reversed(ips)))
+    return len(first & second)
 
 
 def _upgrade_without_two_leaders(state: ClusterState, token: str) -> None:
