@@ -204,6 +204,9 @@ class CSIDriverSpec(_Wire):
     attach_required: bool | None = None
     storage_capacity: bool | None = None
     node_allocatable_update_period_seconds: int | None = None
+    # VolumeLimitScaling (beta, on from v1.37): the driver asks that no pod using it be
+    # placed on a node whose CSINode does not list it.
+    prevent_pod_scheduling_if_missing: bool | None = None
 
 
 class CSIDriver(_Wire):

@@ -7,10 +7,13 @@ May import objects/, cache/, framework/ and plugins/_shared/.
 
 from kpysched.plugins.node_volume_limits.plugin import (
     NAME,
+    REASON_DRIVER_NOT_INSTALLED,
     REASON_MAX_VOLUME_COUNT_EXCEEDED,
     SPEC,
+    VOLUME_LIMIT_SCALING,
     NodeVolumeLimits,
     new,
 )
 
-__all__ = ["NAME", "REASON_MAX_VOLUME_COUNT_EXCEEDED", "SPEC", "NodeVolumeLimits", "new"]
+__all__ = ["NAME", "REASON_DRIVER_NOT_INSTALLED", "REASON_MAX_VOLUME_COUNT_EXCEEDED", "SPEC",
+           "VOLUME_LIMIT_SCALING", "NodeVolumeLimits", "new"]

@@ -6,8 +6,9 @@ gives both (an in-tree PV through CSI migration), a claim not bound yet counts u
 its StorageClass's provisioner with a handle of its own, a generic ephemeral volume is
 the claim "<pod>-<volume>" the pod must own, and a migratable inline volume is
 translated like a PV. The node's load is the unique volumes of its pods plus those
-its VolumeAttachments hold for PVs no pod there uses. The driver-presence check of the
-VolumeLimitScaling gate (alpha, off in v1.36) is not carried over. Queueing hints
+its VolumeAttachments hold for PVs no pod there uses. With the VolumeLimitScaling gate
+(alpha and off in v1.36, beta and on in v1.37) a driver whose CSIDriver sets
+preventPodSchedulingIfMissing must also be listed in the node's CSINode. Queueing hints
 (hints.py) retry a rejected pod on a new CSINode, a raised limit, a freed volume or
 its own claim appearing.
 """
@@ -45,6 +46,9 @@ from kpysched.plugins.node_volume_limits import hints, translation
 NAME = "NodeVolumeLimits"
 
 REASON_MAX_VOLUME_COUNT_EXCEEDED = "node(s) exceed max volume count"
+# With VolumeLimitScaling on, "<driver> CSI driver is not installed on the node".
+REASON_DRIVER_NOT_INSTALLED = "{} CSI driver is not installed on the node"
+VOLUME_LIMIT_SCALING = "VolumeLimitScaling"
 
 _PRE_FILTER_KEY = "PreFilter" + NAME
 
@@ -87,6 +91,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
 
     def __init__(self, handle: Handle) -> None:
         self._storage: StorageListers = handle.storage
+        self._driver_must_be_installed = handle.features.enabled(VOLUME_LIMIT_SCALING)
         # Unbound claims count under "<prefix>-<ns>/<claim>": the random prefix keeps
         # them apart from real volume handles, and one claim shared by two pods the same.
         alphabet = string.ascii_lowercase + string.digits
@@ -114,6 +119,12 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             return rejected
         if not new_volumes:
             return SUCCESS
+        if self._driver_must_be_installed:
+            missing = next((driver for driver in new_volumes.values()
+                            if not self._driver_installed(driver, csi_node)), None)
+            if missing is not None:
+                return Status.unschedulable(REASON_DRIVER_NOT_INSTALLED.format(missing),
+                                            plugin=NAME)
         limits = _limits(csi_node)
         if not limits:
             return SUCCESS
@@ -138,6 +149,16 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             if limit is not None and in_use[driver] + count > limit:
                 return Status.unschedulable(REASON_MAX_VOLUME_COUNT_EXCEEDED, plugin=NAME)
         return SUCCESS
+
+    def _driver_installed(self, driver: str, csi_node: storage.CSINode | None) -> bool:
+        """Whether the node may take `driver`'s volumes: yes unless its CSIDriver opts
+        in to preventPodSchedulingIfMissing (an unknown driver may not be CSI at all)
+        and the node's CSINode does not list it."""
+        csi_driver = self._storage.csi_drivers.get(driver)
+        if csi_driver is None or not csi_driver.spec.prevent_pod_scheduling_if_missing:
+            return True
+        return csi_node is not None and any(listed.name == driver
+                                            for listed in csi_node.spec.drivers)
 
     def _collect(self, pod: api.Pod, csi_node: storage.CSINode | None, into: Volumes, *,
                  new_pod: bool) -> Status | None:

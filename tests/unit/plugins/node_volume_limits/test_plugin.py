@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from kpysched.config.features import DEFAULT, Features
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
@@ -147,9 +148,13 @@ def fixture_attachments(count: int, drivers: Sequence[str]) -> list[storage.Volu
 def make_plugin(drivers: Sequence[str], *, limit_source: str = "", limit: int = 0,
                 attachments: int = 0, extra_claims: Sequence[storage.PersistentVolumeClaim] = (),
                 extra_attachments: Sequence[storage.VolumeAttachment] = (),
+                csi_drivers: Sequence[storage.CSIDriver] = (),
+                features: Features = DEFAULT,
                 ) -> nvl.NodeVolumeLimits:
-    handle = FakeHandle()
+    handle = FakeHandle(features_value=features)
     listers = handle.storage_listers
+    for csi_driver in csi_drivers:
+        listers.csi_drivers.on_add(csi_driver)
     for driver in drivers:
         for j in range(4):
             listers.persistent_volumes.on_add(fixture_pv(driver, j))
@@ -284,6 +289,61 @@ CSI_LIMITS_CASES = [
     case("gate disabled - skip driver presence check", EBS_ONE, (EBS,),
          limit_source="no-csi-driver"),
 ]
+
+
+def csi_driver(name: str, *, prevent_if_missing: bool | None) -> storage.CSIDriver:
+    return storage.CSIDriver(metadata=api.ObjectMeta(name=name), spec=storage.CSIDriverSpec(
+        prevent_pod_scheduling_if_missing=prevent_if_missing))
+
+
+NOT_INSTALLED = (Code.UNSCHEDULABLE, [nvl.REASON_DRIVER_NOT_INSTALLED.format(EBS)])
+ON_37 = Features(release=37)
+OFF_37 = Features(release=37, overrides={nvl.VOLUME_LIMIT_SCALING: False})
+ON_36 = Features(release=36, overrides={nvl.VOLUME_LIMIT_SCALING: True})
+
+
+# Upstream's TestVolumeLimitScalingGate (a pod with one EBS claim), under each release's
+# default and with the gate set against it: the gate decides, not the release.
+@pytest.mark.parametrize(("features", "limit_source", "limit", "drivers", "want"), [
+    pytest.param(ON_37, "no-csi-driver", 0, (csi_driver(EBS, prevent_if_missing=None),), OK,
+                 id="gate enabled - allow scheduling when CSIDriver exists but "
+                    "PreventPodSchedulingIfMissing is not set"),
+    pytest.param(ON_37, "no-csi-driver", 0, (csi_driver(EBS, prevent_if_missing=False),), OK,
+                 id="gate enabled - PreventPodSchedulingIfMissing false"),
+    pytest.param(ON_37, "no-csi-driver", 0, (csi_driver(EBS, prevent_if_missing=True),),
+                 NOT_INSTALLED, id="gate enabled - fail when driver not installed and "
+                                   "PreventPodSchedulingIfMissing is true"),
+    pytest.param(ON_37, "", 0, (csi_driver(EBS, prevent_if_missing=True),), NOT_INSTALLED,
+                 id="gate enabled - no CSINode at all"),
+    pytest.param(OFF_37, "no-csi-driver", 0, (csi_driver(EBS, prevent_if_missing=True),), OK,
+                 id="gate disabled - skip driver presence check (regardless of CSIDriver "
+                    "presence)"),
+    pytest.param(Features(release=36), "no-csi-driver", 0,
+                 (csi_driver(EBS, prevent_if_missing=True),), OK,
+                 id="v1.36 default (gate off) - skip driver presence check"),
+    pytest.param(ON_36, "no-csi-driver", 0, (csi_driver(EBS, prevent_if_missing=True),),
+                 NOT_INSTALLED, id="v1.36 with the gate turned on"),
+    pytest.param(ON_37, "csinode", 2, (csi_driver(EBS, prevent_if_missing=True),), OK,
+                 id="gate enabled - driver installed within limit"),
+    pytest.param(ON_37, "no-csi-driver", 0, (), OK,
+                 id="gate enabled - allow scheduling when CSIDriver object missing"),
+])
+def test_volume_limit_scaling_gate(features: Features, limit_source: str, limit: int,
+                                   drivers: Sequence[storage.CSIDriver],
+                                   want: tuple[Code, list[str]]) -> None:
+    plugin = make_plugin((EBS,), limit_source=limit_source, limit=limit, csi_drivers=drivers,
+                         features=features)
+    pre_code, status = run(plugin, EBS_ONE)
+    assert pre_code == Code.SUCCESS
+    assert status == want
+
+
+def test_driver_check_comes_before_the_limits() -> None:
+    """A missing driver is named even where the node has no limits at all."""
+    plugin = make_plugin((EBS,), limit_source="", csi_drivers=(
+        csi_driver(EBS, prevent_if_missing=True),), features=ON_37)
+    assert run(plugin, EBS_ONE)[1] == NOT_INSTALLED
+    assert run(plugin, ONLY_CONFIG_MAP_AND_SECRET)[0] == Code.SKIP
 
 
 def run(plugin: nvl.NodeVolumeLimits, pod: PodBuilder, existing: Sequence[PodBuilder] = ()
