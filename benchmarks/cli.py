@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import growth, report, schedulers, workloads
+from benchmarks import growth, plot, report, schedulers, workloads
 from benchmarks.results import RunResult
 from benchmarks.runner import CreateMode, RunSpec, run_once
 from tests.cluster import build
@@ -64,6 +64,11 @@ def _parser() -> argparse.ArgumentParser:
         "growth", help="one workload's figures by cluster size, from results JSON files")
     grown.add_argument("files", type=Path, nargs="+")
     grown.add_argument("--workload", default="basic")
+    drawn = commands.add_parser(
+        "plot", help="draw pods/s per workload and the growth curves from results JSON files")
+    drawn.add_argument("files", type=Path, nargs="+")
+    drawn.add_argument("--out", type=Path, default=Path("docs/benchmarks"),
+                       help="directory for the PNG files (default: docs/benchmarks)")
     commands.add_parser("workloads", help="list the workloads and their default sizes")
     return parser
 
@@ -205,6 +210,16 @@ def _growth(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plot(args: argparse.Namespace) -> int:
+    try:
+        written = plot.plot(args.files, args.out)
+    except (ValueError, OSError, KeyError) as error:
+        raise SystemExit(f"error: {error}") from None
+    for path in written:
+        print(path)
+    return 0
+
+
 def _list() -> int:
     for workload in workloads.WORKLOADS.values():
         sizes = [workloads.sizes_for(workload, n, None, None) for n in (100, 1000, 5000)]
@@ -223,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         return _report(args)
     if args.command == "growth":
         return _growth(args)
+    if args.command == "plot":
+        return _plot(args)
     return _list()
 
 
