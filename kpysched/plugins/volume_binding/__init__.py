@@ -9,8 +9,10 @@ CSIStorageCapacity for drivers that track capacity). Reserve assumes the choices
 in the plugin's PV and claim caches; PreBind writes them (PV claimRef, claim
 selected-node annotation) and waits, up to bindTimeoutSeconds, until the PV
 controller reports the claims bound, or until the Handle's pod lister no longer has
-the pod (deleted meanwhile). Scoring needs the StorageCapacityScoring gate, off in
-v1.36, so this plugin does not score by default. Failures of the predicate (Filter),
+the pod (deleted meanwhile). Scoring needs the StorageCapacityScoring gate (off in
+v1.36, on in v1.37, read from handle.features): with it, nodes score by how full the
+pod's volumes would leave them (static PVs, else the CSIStorageCapacity of classes to
+provision), along `shape`. Failures of the predicate (Filter),
 assume (Reserve) and bind (PreBind) stages are counted in the Handle's metrics
 (scheduler_volume_scheduling_stage_error_total), as upstream's binder counts them.
 

@@ -34,7 +34,13 @@ from kpysched.objects.pod import PodInfo
 from kpysched.objects.quantity import QuantityError, parse_quantity
 from kpysched.plugins._shared.shape_score import scaled_shape
 from kpysched.plugins.volume_binding import hints
-from kpysched.plugins.volume_binding.args import STORAGE_CAPACITY_SCORING, VolumeBindingArgs
+from kpysched.plugins.volume_binding.args import (
+    FEATURES_CONTEXT_KEY,
+    STORAGE_CAPACITY_SCORING,
+    STORAGE_CAPACITY_SCORING_GATE,
+    VolumeBindingArgs,
+    shape_errors,
+)
 from kpysched.plugins.volume_binding.binder import (
     BinderError,
     PodVolumeClaims,
@@ -315,7 +321,14 @@ def _capacity_units(capacity: storage.CSIStorageCapacity) -> int:
 
 
 def new(args: VolumeBindingArgs | None, handle: Handle) -> VolumeBinding:
-    return VolumeBinding(args if args is not None else VolumeBindingArgs(), handle)
+    scoring = handle.features.enabled(STORAGE_CAPACITY_SCORING_GATE)
+    if args is None:
+        args = VolumeBindingArgs.model_validate(
+            {}, context={FEATURES_CONTEXT_KEY: handle.features})
+    elif args.shape and not scoring:
+        # Args validated without the release's gates must still not score silently.
+        raise ValueError(shape_errors(args.shape, storage_capacity_scoring=False)[0])
+    return VolumeBinding(args, handle, storage_capacity_scoring=scoring)
 
 
 SPEC = PluginSpec(NAME, VolumeBinding, new, VolumeBindingArgs)

@@ -1,7 +1,8 @@
 """Storage capacity scoring (upstream's scorer.go): how full a node's chosen volumes
 would be, per storage class, mapped through the configured shape and averaged.
 
-Only used with the StorageCapacityScoring gate on (alpha, off in v1.36).
+Only used with the StorageCapacityScoring gate on (alpha and off in v1.36, beta and on
+in v1.37).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import pydantic
 import pytest
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.config.features import Features
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource, with_hints
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code, Status
@@ -30,7 +31,7 @@ from kpysched.plugins.volume_binding import (
     hints,
     new,
 )
-from kpysched.plugins.volume_binding.args import shape_errors
+from kpysched.plugins.volume_binding.args import FEATURES_CONTEXT_KEY, shape_errors
 from kpysched.plugins.volume_binding.binder import PodVolumes
 from kpysched.plugins.volume_binding.plugin import _State
 from kpysched.plugins.volume_binding.scorer import StorageResource, build_scorer
@@ -320,14 +321,43 @@ def test_volume_binding(case: Case) -> None:
         (score, Status()) for score in case.scores]
 
 
-def test_default_plugin_does_not_score() -> None:
+V36, V37 = Features(release=36), Features(release=37)
+
+
+def test_default_plugin_does_not_score_in_v1_36() -> None:
     """StorageCapacityScoring is off in v1.36: PreScore skips even with static bindings."""
-    plugin = new(None, FakeHandle())  # type: ignore[arg-type]
+    plugin = new(None, FakeHandle(features_value=V36))  # type: ignore[arg-type]
     state = CycleState()
     state.write(STATE_KEY, _State(has_static_bindings=True))
     pod = make_pod("pod-a")
     assert plugin.pre_score(state, pod, []).code == Code.SKIP
     assert plugin.score(state, pod, node("node-a")) == (0, Status())
+
+
+@pytest.mark.parametrize("static", [True, False], ids=["static bindings", "dynamic only"])
+def test_default_plugin_scores_in_v1_37(static: bool) -> None:
+    """StorageCapacityScoring is on in v1.37: PreScore runs whether or not the pod has
+    static bindings, with upstream's default shape (emptier nodes score higher)."""
+    plugin = new(None, FakeHandle(features_value=V37))  # type: ignore[arg-type]
+    state = CycleState()
+    state.write(STATE_KEY, _State(has_static_bindings=static))
+    assert plugin.pre_score(state, make_pod("pod-a"), []).code == Code.SUCCESS
+
+
+def test_default_shape_prefers_the_least_used_node() -> None:
+    """v1.37's default shape (0 -> 10, 100 -> 0) over a case upstream scores with its test
+    shape: the same claims, now ranked the other way round."""
+    case = CASES["storage capacity score with static binds"]
+    plugin = new(None, FakeHandle(features_value=V37))  # type: ignore[arg-type]
+    add(plugin._handle.storage_listers, IMMEDIATE_SC, WAIT_SC, WAIT_HDD_SC,
+        WAIT_SC_WITH_CAPACITY, DRIVER_WITH_CAPACITY, *case.pvcs, *case.pvs, *case.capacities)
+    state = CycleState()
+    assert plugin.pre_filter(state, case.pod, case.nodes)[1].ok
+    for info in case.nodes:
+        assert plugin.filter(state, case.pod, info).ok
+    assert plugin.pre_score(state, case.pod, case.nodes).ok
+    scores = [plugin.score(state, case.pod, info)[0] for info in case.nodes]
+    assert scores == [100 - score for score in case.scores]
 
 
 PRE_BIND_PRE_FLIGHT = {
@@ -412,6 +442,35 @@ def test_validate_args(raw: dict[str, object], error: str | None) -> None:
     with pytest.raises(pydantic.ValidationError, match=error.replace("[", r"\[")
                        .replace("{", r"\{").replace("(", r"\(")):
         spec.parse_args(raw)
+
+
+SHAPE = [{"utilization": 1, "score": 1}, {"utilization": 3, "score": 3}]
+
+
+def test_validation_follows_the_release_gate() -> None:
+    """The gate comes from the validation context: v1.37 (on) takes a shape and
+    defaults an unset one; v1.36 (off) refuses one, as does no context at all."""
+    on, off = {FEATURES_CONTEXT_KEY: V37}, {FEATURES_CONTEXT_KEY: V36}
+    args = VolumeBindingArgs.model_validate({"shape": SHAPE}, context=on)
+    assert [(p.utilization, p.score) for p in args.scoring_shape()] == [(1, 1), (3, 3)]
+    for unset in ({}, {"shape": None}, {"shape": []}):
+        defaulted = VolumeBindingArgs.model_validate(unset, context=on)
+        assert [(p.utilization, p.score) for p in defaulted.scoring_shape()] == [
+            (0, 10), (100, 0)]
+    with pytest.raises(pydantic.ValidationError, match="values must be sorted"):
+        VolumeBindingArgs.model_validate({"shape": SHAPE[::-1]}, context=on)
+    for context in (off, None):
+        with pytest.raises(pydantic.ValidationError, match="turn on the feature gate"):
+            VolumeBindingArgs.model_validate({"shape": SHAPE}, context=context)
+
+
+def test_a_shape_without_the_gate_is_refused_at_construction() -> None:
+    """Args validated on v1.37's terms must not make v1.36's plugin score."""
+    args = VolumeBindingArgs.model_validate({"shape": SHAPE},
+                                            context={FEATURES_CONTEXT_KEY: V37})
+    with pytest.raises(ValueError, match="turn on the feature gate StorageCapacityScoring"):
+        new(args, FakeHandle(features_value=V36))  # type: ignore[arg-type]
+    assert new(args, FakeHandle(features_value=V37))._scorer is not None  # type: ignore[arg-type]
 
 
 SHAPES_WITH_GATE_ON = {
