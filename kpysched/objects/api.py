@@ -207,6 +207,12 @@ class CSIVolumeSource(_Wire):
     volume_attributes: dict[str, str] = {}
 
 
+class ImageVolumeSource(_Wire):
+    """An OCI image mounted as a volume (ImageVolume): ImageLocality counts it."""
+
+    reference: str = ""
+
+
 class Volume(_Wire):
     name: str = ""
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
@@ -221,6 +227,7 @@ class Volume(_Wire):
     cinder: dict[str, Any] | None = None
     vsphere_volume: dict[str, Any] | None = None
     portworx_volume: dict[str, Any] | None = None
+    image: ImageVolumeSource | None = None
 
 
 class PodSchedulingGroup(_Wire):

@@ -11,8 +11,9 @@ each of the pod's images (nodes x distinct pod images dictionary lookups), and
 Score reads the counts from the cycle state. PreScore skips the plugin when no
 node has any of the images, where every score would be 0.
 
-Not carried over: image volumes (spec.volumes[].image), since the decoded
-PodSpec has no volumes.
+Image volumes (spec.volumes[].image) add their image like a container does. v1.36
+leaves them out of the image count that sets the upper threshold (so a pod with
+image volumes could reach 100 sooner); v1.37 counts them (handle.features.release).
 """
 
 from __future__ import annotations
@@ -41,18 +42,35 @@ MAX_CONTAINER_THRESHOLD = 1000 * MB
 _PRE_SCORE_KEY = "PreScore" + NAME
 
 
+# From this release on image volumes count towards the upper threshold too.
+IMAGE_VOLUMES_COUNTED_FROM = 37
+
+
 @dataclass(frozen=True, slots=True)
 class _PreScoreState:
-    # One entry per container (init and regular), duplicates kept as upstream sums them.
+    # One entry per container (init and regular) and image volume, duplicates kept as
+    # upstream sums them.
     images: tuple[str, ...]
     # Fraction of all nodes holding each image that some node has.
     spread: dict[str, float]
-    num_containers: int
+    # How many images set the upper threshold (see image_count).
+    num_images: int
 
 
 def pod_images(pod: api.Pod) -> tuple[str, ...]:
     containers = (*pod.spec.init_containers, *pod.spec.containers)
-    return tuple(normalized_image_name(container.image) for container in containers)
+    volumes = (volume.image.reference for volume in pod.spec.volumes if volume.image is not None)
+    return (*(normalized_image_name(container.image) for container in containers),
+            *(normalized_image_name(reference) for reference in volumes))
+
+
+def image_count(pod: api.Pod, release: int) -> int:
+    """The images the upper threshold is scaled by: containers, and from v1.37 on image
+    volumes as well."""
+    count = len(pod.spec.init_containers) + len(pod.spec.containers)
+    if release >= IMAGE_VOLUMES_COUNTED_FROM:
+        count += sum(1 for volume in pod.spec.volumes if volume.image is not None)
+    return count
 
 
 def image_spread(images: Sequence[str], snapshot: Snapshot) -> dict[str, float]:
@@ -73,8 +91,8 @@ def sum_image_scores(node: NodeInfo, images: Sequence[str], spread: dict[str, fl
     return total
 
 
-def calculate_priority(sum_scores: int, num_containers: int) -> int:
-    max_threshold = MAX_CONTAINER_THRESHOLD * num_containers
+def calculate_priority(sum_scores: int, num_images: int) -> int:
+    max_threshold = MAX_CONTAINER_THRESHOLD * num_images
     if sum_scores < MIN_THRESHOLD:
         sum_scores = MIN_THRESHOLD
     elif sum_scores > max_threshold:
@@ -87,6 +105,7 @@ class ImageLocality(PreScorePlugin, ScorePlugin):
 
     def __init__(self, handle: Handle) -> None:
         self._handle = handle
+        self._release = handle.features.release
 
     def events_to_register(self) -> Sequence[ClusterEvent]:
         return ()
@@ -94,7 +113,7 @@ class ImageLocality(PreScorePlugin, ScorePlugin):
     def _state(self, pod: PodInfo) -> _PreScoreState:
         images = pod_images(pod.pod)
         spread = image_spread(images, self._handle.snapshot)
-        return _PreScoreState(images, spread, len(images))
+        return _PreScoreState(images, spread, image_count(pod.pod, self._release))
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
         computed = self._state(pod)
@@ -108,7 +127,7 @@ class ImageLocality(PreScorePlugin, ScorePlugin):
             cached = self._state(pod)
             state.write(_PRE_SCORE_KEY, cached)
         total = sum_image_scores(node, cached.images, cached.spread)
-        return calculate_priority(total, cached.num_containers), SUCCESS
+        return calculate_priority(total, cached.num_images), SUCCESS
 
 
 def new(args: None, handle: Handle) -> ImageLocality:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.config.features import Features
 from kpysched.framework.status import Code, Status
+from kpysched.objects import api
 from kpysched.plugins import image_locality as il
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod, make_snapshot
 from tests.unit.plugins.runner import run_scores
@@ -75,6 +77,42 @@ def test_image_locality(pod: PodBuilder, layouts: list[list[tuple[int, list[str]
                         expected: list[int], pre_score: bool) -> None:
     nodes = image_nodes(*layouts)
     plugin = il.new(None, FakeHandle(make_snapshot(*nodes)))
+    assert run_scores(plugin, pod.info(), nodes, pre_score=pre_score) == expected
+
+
+def image_volume_pod(*images: str, volumes: tuple[str, ...]) -> PodBuilder:
+    pod = images_pod(*images)
+    pod.obj().spec.volumes.extend(
+        api.Volume(name=f"image-{index}", image=api.ImageVolumeSource(reference=reference))
+        for index, reference in enumerate(volumes))
+    return pod
+
+
+# Upstream's "pod with ImageVolume" (v1.37's table) and its twin with both images as
+# containers. v1.36 sums the image volume's image but scales the upper threshold by the
+# containers alone: 100 * (300M * 1/2 - 23M) / (1000M - 23M) = 12; v1.37 counts the
+# volume too: / (1000M * 2 - 23M) = 6, as for the same images as two containers.
+@pytest.mark.parametrize(("release", "pod", "expected"), [
+    pytest.param(36, image_volume_pod("gcr.io/30", volumes=("gcr.io/300",)), [12, 0],
+                 id="v1.36 pod with ImageVolume"),
+    pytest.param(37, image_volume_pod("gcr.io/30", volumes=("gcr.io/300",)), [6, 0],
+                 id="v1.37 pod with ImageVolume"),
+    pytest.param(36, images_pod("gcr.io/30", "gcr.io/300"), [6, 0],
+                 id="v1.36 same images as ImageVolume pod but as regular container images"),
+    pytest.param(37, images_pod("gcr.io/30", "gcr.io/300"), [6, 0],
+                 id="v1.37 same images as ImageVolume pod but as regular container images"),
+    # An image volume no node holds still raises v1.37's threshold.
+    pytest.param(36, image_volume_pod("gcr.io/300", volumes=("gcr.io/nowhere",)), [12, 0],
+                 id="v1.36 an image volume held nowhere"),
+    pytest.param(37, image_volume_pod("gcr.io/300", volumes=("gcr.io/nowhere",)), [6, 0],
+                 id="v1.37 an image volume held nowhere"),
+])
+@pytest.mark.parametrize("pre_score", [True, False], ids=["prescore", "no-prescore"])
+def test_image_volumes(release: int, pod: PodBuilder, expected: list[int],
+                       pre_score: bool) -> None:
+    nodes = image_nodes(NODE_300_600_900, NODE_4000_30)
+    handle = FakeHandle(make_snapshot(*nodes), features_value=Features(release=release))
+    plugin = il.new(None, handle)
     assert run_scores(plugin, pod.info(), nodes, pre_score=pre_score) == expected
 
 
