@@ -35,6 +35,7 @@ from benchmarks.stats import (
     throughput_samples,
 )
 from tests.cluster.cluster import ClusterError, log_tail
+from tests.progress import Progress
 
 ALGORITHM_HISTOGRAM = "scheduler_scheduling_algorithm_duration_seconds"
 ATTEMPTS_COUNTER = "scheduler_schedule_attempts_total"
@@ -77,11 +78,11 @@ class RunSpec:
         return self.timeout if self.timeout is not None else 60.0 + self.sizes.pods / 10
 
 
-Progress = Callable[[str], None]
+Say = Callable[[str], None]
 
 
 def run_once(spec: RunSpec, scheduler_name: str, repeat: int,
-             progress: Progress = print) -> RunResult:
+             progress: Say = print) -> RunResult:
     started = time.monotonic()
     load = os.getloadavg()[0]
     progress(f"[{scheduler_name} #{repeat}] starting a fresh cluster (load average {load:.2f})")
@@ -167,7 +168,7 @@ async def _allocate_init_claims(api: BenchApi, spec: RunSpec) -> None:
                          content_type="application/merge-patch+json")
 
 
-async def _wait_for_template_claims(api: BenchApi, spec: RunSpec, progress: Progress
+async def _wait_for_template_claims(api: BenchApi, spec: RunSpec, progress: Say
                                     ) -> float:
     """Until the resourceclaim controller has made every measured pod's claim
     (pod.status.resourceClaimStatuses set): before that no scheduler may place the
@@ -287,7 +288,7 @@ async def _sample_unschedulable(scheduler: schedulers.SchedulerUnderTest,
 
 
 async def _wait_blocked_settled(scheduler: schedulers.SchedulerUnderTest, blocked: int,
-                                tag: str, progress: Progress) -> None:
+                                tag: str, progress: Say) -> None:
     """Live mode: until the scheduler holds every blocked pod among the unschedulable or
     gated ones (its first attempts done), so the measured pods' cost is what the waiting
     pods add to each event, not that first pass."""
@@ -412,6 +413,18 @@ async def _create_one_at_a_time(api: BenchApi, spec: RunSpec, bodies: list[tuple
                              (settled - settled_idle) * 1000))
 
 
+async def _show_binds(observer: BindingObserver, description: str, total: int) -> None:
+    """Pods bound of the total and the rate, twice a second, until cancelled: read
+    from the benchmark's own watch, so the scheduler does no extra work for it."""
+    with Progress(description, total, "pods") as shown:
+        try:
+            while True:
+                shown.update_to(len(observer.bound_at))
+                await asyncio.sleep(0.5)
+        finally:
+            shown.update_to(len(observer.bound_at))
+
+
 def _rate(count: int, seconds: float) -> float:
     return count / seconds if count and seconds > 0 else math.nan
 
@@ -473,7 +486,7 @@ def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[flo
 
 
 async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
-               repeat: int, started: float, progress: Progress) -> RunResult:
+               repeat: int, started: float, progress: Say) -> RunResult:
     sizes = spec.sizes
     tag = f"[{scheduler_name} #{repeat}]"
     live = spec.create_mode == "live"
@@ -560,7 +573,11 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             # counted in their cost (and is not in the idle rate).
             sampler = None if spec.workload.one_at_a_time else asyncio.create_task(
                 _sample_scheduled(scheduler, scheduled_timeline, unschedulable_timeline))
-            complete = await observer.wait(spec.bind_timeout())
+            shown = asyncio.create_task(_show_binds(observer, f"{tag} bound", sizes.pods))
+            try:
+                complete = await observer.wait(spec.bind_timeout())
+            finally:
+                shown.cancel()
             if sampler is not None:
                 sampler.cancel()
             if spec.workload.one_at_a_time and creator is not None:

@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import shutil
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from kubernetes_asyncio.client.rest import ApiException
 
 from tests.cluster import cluster, kube, nodes
 from tests.cluster.upstream import UpstreamScheduler
+from tests.progress import Progress
 from tests.soak import fault_plan
 from tests.soak.churn import IMAGE, KPYSCHED, NAMESPACE, Churn, priority_classes
 from tests.soak.observer import Observer, PodRecord
@@ -91,7 +91,7 @@ async def _soak(plan: SoakPlan, state: cluster.ClusterState, directory: Path,
     stop_churn, stop_watch = asyncio.Event(), asyncio.Event()
     watching = asyncio.create_task(observer.run(api, stop_watch))
     churning = asyncio.create_task(churn.run(stop_churn))
-    sampling = asyncio.create_task(_sample(replicas, observer, churn, stop_watch))
+    sampling = asyncio.create_task(_sample(replicas, observer, churn, stop_watch, plan, report))
     context = fault_plan.FaultContext(directory, api, replicas, report.notes)
     began = time.monotonic()
     spacing = plan.duration_seconds / (len(plan.faults) + 1)
@@ -122,17 +122,23 @@ async def _sleep_until(deadline: float, *watched: asyncio.Task[Any]) -> None:
 
 
 async def _sample(replicas: Replicas, observer: Observer, churn: Churn,
-                  stop: asyncio.Event) -> None:
-    """Memory and tasks of every replica, and a progress line for whoever watches."""
+                  stop: asyncio.Event, plan: SoakPlan, report: SoakReport) -> None:
+    """Memory and tasks of every replica, and the soak's progress for whoever watches
+    (time into the plan, pods, faults done; a bar on a terminal, lines elsewhere)."""
     began = time.monotonic()
-    while not stop.is_set():
-        await asyncio.to_thread(replicas.sample)
-        counts = churn.counts
-        print(f"[soak] {time.monotonic() - began:6.0f}s created {counts.created} deleted "
-              f"{counts.deleted} live {observer.live_pods()} pending "
-              f"{len(observer.pending())} watch restarts {observer.watch_restarts} "
-              f"violations {len(observer.violations)}", file=sys.stderr, flush=True)
-        await asyncio.sleep(SAMPLE_SECONDS)
+    with Progress("[soak]", plan.duration_seconds, "s",
+                  plain_every=SAMPLE_SECONDS) as shown:
+        while not stop.is_set():
+            await asyncio.to_thread(replicas.sample)
+            counts = churn.counts
+            shown.update_to(
+                round(min(time.monotonic() - began, plan.duration_seconds)),
+                faults=f"{len(report.faults)}/{len(plan.faults)}",
+                created=counts.created, deleted=counts.deleted,
+                live=observer.live_pods(), pending=len(observer.pending()),
+                watch_restarts=observer.watch_restarts,
+                violations=len(observer.violations))
+            await asyncio.sleep(SAMPLE_SECONDS)
 
 
 async def _inject(name: str, context: fault_plan.FaultContext, api: client.ApiClient,
