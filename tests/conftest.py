@@ -1,7 +1,15 @@
-"""Shared fixtures: one real test cluster per run, a fresh namespace per test.
+"""Shared fixtures: real test clusters, one per Kubernetes release a run uses, and a
+fresh namespace per test.
 
-If the cluster cannot be built or started, every test that needs it errors with
-the reason (the harness's message carries the log tail); nothing is skipped.
+Every module runs on the selected release (KPYSCHED_TEST_RELEASE, else the harness's
+default: tests/cluster/releases.py) unless it asks for another with
+`pytestmark = pytest.mark.release("1.37")`; its `cluster` (and everything built on it:
+`api`, `namespace`, the differential twins) is then that release's. Clusters are
+started on first use and kept for the session (`clusters`), so modules of one
+release share one. A test that needs several releases at once asks `clusters` itself.
+
+If a cluster cannot be built or started, every test that needs it errors with the
+reason (the harness's message carries the log tail); nothing is skipped.
 """
 
 from __future__ import annotations
@@ -15,7 +23,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.cluster import cluster as harness
-from tests.cluster import kube
+from tests.cluster import kube, releases
 
 # The tests' Nodes are hand-made API objects: no kubelet, no Lease, never a heartbeat.
 # Node lifecycle would mark them Unknown and taint them `unreachable` 50s after it
@@ -23,17 +31,66 @@ from tests.cluster import kube
 # longer than any run. KWOK nodes and the default `up` keep upstream's 50s
 # (tests/e2e/test_cluster_kwok.py checks that their Leases keep them healthy).
 HAND_MADE_NODES = dataclasses.replace(harness.FULL, node_monitor_grace_period="24h")
+RELEASE_MARKER = "release"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", f"{RELEASE_MARKER}(name): run the module's tests on a cluster of this "
+                   "Kubernetes release ('1.36', '1.37'; tests/cluster/releases.py)")
+
+
+class Clusters:
+    """The session's clusters, one per (release, role), each started on first use as
+    the session's cluster always is (HAND_MADE_NODES) and stopped when the run ends.
+    Roles keep clusters of one release apart: "main" is every module's `cluster`,
+    "twin" the differential suite's second one."""
+
+    def __init__(self, base: Path) -> None:
+        self._base = base
+        self._running: dict[tuple[str, str], harness.ClusterState] = {}
+
+    def get(self, release: str | None = None, role: str = "main") -> harness.ClusterState:
+        chosen = releases.selected(release).name
+        key = (chosen, role)
+        if key not in self._running:
+            self._running[key] = harness.up(self._directory(chosen, role), HAND_MADE_NODES,
+                                            release=chosen)
+        return self._running[key]
+
+    def _directory(self, release: str, role: str) -> Path:
+        # KPYSCHED_TEST_CLUSTER_DIR places the selected release's main cluster (to look
+        # at its logs after a run).
+        override = os.environ.get("KPYSCHED_TEST_CLUSTER_DIR")
+        if override and role == "main" and release == releases.selected().name:
+            return Path(override)
+        return self._base / f"{role}-{release}" / "state"
+
+    def stop_all(self) -> None:
+        for state in reversed(list(self._running.values())):
+            harness.down(Path(state.dir))
+        self._running.clear()
 
 
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.ClusterState]:
-    directory = Path(os.environ.get("KPYSCHED_TEST_CLUSTER_DIR") or
-                     tmp_path_factory.mktemp("cluster") / "state")
-    state = harness.up(directory, HAND_MADE_NODES)
+def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clusters]:
+    started = Clusters(tmp_path_factory.mktemp("clusters"))
     try:
-        yield state
+        yield started
     finally:
-        harness.down(directory)
+        started.stop_all()
+
+
+@pytest.fixture(scope="module")
+def cluster_release(request: pytest.FixtureRequest) -> str:
+    """The release this module runs on: its `release` marker's, else the selected one."""
+    marker = request.node.get_closest_marker(RELEASE_MARKER)
+    return releases.selected(marker.args[0] if marker is not None else None).name
+
+
+@pytest.fixture(scope="module")
+def cluster(clusters: Clusters, cluster_release: str) -> harness.ClusterState:
+    return clusters.get(cluster_release)
 
 
 @pytest.fixture

@@ -1,4 +1,8 @@
-"""`python -m tests.cluster build|up|down|restart-apiserver|nodes|addon [--dir DIR]`."""
+"""`python -m tests.cluster build|up|down|restart-apiserver|nodes|addon [--dir DIR]`.
+
+`build` and `up` take `--release 1.36|1.37` (tests/cluster/releases.py): the Kubernetes
+release of the control plane (default: KPYSCHED_TEST_RELEASE, else 1.36).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from pathlib import Path
 
 from kubernetes_asyncio.client.rest import ApiException
 
-from tests.cluster import build, cluster, gates, kube, nodes
+from tests.cluster import build, cluster, gates, kube, nodes, releases
 from tests.cluster.realnode import node as real_node
 
 
@@ -23,6 +27,10 @@ def _parser() -> argparse.ArgumentParser:
         "build", help="build the pinned upstream binaries and KWOK")
     build_parser.add_argument("--core", action="store_true",
                               help="only what a cluster needs to start and most tests use")
+    build_parser.add_argument(
+        "--release", action="append", choices=tuple(releases.RELEASES),
+        help="this release's control plane (repeatable; default: every release's, with "
+             f"--core the selected one: ${releases.ENV_VAR}, else {releases.DEFAULT})")
 
     def with_dir(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
         sub.add_argument("--dir", type=Path, default=cluster.DEFAULT_DIR,
@@ -31,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
 
     up = with_dir(commands.add_parser(
         "up", help="start etcd, kube-apiserver, kube-controller-manager and KWOK on loopback"))
+    up.add_argument("--release", choices=tuple(releases.RELEASES),
+                    help="the control plane's Kubernetes release (default: "
+                         f"${releases.ENV_VAR}, else {releases.DEFAULT})")
     up.add_argument("--bare", action="store_true",
                     help="only etcd and kube-apiserver (as benchmarks run them)")
     up.add_argument("--node-monitor-grace-period", metavar="DURATION",
@@ -115,15 +126,17 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "build":
-            print(build.ensure_built(build.CORE if args.core else None))
+            chosen = args.release or ([releases.selected().name] if args.core else None)
+            print(build.ensure_built(build.CORE if args.core else None, chosen))
         elif args.command == "up":
             addons = cluster.BARE if args.bare else dataclasses.replace(
                 cluster.FULL, node_monitor_grace_period=args.node_monitor_grace_period)
             chosen = gates.Gates(feature_gates=gates.parse_feature_gates(args.feature_gates),
                                  runtime_config=gates.parse_runtime_config(args.runtime_config))
-            state = cluster.up(args.dir, addons, chosen)
+            state = cluster.up(args.dir, addons, chosen, release=args.release)
             running = ", ".join(["etcd", "kube-apiserver", *(c.name for c in state.components)])
-            print(f"kube-apiserver {state.kubernetes_version} ready at {state.server} "
+            print(f"kube-apiserver {state.kubernetes_version} (release {state.release}) ready at "
+                  f"{state.server} "
                   f"({running})")
             for flag in [*gates.feature_gates_args(state.feature_gates),
                          *gates.runtime_config_args(state.runtime_config)]:

@@ -1,8 +1,12 @@
 """Build the pinned upstream binaries the test cluster runs.
 
-etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy, kubectl
-and helm come from tests/cluster/tools/go.mod, as does the real node's kubelet
-(realnode/build.py), so they share compiled packages. KWOK (kwok_tools/), Prometheus
+Each Kubernetes release the harness runs (releases.py: "1.36", "1.37") has its own
+kube-apiserver, kube-controller-manager and kube-scheduler, built from that release's
+module (tests/cluster/tools/ for 1.36, tools_1_37/ for 1.37) into a cache directory of
+its own (k8s-v1.36.4/bin, k8s-v1.37.2/bin). etcd, kubectl, kube-proxy and helm are
+shared by every release and come from tests/cluster/tools/go.mod, as does the real
+node's kubelet (realnode/build.py), so they share compiled packages with 1.36's
+control plane. KWOK (kwok_tools/), Prometheus
 with promtool (prometheus_tools/), Grafana's dashboard linter (dashboard_lint_tools/),
 Kueue (kueue_tools/) and Karpenter's KWOK provider (karpenter_tools/) each have a
 go.mod of their own, so their dependencies never move the Kubernetes ones
@@ -16,7 +20,6 @@ from __future__ import annotations
 
 import fcntl
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -26,7 +29,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-TOOLS_DIR = Path(__file__).resolve().parent / "tools"
+from tests.cluster import releases
+from tests.cluster.releases import Release
+
+# Release 1.36's module, which also pins the tools every release shares.
+TOOLS_DIR = releases.RELEASES["1.36"].module_dir
 KWOK_TOOLS_DIR = Path(__file__).resolve().parent / "kwok_tools"
 PROMETHEUS_TOOLS_DIR = Path(__file__).resolve().parent / "prometheus_tools"
 DASHBOARD_LINT_TOOLS_DIR = Path(__file__).resolve().parent / "dashboard_lint_tools"
@@ -35,14 +42,11 @@ KARPENTER_TOOLS_DIR = Path(__file__).resolve().parent / "karpenter_tools"
 
 
 def _required_version(module: str, module_dir: Path = TOOLS_DIR) -> str:
-    go_mod = module_dir / "go.mod"
-    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", go_mod.read_text(),
-                      re.MULTILINE)
-    if match is None:
-        raise RuntimeError(f"{go_mod}: no require line for {module}")
-    return match.group(1)
+    return releases.module_version(module, module_dir)
 
 
+# Release 1.36's, which the shared tools are too (kubectl, kube-proxy, the real node's
+# kubelet).
 KUBERNETES_VERSION = _required_version("k8s.io/kubernetes")
 ETCD_VERSION = _required_version("go.etcd.io/etcd/server/v3")
 HELM_VERSION = _required_version("helm.sh/helm/v3")
@@ -64,7 +68,8 @@ def _cache_base() -> Path:
 
 
 def cache_root() -> Path:
-    """Where built binaries live; KPYSCHED_CACHE overrides ~/.cache/kpysched."""
+    """Where the shared Kubernetes tools live (KPYSCHED_CACHE overrides
+    ~/.cache/kpysched); the real node's programs go beside it."""
     return _cache_base() / f"k8s-{KUBERNETES_VERSION}" / "bin"
 
 
@@ -77,18 +82,20 @@ class Binary:
     # The cache directory's name: a new pin of the module builds into a new directory.
     cache_key: str = f"k8s-{KUBERNETES_VERSION}"
     tags: tuple[str, ...] = ()
+    # The release this build belongs to; None for a binary every release shares.
+    release: str | None = None
 
     @property
     def path(self) -> Path:
         return _cache_base() / self.cache_key / "bin" / self.name
 
 
-def _kubernetes_version_flags() -> tuple[str, ...]:
+def _kubernetes_version_flags(version: str = KUBERNETES_VERSION) -> tuple[str, ...]:
     # Without these the binaries report v0.0.0 on /version, and kube-apiserver's
     # compatibility-version machinery would treat them as a development build.
-    major, minor = KUBERNETES_VERSION.lstrip("v").split(".")[:2]
+    major, minor = version.lstrip("v").split(".")[:2]
     values = {
-        "gitVersion": KUBERNETES_VERSION,
+        "gitVersion": version,
         "gitMajor": major,
         "gitMinor": minor,
         "gitTreeState": "clean",
@@ -110,12 +117,23 @@ _PROMETHEUS_FLAGS = tuple(
 # harness scrapes nothing else. Prometheus's own build tags for a trimmed binary.
 _PROMETHEUS_TAGS = ("remove_all_sd", "enable_kubernetes_sd")
 
+# What each release builds for itself. Every other program is shared: etcd v3.6 (v1.37
+# supports etcd from v3.5.24 on), kubectl and kube-proxy (one minor of skew is
+# upstream's promise), helm, KWOK and the rest know no control-plane version.
+PER_RELEASE = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+
+
+def _control_plane(release: Release) -> tuple[Binary, ...]:
+    version = release.kubernetes_version
+    return tuple(Binary(name, f"k8s.io/kubernetes/cmd/{name}", _kubernetes_version_flags(version),
+                        module_dir=release.module_dir, cache_key=f"k8s-{version}",
+                        release=release.name)
+                 for name in PER_RELEASE)
+
+
 BINARIES: tuple[Binary, ...] = (
     Binary("etcd", "go.etcd.io/etcd/server/v3", ()),
-    Binary("kube-apiserver", "k8s.io/kubernetes/cmd/kube-apiserver", _kubernetes_version_flags()),
-    Binary("kube-controller-manager", "k8s.io/kubernetes/cmd/kube-controller-manager",
-           _kubernetes_version_flags()),
-    Binary("kube-scheduler", "k8s.io/kubernetes/cmd/kube-scheduler", _kubernetes_version_flags()),
+    *_control_plane(releases.RELEASES[releases.DEFAULT]),
     # Only for in-cluster runs on the real node: it makes Service IPs (the
     # `kubernetes` Service above all) reach their endpoints from pods.
     Binary("kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", _kubernetes_version_flags()),
@@ -145,12 +163,18 @@ BINARIES: tuple[Binary, ...] = (
     Binary("karpenter-kwok", "sigs.k8s.io/karpenter/kwok",
            (f"-X sigs.k8s.io/karpenter/pkg/operator.Version={KARPENTER_VERSION}",),
            module_dir=KARPENTER_TOOLS_DIR, cache_key=f"karpenter-{KARPENTER_VERSION}"),
+    # The other releases' control planes last: CI builds them in the background while
+    # the suite runs on the default one (scripts/test.sh).
+    *(binary for release in releases.RELEASES.values() if release.name != releases.DEFAULT
+      for binary in _control_plane(release)),
 )
 
 
-# What a cluster needs to start, and the tools most tests use. The rest (Prometheus,
-# the dashboard linter, kube-proxy for the real node) may build in the background
-# while tests run: scripts/test.sh does that, and binary_path waits for them.
+# What a cluster needs to start, and the tools most tests use (the control-plane
+# names stand for one release's: `build --core` builds the selected release's). The
+# rest (Prometheus, the dashboard linter, kube-proxy for the real node, the other
+# releases' control planes) may build in the background while tests run:
+# scripts/test.sh does that, and binary_path waits for them.
 CORE = frozenset({"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
                   "kubectl", "helm", "kwok"})
 
@@ -169,26 +193,36 @@ def build_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _binary(name: str) -> Binary:
+def _binary(name: str, release: str | None = None) -> Binary:
+    """`name`'s build for `release` (the selected one when None, releases.selected)
+    if each release has its own, else the shared one."""
+    wanted = releases.selected(release).name if name in PER_RELEASE else None
     for binary in BINARIES:
-        if binary.name == name:
+        if binary.name == name and binary.release == wanted:
             return binary
     raise KeyError(name)
 
 
-def binary_path(name: str) -> Path:
-    """The binary, built first if it is missing (or waited for while another process
+def binary_path(name: str, release: str | None = None) -> Path:
+    """The binary (of `release`, for kube-apiserver, kube-controller-manager and
+    kube-scheduler), built first if it is missing (or waited for while another process
     builds it)."""
-    binary = _binary(name)
+    binary = _binary(name, release)
     if not binary.path.is_file():
         _ensure(binary)
     return binary.path
 
 
-def missing_binaries(names: Iterable[str] | None = None) -> list[Binary]:
+def missing_binaries(names: Iterable[str] | None = None,
+                     release_names: Iterable[str] | None = None) -> list[Binary]:
+    """What is not built yet, of `names` (default: all) for `release_names` (default:
+    every release)."""
     wanted = None if names is None else set(names)
+    chosen = None if release_names is None else {releases.get(r).name for r in release_names}
     return [b for b in BINARIES
-            if (wanted is None or b.name in wanted) and not b.path.is_file()]
+            if (wanted is None or b.name in wanted)
+            and (chosen is None or b.release is None or b.release in chosen)
+            and not b.path.is_file()]
 
 
 def _ensure(binary: Binary) -> None:
@@ -229,27 +263,35 @@ def go_build(name: str, package: str, output: Path, module_dir: Path, *,
 
 
 def _build_one(binary: Binary) -> None:
-    go_build(binary.name, binary.package, binary.path, binary.module_dir,
+    go_build(_label(binary), binary.package, binary.path, binary.module_dir,
              ldflags=binary.ldflags, tags=binary.tags)
 
 
-def ensure_built(names: Iterable[str] | None = None) -> Path:
-    """Build whatever is missing (of `names`, or of all) and return the directory of the
-    Kubernetes binaries."""
-    todo = missing_binaries(names)
+def ensure_built(names: Iterable[str] | None = None,
+                 release_names: Iterable[str] | None = None) -> Path:
+    """Build whatever is missing (of `names`, or of all; for `release_names`, or for
+    every release) and return the cache directory."""
+    todo = missing_binaries(names, release_names)
     if not todo:
         print(f"[build] all binaries cached in {_cache_base()}", flush=True)
-        return cache_root()
+        return _cache_base()
+    kubernetes = ", ".join(r.kubernetes_version for r in releases.RELEASES.values()
+                           if release_names is None or r.name in
+                           {releases.get(n).name for n in release_names})
     print(
-        f"[build] Kubernetes {KUBERNETES_VERSION}, etcd {ETCD_VERSION}, helm {HELM_VERSION}, "
+        f"[build] Kubernetes {kubernetes}, etcd {ETCD_VERSION}, helm {HELM_VERSION}, "
         f"KWOK {KWOK_VERSION}, Prometheus {PROMETHEUS_VERSION}: building "
-        f"{', '.join(b.name for b in todo)} into {_cache_base()} "
+        f"{', '.join(_label(b) for b in todo)} into {_cache_base()} "
         "(the first build takes many minutes on 2 cores)",
         flush=True,
     )
     for binary in todo:
         _ensure(binary)
-    return cache_root()
+    return _cache_base()
+
+
+def _label(binary: Binary) -> str:
+    return binary.name if binary.release is None else f"{binary.name} ({binary.release})"
 
 
 if __name__ == "__main__":  # pragma: no cover - convenience

@@ -25,7 +25,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.cluster import build, certs, controller_manager, kubeconfig, kwok
+from tests.cluster import build, certs, controller_manager, kubeconfig, kwok, releases
 from tests.cluster.gates import UPSTREAM_DEFAULTS, Gates, feature_gates_args, runtime_config_args
 from tests.cluster.processes import LOG_TAIL_LINES, ClusterError, free_port, log_tail
 from tests.cluster.processes import alive as _alive
@@ -119,11 +119,11 @@ def wait_apiserver(state: ClusterState) -> None:
 
 
 def _apiserver_command(directory: Path, etcd_port: int, port: int,
-                       *, garbage_collector: bool = False,
+                       *, release: str, garbage_collector: bool = False,
                        gates: Gates = UPSTREAM_DEFAULTS) -> list[str]:
     pki = directory / "pki"
     return [
-        str(build.binary_path("kube-apiserver")),
+        str(build.binary_path("kube-apiserver", release)),
         f"--etcd-servers=http://127.0.0.1:{etcd_port}",
         "--bind-address=127.0.0.1",
         "--advertise-address=127.0.0.1",
@@ -170,16 +170,20 @@ def _apiserver_command(directory: Path, etcd_port: int, port: int,
 
 
 def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE,
-       gates: Gates = UPSTREAM_DEFAULTS) -> ClusterState:
+       gates: Gates = UPSTREAM_DEFAULTS, release: str | None = None) -> ClusterState:
     """Start etcd, kube-apiserver and the addons; return once every one is ready.
 
     `gates` go to kube-apiserver and kube-controller-manager and are kept in the
-    returned state for the schedulers started later (see gates.py)."""
+    returned state for the schedulers started later (see gates.py). `release` ("1.37")
+    picks the control plane; None means KPYSCHED_TEST_RELEASE, else the default
+    (releases.py). The state records it (`kubernetes_version`, `release`), and whatever
+    starts against the cluster later (kube-scheduler, KWOK's nodes) follows it."""
+    chosen = releases.selected(release)
     directory = directory.resolve()
     if (directory / "state.json").exists():
         raise ClusterError(
             f"{directory} already holds a cluster: run `down --dir {directory}` first")
-    bin_dir = build.ensure_built(build.CORE)
+    build.ensure_built(build.CORE, [chosen.name])
     directory.mkdir(parents=True, exist_ok=True)
     certs.generate(directory / "pki")
     token = secrets.token_hex(24)
@@ -189,7 +193,7 @@ def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE,
     peer_url = f"http://127.0.0.1:{etcd_peer_port}"
     client_url = f"http://127.0.0.1:{etcd_client_port}"
     etcd_command = [
-        str(bin_dir / "etcd"), "--name=default", f"--data-dir={directory / 'etcd'}",
+        str(build.binary_path("etcd")), "--name=default", f"--data-dir={directory / 'etcd'}",
         f"--listen-client-urls={client_url}", f"--advertise-client-urls={client_url}",
         f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
         f"--initial-cluster=default={peer_url}",
@@ -199,6 +203,7 @@ def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE,
     etcd_log = directory / "etcd.log"
     apiserver_log = directory / "kube-apiserver.log"
     apiserver_command = _apiserver_command(directory, etcd_client_port, apiserver_port,
+                                           release=chosen.name,
                                            garbage_collector=addons.controller_manager,
                                            gates=gates)
     state = ClusterState(
@@ -208,7 +213,7 @@ def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE,
         apiserver_port=apiserver_port, apiserver_log=str(apiserver_log),
         apiserver_command=apiserver_command, token=token,
         kubeconfig=str(directory / "kubeconfig"), ca_file=str(directory / "pki" / "ca.crt"),
-        kubernetes_version=build.KUBERNETES_VERSION,
+        kubernetes_version=chosen.kubernetes_version,
         feature_gates=dict(gates.feature_gates), runtime_config=list(gates.runtime_config),
     )
     state.save()

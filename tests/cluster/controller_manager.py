@@ -70,7 +70,7 @@ def command(state: ClusterState, port: int, node_monitor_grace_period: str | Non
     pki = state.pki
     config = Path(state.dir, "controller-manager.kubeconfig")
     args = [
-        str(build.binary_path(NAME)),
+        str(build.binary_path(NAME, state.release)),
         f"--kubeconfig={config}",
         f"--authentication-kubeconfig={config}",
         f"--authorization-kubeconfig={config}",

@@ -74,7 +74,7 @@ def _stage(name: str, kind: str, selectors: list[Selector], *, template: str | N
     return {"apiVersion": STAGE_API, "kind": "Stage", "metadata": {"name": name}, "spec": spec}
 
 
-def _node_ready_template() -> str:
+def _node_ready_template(kubernetes_version: str) -> str:
     conditions = "".join(
         f"- type: {kind}\n  status: \"{status}\"\n  reason: {reason}\n  message: {message!r}\n"
         "  lastHeartbeatTime: {{ $now }}\n  lastTransitionTime: {{ $now }}\n"
@@ -86,8 +86,8 @@ def _node_ready_template() -> str:
         "- type: InternalIP\n  address: {{ NodeIP | Quote }}\n"
         "- type: Hostname\n  address: {{ .metadata.name | Quote }}\n"
         "nodeInfo:\n"
-        f"  kubeletVersion: {build.KUBERNETES_VERSION}\n"
-        f"  kubeProxyVersion: {build.KUBERNETES_VERSION}\n"
+        f"  kubeletVersion: {kubernetes_version}\n"
+        f"  kubeProxyVersion: {kubernetes_version}\n"
         f"  containerRuntimeVersion: kwok://{build.KWOK_VERSION}\n"
         f"  kernelVersion: kwok-{build.KWOK_VERSION}\n"
         "  operatingSystem: linux\n  architecture: amd64\n"
@@ -191,12 +191,13 @@ containerStatuses:
 {{ end }}
 """
 
-def stages() -> list[dict[str, Any]]:
-    """The Stage objects KWOK plays on the Nodes it manages and the pods bound to them."""
+def stages(kubernetes_version: str) -> list[dict[str, Any]]:
+    """The Stage objects KWOK plays on the Nodes it manages and the pods bound to them;
+    its nodes report `kubernetes_version` (the control plane's) as their kubelet's."""
     return [
         # A new Node (or one node lifecycle marked Unknown) becomes Ready at once.
         _stage("kpysched-node-ready", "Node", [_NOT_READY],
-               template=_node_ready_template()),
+               template=_node_ready_template(kubernetes_version)),
         # Leases carry the liveness; the status itself is refreshed every 4-5 minutes,
         # as a kubelet does when it has a Lease (nodeStatusReportFrequency).
         _stage("kpysched-node-heartbeat", "Node", [_READY],
@@ -230,8 +231,8 @@ def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _text)
 
 
-def write_config(path: Path) -> Path:
-    path.write_text(yaml.dump_all(stages(), Dumper=_Dumper, sort_keys=False))
+def write_config(path: Path, kubernetes_version: str) -> Path:
+    path.write_text(yaml.dump_all(stages(kubernetes_version), Dumper=_Dumper, sort_keys=False))
     return path
 
 
@@ -257,7 +258,7 @@ def command(state: ClusterState, config: Path, port: int) -> list[str]:
 
 def launch(state: ClusterState) -> Component:
     """Start KWOK; `wait_ready` then waits until it serves /healthz."""
-    config = write_config(Path(state.dir, "kwok-stages.yaml"))
+    config = write_config(Path(state.dir, "kwok-stages.yaml"), state.kubernetes_version)
     port = processes.free_port()
     log = Path(state.dir, f"{NAME}.log")
     args = command(state, config, port)

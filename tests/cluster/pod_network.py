@@ -188,7 +188,8 @@ def _start_kube_scheduler(state: ClusterState) -> int:
     """The default scheduler, without leader election (the only one), on loopback, with
     the control plane's feature gates."""
     log = Path(state.dir) / "kube-scheduler.log"
-    return spawn([str(build.binary_path("kube-scheduler")), f"--kubeconfig={state.kubeconfig}",
+    return spawn([str(build.binary_path("kube-scheduler", state.release)),
+                  f"--kubeconfig={state.kubeconfig}",
                   f"--authentication-kubeconfig={state.kubeconfig}",
                   f"--authorization-kubeconfig={state.kubeconfig}", "--leader-elect=false",
                   "--bind-address=127.0.0.1", f"--secure-port={free_port()}",

@@ -52,6 +52,11 @@ class ClusterState:
     runtime_config: list[str] = field(default_factory=list)
 
     @property
+    def release(self) -> str:
+        """The harness's name of the control plane's release ("1.37" for v1.37.2)."""
+        return ".".join(self.kubernetes_version.lstrip("v").split(".")[:2])
+
+    @property
     def server(self) -> str:
         return f"https://127.0.0.1:{self.apiserver_port}"
 

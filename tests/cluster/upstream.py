@@ -1,8 +1,9 @@
 """Run the real upstream kube-scheduler against the test cluster.
 
 It is the yardstick for differential tests and benchmarks, so it runs from the
-same pinned release as the API server, with a KubeSchedulerConfiguration that
-the caller chooses (leader election off unless the caller turns it on). On a
+same pinned release as the cluster's API server (`state.release`, releases.py), with
+a KubeSchedulerConfiguration that the caller chooses (leader election off unless the
+caller turns it on). On a
 cluster started with feature gates, pass them on (`feature_gates=state.feature_gates`)
 so kube-scheduler runs upstream's alpha plugins against the alpha APIs.
 """
@@ -55,7 +56,7 @@ class UpstreamScheduler:
         self.config_path = self.workdir / "config.yaml"
         self.config_path.write_text(json.dumps(config_body, indent=2))
         self.command = [
-            str(build.binary_path("kube-scheduler")),
+            str(build.binary_path("kube-scheduler", state.release)),
             f"--config={self.config_path}",
             "--bind-address=127.0.0.1",
             f"--secure-port={self.port}",

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from tests.cluster import build, kube
 from tests.cluster import cluster as harness
+from tests.cluster import kube, releases
 from tests.cluster.upstream import UpstreamScheduler
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -57,7 +57,7 @@ async def test_created_node_keeps_its_status(api: client.ApiClient,
 
 async def test_version_reports_the_pinned_release(api: client.ApiClient) -> None:
     info = await client.VersionApi(api).get_code()
-    assert info.git_version == build.KUBERNETES_VERSION
+    assert info.git_version == releases.selected().kubernetes_version
 
 
 async def test_upstream_kube_scheduler_binds_a_default_scheduler_pod(

@@ -2,8 +2,10 @@
 kube-scheduler and kpysched each run a scenario on a cluster of their own, at once
 (compare.py says why).
 
-The twin is started as the session's cluster is (the same components, flags and
-gates), on first use, and stopped when the run ends.
+The twin is started as the session's cluster is (the same components, flags, gates
+and Kubernetes release: the module's, tests/conftest.py), on first use, and stopped
+when the run ends; kube-scheduler is the same release's (UpstreamScheduler follows
+the cluster's).
 """
 
 from __future__ import annotations
@@ -16,21 +18,16 @@ from kubernetes_asyncio import client
 
 from tests.cluster import cluster as harness
 from tests.cluster import kube
-from tests.conftest import HAND_MADE_NODES
+from tests.conftest import Clusters
 from tests.e2e.differential.compare import TwinApis, Twins, schedulers_running
 
 
-@pytest.fixture(scope="session")
-def twin_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.ClusterState]:
-    directory = tmp_path_factory.mktemp("twin-cluster") / "state"
-    state = harness.up(directory, HAND_MADE_NODES)
-    try:
-        yield state
-    finally:
-        harness.down(directory)
+@pytest.fixture(scope="module")
+def twin_cluster(clusters: Clusters, cluster_release: str) -> harness.ClusterState:
+    return clusters.get(cluster_release, role="twin")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def twins(cluster: harness.ClusterState, twin_cluster: harness.ClusterState) -> Twins:
     """kube-scheduler's cluster and kpysched's."""
     return Twins(upstream=cluster, kpysched=twin_cluster)
