@@ -8,7 +8,7 @@ namespace; `namespaces` still does).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from kpysched.framework.cluster_events import QueueingHint, objects_as
 from kpysched.objects import api
@@ -34,12 +34,20 @@ def _matches_all(terms: Sequence[AffinityTerm], pod: PodInfo) -> bool:
     return bool(terms) and all(term.matches(pod.pod, _NO_NAMESPACE_LABELS) for term in terms)
 
 
+def _matches_any(terms: Sequence[AffinityTerm], pod: PodInfo) -> bool:
+    """Some term selects the pod (upstream's podMatchesAnyAffinityTerms)."""
+    return any(term.matches(pod.pod, _NO_NAMESPACE_LABELS) for term in terms)
+
+
+AntiMatch = Callable[[Sequence[AffinityTerm], PodInfo], bool]
+
+
 def _unscheduled(pod: PodInfo) -> bool:
     return not pod.node_name and not pod.pod.status.nominated_node_name
 
 
-def schedulable_after_pod_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
-    """A pod added, relabelled or deleted."""
+def _after_pod_change(pod: PodInfo, old: object, new: object,
+                      anti_matches: AntiMatch) -> QueueingHint:
     original, modified = objects_as(PodInfo, old, new)
     if original is not None and modified is not None and modified.uid == pod.uid:
         # Its own labels changed: someone's anti-affinity may no longer select it.
@@ -51,19 +59,33 @@ def schedulable_after_pod_change(pod: PodInfo, old: object, new: object) -> Queu
     if original is not None and modified is not None:
         if not _matches_all(affinity, original) and _matches_all(affinity, modified):
             return QueueingHint.QUEUE
-        if _matches_all(anti_affinity, original) and not _matches_all(anti_affinity, modified):
+        if anti_matches(anti_affinity, original) and not anti_matches(anti_affinity, modified):
             return QueueingHint.QUEUE
         return QueueingHint.QUEUE_SKIP
     if modified is not None:
         return QueueingHint.QUEUE if _matches_all(affinity, modified) else QueueingHint.QUEUE_SKIP
     if original is None:
         raise ValueError("a pod event without a pod")
-    if _matches_all(anti_affinity, original):
+    if anti_matches(anti_affinity, original):
         return QueueingHint.QUEUE  # a pod it refused to share a domain with went away
     _, deleted_anti_affinity = _required(original)
-    if _matches_all(deleted_anti_affinity, pod):
+    if anti_matches(deleted_anti_affinity, pod):
         return QueueingHint.QUEUE  # a pod that refused it went away
     return QueueingHint.QUEUE_SKIP
+
+
+def schedulable_after_pod_change(pod: PodInfo, old: object, new: object) -> QueueingHint:
+    """A pod added, relabelled or deleted (v1.36): anti-affinity counts as lifted only
+    when the pod matched all the terms, as v1.36 reads them (a pod matching one term of
+    several is not heard, though that one term rejected the pod)."""
+    return _after_pod_change(pod, old, new, _matches_all)
+
+
+def schedulable_after_pod_change_any_anti(pod: PodInfo, old: object,
+                                          new: object) -> QueueingHint:
+    """The same from v1.37: a pod matching any anti-affinity term rejected, so its
+    leaving (or relabelling out of every term) may help."""
+    return _after_pod_change(pod, old, new, _matches_any)
 
 
 def schedulable_after_node_change(pod: PodInfo, old: object, new: object) -> QueueingHint:

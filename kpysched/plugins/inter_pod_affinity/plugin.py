@@ -15,8 +15,9 @@ PreScore as an Error.
 
 Queueing hints (hints.py): a scheduled pod added, relabelled or deleted helps when it
 newly satisfies the pod's affinity or stops (or stopped) being what its
-anti-affinity, or the deleted pod's, refused; a node when it joins or moves between
-the domains of the pod's terms.
+anti-affinity, or the deleted pod's, refused (matching all its terms in v1.36, any
+one of them from v1.37); a node when it joins or moves between the domains of the
+pod's terms.
 """
 
 from __future__ import annotations
@@ -67,15 +68,23 @@ _PRE_FILTER_KEY = "PreFilter" + NAME
 _PRE_SCORE_KEY = "PreScore" + NAME
 _MIN_HARD_WEIGHT, _MAX_HARD_WEIGHT = 0, 100
 
-_EVENTS = (
-    # Added pods may satisfy affinity; deleted or relabelled ones may lift anti-affinity.
-    ClusterEventWithHint(
-        ClusterEvent(Resource.POD,
-                     ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
-        hints.schedulable_after_pod_change),
-    ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
-                         hints.schedulable_after_node_change),
-)
+# From this release on a pod matching any one of the anti-affinity terms counts.
+ANY_ANTI_TERM_HINT_FROM = 37
+
+
+def _events(release: int) -> tuple[ClusterEventWithHint, ...]:
+    pod_hint = (hints.schedulable_after_pod_change_any_anti
+                if release >= ANY_ANTI_TERM_HINT_FROM else hints.schedulable_after_pod_change)
+    return (
+        # Added pods may satisfy affinity; deleted or relabelled ones may lift anti-affinity.
+        ClusterEventWithHint(
+            ClusterEvent(Resource.POD,
+                         ActionType.ADD | ActionType.UPDATE_POD_LABEL | ActionType.DELETE),
+            pod_hint),
+        ClusterEventWithHint(
+            ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL),
+            hints.schedulable_after_node_change),
+    )
 
 
 class InterPodAffinityArgs(BaseModel):
@@ -136,7 +145,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
             scoring.scoring_terms(args.hard_pod_affinity_weight))
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        return _EVENTS
+        return _events(self._handle.features.release)
 
     def _own_namespace_labels(self, pod: PodInfo) -> Mapping[str, str]:
         labels = self._handle.namespace_labels(pod.namespace)

@@ -106,6 +106,44 @@ def test_schedulable_after_pod_change(target: PodInfo, old: object, new: object,
     check(POD_HINT, target, old, new, expected)
 
 
+SCAN_OR_WEB = [SECURITY, t_in("app", "region", "web")]
+
+
+# Upstream v1.37's new Test_isSchedulableAfterAssignedPodChange cases: a target pod with
+# two anti-affinity terms, the other pod matching only one. v1.36 hears it only when the
+# pod matched both terms (podMatchesAllAffinityTerms), v1.37 when it matched any.
+@pytest.mark.parametrize(("target", "old", "new", "v36", "v37"), [
+    pytest.param(pod("p", required_anti=SCAN_OR_WEB),
+                 pod("other", node="fake-node", labels={"service": "securityscan", "app": "bar"}),
+                 pod("other", node="fake-node", labels={"service": "foo", "app": "bar"}),
+                 SKIP, QUEUE,
+                 id="modify pod label to change it from matching only one of target pod's "
+                    "anti-affinity terms to matching none"),
+    pytest.param(pod("p", required_anti=SCAN_OR_WEB),
+                 pod("other", node="fake-node", labels={"service": "securityscan", "app": "bar"}),
+                 pod("other", node="fake-node", labels={"service": "foo", "app": "web"}),
+                 SKIP, SKIP,
+                 id="modify pod label but it still matches one of target pod's anti-affinity "
+                    "terms"),
+    pytest.param(pod("p", required_anti=SCAN_OR_WEB),
+                 pod("other", node="fake-node", labels={"service": "securityscan"}), None,
+                 SKIP, QUEUE,
+                 id="delete a pod which matches only one of target pod's anti-affinity terms"),
+    pytest.param(pod("p", labels={"service": "securityscan"}),
+                 pod("other", node="fake-node", required_anti=SCAN_OR_WEB), None,
+                 SKIP, QUEUE,
+                 id="delete a pod with anti-affinity that matches pending pod on only one term"),
+    pytest.param(pod("p", required_anti=SCAN_OR_WEB),
+                 pod("other", node="fake-node", labels={"service": "securityscan", "app": "web"}),
+                 None, QUEUE, QUEUE, id="delete a pod which matches both anti-affinity terms"),
+])
+def test_anti_affinity_terms_any_from_v1_37(target: PodInfo, old: object, new: object,
+                                            v36: Expected, v37: Expected) -> None:
+    for release, expected in ((36, v36), (37, v37)):
+        hint = hint_for(plugin(Snapshot(), release=release), ASSIGNED_POD_ADD)
+        check(hint, target, old, new, expected)
+
+
 def node(**labels: str) -> api.Node:
     return make_node("node-a").labels(labels).obj()
 

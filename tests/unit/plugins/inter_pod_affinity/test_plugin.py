@@ -14,6 +14,7 @@ import pytest
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
+from kpysched.config.features import NEWEST_RELEASE, Features
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code, Status
@@ -119,8 +120,10 @@ def cluster(nodes: Mapping[str, Mapping[str, str]], pods: Sequence[api.Pod] = ()
     return make_snapshot(*infos)
 
 
-def plugin(snapshot: Snapshot, **args: object) -> InterPodAffinity:
-    handle = FakeHandle(snapshot_value=snapshot, namespaces=NAMESPACES)
+def plugin(snapshot: Snapshot, *, release: int = NEWEST_RELEASE,
+           **args: object) -> InterPodAffinity:
+    handle = FakeHandle(snapshot_value=snapshot, namespaces=NAMESPACES,
+                        features_value=Features(release=release))
     return ipa.new(InterPodAffinityArgs.model_validate(args), handle)
 
 
