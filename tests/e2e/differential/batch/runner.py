@@ -1,0 +1,234 @@
+"""Run a batch: lay every scenario out twice on one cluster (see layout.py), start
+kube-scheduler and kpysched once, wait until every incoming pod has decided, and read
+each copy's outcome.
+
+Both schedulers start only after the whole batch exists, so each sees the same
+cluster from its first scheduling cycle: the same node count in every
+FailedScheduling text, and no scenario's pod decided before another's nodes arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from collections.abc import Awaitable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from tests.cluster import kube
+from tests.cluster.cluster import ClusterState
+from tests.cluster.kpysched_process import KpyschedProcess
+from tests.cluster.upstream import UpstreamScheduler
+from tests.e2e.differential.batch.layout import (
+    INCOMING_LABEL,
+    KPYSCHED,
+    SCHEDULERS,
+    UPSTREAM,
+    ScenarioCopy,
+    check_batchable,
+    copies,
+    suffix,
+)
+from tests.e2e.differential.batch.ties import ScoreTie, score_ties
+from tests.e2e.differential.model import Outcome, Scenario
+from tests.e2e.differential.runner import ensure_priority_classes
+
+# Requests in flight while the batch is made; the API server and both schedulers
+# share the machine's two cores.
+CREATE_CONCURRENCY = 16
+# Every incoming pod bound, or unschedulable with the same message this long later
+# (a retry must not change anything).
+STABLE_SECONDS = 2.5
+DECIDE_TIMEOUT_SECONDS = 180.0
+POLL_SECONDS = 0.5
+# Scores of each upstream attempt are logged at --v=10 from schedule_one.go only.
+UPSTREAM_ARGS = ("--vmodule=schedule_one=10",)
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    scenario: Scenario
+    upstream: Outcome
+    kpysched: Outcome
+    ties: tuple[ScoreTie, ...]  # upstream attempts whose best score was shared
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    results: dict[str, ScenarioResult]  # by scenario name
+    seconds: dict[str, float]  # phase -> wall time
+
+
+async def _bounded(calls: Iterable[Awaitable[Any]]) -> list[Any]:
+    gate = asyncio.Semaphore(CREATE_CONCURRENCY)
+
+    async def one(call: Awaitable[Any]) -> Any:
+        async with gate:
+            return await call
+
+    return await asyncio.gather(*(one(c) for c in calls))
+
+
+async def _remove_leftover_nodes(api: client.ApiClient) -> None:
+    """Each scheduler counts every Node in its FailedScheduling text: nodes an earlier
+    file on this worker left would be counted too (harmless, both see them, but the
+    texts would then depend on test order)."""
+    core = client.CoreV1Api(api)
+    names = [n.metadata.name for n in (await core.list_node()).items]
+    await kube.delete_nodes(api, names)
+
+    async def gone() -> bool:
+        return not (await core.list_node()).items
+
+    await kube.wait_for(gone, kube.SETTLE_TIMEOUT_SECONDS, "leftover nodes deleted")
+
+
+async def lay_out(state: ClusterState, scenarios: list[Scenario]) -> list[ScenarioCopy]:
+    check_batchable(scenarios)
+    async with kube.api_client(state) as api:
+        await _remove_leftover_nodes(api)
+        await ensure_priority_classes(api)
+        suffixes = [suffix(i, s) for i in range(len(scenarios)) for s in SCHEDULERS]
+        made = await _bounded(kube.create_namespace(api, f"{s}") for s in suffixes)
+        batch = copies(scenarios, dict(zip(suffixes, made, strict=True)))
+        # create_node returns once node lifecycle has settled the taints.
+        await _bounded(kube.create_node(api, body) for c in batch for body in c.node_bodies())
+        core, policy = client.CoreV1Api(api), client.PolicyV1Api(api)
+        await _bounded(policy.create_namespaced_pod_disruption_budget(c.namespace, body)
+                       for c in batch for body in c.pdb_bodies())
+        await _bounded(core.create_namespaced_pod(c.namespace, body)
+                       for c in batch for body in c.existing_bodies())
+        await _bounded(core.create_namespaced_pod(c.namespace, c.incoming_body())
+                       for c in batch)
+    return batch
+
+
+def _decision(pod: Any) -> tuple[str, str] | None:
+    """("bound", node) or ("unschedulable", message), or None while undecided."""
+    if pod.spec.node_name:
+        return ("bound", pod.spec.node_name)
+    for condition in pod.status.conditions or ():
+        if (condition.type == "PodScheduled" and condition.status == "False"
+                and condition.reason == "Unschedulable" and condition.message):
+            return ("unschedulable", condition.message)
+    return None
+
+
+def _decided(copy: ScenarioCopy, decision: tuple[str, str] | None) -> bool:
+    if decision is None:
+        return False
+    # A preemptor is unschedulable first; it has decided once it is bound.
+    return decision[0] == "bound" or copy.scenario.expect != "preempted"
+
+
+async def _decisions(api: client.ApiClient) -> dict[str, tuple[str, str] | None]:
+    listed = await client.CoreV1Api(api).list_pod_for_all_namespaces(
+        label_selector=f"{INCOMING_LABEL}=true")
+    return {p.metadata.namespace: _decision(p) for p in listed.items}
+
+
+async def _first_notes(api: client.ApiClient, batch: list[ScenarioCopy]) -> dict[str, str]:
+    """namespace -> the incoming pod's first FailedScheduling note."""
+    async def first(copy: ScenarioCopy) -> tuple[str, str | None]:
+        notes = await kube.events(api, copy.namespace, "FailedScheduling",
+                                  regarding="incoming")
+        # creationTimestamp has whole seconds; eventTime says which came first.
+        notes.sort(key=lambda e: e.get("eventTime") or e["metadata"]["creationTimestamp"])
+        return copy.namespace, notes[0].get("note") if notes else None
+
+    return {ns: note for ns, note in await _bounded(first(c) for c in batch)
+            if note is not None}
+
+
+async def wait_decided(state: ClusterState, batch: list[ScenarioCopy]) -> dict[str, Outcome]:
+    """namespace -> outcome, once every copy has decided and stayed so."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + DECIDE_TIMEOUT_SECONDS
+    async with kube.api_client(state) as api:
+        previous: dict[str, tuple[str, str] | None] = {}
+        while True:
+            decisions = await _decisions(api)
+            undecided = [c for c in batch if not _decided(c, decisions.get(c.namespace))]
+            unschedulable = [c for c in batch
+                             if (decisions.get(c.namespace) or ("",))[0] == "unschedulable"]
+            notes = await _first_notes(api, unschedulable) if not undecided else {}
+            if (not undecided and decisions == previous
+                    and all(c.namespace in notes for c in unschedulable)):
+                break
+            if loop.time() > deadline:
+                raise AssertionError(
+                    f"not decided within {DECIDE_TIMEOUT_SECONDS:.0f}s: "
+                    + ", ".join(f"{c.scenario.name} ({c.scheduler}): "
+                                f"{decisions.get(c.namespace)}" for c in undecided[:20]))
+            previous = decisions if not undecided else {}
+            await asyncio.sleep(STABLE_SECONDS if not undecided else POLL_SECONDS)
+        notes = await _first_notes(api, batch)
+        return dict(await _bounded(_outcome(api, c, decisions[c.namespace],
+                                            notes.get(c.namespace)) for c in batch))
+
+
+async def _outcome(api: client.ApiClient, copy: ScenarioCopy,
+                   decision: tuple[str, str] | None, note: str | None) -> tuple[str, Outcome]:
+    names = copy.names
+    remaining = {p.metadata.name for p in
+                 (await client.CoreV1Api(api).list_namespaced_pod(copy.namespace)).items}
+    existing = {p.role for p in copy.scenario.existing}
+    node = names.role(decision[1]) if decision and decision[0] == "bound" else None
+    return copy.namespace, Outcome(node, names.text(note) if note is not None else None,
+                                   frozenset(existing - remaining))
+
+
+async def clean_up(state: ClusterState, batch: list[ScenarioCopy]) -> None:
+    async with kube.api_client(state) as api:
+        await _bounded(kube.delete_namespace(api, c.namespace) for c in batch)
+        await kube.delete_nodes(api, [n for c in batch for n in c.node_names()])
+
+
+@contextmanager
+def schedulers_started(state: ClusterState) -> Iterator[UpstreamScheduler]:
+    """kube-scheduler and kpysched on the cluster, started side by side (each start
+    waits for health); both stop when the block ends."""
+    upstream = UpstreamScheduler(state, extra_args=UPSTREAM_ARGS)
+    kpysched = KpyschedProcess(state, log_level="info")
+    with ExitStack() as stack:
+        stack.callback(kpysched.stop)
+        stack.callback(upstream.stop)
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            upstream_start = pool.submit(upstream.start)
+            kpysched_start = pool.submit(kpysched.start)
+        upstream_start.result()  # each raises its start's error, if any
+        kpysched_start.result()
+        yield upstream
+
+
+def run_batch(state: ClusterState, scenarios: list[Scenario]) -> BatchResult:
+    loop_time = time.monotonic
+    seconds: dict[str, float] = {}
+    start = loop_time()
+    batch = asyncio.run(lay_out(state, scenarios))
+    seconds["lay out"] = loop_time() - start
+    try:
+        start = loop_time()
+        with schedulers_started(state) as upstream:
+            seconds["start schedulers"] = loop_time() - start
+            start = loop_time()
+            outcomes = asyncio.run(wait_decided(state, batch))
+            seconds["decide"] = loop_time() - start
+        ties = score_ties(Path(upstream.log_path).read_text(errors="replace"))
+    finally:
+        start = loop_time()
+        asyncio.run(clean_up(state, batch))
+        seconds["clean up"] = loop_time() - start
+    namespace = {(c.index, c.scheduler): c.namespace for c in batch}
+    results = {}
+    for index, scenario in enumerate(scenarios):
+        upstream_ns, kpysched_ns = (namespace[index, s] for s in (UPSTREAM, KPYSCHED))
+        results[scenario.name] = ScenarioResult(
+            scenario, outcomes[upstream_ns], outcomes[kpysched_ns],
+            tuple(t for t in ties if t.namespace == upstream_ns))
+    return BatchResult(results, seconds)
