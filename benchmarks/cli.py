@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import growth, plot, report, schedulers, workloads
+from benchmarks import growth, plot, report, schedulers, summary, workloads
 from benchmarks.results import RunResult
 from benchmarks.runner import CreateMode, RunSpec, run_once
 from tests.cluster import build
@@ -66,9 +66,12 @@ def _parser() -> argparse.ArgumentParser:
     grown.add_argument("--workload", default="basic")
     drawn = commands.add_parser(
         "plot", help="draw pods/s per workload and the growth curves from results JSON files")
-    drawn.add_argument("files", type=Path, nargs="+")
+    drawn.add_argument("files", type=Path, nargs="*",
+                       help="results JSON files (default: those of the summary table)")
     drawn.add_argument("--out", type=Path, default=Path("docs/benchmarks"),
                        help="directory for the PNG files (default: docs/benchmarks)")
+    commands.add_parser(
+        "summary", help="print docs/benchmarks.md's summary table from the current results")
     commands.add_parser("workloads", help="list the workloads and their default sizes")
     return parser
 
@@ -240,6 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         return _growth(args)
     if args.command == "plot":
         return _plot(args)
+    if args.command == "summary":
+        print(summary.render())
+        return 0
     return _list()
 
 

@@ -69,6 +69,18 @@ def read_points(files: Iterable[Path]) -> list[Point]:
     return points
 
 
+def current_points() -> list[Point]:
+    """The suites docs/benchmarks.md's summary table reads (benchmarks.summary.CURRENT)."""
+    from benchmarks import summary
+
+    points = []
+    for row in summary.CURRENT:
+        suite = summary.suite_of(row)
+        points.extend(Point(row.workload, row.nodes, scheduler, figures, row.file)
+                      for scheduler, figures in suite["summary"].items())
+    return points
+
+
 def pods_per_cpu_second(point: Point) -> float:
     """Pods scheduled per CPU-second of the scheduler process (1000 / CPU ms per pod)."""
     per_pod = point.median("cpu_ms_per_pod")
@@ -87,43 +99,47 @@ def plot_workloads(points: Sequence[Point], out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    # One row per (workload, size), smallest clusters first, top to bottom.
     groups = sorted({(p.workload, p.nodes) for p in points}, key=lambda g: (g[1], g[0]))
     schedulers = _schedulers(points)
     by_key = {(p.workload, p.nodes, p.scheduler): p for p in points}
-    width = 0.8 / max(1, len(schedulers))
+    height = 0.8 / max(1, len(schedulers))
     figure, (rate, per_core) = plt.subplots(
-        2, 1, figsize=(max(8.0, 1.3 * len(groups) + 2), 9), constrained_layout=True)
+        1, 2, figsize=(13, 1.2 + 0.45 * len(groups) * max(1, len(schedulers)) / 2),
+        sharey=True, constrained_layout=True)
     for index, scheduler in enumerate(schedulers):
-        xs, medians, lows, highs, cores, core_xs = [], [], [], [], [], []
+        ys, medians, lows, highs, cores, core_ys = [], [], [], [], [], []
         for position, (workload, nodes) in enumerate(groups):
             point = by_key.get((workload, nodes, scheduler))
             if point is None:
                 continue
-            x = position + (index - (len(schedulers) - 1) / 2) * width
+            y = position + (index - (len(schedulers) - 1) / 2) * height
             median = point.median("throughput_avg")
             low, high = point.spread("throughput_avg")
-            xs.append(x)
+            ys.append(y)
             medians.append(median)
             lows.append(max(0.0, median - low) if not math.isnan(low) else 0.0)
             highs.append(max(0.0, high - median) if not math.isnan(high) else 0.0)
             if not math.isnan(value := pods_per_cpu_second(point)):
-                core_xs.append(x)
+                core_ys.append(y)
                 cores.append(value)
         colour = COLOURS.get(scheduler)
-        rate.bar(xs, medians, width, yerr=[lows, highs], capsize=2, label=scheduler,
-                 color=colour)
-        per_core.bar(core_xs, cores, width, label=scheduler, color=colour)
-    labels = [f"{workload}\n{nodes} nodes" for workload, nodes in groups]
+        rate.barh(ys, medians, height, xerr=[lows, highs], capsize=2, label=scheduler,
+                  color=colour)
+        per_core.barh(core_ys, cores, height, label=scheduler, color=colour)
+    rate.set_yticks(range(len(groups)),
+                    [f"{workload}, {nodes:,} nodes" for workload, nodes in groups],
+                    fontsize=8)
+    rate.invert_yaxis()
     for axes, title, unit in (
-            (rate, "Throughput (median of repeats; bars span low to high)", "pods/s"),
+            (rate, "Throughput: median of repeats, bars from low to high", "pods/s"),
             (per_core, "Pods per CPU-second of the scheduler process", "pods / CPU-s")):
-        axes.set_xticks(range(len(groups)), labels, fontsize=8)
-        axes.set_ylabel(unit)
-        axes.set_title(title)
-        axes.legend(fontsize=8)
-        axes.grid(axis="y", alpha=0.3)
+        axes.set_xlabel(unit)
+        axes.set_title(title, fontsize=10)
+        axes.legend(fontsize=8, loc="lower right")
+        axes.grid(axis="x", alpha=0.3)
     target = out / "workloads.png"
-    figure.savefig(target, dpi=110)
+    figure.savefig(target, dpi=100)
     plt.close(figure)
     return target
 
@@ -156,8 +172,9 @@ def plot_growth(points: Sequence[Point], workload: str, out: Path) -> Path:
 
 
 def plot(files: Sequence[Path], out: Path) -> list[Path]:
-    """Every figure the files allow, written under `out`; the paths written."""
-    points = read_points(files)
+    """Every figure the files allow (no files: the summary table's), written under
+    `out`; the paths written."""
+    points = read_points(files) if files else current_points()
     if not points:
         raise ValueError("no suite in the files given")
     out.mkdir(parents=True, exist_ok=True)

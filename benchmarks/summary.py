@@ -1,0 +1,109 @@
+"""The summary table at the top of docs/benchmarks.md, drawn from the results files.
+
+`CURRENT` names, for each workload and size, the newest results file in which
+kpysched and kube-scheduler ran on the same API server in one run. The table is
+rendered from those files (`python -m benchmarks summary`), and a unit test holds
+docs/benchmarks.md to exactly that rendering, so the figures a reader sees are the
+files' figures. A new measurement replaces its row's file here and the table is
+pasted again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results"
+START_MARKER = "<!-- summary: python -m benchmarks summary -->"
+END_MARKER = "<!-- end of summary -->"
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    file: str  # under benchmarks/results/
+    workload: str
+    nodes: int
+
+
+_SIX = "n1000-six-with-ceiling-qps5000-repeat3-lean.json"
+_FOUR_5000 = "n5000-four-qps5000-repeat3-lean.json"
+CURRENT: tuple[Row, ...] = (
+    Row(_SIX, "basic", 1000),
+    Row(_SIX, "node-affinity", 1000),
+    Row(_SIX, "pod-anti-affinity", 1000),
+    Row(_SIX, "topology-spreading", 1000),
+    Row(_SIX, "unschedulable", 1000),
+    Row(_SIX, "preemption", 1000),
+    Row("n5000-basic-with-ceiling-qps5000-repeat3-lean.json", "basic", 5000),
+    Row(_FOUR_5000, "node-affinity", 5000),
+    Row(_FOUR_5000, "pod-anti-affinity", 5000),
+    Row(_FOUR_5000, "topology-spreading", 5000),
+    Row(_FOUR_5000, "unschedulable", 5000),
+    Row("n5000-preemption-1000pods-qps5000-repeat3-lean.json", "preemption", 5000),
+    Row("n15000-basic-growth-qps5000-lean.json", "basic", 15000),
+    Row("n1000-in-tree-pvs-qps5000.json", "in-tree-pvs", 1000),
+    Row("n200-in-tree-pvs-issue33.json", "in-tree-pvs", 200),
+    Row("n200-dra-claim-templates-issue33.json", "dra-claim-templates", 200),
+    Row("n1000-gang-qps5000.json", "gang", 1000),
+    Row("n1000-gang-blocked-qps5000.json", "gang-blocked", 1000),
+    Row("n1000-basic-extender-qps5000.json", "basic-extender", 1000),
+)
+
+
+def suite_of(row: Row, results: Path = RESULTS) -> dict[str, Any]:
+    for suite in json.loads((results / row.file).read_text())["suites"]:
+        meta = suite["meta"]
+        if meta["workload"] == row.workload and int(meta["nodes"]) == row.nodes:
+            return suite  # type: ignore[no-any-return]
+    raise ValueError(f"{row.file} has no {row.workload} suite at {row.nodes} nodes")
+
+
+def _median(suite: dict[str, Any], scheduler: str, key: str) -> float:
+    value = suite["summary"].get(scheduler, {}).get(key, {}).get("median")
+    return math.nan if value is None else float(value)
+
+
+def _number(value: float, digits: int = 0) -> str:
+    return "-" if math.isnan(value) else f"{value:,.{digits}f}"
+
+
+def _ratio(ours: float, theirs: float) -> str:
+    if math.isnan(ours) or math.isnan(theirs) or theirs == 0:
+        return "-"
+    return f"**{ours / theirs:.2f}x**"
+
+
+def render(results: Path = RESULTS) -> str:
+    """The table and, under it, the command of each file it reads (in order)."""
+    header = ("| workload (upstream) | nodes | pods/s kpysched | pods/s kube-scheduler | "
+              "ratio | pods per CPU-s kpysched | kube-scheduler | ratio | repeats | date | "
+              "command |")
+    lines = [header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    commands: list[str] = []
+    for row in CURRENT:
+        suite = suite_of(row, results)
+        meta = suite["meta"]
+        command = meta["command"]
+        if command not in commands:
+            commands.append(command)
+        rates = [_median(suite, s, "throughput_avg") for s in ("kpysched", "kube-scheduler")]
+        per_core = [1000 / cpu if cpu > 0 else math.nan for cpu in (
+            _median(suite, s, "cpu_ms_per_pod") for s in ("kpysched", "kube-scheduler"))]
+        lines.append(
+            f"| {row.workload} ({meta['upstream']}) | {row.nodes:,} | {_number(rates[0])} | "
+            f"{_number(rates[1])} | {_ratio(*rates)} | {_number(per_core[0])} | "
+            f"{_number(per_core[1])} | {_ratio(*per_core)} | {meta['repeat']} | "
+            f"{meta['started_utc'][:10]} | [{commands.index(command) + 1}] |")
+    lines.append("")
+    lines.extend(f"[{index}] `{command}`" + "  " * (index < len(commands))
+                 for index, command in enumerate(commands, start=1))
+    return "\n".join(lines)
+
+
+def section_of(document: str) -> str:
+    """The text between the summary markers of docs/benchmarks.md."""
+    start = document.index(START_MARKER) + len(START_MARKER)
+    return document[start:document.index(END_MARKER)].strip("\n")
