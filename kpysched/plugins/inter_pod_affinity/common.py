@@ -5,7 +5,10 @@ Upstream resolves the incoming pod's namespaceSelector once per cycle into the
 set of namespace names it selects (an empty selector stays "every namespace").
 Here the same answer is computed lazily per namespace and remembered for the
 cycle: an unknown namespace is never selected, as a name the namespace lister
-does not return. Existing pods' terms, by contrast, are matched against the
+does not return. v1.36 resolves the names but keeps the selector too, and matches
+it against no labels at all: a selector that an unlabelled namespace satisfies
+(NotIn, DoesNotExist) then selects every namespace (`unresolved_selectors`); v1.37
+drops the selector once resolved. Existing pods' terms, by contrast, are matched against the
 incoming pod's namespace labels (an empty set when the namespace is unknown).
 """
 
@@ -28,6 +31,8 @@ class IncomingTerm:
     term: AffinityTerm
     namespace_labels: NamespaceLabels
     weight: int = 0
+    # v1.36: the kept selector satisfied by no labels, so every namespace is selected.
+    every_namespace: bool = False
     _selected: dict[str, bool] = field(default_factory=dict)
 
     @property
@@ -38,7 +43,8 @@ class IncomingTerm:
         selected = self._selected.get(namespace)
         if selected is None:
             term = self.term
-            if namespace in term.namespaces or term.namespace_selector.empty:
+            if (namespace in term.namespaces or term.namespace_selector.empty
+                    or self.every_namespace):
                 selected = True
             elif term.namespace_selector.nothing:
                 selected = False
@@ -72,14 +78,29 @@ class NamespaceGate:
         return admitted
 
 
-def incoming_terms(terms: Iterable[AffinityTerm],
-                   namespace_labels: NamespaceLabels) -> tuple[IncomingTerm, ...]:
-    return tuple(IncomingTerm(term, namespace_labels) for term in terms)
+_NO_LABELS: Mapping[str, str] = {}
+
+
+def _selects_unlabelled(term: AffinityTerm, unresolved_selectors: bool) -> bool:
+    """Whether v1.36's kept selector, matched against no labels, admits every namespace."""
+    selector = term.namespace_selector
+    return (unresolved_selectors and not (selector.empty or selector.nothing)
+            and selector.matches(_NO_LABELS))
+
+
+def incoming_terms(terms: Iterable[AffinityTerm], namespace_labels: NamespaceLabels, *,
+                   unresolved_selectors: bool = False) -> tuple[IncomingTerm, ...]:
+    return tuple(IncomingTerm(term, namespace_labels,
+                              every_namespace=_selects_unlabelled(term, unresolved_selectors))
+                 for term in terms)
 
 
 def incoming_weighted_terms(terms: Iterable[WeightedAffinityTerm],
-                            namespace_labels: NamespaceLabels) -> tuple[IncomingTerm, ...]:
-    return tuple(IncomingTerm(term.term, namespace_labels, term.weight) for term in terms)
+                            namespace_labels: NamespaceLabels, *,
+                            unresolved_selectors: bool = False) -> tuple[IncomingTerm, ...]:
+    return tuple(IncomingTerm(term.term, namespace_labels, term.weight,
+                              _selects_unlabelled(term.term, unresolved_selectors))
+                 for term in terms)
 
 
 def matches_all(terms: tuple[IncomingTerm, ...], pod: api.Pod) -> bool:

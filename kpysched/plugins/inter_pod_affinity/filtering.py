@@ -258,14 +258,19 @@ def _matching_one(term: IncomingTerm) -> Callable[[NodeInfo], int]:
 def compute_state(pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot,
                   namespace_labels: NamespaceLabels,
                   row_counts: RowCountsCache | None = None,
-                  existing: ExistingTerms[AffinityTerm] | None = None) -> PreFilterState:
+                  existing: ExistingTerms[AffinityTerm] | None = None, *,
+                  unresolved_selectors: bool = False) -> PreFilterState:
     """PreFilter's counts; over the label columns when `nodes` are the snapshot's rows
     (the incoming pod's terms over pod columns when that pays, else kept per node in
-    `row_counts` when given; `existing` when given), else node by node."""
+    `row_counts` when given; `existing` when given), else node by node.
+    `unresolved_selectors`: v1.36's reading of the incoming terms' namespaceSelector
+    (common.py)."""
     own_labels = namespace_labels(pod.namespace)
     own_labels = own_labels if own_labels is not None else {}
-    required = incoming_terms(pod.pod_affinity.required, namespace_labels)
-    required_anti = incoming_terms(pod.pod_affinity.required_anti, namespace_labels)
+    required = incoming_terms(pod.pod_affinity.required, namespace_labels,
+                              unresolved_selectors=unresolved_selectors)
+    required_anti = incoming_terms(pod.pod_affinity.required_anti, namespace_labels,
+                                   unresolved_selectors=unresolved_selectors)
     counted = None
     if nodes is snapshot.node_infos and _columns_pay(required, required_anti):
         counted = _incoming_counts_columns(required, required_anti, snapshot)

@@ -68,6 +68,9 @@ _PRE_FILTER_KEY = "PreFilter" + NAME
 _PRE_SCORE_KEY = "PreScore" + NAME
 _MIN_HARD_WEIGHT, _MAX_HARD_WEIGHT = 0, 100
 
+# From this release on the incoming pod's namespaceSelector counts only through the
+# namespaces it resolved to.
+RESOLVED_SELECTORS_FROM = 37
 # From this release on a pod matching any one of the anti-affinity terms counts.
 ANY_ANTI_TERM_HINT_FROM = 37
 
@@ -136,6 +139,9 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
     def __init__(self, args: InterPodAffinityArgs, handle: Handle) -> None:
         self._args = args
         self._handle = handle
+        # v1.36 matches the incoming pod's namespaceSelector against no labels beside the
+        # names it resolved to (common.py); v1.37 fixed that (ungated).
+        self._unresolved_selectors = handle.features.release < RESOLVED_SELECTORS_FROM
         # Pods matching the incoming pods' terms, per node, across cycles.
         self._row_counts = RowCountsCache(filtering.KEPT_ROW_COUNTS)
         # Existing pods' required anti-affinity terms by the rows holding them.
@@ -161,7 +167,8 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
             return None, Status.unresolvable(f"parsing pod: {terms.parse_error}", plugin=NAME)
         computed = filtering.compute_state(pod, nodes, self._handle.snapshot,
                                            self._handle.namespace_labels, self._row_counts,
-                                           self._existing_anti)
+                                           self._existing_anti,
+                                           unresolved_selectors=self._unresolved_selectors)
         if (not computed.existing_anti_affinity_counts and not terms.required
                 and not terms.required_anti):
             return None, Status.skip()
@@ -220,8 +227,11 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
         lookup = self._handle.namespace_labels
         own_labels = self._own_namespace_labels(pod)
         # Upstream scores over every node of the snapshot, not only the feasible ones.
-        preferred = incoming_weighted_terms(terms.preferred, lookup)
-        preferred_anti = incoming_weighted_terms(terms.preferred_anti, lookup)
+        unresolved = self._unresolved_selectors
+        preferred = incoming_weighted_terms(terms.preferred, lookup,
+                                            unresolved_selectors=unresolved)
+        preferred_anti = incoming_weighted_terms(terms.preferred_anti, lookup,
+                                                 unresolved_selectors=unresolved)
         if not has_preferred:
             topology_score = self._existing_pods_score(pod, snapshot, own_labels)
         elif scoring.columns_pay(preferred, preferred_anti):

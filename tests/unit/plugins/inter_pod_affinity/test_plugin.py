@@ -137,10 +137,10 @@ def outcome(status: Status) -> Outcome:
 SKIP = (Code.SKIP, "")
 
 
-def run_filters(incoming: api.Pod, snapshot: Snapshot,
-                nodes: Sequence[str]) -> tuple[Outcome, list[Outcome]]:
+def run_filters(incoming: api.Pod, snapshot: Snapshot, nodes: Sequence[str], *,
+                release: int = NEWEST_RELEASE) -> tuple[Outcome, list[Outcome]]:
     """PreFilter's outcome, then Filter's per node (none when PreFilter did not succeed)."""
-    instance = plugin(snapshot)
+    instance = plugin(snapshot, release=release)
     state = CycleState()
     info = PodInfo.of(incoming)
     _, status = instance.pre_filter(state, info, snapshot.node_infos)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from kpysched.config.features import NEWEST_RELEASE
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import NodeScore
 from kpysched.framework.status import Code
@@ -76,10 +77,10 @@ def _incoming(labels: dict[str, str] | None = None, spec_affinity: api.Affinity 
 
 
 def run_scores(incoming: api.Pod, pods: list[api.Pod], nodes: dict[str, dict[str, str]],
-               **args: object) -> list[int] | tuple[Code, str]:
+               *, release: int = NEWEST_RELEASE, **args: object) -> list[int] | tuple[Code, str]:
     """Normalised scores per node in `nodes` order, or PreScore's outcome if not Success."""
     snapshot = cluster(nodes, pods)
-    instance = plugin(snapshot, **args)
+    instance = plugin(snapshot, release=release, **args)
     state = CycleState()
     info = PodInfo.of(incoming)
     infos = [snapshot.by_name[name] for name in nodes]
