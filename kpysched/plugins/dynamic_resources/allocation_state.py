@@ -14,7 +14,10 @@ SharedDeviceID = tuple[str, str, str, str]
 
 @dataclass(frozen=True, slots=True)
 class Features:
-    """The DRA features the allocator honours (v1.36 defaults: all on)."""
+    """The DRA features the allocator honours (v1.36 and v1.37 defaults: all on), and
+    the kube-scheduler release whose allocator it behaves as (`release`, the minor: 36
+    or 37). Both releases pick upstream's "incubating" allocator with their default
+    gates; v1.37's differs in a few answers (see `v1_37`)."""
 
     admin_access: bool = True
     prioritized_list: bool = True
@@ -22,6 +25,16 @@ class Features:
     device_taints: bool = True
     device_binding_and_status: bool = True
     consumable_capacity: bool = True
+    release: int = 36
+
+    @property
+    def v1_37(self) -> bool:
+        """v1.37's allocator: results' configs named once and cleared when they cover
+        every request, the claim limit checked per request, distinctAttribute over every
+        device, allocation mode All judged by static capacity, a shared device's counters
+        not charged again while a share is persisted, step-rounded capacity written in
+        the step's format, CEL runtime errors naming the device."""
+        return self.release >= 37
 
 
 @dataclass(slots=True)

@@ -212,26 +212,45 @@ class Allocator:
     def _prepare(self, search: Search) -> None:
         for claim_index, claim in enumerate(search.claims):
             validated = self._validated.get(id(claim))
+            min_devices = 0
             if validated is not None and validated[0] is claim:
-                min_devices = self._prepare_validated(search, claim_index, validated[1])
+                for request_index, fewest in enumerate(
+                        self._prepare_validated(search, claim_index, validated[1])):
+                    min_devices = self._count_devices(claim, request_index, min_devices,
+                                                      fewest)
             else:
-                min_devices = 0
                 requests: list[list[RequestData]] = []
                 for request_index, request in enumerate(claim.spec.devices.requests):
-                    min_devices += self._prepare_request(search, claim_index, claim,
-                                                         request_index, request, requests)
+                    fewest = self._prepare_request(search, claim_index, claim,
+                                                   request_index, request, requests)
+                    min_devices = self._count_devices(claim, request_index, min_devices,
+                                                      fewest)
                 self._validated[id(claim)] = (claim, requests)
-            if min_devices > ALLOCATION_RESULTS_MAX_SIZE:
+            if not self.features.v1_37 and min_devices > ALLOCATION_RESULTS_MAX_SIZE:
                 raise AllocationError(
                     f"claim {klog_name(claim)}: number of requested devices {min_devices} "
                     f"exceeds the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}")
             search.add_constraints(claim_index, claim)
 
+    def _count_devices(self, claim: ResourceClaim, request_index: int, counted: int,
+                       fewest: int) -> int:
+        """The claim's least device count so far with one more request. v1.37 refuses
+        the request that takes it past the claim limit, right after validating it (so
+        a later request's own error is not reached); v1.36 checks the total at the end."""
+        if self.features.v1_37 and fewest > ALLOCATION_RESULTS_MAX_SIZE - counted:
+            name = claim.spec.devices.requests[request_index].name
+            raise AllocationError(
+                f"claim {klog_name(claim)}, request {name}: adding {fewest} devices exceeds "
+                f"the claim limit of {ALLOCATION_RESULTS_MAX_SIZE}, with {counted} already "
+                "accounted for")
+        return counted + fewest
+
     def _prepare_validated(self, search: Search, claim_index: int,
-                           requests: list[list[RequestData]]) -> int:
+                           requests: list[list[RequestData]]) -> list[int]:
         """_prepare_request for a claim that passed validation for an earlier node:
-        only what depends on the node (allocation mode All) is worked out again."""
-        min_devices = 0
+        only what depends on the node (allocation mode All) is worked out again. The
+        fewest devices each request can take."""
+        per_request: list[int] = []
         for request_index, sub_requests in enumerate(requests):
             fewest = -1
             for sub_index, validated in enumerate(sub_requests):
@@ -244,8 +263,8 @@ class Allocator:
                 search.request_data[key] = data
                 if fewest < 0 or data.num_devices < fewest:
                     fewest = data.num_devices
-            min_devices += fewest
-        return min_devices
+            per_request.append(fewest)
+        return per_request
 
     def _prepare_request(self, search: Search, claim_index: int, claim: ResourceClaim,
                          request_index: int, request: DeviceRequest,

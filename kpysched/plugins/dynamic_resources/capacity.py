@@ -4,7 +4,8 @@ request consumes under the device's request policy, and whether it still fits.
 Amounts are exact fractions of their quantities (apimachinery's Quantity arithmetic is
 exact, so comparing fractions decides the same way). An amount that goes into an
 allocation result keeps the text it came from; only a value upstream computes
-afresh (a request rounded up to a step) is written out anew, in binary-SI form.
+afresh (a request rounded up to a step) is written out anew: in binary-SI form in
+v1.36, in the step's own format (decimal-SI, binary-SI or exponent) in v1.37.
 """
 
 from __future__ import annotations
@@ -97,7 +98,36 @@ def _requested(requirements: CapacityRequirements | None, name: str) -> Amount |
     return None if text is None else Amount.of(text)
 
 
-def _round_up_range(requested: Amount, capacity: DeviceCapacity) -> Amount:
+_DECIMAL_SUFFIXES = {0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def _decimal(number: int, exponent_form: bool) -> str:
+    """How resource.NewQuantity(number, DecimalSI) prints (DecimalExponent with
+    `exponent_form`): trailing zeros folded into a power of ten that is a multiple of 3."""
+    if number == 0:
+        return "0"
+    exponent = 0
+    while number % 10 == 0:
+        number //= 10
+        exponent += 1
+    while exponent % 3:
+        number *= 10
+        exponent -= 1
+    if exponent_form:
+        return f"{number}e{exponent}" if exponent else str(number)
+    return f"{number}{_DECIMAL_SUFFIXES[exponent]}"
+
+
+def _in_format_of(number: int, text: str) -> str:
+    """NewQuantity(number, format of the quantity `text` parsed): binary-SI for a
+    binary suffix, the exponent form for an exponent, else decimal-SI."""
+    if text.endswith(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")):
+        return _binary_si(number)
+    return _decimal(number, exponent_form="e" in text or "E" in text.rstrip("E"))
+
+
+def _round_up_range(requested: Amount, capacity: DeviceCapacity,
+                    step_format: bool = False) -> Amount:
     policy = capacity.request_policy
     assert policy is not None and policy.valid_range is not None
     valid_range = policy.valid_range
@@ -113,7 +143,10 @@ def _round_up_range(requested: Amount, capacity: DeviceCapacity) -> Amount:
     steps, remainder = _go_divmod(value - lowest, step)
     if remainder != 0:
         steps += 1
-    return Amount(Fraction(lowest + step * steps), _binary_si(lowest + step * steps))
+    rounded = lowest + step * steps
+    # v1.36 writes the rounded amount in binary-SI form, v1.37 in the step's format.
+    text = _in_format_of(rounded, valid_range.step) if step_format else _binary_si(rounded)
+    return Amount(Fraction(rounded), text)
 
 
 def _go_divmod(dividend: int, divisor: int) -> tuple[int, int]:
@@ -132,8 +165,10 @@ def _round_up_valid_values(requested: Amount, valid_values: list[str]) -> Amount
     return requested
 
 
-def consumed_amount(requested: Amount | None, capacity: DeviceCapacity) -> Amount:
-    """calculateConsumedCapacity: what a request takes of one capacity."""
+def consumed_amount(requested: Amount | None, capacity: DeviceCapacity,
+                    step_format: bool = False) -> Amount:
+    """calculateConsumedCapacity: what a request takes of one capacity (`step_format`:
+    v1.37's text for an amount rounded up to a step)."""
     policy = capacity.request_policy
     if requested is None:
         if policy is not None and policy.default is not None:
@@ -142,7 +177,7 @@ def consumed_amount(requested: Amount | None, capacity: DeviceCapacity) -> Amoun
     if policy is None:
         return requested
     if policy.valid_range is not None and policy.valid_range.min is not None:
-        return _round_up_range(requested, capacity)
+        return _round_up_range(requested, capacity, step_format)
     if policy.valid_values:
         return _round_up_valid_values(requested, policy.valid_values)
     return requested
@@ -194,7 +229,8 @@ def request_fits_capacity(
 
 
 def consumed_by_request(requirements: CapacityRequirements | None,
-                        capacities: Mapping[str, DeviceCapacity]) -> dict[str, Amount]:
+                        capacities: Mapping[str, DeviceCapacity],
+                        step_format: bool = False) -> dict[str, Amount]:
     """GetConsumedCapacityFromRequest: what the request takes of each capacity."""
-    return {name: consumed_amount(_requested(requirements, name), capacity)
+    return {name: consumed_amount(_requested(requirements, name), capacity, step_format)
             for name, capacity in capacities.items()}

@@ -44,6 +44,7 @@ KIND = "ResourceClaim"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 CONFLICT = 409
+NOT_FOUND = 404
 RETRY_STEPS = 5
 RETRY_PAUSE_SECONDS = 0.01
 RETRY_JITTER = 0.1
@@ -88,9 +89,12 @@ def claim_body(claim: resource.ResourceClaim) -> bytes:
 
 
 class ClaimWriter:
-    def __init__(self, client: Client, tracker: ClaimTracker) -> None:
+    def __init__(self, client: Client, tracker: ClaimTracker,
+                 deleted_is_done: bool = False) -> None:
         self._client = client
         self._tracker = tracker  # read while PreBind waits for binding conditions
+        # v1.37: a claim already gone when delete() deletes it counts as deleted.
+        self._deleted_is_done = deleted_is_done
 
     async def _update(self, claim: resource.ResourceClaim, subresource: str,
                       what: str) -> resource.ResourceClaim:
@@ -222,7 +226,7 @@ class ClaimWriter:
 
         await self._retry_on_conflict(claim, f"get resourceclaim {key}", without_finalizer)
         response = await self._client.request("DELETE", claim_path(claim))
-        if not response.ok:
+        if not response.ok and not (self._deleted_is_done and response.status == NOT_FOUND):
             raise ClaimWriteError(response.message())
 
     async def unreserve(self, claim: resource.ResourceClaim, pod: api.Pod) -> None:

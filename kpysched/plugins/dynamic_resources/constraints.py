@@ -8,6 +8,7 @@ lets the search give up on a branch early.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Protocol
 
 from kpysched.objects.dra import Device, DeviceAttribute
@@ -95,16 +96,22 @@ class MatchAttributeConstraint:
 class DistinctAttributeConstraint:
     """No two of the covered requests get devices with the same attribute value.
 
-    Values are remembered per request name (as upstream does), so two devices of the
-    same request overwrite each other's entry.
+    v1.36 remembers values per request name, so two devices of the same request
+    overwrite each other's entry (and backing out of one forgets the request's value);
+    v1.37 (`per_device`) remembers every device's value, as a stack the search pushes
+    and pops, so all devices of the covered requests must differ.
     """
 
-    __slots__ = ("attribute_name", "num_devices", "request_names", "values")
+    __slots__ = ("attribute_name", "num_devices", "per_device", "request_names", "stack",
+                 "values")
 
-    def __init__(self, request_names: list[str], attribute_name: str) -> None:
+    def __init__(self, request_names: list[str], attribute_name: str,
+                 per_device: bool = False) -> None:
         self.request_names = frozenset(request_names)
         self.attribute_name = attribute_name
+        self.per_device = per_device
         self.values: dict[str, tuple[str, object] | None] = {}
+        self.stack: list[tuple[str, object] | None] = []
         self.num_devices = 0
 
     def add(self, request: str, sub_request: str, device: Device, device_id: DeviceID) -> bool:
@@ -114,18 +121,25 @@ class DistinctAttributeConstraint:
         if attribute is None:
             return False
         value = _kind_and_value(attribute)
+        if self.per_device:
+            if not self._distinct(value, self.stack):
+                return False
+            self.stack.append(value)
+            return True
         if self.num_devices == 0:
             self.values[request] = value
             self.num_devices = 1
             return True
-        if not self._distinct(value):
+        if not self._distinct(value, self.values.values()):
             return False
         self.values[request] = value
         self.num_devices += 1
         return True
 
-    def _distinct(self, value: tuple[str, object] | None) -> bool:
-        for existing in self.values.values():
+    @staticmethod
+    def _distinct(value: tuple[str, object] | None,
+                  held: Iterable[tuple[str, object] | None]) -> bool:
+        for existing in held:
             if value is None:
                 return False  # unknown type: never distinct
             if existing == value:
@@ -134,6 +148,10 @@ class DistinctAttributeConstraint:
 
     def remove(self, request: str, sub_request: str, device: Device,
                device_id: DeviceID) -> None:
-        if _applies(self.request_names, request, sub_request):
-            self.values.pop(request, None)
-            self.num_devices -= 1
+        if not _applies(self.request_names, request, sub_request):
+            return
+        if self.per_device:
+            self.stack.pop()
+            return
+        self.values.pop(request, None)
+        self.num_devices -= 1

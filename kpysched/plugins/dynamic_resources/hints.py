@@ -17,9 +17,15 @@ from kpysched.plugins.dynamic_resources.claims import (
 
 def after_claim_change(lookup: ClaimLookup, pod: PodInfo, old: object,
                        new: object) -> QueueingHint:
-    """A claim added or updated (deletions are not registered, as upstream)."""
+    """A claim added or updated, or (v1.37 registers those) deleted."""
     original, modified = objects_as(resource.ResourceClaim, old, new)
-    assert modified is not None
+    if modified is None:
+        # Deleted: only an allocation going with it frees devices (v1.37 sends every
+        # pod DynamicResources rejected through here then).
+        assert original is not None
+        if original.status.allocation is None:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
     deallocated = (original is not None and original.status.allocation is not None
                    and modified.status.allocation is None)
     if not deallocated and not names_claim(pod.pod, modified):

@@ -198,11 +198,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self._listers = handle.resources
         self._tracker = tracker_for(handle.resources.resource_claims)
         self._cel = CelCache(CEL_CACHE_SIZE)
-        self._features = Features()
+        self._release = handle.features.release
+        self._features = Features(release=self._release)
         # What the allocator derives from the slices alone, kept until one changes.
         self._slice_catalog: SliceCatalog | None = None
         handle.resources.resource_slices.observers.append(self._forget_slice_catalog)
-        self._writer = ClaimWriter(handle.client, self._tracker)
+        self._writer = ClaimWriter(handle.client, self._tracker,
+                                   deleted_is_done=self._release >= 37)
         # PostFilter's writes, made while the scheduling loop waits (_write_now).
         self._post_filter_thread: LoopThread | None = None
         self._post_filter_client: ClaimWriter | None = None
@@ -224,8 +226,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             # Device availability can depend on node labels (ResourceSlice node selectors).
             ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_LABEL
                          | ActionType.UPDATE_NODE_ALLOCATABLE),
+            # v1.37 also hears a claim's deletion: an allocated one frees its devices.
             ClusterEventWithHint(
-                ClusterEvent(Resource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE),
+                ClusterEvent(Resource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE
+                             | (ActionType.DELETE if self._release >= 37
+                                else ActionType(0))),
                 lambda pod, old, new: hints.after_claim_change(self._tracker.get, pod, old,
                                                                new)),
             ClusterEventWithHint(
@@ -423,7 +428,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         if data is None:
             return None, Status.error(STATE_NOT_FOUND)
         if not data.claims:
-            return None, Status.unschedulable(NO_CLAIMS_TO_DEALLOCATE)
+            return None, self._nothing_freed(NO_CLAIMS_TO_DEALLOCATE)
         extended = data.extended_claim()
         stale_extended = extended is not None and not er.is_special_claim_name(
             extended.metadata.name)
@@ -446,13 +451,21 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             if failure is not None:
                 return None, failure
             return None, Status.unschedulable(EXTENDED_CLAIM_DELETED)
-        return None, Status.unschedulable(STILL_NOT_SCHEDULABLE)
+        return None, self._nothing_freed(STILL_NOT_SCHEDULABLE)
+
+    def _nothing_freed(self, reason: str) -> Status:
+        """PostFilter's answer when it freed nothing: v1.36 says why (the reason ends up
+        in the pod's FailedScheduling message), v1.37 says nothing."""
+        if self._release >= 37:
+            return Status.unschedulable()
+        return Status.unschedulable(reason)
 
     def _post_filter_writer(self) -> ClaimWriter:
         if self._post_filter_thread is None:
             self._post_filter_thread = LoopThread("kpysched-dra-postfilter")
             self._post_filter_client = ClaimWriter(
-                self._handle.client.sibling(POST_FILTER_LANE), self._tracker)
+                self._handle.client.sibling(POST_FILTER_LANE), self._tracker,
+                deleted_is_done=self._release >= 37)
         assert self._post_filter_client is not None
         return self._post_filter_client
 

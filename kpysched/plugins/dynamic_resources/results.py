@@ -55,6 +55,8 @@ def allocation_results(search: FoundSolution) -> list[AllocationResult]:
         devices = [_device_result(r, with_binding) for r in device_results]
         configs = _class_configs(search, claim_index, claim) + _claim_configs(
             search, claim_index, claim)
+        if search.features.v1_37:
+            configs = _clear_when_covering_all(search, claim_index, claim, configs)
         try:
             node_selector = node_selector_for(device_results, search.node.metadata.name)
         except ValueError as error:
@@ -110,8 +112,9 @@ def _class_configs(search: FoundSolution, claim_index: int,
 
 def _claim_configs(search: FoundSolution, claim_index: int,
                    claim: ResourceClaim) -> list[DeviceAllocationConfiguration]:
-    """The claim's configs that apply to what was allocated: once per request they name
-    (as upstream appends them)."""
+    """The claim's configs that apply to what was allocated: v1.36 once per request
+    they name (as its allocator appends them), v1.37 once."""
+    once = search.features.v1_37
     configs: list[DeviceAllocationConfiguration] = []
     for config in claim.spec.devices.config:
         copy = DeviceAllocationConfiguration(source=CONFIG_FROM_CLAIM,
@@ -122,14 +125,41 @@ def _claim_configs(search: FoundSolution, claim_index: int,
         for request_index, request in enumerate(claim.spec.devices.requests):
             if request.name in config.requests:
                 configs.append(copy)
+                if once:
+                    break
                 continue
-            data = search.request_data[(claim_index, request_index, 0)]
-            if data.parent is None:
-                continue
-            sub_request = request.first_available[data.selected_sub_request]
-            if f"{request.name}/{sub_request.name}" in config.requests:
+            if _selected_sub_request(search, claim_index, request_index) in config.requests:
                 configs.append(copy)
+                if once:
+                    break
     return configs
+
+
+def _selected_sub_request(search: FoundSolution, claim_index: int, request_index: int) -> str:
+    """"<request>/<subrequest>" for the subrequest a request with subrequests got, else
+    "" (no config names that)."""
+    data = search.request_data[(claim_index, request_index, 0)]
+    if data.parent is None:
+        return ""
+    request = search.claims[claim_index].spec.devices.requests[request_index]
+    return f"{request.name}/{request.first_available[data.selected_sub_request].name}"
+
+
+def _clear_when_covering_all(search: FoundSolution, claim_index: int, claim: ResourceClaim,
+                             configs: list[DeviceAllocationConfiguration],
+                             ) -> list[DeviceAllocationConfiguration]:
+    """v1.37: a config (from the class or the claim) whose requests cover every request
+    of the claim, by name or by its chosen subrequest, gets no requests: empty means
+    all. Copies, so that a claim's own config list is not changed."""
+    cleared: list[DeviceAllocationConfiguration] = []
+    for config in configs:
+        covers_all = bool(config.requests) and all(
+            request.name in config.requests
+            or _selected_sub_request(search, claim_index, index) in config.requests
+            for index, request in enumerate(claim.spec.devices.requests))
+        cleared.append(DeviceAllocationConfiguration(
+            source=config.source, requests=[], opaque=config.opaque) if covers_all else config)
+    return cleared
 
 
 def _contains(requirements: list[api.NodeSelectorRequirement],

@@ -64,6 +64,9 @@ DeviceIndices = tuple[int, int, int, int]
 Location = tuple[int, int, int]
 """(pool index, slice index, device index): where the search for a device starts."""
 _ORIGIN: Location = (0, 0, 0)
+# What v1.37's cel.EnhanceRuntimeError appends to a "no such key:" error.
+MISSING_KEY_HINT = (". consider using CEL optional chaining (.? followed by orValue()) or "
+                    "guarding the check with has() for optional fields")
 
 
 class _MaxSizeExceededError(Exception):
@@ -119,6 +122,7 @@ class Search:
         self._allocating_devices: dict[DeviceID, set[int]] = {}
         self._allocating_capacity: ConsumedCapacityCollection = {}
         self._consumed_counters: dict[tuple[str, str], dict[str, dict[str, Fraction]]] = {}
+        self._shared_device_ids: set[DeviceID] | None = None
 
     # -- before the search ------------------------------------------------------------
 
@@ -129,8 +133,9 @@ class Search:
                 constraints.append(MatchAttributeConstraint(constraint.requests,
                                                             constraint.match_attribute))
             elif constraint.distinct_attribute is not None:
-                constraints.append(DistinctAttributeConstraint(constraint.requests,
-                                                               constraint.distinct_attribute))
+                constraints.append(DistinctAttributeConstraint(
+                    constraint.requests, constraint.distinct_attribute,
+                    per_device=self.features.v1_37))
             else:
                 raise AllocationError(
                     f"claim {klog_name(claim)}, constraint #{index}: empty constraint "
@@ -154,8 +159,10 @@ class Search:
                                              strict=True):
                     if not self._is_selectable(key, data, resource_slice, device, device_id):
                         continue
-                    if (self.features.consumable_capacity
-                            and not self._fits_capacity(data.request, device_id, device)):
+                    if self.features.consumable_capacity and not (
+                            self._fits_static_capacity(data.request, device)
+                            if self.features.v1_37
+                            else self._fits_capacity(data.request, device_id, device)):
                         continue
                     data.all_devices.append(Candidate(device_id, device, resource_slice, pool))
         data.num_devices = len(data.all_devices)
@@ -344,7 +351,8 @@ class Search:
                 self._deallocate_device(tentative)
                 return None
             if shared:
-                consumed = consumed_by_request(request.capacity, device.capacity)
+                consumed = consumed_by_request(request.capacity, device.capacity,
+                                               self.features.v1_37)
                 share_id = self.allocator.new_share_id()
                 tentative.entry_existed = device_id in self._allocating_capacity
                 tentative.inserted = {name: amount.exact for name, amount in consumed.items()}
@@ -382,8 +390,24 @@ class Search:
                 or bool(self._allocating_devices.get(device_id)))
 
     def _capacity_in_use(self, device_id: DeviceID) -> bool:
-        return (device_id in self.allocator.allocated_state.aggregated_capacity
-                or device_id in self._allocating_capacity)
+        state = self.allocator.allocated_state
+        if device_id in state.aggregated_capacity or device_id in self._allocating_capacity:
+            return True
+        # v1.37: a persisted share that consumes no capacity is only in the shared IDs,
+        # and its device's counters are charged already all the same.
+        return self.features.v1_37 and device_id in self._shared_devices()
+
+    def _shared_devices(self) -> set[DeviceID]:
+        if self._shared_device_ids is None:
+            self._shared_device_ids = {
+                shared[:3] for shared in self.allocator.allocated_state.allocated_shared_device_ids}
+        return self._shared_device_ids
+
+    def _fits_static_capacity(self, request: RequestView, device: Device) -> bool:
+        """v1.37's allocation mode All: the request against the device's capacity alone;
+        what others consume is checked when the device is allocated, so a device that
+        matches but has no room left stays in the list and All fails."""
+        return bool(request_fits_capacity({}, request.capacity, device.capacity, {}))
 
     def _fits_capacity(self, request: RequestView, device_id: DeviceID, device: Device) -> bool:
         allocated = self.allocator.allocated_state.aggregated_capacity.get(device_id)
@@ -436,14 +460,26 @@ class Search:
                 matches = self.allocator.selector_matches(selector.cel.expression, compiled,
                                                           device_id[0], device, self.deadline)
             except SelectorTimeoutError as error:
-                raise AllocationTimeoutError(
-                    f"{owner}: selector #{index}: CEL runtime error: {error}") from None
+                raise AllocationTimeoutError(self._runtime_error(owner, index, device_id,
+                                                                 error)) from None
             except SelectorError as error:
-                raise AllocationError(
-                    f"{owner}: selector #{index}: CEL runtime error: {error}") from None
+                raise AllocationError(self._runtime_error(owner, index, device_id,
+                                                          error)) from None
             if not matches:
                 return False
         return True
+
+    def _runtime_error(self, owner: str, index: int, device_id: DeviceID,
+                       error: SelectorError) -> str:
+        """A selector's runtime error as the allocator words it: v1.37 names the device
+        and adds its hint to a missing key (cel.EnhanceRuntimeError)."""
+        if not self.features.v1_37:
+            return f"{owner}: selector #{index}: CEL runtime error: {error}"
+        text = str(error)
+        if "no such key:" in text:
+            text += MISSING_KEY_HINT
+        return (f"{owner}: selector #{index} on device {'/'.join(device_id)}: "
+                f"CEL runtime error: {text}")
 
     # -- shared counters (partitionable devices) --------------------------------------
 

@@ -13,6 +13,8 @@ import pytest
 
 from kpysched.api.response import ApiResponse
 from kpysched.cache.node_info import NodeInfo
+from kpysched.config.features import Features
+from kpysched.framework.cluster_events import ActionType
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import NodeScore, ScoreExtensions
 from kpysched.framework.status import Code
@@ -61,8 +63,11 @@ def _uses(claim: str) -> dict[str, str]:
 
 
 class World:
-    def __init__(self, *objects: Any, api_client: RecordingApi | None = None) -> None:
+    def __init__(self, *objects: Any, api_client: RecordingApi | None = None,
+                 release: int | None = None) -> None:
         self.handle = FakeHandle(api_client=api_client or RecordingApi())
+        if release is not None:
+            self.handle.features_value = Features(release=release)
         listers = self.handle.resource_listers
         for obj in objects:
             index = {resource.ResourceClaim: listers.resource_claims,
@@ -83,15 +88,20 @@ class World:
         return state, verdicts
 
 
-def test_pod_without_claims_skips_prefilter_and_says_no_claims_at_postfilter() -> None:
-    plugin = World().plugin
+@pytest.mark.parametrize(("release", "reasons"), [
+    (36, ["no new claims to deallocate"]),
+    (37, []),  # v1.37's PostFilter only logs it: nothing in the FailedScheduling text
+])
+def test_pod_without_claims_skips_prefilter_and_says_no_claims_at_postfilter(
+        release: int, reasons: list[str]) -> None:
+    plugin = World(release=release).plugin
     pod = _pod([])
     state = CycleState()
     _, status = plugin.pre_filter(state, pod, [])
     assert status.code == Code.SKIP
     result, post = plugin.post_filter(state, pod, {})
     assert result is None
-    assert (post.code, post.reasons) == (Code.UNSCHEDULABLE, ["no new claims to deallocate"])
+    assert (post.code, post.reasons) == (Code.UNSCHEDULABLE, reasons)
 
 
 def test_postfilter_without_its_prefilter_is_the_state_lookup_error() -> None:
@@ -194,16 +204,18 @@ async def test_allocated_claim_elsewhere_is_not_available_and_postfilter_frees_i
     assert body.get("status", {}) == {}
 
 
-def test_postfilter_keeps_claims_other_pods_use() -> None:
+@pytest.mark.parametrize(("release", "reasons"), [
+    (36, ["still not schedulable"]), (37, [])])
+def test_postfilter_keeps_claims_other_pods_use(release: int, reasons: list[str]) -> None:
     on_n2 = {"nodeSelectorTerms": [{"matchFields": [
         {"key": "metadata.name", "operator": "In", "values": ["n2"]}]}]}
     claim = _claim("c", allocation={"nodeSelector": on_n2, "devices": {"results": []}},
                    reservedFor=[{"resource": "pods", "name": "other", "uid": "uid-other"}])
-    world = World(claim, _class())
+    world = World(claim, _class(), release=release)
     pod = _pod([_uses("c")])
     state, _ = world.cycle(pod, "n1")
     _, status = world.plugin.post_filter(state, pod, {})
-    assert status.message() == "still not schedulable"
+    assert (status.code, status.reasons) == (Code.UNSCHEDULABLE, reasons)
 
 
 def test_prioritized_list_scores_earlier_choices_higher() -> None:
@@ -356,6 +368,31 @@ def test_claim_change_hint(held: bool, old: Any, new: Any, want: str) -> None:
     if not held and new is not None and new.metadata.name == "c":
         world.handle.resource_listers.resource_claims.on_add(new)
     assert _hint(world, _pod([_uses("c")]), old, new) == want
+
+
+@pytest.mark.parametrize(("release", "deletion"), [(36, False), (37, True)])
+def test_claim_events_registered(release: int, deletion: bool) -> None:
+    """v1.37 registers a claim's deletion too (with the same hint)."""
+    registration = next(r for r in World(release=release).plugin.events_to_register()
+                        if getattr(r, "hint", None) is not None
+                        and r.event.resource.value == "ResourceClaim")
+    action = registration.event.action
+    assert ActionType.ADD in action and ActionType.UPDATE in action
+    assert (ActionType.DELETE in action) == deletion
+
+
+@pytest.mark.parametrize(("deleted", "want"), [
+    # An allocated claim's deletion frees its devices, whoever used it: Queue.
+    (_claim("other", **ALLOCATED), "Queue"),
+    (_claim("c", **ALLOCATED), "Queue"),
+    # An unallocated claim's deletion frees nothing: QueueSkip (the pod waits for the
+    # claim to be made again, an Add).
+    (_claim("c"), "QueueSkip"),
+    (_claim("other"), "QueueSkip"),
+])
+def test_claim_deletion_hint(deleted: Any, want: str) -> None:
+    world = World(_claim("c"), _class(), release=37)
+    assert _hint(world, _pod([_uses("c")]), deleted, None) == want
 
 
 def test_pod_change_hint_queues_only_the_pod_whose_claims_now_exist() -> None:
