@@ -145,6 +145,32 @@ class ResourceSliceList(_Wire):
     items: list[ResourceSlice] = []
 
 
+# ---- device taint rules (resource.k8s.io/v1 from v1.37, DRADeviceTaintRules GA) -----
+
+class DeviceTaintSelector(_Wire):
+    """Which devices a rule taints: those of this driver, pool and device name (an
+    unset field matches any)."""
+
+    driver: str | None = None
+    pool: str | None = None
+    device: str | None = None
+
+
+class DeviceTaintRuleSpec(_Wire):
+    device_selector: DeviceTaintSelector | None = None
+    taint: DeviceTaint = msgspec.field(default_factory=DeviceTaint)
+
+
+class DeviceTaintRule(_Wire):
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
+    spec: DeviceTaintRuleSpec = msgspec.field(default_factory=DeviceTaintRuleSpec)
+
+
+class DeviceTaintRuleList(_Wire):
+    metadata: ListMeta = msgspec.field(default_factory=ListMeta)
+    items: list[DeviceTaintRule] = []
+
+
 # ---- device classes ----------------------------------------------------------------
 
 class CELDeviceSelector(_Wire):

@@ -47,6 +47,7 @@ from kpysched.framework.interfaces import (
     FilterPlugin,
     Handle,
     NodeScore,
+    ObservedLister,
     PostFilterPlugin,
     PostFilterResult,
     PreBindPreFlightPlugin,
@@ -85,6 +86,7 @@ from kpysched.plugins.dynamic_resources.cel import CelCache
 from kpysched.plugins.dynamic_resources.claim_writes import FINALIZER, ClaimWriteError, ClaimWriter
 from kpysched.plugins.dynamic_resources.claims import ClaimUnavailableError
 from kpysched.plugins.dynamic_resources.pools import SliceCatalog
+from kpysched.plugins.dynamic_resources.taint_rules import slices_with_taint_rules
 from kpysched.plugins.dynamic_resources.tracker import tracker_for
 
 log = structlog.get_logger(__name__)
@@ -203,6 +205,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         # What the allocator derives from the slices alone, kept until one changes.
         self._slice_catalog: SliceCatalog | None = None
         handle.resources.resource_slices.observers.append(self._forget_slice_catalog)
+        # v1.37 (DRADeviceTaintRules GA): the rules' taints go onto the devices they
+        # select. Read when the resource listers carry the rules' informer.
+        self._taint_rules: ObservedLister[resource.DeviceTaintRule] | None = (
+            getattr(handle.resources, "device_taint_rules", None)
+            if self._release >= 37 else None)
+        if self._taint_rules is not None:
+            self._taint_rules.observers.append(self._forget_slice_catalog)
         self._writer = ClaimWriter(handle.client, self._tracker,
                                    deleted_is_done=self._release >= 37)
         # PostFilter's writes, made while the scheduling loop waits (_write_now).
@@ -215,8 +224,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
 
     def _slices(self) -> SliceCatalog:
         if self._slice_catalog is None:
-            self._slice_catalog = SliceCatalog(self._listers.resource_slices.values(),
-                                               self._features.partitionable_devices)
+            slices: Sequence[resource.ResourceSlice] = list(self._listers.resource_slices.values())
+            rules = list(self._taint_rules.values()) if self._taint_rules is not None else []
+            if rules:
+                slices = slices_with_taint_rules(slices, rules)
+            self._slice_catalog = SliceCatalog(slices, self._features.partitionable_devices)
         return self._slice_catalog
 
     # ---- events ----------------------------------------------------------------------
