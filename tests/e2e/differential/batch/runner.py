@@ -36,11 +36,11 @@ from tests.e2e.differential.batch.layout import (
 )
 from tests.e2e.differential.batch.ties import ScoreTie, score_ties
 from tests.e2e.differential.model import Outcome, Scenario
-from tests.e2e.differential.runner import ensure_priority_classes
+from tests.e2e.differential.runner import MERGE_PATCH, ensure_priority_classes
 
 # Requests in flight while the batch is made; the API server and both schedulers
 # share the machine's two cores.
-CREATE_CONCURRENCY = 16
+CREATE_CONCURRENCY = 32
 # Every incoming pod bound, or unschedulable with the same message this long later
 # (a retry must not change anything).
 STABLE_SECONDS = 2.5
@@ -88,16 +88,56 @@ async def _remove_leftover_nodes(api: client.ApiClient) -> None:
     await kube.wait_for(gone, kube.SETTLE_TIMEOUT_SECONDS, "leftover nodes deleted")
 
 
+async def _create_namespaces(api: client.ApiClient, prefixes: list[str]) -> list[str]:
+    """Namespaces named after `prefixes`, returned once each has its `default`
+    ServiceAccount (ServiceAccount admission refuses pods until then)."""
+    core = client.CoreV1Api(api)
+    names = [kube.unique_name(p) for p in prefixes]
+    await _bounded(core.create_namespace({"metadata": {"name": n}}) for n in names)
+
+    async def accounts_made() -> bool:
+        listed = await core.list_service_account_for_all_namespaces(
+            field_selector="metadata.name=default")
+        return set(names) <= {a.metadata.namespace for a in listed.items}
+
+    await kube.wait_for(accounts_made, kube.SETTLE_TIMEOUT_SECONDS,
+                        "ServiceAccount default in every batch namespace")
+    return names
+
+
+async def _create_nodes(api: client.ApiClient, bodies: list[dict[str, Any]]) -> None:
+    """Create the Nodes and return once every one has its final taints, so no
+    scheduler sees a taint come or go.
+
+    Admission puts the not-ready taint on a new Node and node lifecycle lifts it from a
+    Ready one, but kube-controller-manager writes at its client's default 20 requests
+    a second: half a minute for a batch's nodes. So the batch writes each Node's final
+    taints itself (the node's own and, when unschedulable, the unschedulable one, as
+    node lifecycle leaves them), and node lifecycle has nothing left to change."""
+    core = client.CoreV1Api(api)
+    await _bounded(core.create_node(body) for body in bodies)
+    wanted = {b["metadata"]["name"]: kube.settled_taints(b) for b in bodies}
+    await _bounded(core.patch_node(name, {"spec": {"taints": [
+        {"key": key, "value": value, "effect": effect} for key, value, effect in sorted(taints)]}},
+        _content_type=MERGE_PATCH) for name, taints in wanted.items())
+
+    async def settled() -> bool:
+        nodes = {n.metadata.name: {(t.key, t.value or "", t.effect) for t in n.spec.taints or ()}
+                 for n in (await core.list_node()).items}
+        return all(nodes.get(name) == taints for name, taints in wanted.items())
+
+    await kube.wait_for(settled, kube.SETTLE_TIMEOUT_SECONDS, "batch nodes' taints settled")
+
+
 async def lay_out(state: ClusterState, scenarios: list[Scenario]) -> list[ScenarioCopy]:
     check_batchable(scenarios)
     async with kube.api_client(state) as api:
         await _remove_leftover_nodes(api)
         await ensure_priority_classes(api)
         suffixes = [suffix(i, s) for i in range(len(scenarios)) for s in SCHEDULERS]
-        made = await _bounded(kube.create_namespace(api, f"{s}") for s in suffixes)
+        made = await _create_namespaces(api, suffixes)
         batch = copies(scenarios, dict(zip(suffixes, made, strict=True)))
-        # create_node returns once node lifecycle has settled the taints.
-        await _bounded(kube.create_node(api, body) for c in batch for body in c.node_bodies())
+        await _create_nodes(api, [body for c in batch for body in c.node_bodies()])
         core, policy = client.CoreV1Api(api), client.PolicyV1Api(api)
         await _bounded(policy.create_namespaced_pod_disruption_budget(c.namespace, body)
                        for c in batch for body in c.pdb_bodies())
@@ -186,7 +226,7 @@ async def _outcome(api: client.ApiClient, copy: ScenarioCopy,
 async def clean_up(state: ClusterState, batch: list[ScenarioCopy]) -> None:
     async with kube.api_client(state) as api:
         await _bounded(kube.delete_namespace(api, c.namespace) for c in batch)
-        await kube.delete_nodes(api, [n for c in batch for n in c.node_names()])
+        await _bounded(kube.delete_nodes(api, [n]) for c in batch for n in c.node_names())
 
 
 @contextmanager

@@ -31,12 +31,17 @@ class ScoreTie:
 
 
 def score_ties(log: str) -> list[ScoreTie]:
+    """Every attempt of `log` whose best score two nodes share. A log with no scores
+    at all is refused: the verbosity did not take, and no tie could be seen."""
     attempts: list[tuple[str, str, dict[str, int]]] = []
     for match in _FINAL_SCORE.finditer(log):
         namespace, pod, node = match["namespace"], match["pod"], match["node"]
         if not attempts or attempts[-1][:2] != (namespace, pod) or node in attempts[-1][2]:
             attempts.append((namespace, pod, {}))
         attempts[-1][2][node] = int(match["score"])
+    if not attempts:
+        raise AssertionError("kube-scheduler logged no final scores: is it at --v=10 "
+                             "for schedule_one.go?")
     ties = []
     for namespace, pod, scores in attempts:
         best = max(scores.values())
