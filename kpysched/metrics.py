@@ -1,6 +1,7 @@
 """Prometheus metrics named, typed, labelled and bucketed as kube-scheduler's.
 
-Facts from kubernetes v1.36.4 pkg/scheduler/metrics/metrics.go and profile_metrics.go,
+Facts from kubernetes v1.36.4 and v1.37.2 pkg/scheduler/metrics/metrics.go and
+profile_metrics.go (the release kpysched behaves as picks the names, texts and series),
 component-base/metrics (HELP carries the "[STABILITY] " prefix it adds) and
 component-base/metrics/prometheus/clientgo/leaderelection (leader_election_*).
 Our own additions carry the `kpysched_` prefix so they never collide with a future
@@ -37,6 +38,11 @@ CONTENT_TYPE: Final = CONTENT_TYPE_PLAIN_0_0_4
 PLUGIN_METRICS_SAMPLE_PERCENT: Final = 10
 
 PENDING_QUEUES: Final = ("active", "backoff", "unschedulable", "gated")
+# v1.37's queue also reports pod-group members waiting for their group ("pending") or
+# for the group to be complete ("incomplete"); always 0 while pod groups are off.
+GROUP_MEMBER_QUEUES: Final = ("incomplete", "pending")
+# The first release with v1.37's metric names, texts and stability levels.
+V1_37: Final = 37
 CACHE_TYPES: Final = ("nodes", "pods", "assumed_pods")
 # getAttemptsLabel caps the attempts label to keep cardinality low.
 MAX_ATTEMPTS_LABEL: Final = 15
@@ -84,8 +90,10 @@ class SchedulerMetrics:
     def __init__(self, *, sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT,
                  rng: random.Random | None = None, process_metrics: bool = True,
                  disabled: frozenset[str] = frozenset(),
-                 generic_workload: bool = False) -> None:
+                 generic_workload: bool = False, release: int = 36) -> None:
         self.registry = CollectorRegistry()
+        self.release = release
+        v137 = release >= V1_37
         # Families --disabled-metrics hides (fully qualified names, as upstream).
         self.disabled = disabled
         self._sample_percent = sample_percent
@@ -109,7 +117,8 @@ class SchedulerMetrics:
             ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15), registry=r)
         self._preemption_victims = Histogram(
             "scheduler_preemption_victims",
-            "[STABLE] Number of selected preemption victims",
+            "[STABLE] Number of selected preemption victims"
+            + (" for preemption initiated by a single pod" if v137 else ""),
             buckets=exponential_buckets(1, 2, 7), registry=r)
         self._preemption_attempts = Counter(
             "scheduler_preemption_attempts_total",
@@ -118,9 +127,12 @@ class SchedulerMetrics:
             "scheduler_pending_pods",
             "[STABLE] Number of pending pods, by the queue type. 'active' means number of pods "
             "in activeQ; 'backoff' means number of pods in backoffQ; 'unschedulable' means "
-            "number of pods in unschedulablePods that the scheduler attempted to schedule and "
+            f"number of pods in {'unschedulableEntities' if v137 else 'unschedulablePods'} "
+            "that the scheduler attempted to schedule and "
             "failed; 'gated' is the number of unschedulable pods that the scheduler never "
-            "attempted to schedule because they are gated.",
+            "attempted to schedule because they are gated"
+            + ("; 'incomplete' means number of pods in incompletePodGroupPods; 'pending' "
+               "means number of pods in pendingPodGroupPods." if v137 else "."),
             ["queue"], registry=r)
         self._pod_attempts = Histogram(
             "scheduler_pod_scheduling_attempts",
@@ -139,6 +151,27 @@ class SchedulerMetrics:
             "scheduler_queue_incoming_pods_total",
             "[STABLE] Number of pods added to scheduling queues by event and queue type.",
             ["queue", "event"], registry=r)
+        # v1.37's entity-level queue figures ('pod' for pods outside any pod group, the
+        # only kind kpysched queues); not exposed as v1.36.
+        entity_registry = r if v137 else CollectorRegistry()
+        self._queued_entities = Gauge(
+            "scheduler_queued_entities",
+            "[ALPHA] Number of queued scheduling entities ('pod' or 'podgroup'; 'pod' stands "
+            "for individual pods that are not members of any podgroup) by the queue type. "
+            "'active' means number of entities in activeQ; 'backoff' means number of "
+            "entities in backoffQ; 'unschedulable' means number of entities in "
+            "unschedulableEntities that the scheduler attempted to schedule and failed; "
+            "'gated' is the number of unschedulable entities that the scheduler never "
+            "attempted to schedule because they are gated.",
+            ["queue", "type"], registry=entity_registry)
+        # Upstream's series appears with the first entity a queue receives.
+        self._entity_queues_seen: set[str] = set()
+        self._incoming_entities = Counter(
+            "scheduler_queue_incoming_entities_total",
+            "[ALPHA] Number of scheduling entities added to scheduling queues by event, "
+            "queue type, and entity type. Entity types are either 'pod' (for individual "
+            "pods that are not members of any podgroup) or 'podgroup'.",
+            ["queue", "event", "type"], registry=entity_registry)
 
         # --- BETA ------------------------------------------------------------------
         self._sli_duration = Histogram(
@@ -179,8 +212,8 @@ class SchedulerMetrics:
             ["result", "profile"], registry=group_registry)
         self._pod_group_attempt_duration = Histogram(
             "scheduler_podgroup_scheduling_attempt_duration_seconds",
-            "[ALPHA] Pod group scheduling attempt latency in seconds (scheduling algorithm + "
-            "binding)",
+            "[ALPHA] Pod group scheduling attempt latency in seconds"
+            + ("" if v137 else " (scheduling algorithm + binding)"),
             ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15),
             registry=group_registry)
         self._pod_group_algorithm_duration = Histogram(
@@ -189,7 +222,7 @@ class SchedulerMetrics:
             buckets=exponential_buckets(0.001, 2, 15), registry=group_registry)
         self._algorithm_duration = Histogram(
             "scheduler_scheduling_algorithm_duration_seconds",
-            "[ALPHA] Scheduling algorithm latency in seconds",
+            f"[{'BETA' if v137 else 'ALPHA'}] Scheduling algorithm latency in seconds",
             buckets=exponential_buckets(0.001, 2, 15), registry=r)
         self._extender_request = Histogram(
             "kpysched_extender_request_duration_seconds",
@@ -205,11 +238,13 @@ class SchedulerMetrics:
         self._scheduled_after_flush = Counter(
             "scheduler_pod_scheduled_after_flush_total",
             "[ALPHA] Number of pods that were successfully scheduled after being flushed from "
-            "unschedulablePods due to timeout. This metric helps detect potential queueing "
-            "hint misconfigurations or event handling issues.", registry=r)
+            f"{'unschedulableEntities' if v137 else 'unschedulablePods'} due to timeout. This "
+            "metric helps detect potential queueing hint misconfigurations or event handling "
+            "issues.", registry=r)
         self._plugin_duration = Histogram(
             "scheduler_plugin_execution_duration_seconds",
-            "[ALPHA] Duration for running a plugin at a specific extension point.",
+            f"[{'BETA' if v137 else 'ALPHA'}] Duration for running a plugin at a specific "
+            "extension point.",
             ["plugin", "extension_point", "status"],
             buckets=exponential_buckets(0.00001, 1.5, 20), registry=r)
         # Every hint call is observed (upstream records each, asynchronously).
@@ -296,7 +331,7 @@ class SchedulerMetrics:
             "scheduling loop kept the GIL.", registry=r)
 
         # Series dashboards expect from the start, as upstream's queue and cache set them.
-        for queue in PENDING_QUEUES:
+        for queue in PENDING_QUEUES + (GROUP_MEMBER_QUEUES if v137 else ()):
             self._pending.labels(queue).set(0)
         for kind in CACHE_TYPES:
             self._cache_size.labels(kind).set(0)
@@ -375,11 +410,20 @@ class SchedulerMetrics:
             if queue not in PENDING_QUEUES:
                 raise ValueError(f"unknown queue {queue!r}: expected one of {PENDING_QUEUES}")
             self._pending.labels(queue).set(count)
+            # As v1.37, each queued pod is also a queued entity of type "pod".
+            if self.release >= V1_37 and (count or queue in self._entity_queues_seen):
+                self._entity_queues_seen.add(queue)
+                self._queued_entities.labels(queue, "pod").set(count)
 
     def incoming(self, queue: str, event: str) -> None:
         """A pod entered `queue` (active, backoff, unschedulable, gated) because of `event`
         (upstream's event label, e.g. PodAdd, ScheduleAttemptFailure, NodeAdd)."""
         self._incoming.labels(queue, event).inc()
+
+    def incoming_entity(self, queue: str, event: str) -> None:
+        """As v1.37 counts a pod entering `queue` as an entity (the queue decides when:
+        SchedulingQueue.incoming_entities)."""
+        self._incoming_entities.labels(queue, event, "pod").inc()
 
     def queueing_hint(self, plugin: str, event: str, hint: str, seconds: float) -> None:
         """A plugin's queueing hint ran for one pod on one event (`event` is the event's
@@ -538,6 +582,7 @@ class NoMetrics(SchedulerMetrics):
     schedule_attempt = pod_scheduled = algorithm_duration = _ignore
     pod_group_attempt = pod_group_algorithm_duration = event_handled = _ignore
     preemption_attempt = preemption_victims = set_pending = incoming = _ignore
+    incoming_entity = _ignore
     queueing_hint = set_unschedulable = unschedulable_changed = _ignore
     extension_point_duration = plugin_duration = plugin_evaluated = permit_wait = _ignore
     set_cache_size = set_leader = leader_slowpath = watch_restarted = relisted = _ignore

@@ -14,10 +14,14 @@ from kpysched.objects.pod import PodInfo
 
 class Resource(Enum):
     POD = "Pod"
-    # Incoming events only: a registration for Pod hears both (upstream's assignedPod and
-    # unschedulablePod, which plugins never register).
+    # A registration for Pod hears all three. v1.36 emits AssignedPod and UnscheduledPod
+    # (its internal assignedPod and unschedulablePod, spelled "UnschedulablePod" in its
+    # labels); v1.37 makes them public (plugins may register them, its labels say
+    # "UnscheduledPod": see release_label) and adds TargetPod: the pending pod's own
+    # update, which UnscheduledPod no longer covers.
     ASSIGNED_POD = "AssignedPod"
     UNSCHEDULED_POD = "UnschedulablePod"
+    TARGET_POD = "TargetPod"
     NODE = "Node"
     NAMESPACE = "Namespace"
     PDB = "PodDisruptionBudget"
@@ -48,14 +52,18 @@ class ActionType(Flag):
     UPDATE_NODE_CONDITION = auto()
     UPDATE_NODE_ANNOTATION = auto()
     UPDATE_NODE_DECLARED_FEATURE = auto()
+    UPDATE_NODE_PREEMPTION_POLICY = auto()  # v1.37: spec.podPreemptionPolicy changed
     UPDATE_POD_LABEL = auto()
     UPDATE_POD_SCALE_DOWN = auto()
+    UPDATE_POD_SCALE_UP = auto()  # v1.37: some resource request grew
     UPDATE_POD_TOLERATIONS = auto()
     UPDATE_POD_SCHEDULING_GATES_ELIMINATED = auto()
     UPDATE_POD_GENERATED_RESOURCE_CLAIM = auto()
+    # The two v1.37 flags are never emitted as v1.36, so one Update serves both releases.
     UPDATE = (UPDATE_NODE_ALLOCATABLE | UPDATE_NODE_LABEL | UPDATE_NODE_TAINT
               | UPDATE_NODE_CONDITION | UPDATE_NODE_ANNOTATION | UPDATE_NODE_DECLARED_FEATURE
-              | UPDATE_POD_LABEL | UPDATE_POD_SCALE_DOWN | UPDATE_POD_TOLERATIONS
+              | UPDATE_NODE_PREEMPTION_POLICY | UPDATE_POD_LABEL | UPDATE_POD_SCALE_DOWN
+              | UPDATE_POD_SCALE_UP | UPDATE_POD_TOLERATIONS
               | UPDATE_POD_SCHEDULING_GATES_ELIMINATED | UPDATE_POD_GENERATED_RESOURCE_CLAIM)
     ALL = ADD | DELETE | UPDATE
 
@@ -70,8 +78,10 @@ _ACTION_NAMES = {
     ActionType.UPDATE_NODE_CONDITION: "UpdateNodeCondition",
     ActionType.UPDATE_NODE_ANNOTATION: "UpdateNodeAnnotation",
     ActionType.UPDATE_NODE_DECLARED_FEATURE: "UpdateNodeDeclaredFeature",
+    ActionType.UPDATE_NODE_PREEMPTION_POLICY: "UpdateNodePreemptionPolicy",
     ActionType.UPDATE_POD_LABEL: "UpdatePodLabel",
     ActionType.UPDATE_POD_SCALE_DOWN: "UpdatePodScaleDown",
+    ActionType.UPDATE_POD_SCALE_UP: "UpdatePodScaleUp",
     ActionType.UPDATE_POD_TOLERATIONS: "UpdatePodToleration",
     ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED: "UpdatePodSchedulingGatesEliminated",
     ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM: "UpdatePodGeneratedResourceClaim",
@@ -101,7 +111,7 @@ class ClusterEvent:
             return True
         same = (self.resource is Resource.WILDCARD or self.resource is incoming.resource
                 or (self.resource is Resource.POD and incoming.resource
-                    in (Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD)))
+                    in (Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD, Resource.TARGET_POD)))
         return (same and bool(self.action & incoming.action)
                 and incoming.action & ~self.action == ActionType(0))
 
@@ -121,6 +131,20 @@ UNSCHEDULABLE_TIMEOUT = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "Unsched
 FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "ForceActivate")
 EVERYTHING = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "*")
 
+# The first release whose event labels spell the pending-pod resource "UnscheduledPod",
+# whose pending pod's own update is a TargetPod event and whose pod updates tell a
+# scale-up apart (v1.37's framework/events.go).
+TARGET_POD_RELEASE = 37
+_V136_PENDING, _V137_PENDING = "UnschedulablePod", "UnscheduledPod"
+
+
+def release_label(label: str, release: int) -> str:
+    """An event label as kube-scheduler of `release` spells it (metrics' `event` label):
+    v1.37 renamed the pending-pod resource, e.g. UnschedulablePodAdd -> UnscheduledPodAdd."""
+    if release >= TARGET_POD_RELEASE and label.startswith(_V136_PENDING):
+        return _V137_PENDING + label[len(_V136_PENDING):]
+    return label
+
 
 def _scaled_down(old: PodInfo, new: PodInfo) -> bool:
     """Some resource request shrank or went away (upstream's extractPodScaleDown)."""
@@ -132,15 +156,36 @@ def _scaled_down(old: PodInfo, new: PodInfo) -> bool:
                for name, amount in before.scalar.items())
 
 
-def pod_update_events(old: PodInfo, new: PodInfo) -> list[ClusterEvent]:
+def _scaled_up(old: PodInfo, new: PodInfo) -> bool:
+    """Some resource request grew or appeared (v1.37's extractPodScaleUp)."""
+    before, after = old.requests, new.requests
+    if (after.milli_cpu > before.milli_cpu or after.memory > before.memory
+            or after.ephemeral_storage > before.ephemeral_storage):
+        return True
+    return any(name not in before.scalar or amount > before.scalar[name]
+               for name, amount in after.scalar.items())
+
+
+def pod_update_events(old: PodInfo, new: PodInfo, *, target: bool = False,
+                      release: int = 36) -> list[ClusterEvent]:
     """The specific events a pod update amounts to, in upstream's order; a generic Update
-    when none applies (heard only by plugins that registered every Pod update)."""
-    resource = Resource.ASSIGNED_POD if new.pod.spec.node_name else Resource.UNSCHEDULED_POD
+    when none applies (heard only by plugins that registered every Pod update).
+    `target`: the update is the queued pending pod's own (the queue's Update), which
+    v1.37 reports as a TargetPod event rather than an UnscheduledPod one."""
+    v137 = release >= TARGET_POD_RELEASE
+    if new.pod.spec.node_name:
+        resource = Resource.ASSIGNED_POD
+    elif target and v137:
+        resource = Resource.TARGET_POD
+    else:
+        resource = Resource.UNSCHEDULED_POD
     actions: list[ActionType] = []
     if old.pod.metadata.labels != new.pod.metadata.labels:
         actions.append(ActionType.UPDATE_POD_LABEL)
     if _scaled_down(old, new):
         actions.append(ActionType.UPDATE_POD_SCALE_DOWN)
+    if v137 and _scaled_up(old, new):
+        actions.append(ActionType.UPDATE_POD_SCALE_UP)
     if old.pod.spec.scheduling_gates and not new.pod.spec.scheduling_gates:
         actions.append(ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED)
     # Tolerations can only be added (API validation), so a length change is the news.

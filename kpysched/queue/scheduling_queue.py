@@ -22,8 +22,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from kpysched.cache.pod_groups import group_name
+from kpysched.config.features import OLDEST_RELEASE
 from kpysched.framework.cluster_events import (
     FORCE_ACTIVATE,
+    TARGET_POD_RELEASE,
     UNSCHEDULABLE_TIMEOUT,
     UNSCHEDULED_POD_ADD,
     UNSCHEDULED_POD_UPDATE,
@@ -31,6 +33,7 @@ from kpysched.framework.cluster_events import (
     ClusterEvent,
     Resource,
     pod_update_events,
+    release_label,
 )
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Status
@@ -51,6 +54,10 @@ UNSCHEDULABLE_FLUSH_SECONDS = 30.0
 SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 BACKOFF_COMPLETE = "BackoffComplete"
 POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
+
+# The queue each hint answer sends a pod to, as v1.37's strategyToQueueLabel names it.
+_STRATEGY_QUEUE = {Strategy.SKIP: "unschedulable", Strategy.AFTER_BACKOFF: "backoff",
+                   Strategy.IMMEDIATELY: "active"}
 
 PreEnqueue = Callable[[PodInfo], Status]
 # Which unschedulable pods an event may move at all (upstream's PreEnqueueCheck).
@@ -88,8 +95,11 @@ class SchedulingQueue:
         clock: Callable[[], float] = time.monotonic,
         pod_groups: bool = False,
         namespace_labels: NamespaceLabels = lambda _: None,
+        release: int = OLDEST_RELEASE,
     ) -> None:
         self._less = less
+        # The kube-scheduler minor this queue behaves as (pod updates' events differ).
+        self.release = release
         self._namespace_labels = namespace_labels
         # GenericWorkload: members of pod groups retry after backoff, whatever happened
         # while they were tried (upstream has no event-based requeue for groups yet).
@@ -116,20 +126,33 @@ class SchedulingQueue:
         self._closed = False
         # (queue, event) -> count, for scheduler_queue_incoming_pods_total.
         self.incoming: dict[tuple[str, str], int] = {}
+        # (queue, event) -> count, for v1.37's scheduler_queue_incoming_entities_total
+        # (type "pod": every queued entity is a pod while pod groups are off).
+        self.incoming_entities: dict[tuple[str, str], int] = {}
 
     # --- moving pods between the queues ------------------------------------------
 
-    def _count(self, queue: str, event: str) -> None:
-        self.incoming[(queue, event)] = self.incoming.get((queue, event), 0) + 1
+    def _count(self, queue: str, event: str, strategy: Strategy | None = None) -> None:
+        """A pod entered `queue`. `strategy` is the queueing hint's answer when a hint
+        sent it there: v1.37 counts the entity only when it lands in a queue other than
+        the one the answer names (recordIncomingEntitiesMetrics), i.e. a pod whose hint
+        said "after backoff" but whose backoff was over."""
+        if self.release >= TARGET_POD_RELEASE:
+            event = release_label(event, self.release)
+        key = (queue, event)
+        self.incoming[key] = self.incoming.get(key, 0) + 1
+        if strategy is None or _STRATEGY_QUEUE[strategy] != queue:
+            self.incoming_entities[key] = self.incoming_entities.get(key, 0) + 1
 
     def _backoff_expiry(self, info: QueuedPodInfo) -> float:
         return self._backoff.expiry(info, self._failures.get(info.pod_info.uid, FailureCounts()))
 
-    def _park(self, info: QueuedPodInfo, event: str, *, gated: bool) -> None:
+    def _park(self, info: QueuedPodInfo, event: str, *, gated: bool,
+              strategy: Strategy | None = None) -> None:
         """Keep the pod among the unschedulable (or gated) pods."""
         uid = info.pod_info.uid
         if uid not in self._unschedulable and uid not in self._gated:
-            self._count("unschedulable", event)
+            self._count("unschedulable", event, strategy)
         self._unschedulable.pop(uid)
         self._gated.pop(uid)
         if gated:
@@ -137,7 +160,8 @@ class SchedulingQueue:
         else:
             self._unschedulable.put(info)
 
-    def _admitted(self, info: QueuedPodInfo, event: str) -> bool:
+    def _admitted(self, info: QueuedPodInfo, event: str,
+                  strategy: Strategy | None = None) -> bool:
         """Run PreEnqueue; a pod it turns away waits among the gated pods."""
         status = self._pre_enqueue(info.pod_info)
         uid = info.pod_info.uid
@@ -148,7 +172,7 @@ class SchedulingQueue:
                 self._held_for_preemption.add(uid)
             else:
                 self._held_for_preemption.discard(uid)
-            self._park(info, event, gated=True)
+            self._park(info, event, gated=True, strategy=strategy)
             return False
         self._held_for_preemption.discard(uid)
         info.gated = False
@@ -158,9 +182,9 @@ class SchedulingQueue:
         return True
 
     def _to_active(self, info: QueuedPodInfo, event: str, *,
-                   from_backoff: bool = False) -> bool:
+                   from_backoff: bool = False, strategy: Strategy | None = None) -> bool:
         # PreEnqueue already ran when the pod entered backoffQ.
-        if not from_backoff and not self._admitted(info, event):
+        if not from_backoff and not self._admitted(info, event, strategy):
             return False
         self._backoff.remove(info.pod_info.uid)
         if info.initial_attempt_timestamp is None:
@@ -168,15 +192,16 @@ class SchedulingQueue:
         entry = _HeapEntry(info, self._less)
         heapq.heappush(self._active, entry)
         self._active_by_uid[info.pod_info.uid] = entry
-        self._count("active", event)
+        self._count("active", event, strategy)
         self._wakeup.set()
         return True
 
-    def _to_backoff(self, info: QueuedPodInfo, event: str, *, early: bool = True) -> bool:
-        if not self._admitted(info, event):
+    def _to_backoff(self, info: QueuedPodInfo, event: str, *, early: bool = True,
+                    strategy: Strategy | None = None) -> bool:
+        if not self._admitted(info, event, strategy):
             return False
         self._backoff.add(info, self._backoff_expiry(info), early=early)
-        self._count("backoff", event)
+        self._count("backoff", event, strategy)
         if self._backoff.has_rejected():
             self._wakeup.set()  # pop() may take it if the active queue is empty
         return True
@@ -187,12 +212,12 @@ class SchedulingQueue:
         unschedulable and gated pods. `early=False`: a pod sent to backoff waits it out
         even on an idle scheduler."""
         if strategy is Strategy.SKIP:
-            self._park(info, event, gated=info.gated)
+            self._park(info, event, gated=info.gated, strategy=strategy)
             return False
         if (strategy is Strategy.AFTER_BACKOFF
                 and self._backoff.is_backing_off(self._backoff_expiry(info), self._clock())):
-            return self._to_backoff(info, event, early=early)
-        return self._to_active(info, event)
+            return self._to_backoff(info, event, early=early, strategy=strategy)
+        return self._to_active(info, event, strategy=strategy)
 
     # --- informer-facing API -----------------------------------------------------
 
@@ -211,8 +236,9 @@ class SchedulingQueue:
         self.nominator.add_from_status(pod, previously_nominated)
         if (info := self._in_flight.get(uid)) is not None:
             # Kept for when it comes back: the update may be what would have let it fit.
-            self._in_flight_events.record_for(uid, pod_update_events(info.pod_info, pod),
-                                              info.pod_info, pod)
+            self._in_flight_events.record_for(
+                uid, pod_update_events(info.pod_info, pod, target=True, release=self.release),
+                info.pod_info, pod)
             info.pod_info = pod
             return
         if (entry := self._active_by_uid.get(uid)) is not None:
@@ -233,7 +259,7 @@ class SchedulingQueue:
             # judge every change the update carries (no gating pre-filter, as upstream).
             old = info.pod_info
             info.pod_info = pod
-            for event in pod_update_events(old, pod):
+            for event in pod_update_events(old, pod, target=True, release=self.release):
                 strategy = self.hints.strategy(info, event, old, pod)
                 if self._requeue(info, strategy, event.queue_label()):
                     return

@@ -110,10 +110,10 @@ class Attempts:
         if not framework.post_filter_plugins or diagnosis.num_all_nodes == 0:
             return None
         self._context.metrics.preemption_attempt()
-        result, status, reasons = framework.run_post_filter(
+        result, _, reasons = framework.run_post_filter(
             attempt.state, attempt.pod, diagnosis.statuses(self._context.snapshot.by_name))
-        if not status.ok:
-            diagnosis.post_filter_msg = ", ".join(reasons)
+        # Upstream's PostFilterMsg is the status's message whatever its code.
+        diagnosis.post_filter_msg = ", ".join(reasons)
         return result.nominated_node_name if result is not None else None
 
     # --- failures ------------------------------------------------------------------------

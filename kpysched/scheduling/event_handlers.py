@@ -51,8 +51,10 @@ def _handling(scheduler: Scheduler, label: str) -> Iterator[None]:
         scheduler.context.metrics.event_handled(label, time.perf_counter() - started)
 
 
-def _pod_label(pod: api.Pod, action: str) -> str:
-    return f"{'AssignedPod' if _is_assigned(pod) else 'UnschedulablePod'}{action}"
+def _pod_label(pod: api.Pod, action: str, release: int) -> str:
+    """The handler's event label, as the release spells it (see ev.release_label)."""
+    label = f"{'AssignedPod' if _is_assigned(pod) else 'UnschedulablePod'}{action}"
+    return ev.release_label(label, release)
 
 
 class PodEventHandler:
@@ -102,7 +104,7 @@ class PodEventHandler:
                 and self._scheduler.responsible_for(pod.spec.scheduler_name))
 
     def on_add(self, pod: api.Pod) -> None:
-        with _handling(self._scheduler, _pod_label(pod, "Add")):
+        with _handling(self._scheduler, self._label(pod, "Add")):
             self._add(pod)
 
     def _add(self, pod: api.Pod) -> None:
@@ -139,8 +141,11 @@ class PodEventHandler:
                         (member.uid for member in members if member.uid != info.uid),
                         ev.UNSCHEDULED_POD_ADD, None, info)
 
+    def _label(self, pod: api.Pod, action: str) -> str:
+        return _pod_label(pod, action, self._scheduler.queue.release)
+
     def on_update(self, old: api.Pod, new: api.Pod) -> None:
-        with _handling(self._scheduler, _pod_label(new, "Update")):
+        with _handling(self._scheduler, self._label(new, "Update")):
             self._update(old, new)
 
     def _update(self, old: api.Pod, new: api.Pod) -> None:
@@ -163,7 +168,7 @@ class PodEventHandler:
                 return
             # One event per changed scheduling property, as upstream's updateAssignedPodInCache.
             before = self._quiet_info(old) or info
-            for event in ev.pod_update_events(before, info):
+            for event in ev.pod_update_events(before, info, release=queue.release):
                 queue.move_on_assigned_pod(event, before, info)
             return
         if cache.is_assumed(new.metadata.uid):
@@ -204,7 +209,7 @@ class PodEventHandler:
             return None
 
     def on_delete(self, pod: api.Pod) -> None:
-        with _handling(self._scheduler, _pod_label(pod, "Delete")):
+        with _handling(self._scheduler, self._label(pod, "Delete")):
             self._delete(pod)
 
     def _delete(self, pod: api.Pod) -> None:

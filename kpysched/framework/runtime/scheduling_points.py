@@ -275,7 +275,10 @@ class SchedulingPoints(Instrumented):
                                   f"{status.message()}"]
             state.add_plugin_seconds(plugin.NAME, "PostFilter", time.perf_counter() - started)
             if status.ok:
-                return outcome, status, []
+                # A success may say what it did (v1.37's DefaultPreemption: "preemption:
+                # found a potential placement ..."): upstream appends any PostFilter
+                # message to the FailedScheduling text.
+                return outcome, status, list(status.reasons)
             if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 return outcome, status.with_plugin(plugin.NAME), list(status.reasons)
             if not status.is_rejected:

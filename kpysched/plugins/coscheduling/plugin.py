@@ -149,6 +149,9 @@ _EVENTS = (
                          schedulable_after_pod_added),
     ClusterEventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.UPDATE_POD_LABEL),
                          schedulable_after_own_relabel),
+    # v1.37 reports the pending pod's own update as TargetPod (never emitted as v1.36).
+    ClusterEventWithHint(ClusterEvent(Resource.TARGET_POD, ActionType.UPDATE_POD_LABEL),
+                         schedulable_after_own_relabel),
     ClusterEventWithHint(ClusterEvent(Resource.COSCHEDULING_POD_GROUP,
                                       ActionType.ADD | ActionType.UPDATE),
                          schedulable_after_pod_group_change),

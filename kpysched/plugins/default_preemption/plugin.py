@@ -81,6 +81,9 @@ REASON_NO_CANDIDATE = "no candidate node for preemption"
 
 PREEMPT_NEVER = "Never"
 
+# From v1.37 a successful preemption's status names the node and the victim count.
+_PLACEMENT_MESSAGE_RELEASE = 37
+
 _DEFAULT_PERCENTAGE = 10
 _DEFAULT_ABSOLUTE = 100
 
@@ -260,6 +263,11 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                  for c in candidates],
                 best.name, criterion)
         self._handle.preempt(pod, best.name, best.victims, NAME)
+        if self._handle.features.release >= _PLACEMENT_MESSAGE_RELEASE:
+            # The pod still waits for its victims to go: its FailedScheduling says where.
+            return PostFilterResult(best.name), Status(Code.SUCCESS, [
+                f"found a potential placement for pod on node {best.name}, "
+                f"preempting {len(best.victims)} victims"])
         return PostFilterResult(best.name), SUCCESS
 
     def pod_eligible_to_preempt_others(self, pod: PodInfo,

@@ -80,4 +80,5 @@ def test_triggers_split_a_registration_into_single_actions(
     if expected is not None:
         assert names == expected
     else:
-        assert names[:2] == ["NodeAdd", "NodeDelete"] and len(names) == 13
+        # Add, Delete and every update action (v1.37's two new ones included).
+        assert names[:2] == ["NodeAdd", "NodeDelete"] and len(names) == 15

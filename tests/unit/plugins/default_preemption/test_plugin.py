@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import pytest
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.config.features import Features
 from kpysched.framework.cluster_events import ASSIGNED_POD_DELETE, ClusterEvent, QueueingHint
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
@@ -232,7 +233,8 @@ def setup(nodes: Sequence[NodeInfo], filters: Sequence[str] = (FIT,),
           args: DefaultPreemptionArgs | None = None, rng: random.Random | None = None,
           fake_codes: Mapping[str, Code] | None = None,
           pdbs: Sequence[api.PodDisruptionBudget] = (),
-          nominated: Mapping[str, list[PodInfo]] | None = None) -> Setup:
+          nominated: Mapping[str, list[PodInfo]] | None = None,
+          release: int = 36) -> Setup:
     """A profile with PrioritySort, the given PreFilter/Filter plugins (upstream registers
     the same plugin at both), upstream's counting FakeFilter first when `fake_codes` is
     given, DefaultPreemption and DefaultBinder."""
@@ -247,7 +249,8 @@ def setup(nodes: Sequence[NodeInfo], filters: Sequence[str] = (FIT,),
                                        rng=rng or random.Random(4)),
         DefaultPreemptionArgs)
     handle = FakeHandle(snapshot_value=make_snapshot(*nodes), pdb_list=list(pdbs),
-                        nominated=dict(nominated or {}))
+                        nominated=dict(nominated or {}),
+                        features_value=Features(release=release))
     filter_names = [*([FakeFilter.NAME] if fake_codes is not None else []), *filters]
     if pre_filters is None:
         pre_filters = [name for name in filters if name in (FIT, "InterPodAffinity",
@@ -336,15 +339,21 @@ POST_FILTER = [
 ]
 
 
+@pytest.mark.parametrize("release", [36, 37])
 @pytest.mark.parametrize(("preemptor", "pods", "node_names", "capacity", "statuses", "pdbs",
                           "want_result", "want_code", "want_message"), POST_FILTER)
 def test_post_filter(preemptor: PodBuilder, pods: list[PodBuilder], node_names: list[str],
                      capacity: Mapping[str, Any], statuses: dict[str, Status],
                      pdbs: Sequence[api.PodDisruptionBudget],
-                     want_result: PostFilterResult, want_code: Code, want_message: str) -> None:
+                     want_result: PostFilterResult, want_code: Code, want_message: str,
+                     release: int) -> None:
     per_node = capacity if all(isinstance(v, Mapping) for v in capacity.values()) else None
     env = setup(cluster(node_names, pods, VERY_LARGE if per_node else capacity, per_node),
-                pdbs=pdbs)
+                pdbs=pdbs, release=release)
+    if want_code == Code.SUCCESS and release >= 37:
+        # v1.37's table: a success names its node and victim count (each case has one).
+        want_message = (f"preemption: found a potential placement for pod on node "
+                        f"{want_result.nominated_node_name}, preempting 1 victims")
     info = preemptor.info()
     result, status = env.plugin.post_filter(env.state_for(info), info, statuses)
     assert (result, status.code, status.message()) == (want_result, want_code, want_message)
@@ -950,27 +959,31 @@ def test_registered_in_tree() -> None:
     assert 0 <= offset < 1000 and count == 100
 
 
-@pytest.mark.parametrize(("existing_priority", "nominated", "message"), [
+@pytest.mark.parametrize(("existing_priority", "release", "nominated", "message"), [
     # Upstream keeps the rejecting PostFilter's result: an empty nomination clears any.
-    pytest.param(HIGH, "",
-                 "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are "
-                 "available: 2 No preemption victims found for incoming pod.",
-                 id="nothing to preempt"),
-    pytest.param(LOW, "node1", "0/2 nodes are available: 2 Insufficient cpu.",
-                 id="preempted: only the Filter summary"),
+    *(pytest.param(HIGH, release, "",
+                   "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are "
+                   "available: 2 No preemption victims found for incoming pod.",
+                   id=f"nothing to preempt (v1.{release})") for release in (36, 37)),
+    pytest.param(LOW, 36, "node1", "0/2 nodes are available: 2 Insufficient cpu.",
+                 id="preempted: only the Filter summary (v1.36)"),
+    # v1.37's Evaluator.Preempt says where it made room, and the scheduler appends it.
+    pytest.param(LOW, 37, "node1",
+                 "0/2 nodes are available: 2 Insufficient cpu. preemption: found a potential "
+                 "placement for pod on node node1, preempting 1 victims",
+                 id="preempted: the placement found follows the summary (v1.37)"),
 ])
 def test_failed_scheduling_text_as_kube_scheduler_prints_it(
-        existing_priority: int, nominated: str | None, message: str) -> None:
+        existing_priority: int, release: int, nominated: str | None, message: str) -> None:
     """kpysched: the FailedScheduling text composed from the Filter pass and PostFilter."""
     pods = [pod(f"e{i}", existing_priority, f"node{i}", res={"cpu": "800m"}) for i in (1, 2)]
-    env = setup(cluster(["node1", "node2"], pods, {"cpu": "1"}))
+    env = setup(cluster(["node1", "node2"], pods, {"cpu": "1"}), release=release)
     info = pod("p", HIGH if existing_priority == LOW else LOW, res={"cpu": "500m"}).info()
     state = env.state_for(info)
     statuses = {node.name: env.framework.run_filter_with_nominated(state, info, node)
                 for node in env.handle.snapshot.node_infos}
     diagnosis = Diagnosis(2, statuses)
-    result, status, messages = env.framework.run_post_filter(state, info, statuses)
-    if not status.ok:
-        diagnosis.post_filter_msg = ", ".join(messages)
+    result, _, messages = env.framework.run_post_filter(state, info, statuses)
+    diagnosis.post_filter_msg = ", ".join(messages)  # as Attempts.post_filter does
     assert (result.nominated_node_name if result else None, diagnosis.message()) == (
         nominated, message)
