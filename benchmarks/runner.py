@@ -100,8 +100,10 @@ def run_once(spec: RunSpec, scheduler_name: str, repeat: int,
 
 async def _populate(api: BenchApi, spec: RunSpec, scheduler_name: str) -> None:
     workload, sizes = spec.workload, spec.sizes
+    labels = dict(workload.namespace_labels)
     for namespace in workloads.NAMESPACES:
-        await api.must("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})
+        await api.must("POST", "/api/v1/namespaces",
+                       {"metadata": {"name": namespace, "labels": labels}})
     await api.create_all(("/api/v1/nodes", encode(workload.node(i)))
                          for i in range(sizes.nodes))
     if workload.dra is not None:
@@ -112,7 +114,7 @@ async def _populate(api: BenchApi, spec: RunSpec, scheduler_name: str) -> None:
                          [f"{workload.measured_pod.prefix}-{i}" for i in range(sizes.pods)])
     init_path = f"/api/v1/namespaces/{workloads.INIT_NAMESPACE}/pods"
     await api.create_all(
-        (init_path, encode(workload.init_pod.body(
+        (init_path, encode(workload.init_pod_for(i).body(
             f"init-{i}", scheduler_name, f"node-{workload.place_init(i, sizes.nodes)}")))
         for i in range(sizes.init_pods))
     if workload.dra is not None and workload.init_pod.resource_claim:

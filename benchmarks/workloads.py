@@ -118,6 +118,39 @@ ANTI_AFFINITY_POD = PodShape("anti-affinity-pod", labels={"color": "green"}, aff
 SPREADING_POD = PodShape("spreading-pod", labels={"color": "blue"}, spread=[{
     "maxSkew": 5, "topologyKey": ZONE_KEY, "whenUnsatisfiable": "DoNotSchedule",
     "labelSelector": {"matchLabels": {"color": "blue"}}}])
+# scheduler_perf's affinity config (test/integration/scheduler_perf/affinity): upstream's
+# slowest cases.
+AFFINITY_NAMESPACES = [MEASURED_NAMESPACE, INIT_NAMESPACE]
+POD_AFFINITY_POD = PodShape("affinity-pod", labels={"color": "blue"}, affinity={
+    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"color": "blue"}}, "topologyKey": ZONE_KEY,
+        "namespaces": AFFINITY_NAMESPACES}]}})
+
+
+def _preferred(kind: str, colour: str, selector: dict[str, Any]) -> dict[str, Any]:
+    return {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 1, "podAffinityTerm": {
+            "labelSelector": {"matchLabels": {"color": colour}},
+            "topologyKey": "kubernetes.io/hostname", **selector}}]}}
+
+
+PREFERRED_AFFINITY_POD = PodShape(
+    "preferred-affinity-pod", labels={"color": "red"},
+    affinity=_preferred("podAffinity", "red", {"namespaces": AFFINITY_NAMESPACES}))
+PREFERRED_ANTI_AFFINITY_POD = PodShape(
+    "preferred-anti-affinity-pod", labels={"color": "yellow"},
+    affinity=_preferred("podAntiAffinity", "yellow", {"namespaces": AFFINITY_NAMESPACES}))
+# Namespaces labelled team=devops are the ones the namespaceSelector terms select.
+DEVOPS = {"team": "devops"}
+ANTI_AFFINITY_NS_SELECTOR_POD = PodShape("anti-affinity-pod", labels={"color": "green"},
+                                         affinity={"podAntiAffinity": {
+    "requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"color": "green"}},
+        "topologyKey": "kubernetes.io/hostname",
+        "namespaceSelector": {"matchLabels": DEVOPS}}]}})
+# MixedSchedulingBasePod: the initial pods are of five kinds, as many of each.
+MIXED_INIT_PODS = (DEFAULT_POD, POD_AFFINITY_POD, ANTI_AFFINITY_POD, PREFERRED_AFFINITY_POD,
+                   PREFERRED_ANTI_AFFINITY_POD)
 LOW_PRIORITY_POD = PodShape("low", cpu="900m", grace_period_zero=True)
 HIGH_PRIORITY_POD = PodShape("high", cpu="3000m", priority=10)
 LARGE_CPU_POD = PodShape("large", cpu="9", limits=False, priority=10)
@@ -311,6 +344,15 @@ class Workload:
     # The test extender beside the scheduler, answering filter and prioritize after
     # this many milliseconds (benchmarks/extender.py).
     extender_delay_ms: float | None = None
+    # Initial pod i takes init_pods_cycle[i % len] instead of init_pod (mixed kinds).
+    init_pods_cycle: tuple[PodShape, ...] = ()
+    # Labels on the initial and measured namespaces (namespaceSelector workloads).
+    namespace_labels: tuple[tuple[str, str], ...] = ()
+
+    def init_pod_for(self, index: int) -> PodShape:
+        if self.init_pods_cycle:
+            return self.init_pods_cycle[index % len(self.init_pods_cycle)]
+        return self.init_pod
 
     def node(self, index: int) -> dict[str, Any]:
         return node_body(f"node-{index}",
@@ -354,6 +396,49 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
         zones=("moon-1", "moon-2", "moon-3"), init_pod=DEFAULT_POD,
         measured_pod=SPREADING_POD,
         default_init_pods=lambda nodes: nodes, default_pods=lambda nodes: max(nodes, 3000)),
+    Workload(
+        "pod-affinity", "SchedulingPodAffinity",
+        "required pod affinity to the blue pods' zone (all nodes in zone1), namespaces "
+        "listed; as many initial pods as nodes, twice as many measured",
+        zones=("zone1",), init_pod=POD_AFFINITY_POD, measured_pod=POD_AFFINITY_POD,
+        default_init_pods=lambda nodes: nodes, default_pods=lambda nodes: 2 * nodes),
+    Workload(
+        "preferred-pod-affinity", "SchedulingPreferredPodAffinity",
+        "preferred pod affinity (weight 1) to red pods per hostname",
+        zones=("zone1", "zone2", "zone3"), init_pod=PREFERRED_AFFINITY_POD,
+        measured_pod=PREFERRED_AFFINITY_POD,
+        default_init_pods=lambda nodes: nodes, default_pods=lambda nodes: 2 * nodes),
+    Workload(
+        "preferred-pod-anti-affinity", "SchedulingPreferredPodAntiAffinity",
+        "preferred pod anti-affinity (weight 1) to yellow pods per hostname",
+        zones=("zone1", "zone2", "zone3"), init_pod=PREFERRED_ANTI_AFFINITY_POD,
+        measured_pod=PREFERRED_ANTI_AFFINITY_POD,
+        default_init_pods=lambda nodes: nodes, default_pods=lambda nodes: 2 * nodes),
+    Workload(
+        "mixed-affinity", "MixedSchedulingBasePod",
+        "default pods among initial pods of five kinds (plain, required affinity, "
+        "required anti-affinity, preferred affinity, preferred anti-affinity), all in zone1",
+        zones=("zone1",), init_pod=DEFAULT_POD, measured_pod=DEFAULT_POD,
+        init_pods_cycle=MIXED_INIT_PODS,
+        # Two initial pods per node, consecutive ones: the required anti-affinity pods
+        # (every fifth) land on distinct nodes, as a scheduler would have put them.
+        place_init=lambda index, nodes: (index // 2) % nodes,
+        # Upstream: initPods of each kind (200 at 500 nodes, 2000 at 5000).
+        default_init_pods=lambda nodes: 5 * (2 * nodes // 5),
+        default_pods=lambda nodes: 2 * nodes),
+    Workload(
+        "anti-affinity-ns-selector", "SchedulingRequiredPodAntiAffinityWithNSSelector",
+        "required pod anti-affinity per hostname to green pods of namespaces labelled "
+        "team=devops (namespaceSelector); initial pods one per node (upstream's 5000-node "
+        "proportions: 4/5 of the nodes taken, 1/5 measured; its initial pods span 100 "
+        "labelled namespaces, here one)",
+        zones=("zone1", "zone2", "zone3"), init_pod=ANTI_AFFINITY_NS_SELECTOR_POD,
+        measured_pod=ANTI_AFFINITY_NS_SELECTOR_POD,
+        default_init_pods=lambda nodes: (4 * nodes) // 5,
+        default_pods=lambda nodes: max(1, nodes // 5),
+        place_init=lambda index, nodes: index,
+        capacity=lambda nodes, init: nodes - init,
+        namespace_labels=tuple(DEVOPS.items())),
     Workload(
         "preemption", "PreemptionBasic",
         "nodes full of 4x900m low-priority pods; each 3-CPU high-priority pod preempts 3",
@@ -485,8 +570,8 @@ def sizes_for(workload: Workload, nodes: int, init_pods: int | None,
     measured = workload.default_pods(nodes) if pods is None else pods
     if nodes < 1 or init < 0 or measured < 1:
         raise ValueError("need at least 1 node and 1 measured pod")
-    if workload.name == "pod-anti-affinity" and init > nodes:
-        raise ValueError(f"pod-anti-affinity puts one initial pod per node: "
+    if workload.name in ("pod-anti-affinity", "anti-affinity-ns-selector") and init > nodes:
+        raise ValueError(f"{workload.name} puts one initial pod per node: "
                          f"--init-pods {init} > --nodes {nodes}")
     if workload.dra is not None and init > workload.dra.devices_per_node * nodes:
         raise ValueError(f"{workload.name}: {init} initial pods need more than the "
