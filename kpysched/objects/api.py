@@ -288,9 +288,17 @@ class ContainerImage(_Wire):
     size_bytes: int = 0
 
 
+class NodePodPreemptionPolicy(_Wire):
+    """spec.podPreemptionPolicy (InPlacePodVerticalScalingSchedulerPreemption, alpha):
+    whoever lists itself in disableResizePreemption turns resize preemption off here."""
+
+    disable_resize_preemption: list[str] = []
+
+
 class NodeSpec(_Wire):
     unschedulable: bool = False
     taints: list[Taint] = []
+    pod_preemption_policy: NodePodPreemptionPolicy | None = None
 
 
 class NodeCondition(_Wire):

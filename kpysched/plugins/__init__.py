@@ -19,6 +19,7 @@ from kpysched.plugins import (
     coscheduling,
     default_binder,
     default_preemption,
+    deferred_pod_scheduling,
     dynamic_resources,
     gang_scheduling,
     image_locality,
@@ -56,6 +57,9 @@ IN_TREE: dict[str, PluginSpec] = {
         node_resources_balanced_allocation.SPEC,
         inter_pod_affinity.SPEC,
         pod_topology_spread.SPEC,
+        # v1.37, InPlacePodVerticalScalingSchedulerPreemption (alpha): in the default
+        # profile, before NodeResourcesFit, only with that gate on.
+        deferred_pod_scheduling.SPEC,
         dynamic_resources.SPEC,
         default_preemption.SPEC,
         image_locality.SPEC,

@@ -22,6 +22,7 @@ MODULES = {
     "NodeResourcesFit": "node_resources.fit",
     "NodeResourcesBalancedAllocation": "node_resources.balanced_allocation",
     "PodTopologySpread": "pod_topology_spread",
+    "DeferredPodScheduling": "deferred_pod_scheduling",
     "InterPodAffinity": "inter_pod_affinity",
     "ImageLocality": "image_locality",
     "DefaultBinder": "default_binder",
