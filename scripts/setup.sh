@@ -2,7 +2,8 @@
 # Install everything kpysched and its tests need on a fresh machine:
 # a virtualenv with the package and dev tools, and the Go-built upstream binaries
 # (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, helm and
-# KWOK) in ~/.cache/kpysched (built once).
+# KWOK) in ~/.cache/kpysched (built once): the control plane of each Kubernetes
+# release the harness runs, v1.36.4 and v1.37.2 (docs/testing.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
@@ -22,8 +23,10 @@ if [ -d tests/plugin_package ]; then
 fi
 # Nothing required is missing or at another version than the lock's.
 .venv/bin/python -m pip check
-# KPYSCHED_SETUP_CORE_ONLY=1 (scripts/test.sh): only what a cluster needs to start and
-# most tests use; the caller builds the rest in the background.
+# KPYSCHED_SETUP_CORE_ONLY=1 (scripts/test.sh): only what a cluster of the selected
+# release (KPYSCHED_TEST_RELEASE, else 1.36) needs to start and most tests use; the
+# caller builds the rest, the other releases' control planes included, in the
+# background. Without it, every release's.
 if [ -n "${KPYSCHED_SETUP_CORE_ONLY:-}" ]; then
     .venv/bin/python -m tests.cluster build --core
 else

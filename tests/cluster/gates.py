@@ -19,6 +19,11 @@ of upstream's can be the oracle for kpysched's.
   the GangScheduling plugin (PreEnqueue until minCount pods exist, then Permit).
 * `scheduling.k8s.io/v1alpha2=true`: alpha API versions are off by default, the gate
   alone serves nothing.
+
+Release 1.37 (`gang("1.37")`) folds GangScheduling into GenericWorkload (beta, still
+off by default; kube-apiserver refuses the old gate as unrecognized) and serves
+Workload and PodGroup as `scheduling.k8s.io/v1beta1`, a beta version new in 1.37 and
+so off by default too. `GANG` is release 1.36's.
 """
 
 from __future__ import annotations
@@ -42,6 +47,16 @@ GANG = Gates(
     feature_gates=MappingProxyType({"GenericWorkload": True, "GangScheduling": True}),
     runtime_config=("scheduling.k8s.io/v1alpha2=true",),
 )
+_GANG_BY_RELEASE = {
+    "1.36": GANG,
+    "1.37": Gates(feature_gates=MappingProxyType({"GenericWorkload": True}),
+                  runtime_config=("scheduling.k8s.io/v1beta1=true",)),
+}
+
+
+def gang(release: str) -> Gates:
+    """What upstream gang scheduling needs on a control plane of `release` ("1.37")."""
+    return _GANG_BY_RELEASE[release]
 
 
 def feature_gates_args(feature_gates: Mapping[str, bool]) -> list[str]:
