@@ -1,6 +1,6 @@
 """Differential scenarios for NodeDeclaredFeatures: the same scenario under kube-scheduler
 v1.36.4 and kpysched, each on a cluster of its own and at once (see compare.py),
-compared on node, FailedScheduling text and victims (as test_differential.py does).
+compared on node, FailedScheduling text and victims (as the batch, tests/e2e/differential/batch, does).
 
 Nodes publish `status.declaredFeatures` the way a kubelet would; the API server of the
 harness runs v1.36's default gates (NodeDeclaredFeatures and
