@@ -106,6 +106,9 @@ async def _populate(api: BenchApi, spec: RunSpec, scheduler_name: str) -> None:
                        {"metadata": {"name": namespace, "labels": labels}})
     await api.create_all(("/api/v1/nodes", encode(workload.node(i)))
                          for i in range(sizes.nodes))
+    if workload.csi_volumes_per_node is not None:
+        await api.create_all(("/apis/storage.k8s.io/v1/csinodes", encode(workload.csi_node(i)))
+                             for i in range(sizes.nodes))
     if workload.dra is not None:
         await _create_dra_objects(api, workload.dra, sizes.nodes)
     await _create_claims(api, workloads.INIT_NAMESPACE, workload.init_pod,
@@ -199,7 +202,7 @@ async def _create_claims(api: BenchApi, namespace: str, shape: workloads.PodShap
     Bound phases are written after the objects, as scheduler_perf does."""
     if not shape.claim:
         return
-    pairs = [workloads.volume_bodies(namespace, name) for name in pod_names]
+    pairs = [workloads.volume_bodies(namespace, name, shape.csi_volume) for name in pod_names]
     claims_path = f"/api/v1/namespaces/{namespace}/persistentvolumeclaims"
     await api.create_all((claims_path, encode(claim)) for claim, _ in pairs)
     await api.create_all(("/api/v1/persistentvolumes", encode(volume)) for _, volume in pairs)

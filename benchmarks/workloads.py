@@ -51,8 +51,10 @@ class PodShape:
     grace_period_zero: bool = False
     affinity: dict[str, Any] | None = None
     spread: list[dict[str, Any]] | None = None
-    # Mounts the PersistentVolumeClaim named like the pod (see volume_bodies).
+    # Mounts the PersistentVolumeClaim named like the pod (see volume_bodies)...
     claim: bool = False
+    # ...whose volume is a CSI one of CSI_DRIVER instead of an in-tree AWS EBS one.
+    csi_volume: bool = False
     # CPU/memory requests (and limits); False: the container requests nothing
     # (scheduler_perf's DRA pod templates).
     requests: bool = True
@@ -106,6 +108,11 @@ class PodShape:
 
 DEFAULT_POD = PodShape("pod")
 PV_POD = PodShape("pod-pv", claim=True)
+CSI_PV_POD = PodShape("pod-pv", claim=True, csi_volume=True)
+# SchedulingCSIPVs: every node may attach 39 volumes of this driver (its allocatable
+# and its CSINode say so, as scheduler_perf's nodeAllocatableStrategy writes both).
+CSI_DRIVER = "ebs.csi.aws.com"
+CSI_VOLUMES_PER_NODE = 39
 NODE_AFFINITY_POD = PodShape("node-affinity", affinity={"nodeAffinity": {
     "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{
         "matchExpressions": [{"key": ZONE_KEY, "operator": "In",
@@ -156,12 +163,14 @@ HIGH_PRIORITY_POD = PodShape("high", cpu="3000m", priority=10)
 LARGE_CPU_POD = PodShape("large", cpu="9", limits=False, priority=10)
 
 
-def volume_bodies(namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any]]:
+def volume_bodies(namespace: str, name: str, csi: bool = False
+                  ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The claim and volume of one pod of SchedulingInTreePVs (scheduler_perf's
     templates/pvc.yaml and pv-aws.yaml): 1Gi ReadOnlyMany, an in-tree AWS EBS volume,
     bound to each other from the start (the claim says bind-completed, the volume's
     claimRef names the claim), as upstream's CreatePodWithPersistentVolume makes them.
-    The PV's name carries the namespace: PVs are cluster-wide."""
+    With `csi`, SchedulingCSIPVs' pv-csi.yaml: a CSI volume of CSI_DRIVER whose handle
+    is the volume's name. The PV's name carries the namespace: PVs are cluster-wide."""
     pv_name = f"{namespace}-pv-{name}"
     claim = {
         "apiVersion": "v1", "kind": "PersistentVolumeClaim",
@@ -170,10 +179,12 @@ def volume_bodies(namespace: str, name: str) -> tuple[dict[str, Any], dict[str, 
         "spec": {"accessModes": ["ReadOnlyMany"],
                  "resources": {"requests": {"storage": "1Gi"}}, "volumeName": pv_name},
     }
+    source = ({"csi": {"driver": CSI_DRIVER, "volumeHandle": pv_name}} if csi
+              else {"awsElasticBlockStore": {"volumeID": pv_name}})
     volume = {
         "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv_name},
         "spec": {"accessModes": ["ReadOnlyMany"], "capacity": {"storage": "1Gi"},
-                 "awsElasticBlockStore": {"volumeID": pv_name},
+                 **source,
                  "persistentVolumeReclaimPolicy": "Retain",
                  "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
                               "namespace": namespace, "name": name}},
@@ -348,6 +359,18 @@ class Workload:
     init_pods_cycle: tuple[PodShape, ...] = ()
     # Labels on the initial and measured namespaces (namespaceSelector workloads).
     namespace_labels: tuple[tuple[str, str], ...] = ()
+    # Each node may attach this many CSI_DRIVER volumes: its allocatable and a CSINode.
+    csi_volumes_per_node: int | None = None
+
+    def csi_node(self, index: int) -> dict[str, Any] | None:
+        if self.csi_volumes_per_node is None:
+            return None
+        name = f"node-{index}"
+        return {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                "metadata": {"name": name},
+                "spec": {"drivers": [{"name": CSI_DRIVER, "nodeID": name,
+                                      "topologyKeys": None,
+                                      "allocatable": {"count": self.csi_volumes_per_node}}]}}
 
     def init_pod_for(self, index: int) -> PodShape:
         if self.init_pods_cycle:
@@ -355,7 +378,9 @@ class Workload:
         return self.init_pod
 
     def node(self, index: int) -> dict[str, Any]:
-        return node_body(f"node-{index}",
+        extra = ({f"attachable-volumes-csi-{CSI_DRIVER}": str(self.csi_volumes_per_node)}
+                 if self.csi_volumes_per_node is not None else None)
+        return node_body(f"node-{index}", extra_allocatable=extra,
                          labels={ZONE_KEY: self.zones[index % len(self.zones)],
                                  **dict(self.node_labels),
                                  **(self.labels_of_node(index) if self.labels_of_node
@@ -471,6 +496,13 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
         zones=("zone1", "zone2", "zone3"), init_pod=PV_POD, measured_pod=PV_POD,
         default_init_pods=lambda nodes: min(nodes, 1000),
         default_pods=lambda nodes: max(2 * nodes, 2000)),
+    Workload(
+        "csi-pvs", "SchedulingCSIPVs",
+        "every pod mounts its own bound claim of a CSI volume (ebs.csi.aws.com); nodes "
+        "may attach 39 such volumes (allocatable and CSINode)",
+        zones=("zone1", "zone2", "zone3"), init_pod=CSI_PV_POD, measured_pod=CSI_PV_POD,
+        default_init_pods=lambda nodes: nodes, default_pods=lambda nodes: 2 * nodes,
+        csi_volumes_per_node=CSI_VOLUMES_PER_NODE),
     Workload(
         "unschedulable", "Unschedulable",
         "default pods flow while 9-CPU high-priority pods that never fit arrive at 5/s",
