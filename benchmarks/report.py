@@ -222,6 +222,9 @@ def rebuild(doc: dict[str, Any]) -> dict[str, Any]:
         figures["sampled_share"] = sampled_share(samples, bound, active)
         figures.setdefault("attempts_unschedulable",
                            fields["attempts_by_result"].get("unschedulable", 0.0))
+        if "pods_per_cpu_second" not in figures:
+            cpu = figures.get("cpu_seconds", math.nan)
+            figures["pods_per_cpu_second"] = fields["pods"] / cpu if cpu > 0 else math.nan
         if "throughput_ready" not in figures:
             figures["throughput_ready"] = bound / active if bound and active > 0 else math.nan
         fields["figures"] = figures
@@ -380,10 +383,10 @@ def overview(docs: Sequence[dict[str, Any]]) -> str:
     """One line per suite: the judged throughput and the main costs, side by side."""
     lines = ["| workload | nodes | initial / measured pods | qps/burst | throughput "
              "kube-scheduler | throughput kpysched | ratio | algorithm p99 ms "
-             "(kube-scheduler / kpysched) | CPU ms per pod | peak RSS MiB | "
+             "(kube-scheduler / kpysched) | CPU ms per pod | pods per CPU-s | peak RSS MiB | "
              "API requests per pod | throughput ceiling | kpysched / ceiling | "
              "kube-scheduler / ceiling |",
-             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for doc in docs:
         info, summary = doc["meta"], doc["summary"]
         if KPYSCHED not in summary or KUBE_SCHEDULER not in summary:
@@ -406,6 +409,7 @@ def overview(docs: Sequence[dict[str, Any]]) -> str:
             f"| {qps} | {_number(theirs[key].median, 1)} | {_number(ours[key].median, 1)} "
             f"| **{_number(doc['ratios'][key], 2)}** ({unit}) "
             f"| {pair('algorithm_p99_ms', 2)} | {pair('cpu_ms_per_pod', 2)} "
+            f"| {pair('pods_per_cpu_second', 0)} "
             f"| {pair('peak_rss_mib', 0)} | {pair('api_requests_per_pod', 2)} "
             f"| {_number(limit, 1)} "
             f"| {_number(ceiling.get(KPYSCHED, {}).get(key, math.nan), 2)} "

@@ -39,6 +39,7 @@ FIGURES: tuple[Figure, ...] = (
     Figure("attempts_unschedulable", "unschedulable attempts (any pod)", "lower", 0),
     Figure("cpu_seconds", "scheduler CPU (s)", "lower"),
     Figure("cpu_ms_per_pod", "scheduler CPU per pod (ms)", "lower", 2),
+    Figure("pods_per_cpu_second", "pods per scheduler CPU-second", "higher", 0),
     Figure("peak_rss_mib", "scheduler peak RSS (MiB)", "lower"),
     Figure("api_requests_per_pod", "API requests per pod", "lower", 2),
     Figure("apiserver_cpu_seconds", "kube-apiserver CPU (s)", "lower"),

@@ -484,6 +484,7 @@ def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[flo
             "unschedulable", 0.0),
         "cpu_seconds": cpu_seconds,
         "cpu_ms_per_pod": cpu_seconds * 1000 / pods,
+        "pods_per_cpu_second": pods / cpu_seconds if cpu_seconds > 0 else math.nan,
         "peak_rss_mib": cpu_after.peak_rss_mib,
         "api_requests_per_pod": requests / pods,
         "apiserver_cpu_seconds": apiserver_cpu,
