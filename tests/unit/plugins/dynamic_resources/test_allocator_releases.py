@@ -356,3 +356,17 @@ def test_missing_key_hint_wording() -> None:
     assert MISSING_KEY_HINT == (
         ". consider using CEL optional chaining (.? followed by orValue()) or guarding the "
         "check with has() for optional fields")
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_prioritized_list_overflowing_first_subrequest_is_pruned(release: int) -> None:
+    """A subrequest far over the limit counts as its smallest alternative before the
+    search (no error in either release) and is passed over during it."""
+    case = Case(
+        claims=[claim(CLAIM0, request(REQ0, CLASS_A), first_available(
+            REQ1, sub_request(SUB0, CLASS_A, 2**63 - 1), sub_request(SUB1, CLASS_A)))],
+        classes=[CLASS_A_OBJ],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, device(DEVICE1), device(DEVICE2))],
+        expect=[allocation(LOCAL, result(REQ0, DRIVER_A, POOL1, DEVICE1),
+                           result(f"{REQ1}/{SUB1}", DRIVER_A, POOL1, DEVICE2))])
+    _run(case, release)
