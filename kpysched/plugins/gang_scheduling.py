@@ -68,13 +68,37 @@ def schedulable_after_pod_group_added(pod: PodInfo, old: object,
     return QueueingHint.QUEUE
 
 
-# A member's group is immutable and PodGroups are too, so only additions can help.
+def schedulable_after_pod_group_updated(pod: PodInfo, old: object,
+                                        new: object) -> QueueingHint:
+    """v1.37: the pod's own group lowered its gang's minCount, so fewer members may do."""
+    before, after = objects_as(PodGroup, old, new)
+    if before is None or after is None:
+        raise ValueError("a PodGroup update without both objects")
+    if (pod.namespace != after.metadata.namespace
+            or group_name(pod.pod) != after.metadata.name):
+        return QueueingHint.QUEUE_SKIP
+    old_gang = before.spec.scheduling_policy.gang
+    new_gang = after.spec.scheduling_policy.gang
+    if old_gang is None or new_gang is None or new_gang.min_count >= old_gang.min_count:
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
+
+
+# A member's group is immutable; in v1.36 PodGroups are too, so only additions can
+# help. v1.37 also hears a PodGroup whose gang minCount went down.
 _EVENTS = (
     ClusterEventWithHint(ClusterEvent(Resource.POD, ActionType.ADD),
                          schedulable_after_pod_added),
     ClusterEventWithHint(ClusterEvent(Resource.POD_GROUP, ActionType.ADD),
                          schedulable_after_pod_group_added),
 )
+_EVENTS_FROM_37 = (
+    *_EVENTS,
+    ClusterEventWithHint(ClusterEvent(Resource.POD_GROUP, ActionType.UPDATE),
+                         schedulable_after_pod_group_updated),
+)
+# The release whose PodGroups (scheduling.k8s.io/v1beta1) may lower minCount.
+MIN_COUNT_UPDATES_FROM = 37
 
 
 class GangScheduling(PreEnqueuePlugin, PermitPlugin):
@@ -84,6 +108,8 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin):
         self._handle = handle
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
+        if self._handle.features.release >= MIN_COUNT_UPDATES_FROM:
+            return _EVENTS_FROM_37
         return _EVENTS
 
     def _min_count(self, pod: PodInfo, name: str) -> int | None:

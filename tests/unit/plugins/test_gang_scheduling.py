@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kpysched.cache.pod_groups import PodGroupState
-from kpysched.framework.cluster_events import QueueingHint
+from kpysched.config.features import Features
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, QueueingHint, Resource
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code
 from kpysched.plugins import gang_scheduling as gang
@@ -96,3 +99,34 @@ def test_hints_queue_only_for_the_same_group() -> None:
         member, None, make_pod_group("g", 2)) is QueueingHint.QUEUE
     assert gang.schedulable_after_pod_group_added(
         member, None, make_pod_group("h", 2)) is QueueingHint.QUEUE_SKIP
+
+
+# Upstream v1.37's Test_isSchedulableAfterPodGroupUpdated (CompositePodGroup off; the
+# group ns1/pg, the target pod a member of it unless said otherwise).
+@pytest.mark.parametrize(("member_of", "old", "new", "expected"), [
+    pytest.param("pg", 4, 3, QueueingHint.QUEUE, id="minCount decreased matches target pod"),
+    pytest.param("pg", None, None, QueueingHint.QUEUE_SKIP, id="update Basic policy"),
+    pytest.param("pg", 3, 4, QueueingHint.QUEUE_SKIP, id="minCount increased matches target pod"),
+    pytest.param("pg", 3, 3, QueueingHint.QUEUE_SKIP, id="minCount unchanged matches target pod"),
+    pytest.param("other", 4, 3, QueueingHint.QUEUE_SKIP,
+                 id="minCount decreased but pod group name doesn't match target pod"),
+    pytest.param(None, 4, 3, QueueingHint.QUEUE_SKIP, id="a pod outside any group"),
+    pytest.param("pg", 4, None, QueueingHint.QUEUE_SKIP, id="gang policy replaced by basic"),
+])
+def test_pod_group_updated_hint(member_of: str | None, old: int | None, new: int | None,
+                                expected: QueueingHint) -> None:
+    pod = make_pod("p", namespace="ns1")
+    if member_of is not None:
+        pod = pod.group(member_of)
+    hint = gang.schedulable_after_pod_group_updated(
+        pod.info(), make_pod_group("pg", old, namespace="ns1"),
+        make_pod_group("pg", new, namespace="ns1"))
+    assert hint is expected
+
+
+@pytest.mark.parametrize(("release", "hears_updates"), [(36, False), (37, True)])
+def test_pod_group_updates_are_heard_from_v1_37(release: int, hears_updates: bool) -> None:
+    plugin = gang.GangScheduling(FakeHandle(features_value=Features(release=release)))
+    events = [r.event for r in plugin.events_to_register()]
+    assert (ClusterEvent(Resource.POD_GROUP, ActionType.UPDATE) in events) is hears_updates
+    assert ClusterEvent(Resource.POD_GROUP, ActionType.ADD) in events
