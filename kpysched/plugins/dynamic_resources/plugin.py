@@ -245,8 +245,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                                 else ActionType(0))),
                 lambda pod, old, new: hints.after_claim_change(self._tracker.get, pod, old,
                                                                new)),
+            # The pod's own update (v1.37 names it TargetPod; a Pod registration hears it
+            # in both releases).
             ClusterEventWithHint(
-                ClusterEvent(Resource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                ClusterEvent(Resource.TARGET_POD if self._release >= 37 else Resource.POD,
+                             ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
                 lambda pod, old, new: hints.after_pod_change(self._tracker.get, pod, old,
                                                              new)),
             ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),

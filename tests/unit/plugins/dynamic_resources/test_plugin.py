@@ -395,11 +395,13 @@ def test_claim_deletion_hint(deleted: Any, want: str) -> None:
     assert _hint(world, _pod([_uses("c")]), deleted, None) == want
 
 
-def test_pod_change_hint_queues_only_the_pod_whose_claims_now_exist() -> None:
-    world = World(_claim("made"), _class())
+@pytest.mark.parametrize(("release", "kind"), [(36, "Pod"), (37, "TargetPod")])
+def test_pod_change_hint_queues_only_the_pod_whose_claims_now_exist(
+        release: int, kind: str) -> None:
+    world = World(_claim("made"), _class(), release=release)
     registration = next(r for r in world.plugin.events_to_register()
                         if getattr(r, "hint", None) is not None
-                        and r.event.resource.value == "Pod")
+                        and r.event.resource.value == kind)
     template = [{"name": "gpu", "resourceClaimTemplateName": "t"}]
     waiting = _pod(template)
     other = _pod(template, name="other")
