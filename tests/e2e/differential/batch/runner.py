@@ -88,6 +88,20 @@ async def _remove_leftover_nodes(api: client.ApiClient) -> None:
     await kube.wait_for(gone, kube.SETTLE_TIMEOUT_SECONDS, "leftover nodes deleted")
 
 
+async def _remove_leftover_pending_pods(api: client.ApiClient) -> None:
+    """A pending pod an earlier file on this worker left, naming either scheduler, would
+    be placed on the batch's nodes and take their room."""
+    core = client.CoreV1Api(api)
+    listed = await core.list_pod_for_all_namespaces(field_selector="spec.nodeName=")
+    left = [p for p in listed.items if p.spec.scheduler_name in SCHEDULERS]
+    for pod in left:
+        await core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace,
+                                         grace_period_seconds=0)
+    if left:
+        print(f"[batch] deleted pending pods left by earlier tests: "
+              f"{[f'{p.metadata.namespace}/{p.metadata.name}' for p in left]}")
+
+
 async def _create_namespaces(api: client.ApiClient, prefixes: list[str]) -> list[str]:
     """Namespaces named after `prefixes`, returned once each has its `default`
     ServiceAccount (ServiceAccount admission refuses pods until then)."""
@@ -133,6 +147,7 @@ async def lay_out(state: ClusterState, scenarios: list[Scenario]) -> list[Scenar
     check_batchable(scenarios)
     async with kube.api_client(state) as api:
         await _remove_leftover_nodes(api)
+        await _remove_leftover_pending_pods(api)
         await ensure_priority_classes(api)
         suffixes = [suffix(i, s) for i in range(len(scenarios)) for s in SCHEDULERS]
         made = await _create_namespaces(api, suffixes)
