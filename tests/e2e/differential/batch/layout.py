@@ -28,11 +28,24 @@ SCHEDULERS = (UPSTREAM, KPYSCHED)
 INCOMING_LABEL = "kpysched.test/batch-incoming"
 
 
+def _keys(value: Any) -> set[str]:
+    """Every mapping key anywhere in `value`."""
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keys(v)}
+    if isinstance(value, list | tuple):
+        return {k for v in value for k in _keys(v)}
+    return set()
+
+
 def _unsupported(scenario: Scenario) -> list[str]:
     """What a stateless batch cannot lay out (storage, DRA, gates, later pods)."""
     fields = ("storage_classes", "pvs", "pvcs", "csi_nodes", "csi_drivers", "capacities",
               "device_classes", "slices", "resource_claims", "then", "namespace_labels")
     found = [name for name in fields if getattr(scenario, name)]
+    for pod in (scenario.incoming, *scenario.existing):
+        # Terms reaching other namespaces would see other scenarios' pods.
+        reach = _keys(pod.spec) & {"namespaces", "namespaceSelector"}
+        found += [f"{pod.role} uses {key}" for key in sorted(reach)]
     if scenario.expect in ("gated", "retried"):
         found.append(f"expect={scenario.expect}")
     return found
