@@ -73,7 +73,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{- define "kpysched.image" -}}
 {{- if not .Values.image.repository -}}
-{{- fail "image.repository is required: kpysched publishes no image. Build it (scripts/build-image.sh or `docker build .`), push it where the cluster pulls from, and set --set image.repository=REGISTRY/kpysched (README: Install in a cluster)" -}}
+{{- fail "image.repository is required: kpysched publishes no image. Build it (scripts/build-image.sh or `docker build .`), push it where the cluster pulls from, and set --set image.repository=REGISTRY/kpysched (docs/install.md)" -}}
 {{- end -}}
 {{- $tag := default .Chart.AppVersion .Values.image.tag -}}
 {{- if .Values.image.digest -}}
