@@ -39,11 +39,17 @@ _ANYTHING = (ClusterEventWithHint(EVERYTHING),)
 _NODE_TAINT_UPDATE = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_TAINT)
 
 
-def _registrations(plugin: fw.Plugin) -> tuple[ClusterEventWithHint, ...]:
-    """The plugin's events with hints, plus upstream's stopgap for kubernetes#109437: a
-    plugin that hears Node/Add but not Node/UpdateNodeTaint also hears the latter,
-    without a hint (buildQueueingHintMap still adds it in v1.36)."""
+# v1.37's buildQueueingHintMap dropped the stopgap below (see _registrations).
+_STOPGAP_DROPPED_IN = 37
+
+
+def _registrations(plugin: fw.Plugin, release: int) -> tuple[ClusterEventWithHint, ...]:
+    """The plugin's events with hints, plus (v1.36 only) upstream's stopgap for
+    kubernetes#109437: a plugin that hears Node/Add but not Node/UpdateNodeTaint also
+    hears the latter, without a hint. v1.37 registers only what the plugin asks for."""
     registered = with_hints(plugin.events_to_register())
+    if release >= _STOPGAP_DROPPED_IN:
+        return registered
     node_actions = ActionType(0)
     for registration in registered:
         if registration.event.resource is Resource.NODE:
@@ -139,7 +145,8 @@ class Framework(SchedulingPoints, BindingPoints):
         rejecting = {name for point in _REJECTING_POINTS
                      for name in profile.plugins.get(point, ())}
         self._registrations: dict[str, tuple[ClusterEventWithHint, ...]] = {
-            name: _registrations(self._instances[name]) for name in sorted(rejecting)}
+            name: _registrations(self._instances[name], shared.features.release)
+            for name in sorted(rejecting)}
 
     def plugin(self, name: str) -> Any:
         return self._instances[name]

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from kpysched.config.features import Features
 from kpysched.framework.cluster_events import (
     ASSIGNED_POD_DELETE,
     EVERYTHING,
@@ -16,6 +17,7 @@ from kpysched.framework.cluster_events import (
     QueueingHint,
     Registration,
     Resource,
+    with_hints,
 )
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import NodeScore
@@ -106,10 +108,24 @@ NODE_TAINT = ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_TAINT)
 ])
 def test_registrations_with_hints(events: tuple[Registration, ...],
                                   expected: tuple[ClusterEventWithHint, ...]) -> None:
+    """As v1.36's buildQueueingHintMap (with its kubernetes#109437 stopgap)."""
     framework = build({"filter": ["OnlyFilter"]}, ONLY_FILTER,
-                      scripts={"OnlyFilter": Script(events=events)})
+                      scripts={"OnlyFilter": Script(events=events)},
+                      handle=SharedHandle(features_value=Features(release=36)))
     assert framework.registrations["OnlyFilter"] == expected
     assert framework.hints_for("OnlyFilter") == expected
+
+
+@pytest.mark.parametrize("events", [
+    (NODE_ADD_HINTED,), (ASSIGNED_POD_DELETE,), (),
+])
+def test_v1_37_registers_only_what_the_plugin_asks_for(
+        events: tuple[Registration, ...]) -> None:
+    """v1.37's buildQueueingHintMap dropped the Node/UpdateNodeTaint stopgap."""
+    framework = build({"filter": ["OnlyFilter"]}, ONLY_FILTER,
+                      scripts={"OnlyFilter": Script(events=events)},
+                      handle=SharedHandle(features_value=Features(release=37)))
+    assert framework.registrations["OnlyFilter"] == with_hints(events)
 
 
 def test_only_plugins_that_can_reject_register_events() -> None:
