@@ -333,6 +333,29 @@ MESSAGES: list[Scenario] = [
              expect_reason="preemption"),
 ]
 
+# Victims are on the copy's own nodes: the pin leaves every other node unresolvable.
+PREEMPTION: list[Scenario] = [
+    Scenario("preempt-within-the-pods-node-affinity",
+             (N("n0", cpu="2", labels={ZONE: "a"}), N("n1", cpu="2", labels={ZONE: "b"})),
+             P(cpu="1500m", priority_class="high",
+               spec=_required({"key": ZONE, "operator": "In", "values": ["b"]})),
+             existing=(P("low-0", node="n0", cpu="1500m", priority_class="low"),
+                       P("mid-1", node="n1", cpu="1500m", priority_class="mid")),
+             expect="preempted", expect_node="n1"),
+    Scenario("preempt-the-host-port-holder", (N("n0"), N("n1")),
+             P(priority_class="high", container=_ports(8080)),
+             existing=(P("low-holder", node="n0", priority_class="low",
+                         container=_ports(8080)),
+                       P("mid-holder", node="n1", priority_class="mid",
+                         container=_ports(8080))),
+             expect="preempted", expect_node="n0"),
+    Scenario("preempt-equal-priority-is-no-victim", (N("n0", cpu="2"),),
+             P(cpu="1500m", priority_class="mid"),
+             existing=(P("mid-0", node="n0", cpu="1", priority_class="mid"),
+                       P("low-0", node="n0", cpu="500m", priority_class="low")),
+             expect="pending"),
+]
+
 EXTRA: list[Scenario] = (RESOURCES + NODE_AFFINITY + TAINTS + PORTS + SPREAD + POD_AFFINITY
-                         + IMAGES + MESSAGES)
+                         + IMAGES + MESSAGES + PREEMPTION)
 BATCH: list[Scenario] = [*ALL, *EXTRA]
