@@ -81,8 +81,9 @@ REASON_NO_CANDIDATE = "no candidate node for preemption"
 
 PREEMPT_NEVER = "Never"
 
-# From v1.37 a successful preemption's status names the node and the victim count.
-_PLACEMENT_MESSAGE_RELEASE = 37
+# From v1.37 a successful preemption's status names the node and the victim count, and
+# a victim's PDB accounting stops at its first violated budget.
+_V1_37 = 37
 
 _DEFAULT_PERCENTAGE = 10
 _DEFAULT_ABSOLUTE = 100
@@ -188,6 +189,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         self._clock = clock
         # "Now" for pods without a start time, fixed per preemption attempt.
         self._now = clock()
+        # Behaving as v1.37 (its success message, its PDB accounting).
+        self._v137 = handle.features.release >= _V1_37
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         # Only the PreEnqueue hold below rejects; its hint defers to the other rejectors.
@@ -263,7 +266,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                  for c in candidates],
                 best.name, criterion)
         self._handle.preempt(pod, best.name, best.victims, NAME)
-        if self._handle.features.release >= _PLACEMENT_MESSAGE_RELEASE:
+        if self._v137:
             # The pod still waits for its victims to go: its FailedScheduling says where.
             return PostFilterResult(best.name), Status(Code.SUCCESS, [
                 f"found a potential placement for pod on node {best.name}, "
@@ -343,7 +346,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             return self.select_victims_on_node(state, pod, info, pdbs, simulator.node)
 
         def reprieve_order(potential: list[PodInfo]) -> tuple[list[PodInfo], list[PodInfo]]:
-            return split_by_pdb_violation(self._by_importance(potential), pdbs)
+            return split_by_pdb_violation(self._by_importance(potential), pdbs,
+                                          first_violation_ends=self._v137)
 
         total = len(nodes)
         chunk_size = max(count, _MIN_CHUNK)
@@ -397,7 +401,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             return [], 0, status
 
         potential = self._by_importance(potential)
-        violating, non_violating = split_by_pdb_violation(potential, pdbs)
+        violating, non_violating = split_by_pdb_violation(
+            potential, pdbs, first_violation_ends=self._v137)
         victims: list[PodInfo] = []
 
         def reprieve(candidate: PodInfo) -> Status | bool:

@@ -126,11 +126,17 @@ def _pdb_selects(pdb: api.PodDisruptionBudget, labels: dict[str, str]) -> bool:
 
 
 def split_by_pdb_violation(
-    pods: Sequence[PodInfo], pdbs: Sequence[api.PodDisruptionBudget]
+    pods: Sequence[PodInfo], pdbs: Sequence[api.PodDisruptionBudget], *,
+    first_violation_ends: bool = False,
 ) -> tuple[list[PodInfo], list[PodInfo]]:
     """(violating, non-violating), each in input order: a pod violates when removing it,
     after the pods before it, takes some matching budget below zero disruptions allowed.
-    Pods a budget already lists in disruptedPods do not spend it."""
+    Pods a budget already lists in disruptedPods do not spend it.
+
+    v1.36's DefaultPreemption spends every budget a pod matches; v1.37's shared
+    FilterVictimsWithPDBViolation stops at the first budget the pod takes below zero
+    (`first_violation_ends`), so the budgets listed after it keep that disruption for
+    the pods that follow."""
     if not pdbs:
         return [], list(pods)
     allowed = [pdb.status.disruptions_allowed for pdb in pdbs]
@@ -148,6 +154,8 @@ def split_by_pdb_violation(
                 allowed[index] -= 1
                 if allowed[index] < 0:
                     violated = True
+                    if first_violation_ends:
+                        break
         (violating if violated else non_violating).append(pod)
     return violating, non_violating
 

@@ -987,3 +987,23 @@ def test_failed_scheduling_text_as_kube_scheduler_prints_it(
     diagnosis.post_filter_msg = ", ".join(messages)  # as Attempts.post_filter does
     assert (result.nominated_node_name if result else None, diagnosis.message()) == (
         nominated, message)
+
+
+@pytest.mark.parametrize(("release", "violations"), [(36, 2), (37, 1)])
+def test_victims_pdb_violations_follow_the_releases_accounting(release: int,
+                                                               violations: int) -> None:
+    """Both victims must go; p1 matches both budgets and p2 only the second. v1.36
+    charges p1 to both (p2 then violates too); v1.37 stops at p1's first violated
+    budget, leaving p2 within the second."""
+    pods = [pod("p1", LOW, "node1", res=MEDIUM, labels={"app": "foo", "tier": "backend"}),
+            pod("p2", LOW, "node1", res=MEDIUM, labels={"tier": "backend"})]
+    pdbs = [pdb({"app": "foo"}, 0, name="foo"), pdb({"tier": "backend"}, 1, name="backend")]
+    env = setup(cluster(["node1"], pods, {"cpu": "400m", "memory": "400"}), pdbs=pdbs,
+                release=release)
+    info = pod("p", HIGH, res={"cpu": "400m", "memory": "400"}).info()
+    [node] = env.handle.snapshot.node_infos
+    victims, num_violations, status = env.plugin.select_victims_on_node(
+        env.state_for(info), info, node, pdbs)
+    assert status.ok
+    assert sorted(v.name for v in victims) == ["p1", "p2"]
+    assert num_violations == violations

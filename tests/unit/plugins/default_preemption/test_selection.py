@@ -91,12 +91,32 @@ PDB_CASES = [
 ]
 
 
+@pytest.mark.parametrize("first_violation_ends", [False, True], ids=["v1.36", "v1.37"])
 @pytest.mark.parametrize(("pods", "pdbs", "violating", "non_violating"), PDB_CASES)
 def test_split_by_pdb_violation(pods: list[PodInfo], pdbs: list[api.PodDisruptionBudget],
-                                violating: list[PodInfo], non_violating: list[PodInfo]) -> None:
-    got_violating, got_non_violating = split_by_pdb_violation(pods, pdbs)
+                                violating: list[PodInfo], non_violating: list[PodInfo],
+                                first_violation_ends: bool) -> None:
+    """The table agrees for both releases' accounting (upstream's v1.36 table of
+    filterPodsWithPDBViolation and v1.37's of FilterVictimsWithPDBViolation)."""
+    got_violating, got_non_violating = split_by_pdb_violation(
+        pods, pdbs, first_violation_ends=first_violation_ends)
     assert [p.key for p in got_violating] == [p.key for p in violating]
     assert [p.key for p in got_non_violating] == [p.key for p in non_violating]
+
+
+@pytest.mark.parametrize(("first_violation_ends", "violating", "non_violating"), [
+    (False, ["default/p1", "default/p2"], []),
+    (True, ["default/p1"], ["default/p2"]),
+], ids=["v1.36: every budget p1 matches is charged",
+        "v1.37: p1's first violated budget ends its charging"])
+def test_a_victim_matching_two_budgets(first_violation_ends: bool, violating: list[str],
+                                       non_violating: list[str]) -> None:
+    both = info("p1", app="foo", tier="backend")
+    backend_only = info("p2", tier="backend")
+    pdbs = [budget(labels(app="foo"), 0), budget(labels(tier="backend"), 1)]
+    got = split_by_pdb_violation([both, backend_only], pdbs,
+                                 first_violation_ends=first_violation_ends)
+    assert ([p.key for p in got[0]], [p.key for p in got[1]]) == (violating, non_violating)
 
 
 # --- ordering and start times ------------------------------------------------------------
