@@ -8,11 +8,14 @@ import random
 import signal
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import structlog
 from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.config import ConfigException
+from prometheus_client import Gauge
 
 from kpysched import gc_policy
 from kpysched.api.client import RawApi, make_api_client
@@ -21,7 +24,8 @@ from kpysched.cache.dump import cache_dump, dump_from
 from kpysched.cache.pod_groups import membership
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
 from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
-from kpysched.config.features import Features
+from kpysched.config.features import NEWEST_RELEASE, RELEASES, Features
+from kpysched.config.release import Choice, for_server, undetected
 from kpysched.config.written import effective_document
 from kpysched.decisions.api import DecisionLookup, PodAnswer
 from kpysched.decisions.endpoint import cleared_lease_annotations
@@ -106,7 +110,7 @@ def build_scheduler(
         listers = Listers(generic_workload=features.generic_workload, coscheduling=coscheduling)
     if metrics is None:
         metrics = NoMetrics()
-    binder = Binder(raw)
+    binder = Binder(raw, release=features.release)
     handle = SchedulerHandle(binder, listers, raw, features)
     frameworks = {
         profile.scheduler_name: Framework(
@@ -175,6 +179,7 @@ def _build_queue(config: SchedulerConfiguration, frameworks: Mapping[str, Framew
         max_unschedulable_seconds=max_unschedulable_seconds,
         pod_groups=features.generic_workload,
         namespace_labels=handle.namespace_labels,
+        release=features.release,
     )
 
 
@@ -184,6 +189,7 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
     cache, writers and informers. It must run on the loop, never on the scrape thread,
     which would race the dictionaries it walks."""
     seen_incoming: dict[tuple[str, str], int] = {}
+    seen_entities: dict[tuple[str, str], int] = {}
     seen_restarts: dict[str, int] = {}
     seen_relists: dict[str, int] = {}
     seen_stalls: dict[str, int] = {}
@@ -200,6 +206,10 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
             for _ in range(total - seen_incoming.get(key, 0)):
                 metrics.incoming(*key)
             seen_incoming[key] = total
+        for key, total in list(queue.incoming_entities.items()):
+            for _ in range(total - seen_entities.get(key, 0)):
+                metrics.incoming_entity(*key)
+            seen_entities[key] = total
         for reflector in reflectors:
             name = reflector.resource
             for _ in range(reflector.watch_restarts - seen_restarts.get(name, 0)):
@@ -215,25 +225,83 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
     return refresh
 
 
+# How long start-up waits for the API server's /version before taking the newest release.
+VERSION_TIMEOUT_SECONDS = 10.0
+
+
+async def detect_release(kubeconfig: Path | None, master: str | None,
+                         timeout: float = VERSION_TIMEOUT_SECONDS) -> Choice:
+    """The release to behave as from the API server's /version (config.release.for_server,
+    which raises ReleaseError for a control plane older than the oldest release); the
+    newest when there is no API server to ask (no credentials, no answer)."""
+    try:
+        api_client = await make_api_client(kubeconfig, master)
+    except (ConfigException, OSError, ValueError) as error:  # no credentials to use
+        return undetected(f"no API server configured: {error}")
+    async with api_client:
+        response = await RawApi(api_client).request("GET", "/version", timeout=timeout,
+                                                      throttle=False)
+    if not response.ok:
+        return undetected(f"GET /version: {response.status} "
+                          f"{response.body[:200].decode(errors='replace')}")
+    try:
+        info = msgspec.json.decode(response.body)
+    except msgspec.DecodeError as error:
+        return undetected(f"GET /version: not JSON ({error})")
+    if not isinstance(info, dict):
+        return undetected("GET /version: not a JSON object")
+    return for_server(info)
+
+
+def log_release(choice: Choice) -> None:
+    """The release chosen, logged once at start as release.selected (its fields are
+    stable: tests and operators read them), with a warning when it is not the
+    cluster's own."""
+    log.info("release.selected", release=choice.version,
+             kube_scheduler=RELEASES[choice.release], source=choice.source,
+             api_server=choice.server_version)
+    if choice.warning is not None:
+        log.warning("release.skew" if choice.source == "cluster" else "release.undetected",
+                    reason=choice.warning)
+
+
+def export_release(metrics: SchedulerMetrics, features: Features) -> None:
+    """The release kpysched behaves as, as kube-scheduler v1.37.2 exposes its emulation
+    (component-base compatversion): version_info{component="kube", binary, emulation,
+    min_compat} = 1. kpysched's "binary" is the newest release it implements; emulation
+    is the release chosen (flag or cluster), min_compat its default (one minor before)."""
+    Gauge("version_info", "[ALPHA] Provides the compatibility version info of the "
+          "component. The component label is the name of the component, usually kube, but "
+          "is relevant for aggregated-apiservers.",
+          ["component", "binary", "emulation", "min_compat"], registry=metrics.registry,
+          ).labels("kube", RELEASES[NEWEST_RELEASE].removeprefix("v"), features.version,
+                   f"1.{features.release - 1}").set(1)
+
+
 async def run(
     settings: Settings,
     config: SchedulerConfiguration,
     profiles: Sequence[EffectiveProfile],
     registry: Mapping[str, PluginSpec],
+    features: Features | None = None,
 ) -> int:
-    """Run until SIGTERM/SIGINT (exit 0) or until leadership is lost (exit 1)."""
+    """Run until SIGTERM/SIGINT (exit 0) or until leadership is lost (exit 1).
+    `features`: the release chosen at start and its gates (settings' by default)."""
     gc_policy.tune()
     api_client = await make_api_client(kubeconfig_path(settings, config), settings.master)
     async with api_client:
         connection = config.client_connection
         raw = RawApi(api_client, qps=connection.qps, burst=connection.burst)
-        features = settings.features
+        if features is None:
+            features = settings.features
         coscheduling = uses_coscheduling(profiles)
         if coscheduling and not await _coscheduling_crd_served(raw):
             return 1
         # The podgroup metrics count Coscheduling's group cycles too.
         metrics = SchedulerMetrics(disabled=frozenset(settings.disabled_metrics),
-                                   generic_workload=features.generic_workload or coscheduling)
+                                   generic_workload=features.generic_workload or coscheduling,
+                                   release=features.release)
+        export_release(metrics, features)
         listers = Listers(generic_workload=features.generic_workload,
                           coscheduling=coscheduling)
         scheduler = build_scheduler(
@@ -256,7 +324,8 @@ async def run(
         if leadership.label is not None:
             await leadership.label.mark(False)  # a restarted container's pod may still say so
         server = _build_server(settings, metrics, scheduler, informers, leadership, stop,
-                               effective_document(config, kubeconfig_path(settings, config)))
+                               effective_document(config, kubeconfig_path(settings, config),
+                                                  features.release))
         log.info("scheduler.starting", profiles=[p.scheduler_name for p in profiles],
                  leader_elect=leadership.elector is not None)
         exit_code = 0

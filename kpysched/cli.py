@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from pydantic import ValidationError
 
 from kpysched import __version__
 
+if TYPE_CHECKING:
+    from kpysched.config import Settings
+    from kpysched.config.features import Features
+
 EXIT_CONFIG_ERROR = 2
-KUBE_SCHEDULER_FLAGS_VERSION = "v1.36.4"
 
 USAGE = """\
 usage: kpysched run [flags]              run the scheduler (the word "run" may be left out)
@@ -31,12 +35,23 @@ usage: kpysched run [flags]              run the scheduler (the word "run" may b
 """
 
 
-def _help() -> str:
+def flags_version(release: int | None = None) -> str:
+    """The kube-scheduler release whose flags and configuration kpysched reads as
+    (the newest when no release is named)."""
+    from kpysched.config.features import NEWEST_RELEASE, RELEASES
+
+    return RELEASES[NEWEST_RELEASE if release is None else release]
+
+
+def _help(release: int | None = None) -> str:
+    from kpysched.config.features import RELEASES
     from kpysched.config.flags.table import FLAGS
 
-    lines = [USAGE, "kpysched accepts kube-scheduler's flags "
-             f"({KUBE_SCHEDULER_FLAGS_VERSION}) with their meaning; one it cannot honour "
-             "stops start-up with exit code 2.",
+    releases = " and ".join(RELEASES.values())
+    lines = [USAGE, f"kpysched accepts kube-scheduler's flags ({flags_version(release)}) "
+             "with their meaning; one it cannot honour stops start-up with exit code 2.",
+             f"It behaves as kube-scheduler {releases}: the one --emulated-version names, "
+             "else the API server's minor (GET /version at start), else the newest.",
              "Precedence: flags > KPYSCHED_<FLAG> environment variables > --config file.",
              "Serving is HTTPS with delegated authentication and authorization, as "
              "kube-scheduler's; --insecure-serving (KPYSCHED_INSECURE_SERVING=true) serves "
@@ -52,10 +67,10 @@ def _help() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _version(raw: bool) -> str:
+def _version(raw: bool, release: int | None = None) -> str:
     text = f"kpysched {__version__}"
     if raw:
-        text += f" (kube-scheduler {KUBE_SCHEDULER_FLAGS_VERSION} flags and configuration)"
+        text += f" (kube-scheduler {flags_version(release)} flags and configuration)"
     return text
 
 
@@ -64,6 +79,7 @@ def _run(argv: Sequence[str]) -> int:
     from kpysched import app, logs
     from kpysched.config import ConfigError, Settings, kubeconfig_path, load_config
     from kpysched.config.flags import FlagError, interpret
+    from kpysched.config.release import ReleaseError
     from kpysched.config.written import write_config
     from kpysched.framework.registry import RegistryError, full_registry
     from kpysched.plugins import IN_TREE
@@ -77,10 +93,10 @@ def _run(argv: Sequence[str]) -> int:
         print("Run 'kpysched run --help' for the flags.", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     if invocation.show_help:
-        print(_help(), end="")
+        print(_help(invocation.release), end="")
         return 0
     if invocation.show_version is not None:
-        print(_version(invocation.show_version == "raw"))
+        print(_version(invocation.show_version == "raw", invocation.release))
         return 0
     try:
         settings = Settings(**invocation.settings)
@@ -101,21 +117,23 @@ def _run(argv: Sequence[str]) -> int:
         log.warning("flag.ignored", flag=f"--{flag}", reason=reason)
     try:
         registry = full_registry(IN_TREE)
+        features = _features(settings, invocation.feature_gates, invocation.config)
         config, profiles = load_config(settings.config, registry, invocation.config,
-                                       settings.features)
-    except (ConfigError, RegistryError) as error:
+                                       features)
+    except (ConfigError, RegistryError, ReleaseError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
     if invocation.write_config_to is not None:
         try:
-            write_config(invocation.write_config_to, config, kubeconfig_path(settings, config))
+            write_config(invocation.write_config_to, config, kubeconfig_path(settings, config),
+                         features.release)
         except OSError as error:
             print(f"error: --write-config-to {invocation.write_config_to}: {error.strerror}",
                   file=sys.stderr)
             return EXIT_CONFIG_ERROR
         log.info("config.written", file=str(invocation.write_config_to))
         return 0
-    main_coroutine = app.run(settings, config, profiles, registry)
+    main_coroutine = app.run(settings, config, profiles, registry, features)
     try:
         if settings.event_loop == "uvloop":
             import uvloop
@@ -127,6 +145,36 @@ def _run(argv: Sequence[str]) -> int:
         return EXIT_CONFIG_ERROR
     except KeyboardInterrupt:
         return 0
+
+
+def _features(settings: Settings, gates: Mapping[str, str],
+              overrides: Mapping[str, Any]) -> Features:
+    """The release to behave as (--emulated-version, else the API server's /version,
+    logged as release.selected) and its gates: ReleaseError for a control plane kpysched
+    cannot serve or gates that release does not take."""
+    from kpysched import app
+    from kpysched.config import kubeconfig_path
+    from kpysched.config.flags.feature_gates import check_gates
+    from kpysched.config.loader import read_config
+    from kpysched.config.release import SOURCE_FLAG, Choice, ReleaseError
+
+    if settings.release is not None:
+        choice = Choice(settings.release, SOURCE_FLAG)
+    else:
+        # The API server is found as the scheduler will find it: the file's
+        # clientConnection.kubeconfig unless a flag says otherwise.
+        config = read_config(settings.config, overrides)
+        choice = asyncio.run(app.detect_release(kubeconfig_path(settings, config),
+                                                settings.master))
+    app.log_release(choice)
+    problems = [f"--feature-gates: {problem}"
+                for problem in check_gates(gates, choice.release)] if gates else []
+    if not gates:  # gates from KPYSCHED_FEATURE_GATES (flags are checked above)
+        problems += settings.gate_problems(choice.release)
+    if problems:
+        raise ReleaseError(f"as kube-scheduler {flags_version(choice.release)}: "
+                           + "; ".join(problems))
+    return settings.features_for(choice.release)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

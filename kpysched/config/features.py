@@ -1,10 +1,12 @@
-"""The feature gates kpysched acts on, beyond v1.36's defaults.
+"""The kube-scheduler release kpysched behaves as, and the feature gates it acts on.
 
-kpysched implements kube-scheduler v1.36.4 with its default gates. The gang gates are
-the exception: GenericWorkload (scheduling.k8s.io/v1alpha2 PodGroups, the pod's
-spec.schedulingGroup, the pod-group scheduling cycle) and GangScheduling (the plugin
-of that name in the default profile) may be turned on, as on kube-scheduler, on a
-cluster whose API server serves that API.
+kpysched implements kube-scheduler v1.36.4 and v1.37.2 (RELEASES), each with its
+default gates. The workload gates are the exception: they may be turned on, as on
+kube-scheduler, on a cluster whose API server serves that API. In v1.36 they are
+GenericWorkload (scheduling.k8s.io/v1alpha2 PodGroups, the pod's spec.schedulingGroup,
+the pod-group scheduling cycle) and GangScheduling (the plugin of that name in the
+default profile); v1.37 folds GangScheduling into GenericWorkload (beta, still off),
+which then brings the GangScheduling plugin by itself.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
+
+from kpysched.config.gate_tables import v1_36, v1_37
 
 # The kube-scheduler releases kpysched can behave as, by minor version (1.MINOR), and
 # the patch release each one matches decision for decision.
@@ -21,10 +25,27 @@ NEWEST_RELEASE: Final = max(RELEASES)
 
 GENERIC_WORKLOAD: Final = "GenericWorkload"
 GANG_SCHEDULING: Final = "GangScheduling"
-# Gates kpysched honours when turned on; every other gate must keep its default.
-SWITCHABLE: Final = frozenset({GENERIC_WORKLOAD, GANG_SCHEDULING})
-# A gate on needs these on too (upstream's feature dependencies in kube_features.go).
-DEPENDS_ON: Final[Mapping[str, tuple[str, ...]]] = {GANG_SCHEDULING: (GENERIC_WORKLOAD,)}
+# Gates kpysched honours when turned on, per release; every other gate must keep its
+# default.
+RELEASE_SWITCHABLE: Final[Mapping[int, frozenset[str]]] = {
+    36: frozenset({GENERIC_WORKLOAD, GANG_SCHEDULING}),
+    37: frozenset({GENERIC_WORKLOAD}),
+}
+# Every name some release lets the command line switch (Settings' first check).
+SWITCHABLE: Final = frozenset().union(*RELEASE_SWITCHABLE.values())
+# A gate on needs these on too (upstream's feature dependencies in kube_features.go of
+# each release, for the switchable gates).
+RELEASE_DEPENDS_ON: Final[Mapping[int, Mapping[str, tuple[str, ...]]]] = {
+    36: {GANG_SCHEDULING: (GENERIC_WORKLOAD,)},
+    37: {},
+}
+DEPENDS_ON: Final = RELEASE_DEPENDS_ON[OLDEST_RELEASE]
+
+# Each release's gates: those `kube-scheduler --help` lists (name -> default) and the
+# GA or deprecated ones it accepts unlisted (name -> (default, locked to it)).
+LISTED_GATES: Final[Mapping[int, Mapping[str, bool]]] = {36: v1_36.LISTED, 37: v1_37.LISTED}
+HIDDEN_GATES: Final[Mapping[int, Mapping[str, tuple[bool, bool]]]] = {
+    36: v1_36.HIDDEN, 37: v1_37.HIDDEN}
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,58 +55,96 @@ class Features:
     Plugins read it from `handle.features`: `release` (the minor, 36 or 37) for a
     behaviour that changed between releases without a gate, `enabled(gate)` for one
     behind a gate (that release's default unless the command line changed it).
+
+    `gang_scheduling` says whether the GangScheduling plugin and its gang rules are on:
+    its own gate in v1.36, GenericWorkload's value in v1.37 (from_gates sets it so).
     """
 
     generic_workload: bool = False
     gang_scheduling: bool = False
-    release: int = OLDEST_RELEASE
+    release: int = NEWEST_RELEASE
     # Gates set away from `release`'s default (name -> value); see enabled().
     overrides: Mapping[str, bool] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        if self.release not in RELEASES:
+            raise ValueError(f"release 1.{self.release} is not one kpysched implements "
+                             f"({', '.join(f'1.{r}' for r in RELEASES)})")
+
     def enabled(self, gate: str) -> bool:
         """Whether `gate` is on: the command line's value, else this release's default
-        (False for a gate the release does not know)."""
+        (False for a gate the release does not know). In v1.37 "GangScheduling" answers
+        whether GenericWorkload brought the GangScheduling plugin."""
         if gate == GENERIC_WORKLOAD:
             return self.generic_workload
         if gate == GANG_SCHEDULING:
             return self.gang_scheduling
         if gate in self.overrides:
             return self.overrides[gate]
-        return release_gate_defaults(self.release).get(gate, False)
+        return gate_default(self.release, gate)
 
     @classmethod
-    def from_gates(cls, gates: Mapping[str, bool]) -> Features:
-        """From `--feature-gates` values already checked (names without "kube:")."""
-        return cls(generic_workload=gates.get(GENERIC_WORKLOAD, False),
-                   gang_scheduling=gates.get(GANG_SCHEDULING, False))
+    def from_gates(cls, gates: Mapping[str, bool], release: int = NEWEST_RELEASE) -> Features:
+        """From `--feature-gates` values already checked for `release` (names without
+        "kube:")."""
+        generic_workload = gates.get(GENERIC_WORKLOAD, False)
+        gang = generic_workload if release >= 37 else gates.get(GANG_SCHEDULING, False)
+        return cls(generic_workload=generic_workload, gang_scheduling=gang, release=release)
 
     def gates(self) -> dict[str, bool]:
         """The switchable gates that are on, as written on the command line."""
-        return {name: True for name, on in ((GENERIC_WORKLOAD, self.generic_workload),
-                                            (GANG_SCHEDULING, self.gang_scheduling)) if on}
+        written = [(GENERIC_WORKLOAD, self.generic_workload)]
+        if GANG_SCHEDULING in RELEASE_SWITCHABLE[self.release]:
+            written.append((GANG_SCHEDULING, self.gang_scheduling))
+        return {name: True for name, on in written if on}
+
+    @property
+    def version(self) -> str:
+        """The release as --emulated-version writes it ("1.37")."""
+        return f"1.{self.release}"
+
+
+def gate_default(release: int, gate: str) -> bool:
+    """`gate`'s default in kube-scheduler of `release` (False when it does not know it)."""
+    listed = LISTED_GATES[release]
+    if gate in listed:
+        return listed[gate]
+    hidden = HIDDEN_GATES[release].get(gate)
+    return hidden[0] if hidden is not None else False
 
 
 def release_gate_defaults(release: int) -> Mapping[str, bool]:
     """The default of every gate kube-scheduler of `release` knows that changes what a
-    scheduler decides (the rest of its gates are in config/flags/feature_gates.py)."""
-    return _SCHEDULER_GATE_DEFAULTS.get(release, {})
+    scheduler decides (every gate's default: gate_default)."""
+    return {gate: gate_default(release, gate) for gate in SCHEDULER_GATES[release]}
 
 
-# Gates that change scheduling decisions, with their default in each release (from
-# `kube-scheduler --help` and pkg/features/kube_features.go of that release).
-_SCHEDULER_GATE_DEFAULTS: Final[Mapping[int, Mapping[str, bool]]] = {
-    36: {"StorageCapacityScoring": False, "VolumeLimitScaling": False,
-         "InPlacePodVerticalScalingSchedulerPreemption": False,
-         "InterPodAffinityHostnameFastPath": False, "CompositePodGroup": False,
-         "PodGroupPreemptionPolicy": False, "DRAWorkloadResourceClaims": False,
-         "NodeDeclaredFeatures": True, "DRAExtendedResource": True,
-         "DRADeviceTaints": True, "DRAResourceClaimDeviceStatus": True},
-    37: {"StorageCapacityScoring": True, "VolumeLimitScaling": True,
-         "InPlacePodVerticalScalingSchedulerPreemption": False,
-         "InterPodAffinityHostnameFastPath": False, "CompositePodGroup": False,
-         "PodGroupPreemptionPolicy": False, "DRAWorkloadResourceClaims": False,
-         "NodeDeclaredFeatures": True, "DRAExtendedResource": True,
-         "DRADeviceTaints": True, "DRAResourceClaimDeviceStatus": True},
+# Gates that change scheduling decisions in each release (kube_features.go of that
+# release; their defaults come from the gate tables, so they cannot drift).
+SCHEDULER_GATES: Final[Mapping[int, tuple[str, ...]]] = {
+    36: ("StorageCapacityScoring", "VolumeLimitScaling", "DRAWorkloadResourceClaims",
+         "NodeDeclaredFeatures", "DRAExtendedResource", "DRADeviceTaints",
+         "DRAResourceClaimDeviceStatus", "DRAConsumableCapacity", "DRAPartitionableDevices",
+         "DRADeviceBindingConditions", "DRASchedulerFilterTimeout",
+         "OpportunisticBatching", "SchedulerAsyncAPICalls", "SchedulerAsyncPreemption",
+         "SchedulerPopFromBackoffQ", "NominatedNodeNameForExpectation",
+         "ClearingNominatedNodeNameAfterBinding", "TopologyAwareWorkloadScheduling",
+         "WorkloadAwarePreemption", "TaintTolerationComparisonOperators",
+         "MatchLabelKeysInPodTopologySpread", "PodLevelResources",
+         "DynamicResourceAllocation"),
+    37: ("StorageCapacityScoring", "VolumeLimitScaling", "DRAWorkloadResourceClaims",
+         "NodeDeclaredFeatures", "DRAExtendedResource", "DRADeviceTaints",
+         "DRAResourceClaimDeviceStatus", "DRAConsumableCapacity", "DRAPartitionableDevices",
+         "DRADeviceBindingConditions", "DRASchedulerFilterTimeout",
+         "OpportunisticBatching", "SchedulerAsyncAPICalls", "SchedulerAsyncPreemption",
+         "SchedulerPopFromBackoffQ", "NominatedNodeNameForExpectation",
+         "ClearingNominatedNodeNameAfterBinding", "TopologyAwareWorkloadScheduling",
+         "TaintTolerationComparisonOperators", "MatchLabelKeysInPodTopologySpread",
+         "PodLevelResources", "DynamicResourceAllocation",
+         "InPlacePodVerticalScalingSchedulerPreemption", "InterPodAffinityHostnameFastPath",
+         "CompositePodGroup", "PodGroupPreemptionPolicy", "SchedulerPreQueueingHints",
+         "DRAFractionalCapacityRange", "DRADerivedAttributes",
+         "DRADeviceCompatibilityGroups", "DRAPartitionableDevicesType"),
 }
 
 DEFAULT: Final = Features()

@@ -18,15 +18,17 @@ from pydantic import ValidationError
 
 from kpysched.config.errors import ConfigError, join_path, problem, validation_problems
 from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
-from kpysched.config.features import Features
+from kpysched.config.features import NEWEST_RELEASE, Features
 from kpysched.config.profiles import EffectiveProfile, build_profiles
 from kpysched.config.scheduler_config import API_VERSION, KIND, SchedulerConfiguration
 from kpysched.framework.registry import PluginSpec
 
-_REMOVED_FIELD_HINT = (
-    "removed in kubescheduler.config.k8s.io/v1beta3; kube-scheduler v1.36 rejects it too"
-)
-_HINTS = {"healthzBindAddress": _REMOVED_FIELD_HINT, "metricsBindAddress": _REMOVED_FIELD_HINT}
+
+def _hints(release: int) -> dict[str, str]:
+    removed = ("removed in kubescheduler.config.k8s.io/v1beta3; kube-scheduler "
+               f"v1.{release} rejects it too")
+    return {"healthzBindAddress": removed, "metricsBindAddress": removed}
+
 # The Lease the default scheduler holds: sharing it makes the two schedulers take turns.
 _KUBE_SCHEDULER_LEASE = ("kube-system", "kube-scheduler")
 
@@ -40,14 +42,8 @@ def load_config(
     command-line flags) replace the file's. Raises ConfigError naming the file and
     every problem."""
     source = None if path is None else os.fspath(path)
+    config = read_config(path, overrides, features.release)
     try:
-        if source is None:
-            document: object = {"apiVersion": API_VERSION, "kind": KIND}
-        else:
-            document = read_yaml(source)
-        if overrides and isinstance(document, Mapping):
-            document = _merged(document, overrides)
-        config = parse_config(document)
         profiles = build_profiles(config, registry, features)
     except ConfigError as err:
         raise (err.with_source(source) if source else err) from None
@@ -62,6 +58,25 @@ def load_config(
             "set leaderElection.resourceName unless kpysched replaces kube-scheduler",
         )
     return config, profiles
+
+
+def read_config(path: str | os.PathLike[str] | None,
+                overrides: Mapping[str, Any] | None = None,
+                release: int = NEWEST_RELEASE) -> SchedulerConfiguration:
+    """The configuration in `path` (upstream defaults if None) with `overrides`, checked
+    but without its profiles built (they need the release: load_config). Raises
+    ConfigError naming the file and every problem."""
+    source = None if path is None else os.fspath(path)
+    try:
+        if source is None:
+            document: object = {"apiVersion": API_VERSION, "kind": KIND}
+        else:
+            document = read_yaml(source)
+        if overrides and isinstance(document, Mapping):
+            document = _merged(document, overrides)
+        return parse_config(document, release)
+    except ConfigError as err:
+        raise (err.with_source(source) if source else err) from None
 
 
 # Fields kube-scheduler acts on that kpysched accepts (so upstream files load) but
@@ -96,8 +111,9 @@ def _merged(document: Mapping[str, Any], overrides: Mapping[str, Any]) -> dict[s
     return merged
 
 
-def parse_config(data: object) -> SchedulerConfiguration:
-    """Validate a decoded document (a mapping) as KubeSchedulerConfiguration v1."""
+def parse_config(data: object, release: int = NEWEST_RELEASE) -> SchedulerConfiguration:
+    """Validate a decoded document (a mapping) as KubeSchedulerConfiguration v1 of
+    kube-scheduler 1.`release`."""
     if not isinstance(data, Mapping):
         raise ConfigError([f"expected a {KIND} mapping, got {_kind_of(data)}"])
     out_of_range: list[str] = []
@@ -114,11 +130,11 @@ def parse_config(data: object) -> SchedulerConfiguration:
     api_version = document["apiVersion"]
     if api_version != API_VERSION:
         raise ConfigError([problem("apiVersion", f'unsupported version "{api_version}": kpysched '
-                                   f'reads "{API_VERSION}", as kube-scheduler v1.36 does')])
+                                   f'reads "{API_VERSION}", as kube-scheduler v1.{release} does')])
     try:
         return SchedulerConfiguration.model_validate(document)
     except ValidationError as err:
-        raise ConfigError(validation_problems(err, hints=_HINTS)) from None
+        raise ConfigError(validation_problems(err, hints=_hints(release))) from None
 
 
 def read_yaml(path: str) -> object:

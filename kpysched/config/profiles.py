@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import structlog
 from pydantic import BaseModel, ValidationError
+from pydantic.alias_generators import to_snake
 
 from kpysched.config.errors import ConfigError, plural, problem, validation_problems
 from kpysched.config.extenders import ignored_resources
@@ -66,21 +67,51 @@ DEFAULT_MULTI_POINT: tuple[tuple[str, int | None], ...] = (
     ("DefaultBinder", None),
     ("NodeDeclaredFeatures", None),
 )
+DEFERRED_POD_SCHEDULING = "DeferredPodScheduling"
+# v1.37's: NodeName runs before NodeUnschedulable; NodeDeclaredFeatures (GA) and
+# DynamicResources (GA) as in v1.36. DeferredPodScheduling joins before NodeResourcesFit
+# with InPlacePodVerticalScalingSchedulerPreemption on (alpha, off): default_multi_point.
+DEFAULT_MULTI_POINT_V1_37: tuple[tuple[str, int | None], ...] = (
+    ("SchedulingGates", None),
+    ("PrioritySort", None),
+    ("NodeName", None),
+    ("NodeUnschedulable", None),
+    *DEFAULT_MULTI_POINT[4:],
+)
+RELEASE_MULTI_POINT: Mapping[int, tuple[tuple[str, int | None], ...]] = {
+    36: DEFAULT_MULTI_POINT, 37: DEFAULT_MULTI_POINT_V1_37}
 
 
 def default_multi_point(features: Features = DEFAULT_FEATURES) -> tuple[
         tuple[str, int | None], ...]:
-    """Upstream's getDefaultPlugins() under `features`: GangScheduling is appended when
-    its gate is on (applyFeatureGates)."""
+    """Upstream's getDefaultPlugins() of `features.release` under its gates
+    (applyFeatureGates): DeferredPodScheduling inserted before NodeResourcesFit in
+    v1.37 with InPlacePodVerticalScalingSchedulerPreemption on, GangScheduling appended
+    when it is on (its gate in v1.36, GenericWorkload in v1.37)."""
+    plugins = list(RELEASE_MULTI_POINT[features.release])
+    if features.release >= 37 and features.enabled(IPPVS_PREEMPTION):
+        at = next((k for k, (name, _) in enumerate(plugins) if name == NODE_RESOURCES_FIT),
+                  len(plugins))
+        plugins.insert(at, (DEFERRED_POD_SCHEDULING, None))
     if features.gang_scheduling:
-        return (*DEFAULT_MULTI_POINT, (GANG_SCHEDULING, None))
-    return DEFAULT_MULTI_POINT
+        plugins.append((GANG_SCHEDULING, None))
+    return tuple(plugins)
 
 
-# Every in-tree plugin name kube-scheduler v1.36 knows (pkg/scheduler/framework/plugins/names).
-UPSTREAM_PLUGINS = frozenset(name for name, _ in DEFAULT_MULTI_POINT) | {
-    "GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount",
+IPPVS_PREEMPTION = "InPlacePodVerticalScalingSchedulerPreemption"
+# Every in-tree plugin name kube-scheduler knows, per release
+# (pkg/scheduler/framework/plugins/names of each).
+RELEASE_UPSTREAM_PLUGINS: Mapping[int, frozenset[str]] = {
+    36: frozenset(name for name, _ in DEFAULT_MULTI_POINT) | {
+        "GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount"},
+    37: frozenset(name for name, _ in DEFAULT_MULTI_POINT) | {
+        "GangScheduling", "TopologyPlacementGenerator", "PodGroupPodsCount",
+        DEFERRED_POD_SCHEDULING},
 }
+UPSTREAM_PLUGINS = RELEASE_UPSTREAM_PLUGINS[36]
+# Extension points of v1 added after the oldest release: the release whose decoder
+# first reads them (an older one rejects the field as unknown).
+POINTS_SINCE: Mapping[str, int] = {"podGroupPostFilter": 37}
 # Rejected by upstream's v1 validation: "was invalid in version kubescheduler.config.k8s.io/v1".
 REMOVED_PLUGINS = frozenset({"AzureDiskLimits", "CinderLimits", "EBSLimits", "GCEPDLimits"})
 # Extension points of v1 that no kpysched plugin can implement.
@@ -163,6 +194,7 @@ class _ProfileBuilder:
         self.extender_ignored_resources = list(extender_ignored_resources)
         self.features = features
         self.defaults = default_multi_point(features)
+        self.upstream = RELEASE_UPSTREAM_PLUGINS[features.release]
         self.registry = registry
         self.base = f"profiles[{index}]"
         self.name = profile.scheduler_name or ""
@@ -201,9 +233,12 @@ class _ProfileBuilder:
         if GANG_SCHEDULING in needed and not self.features.gang_scheduling:
             # Its PodGroups are served, and informed, only with the gates on: without
             # them the plugin could only hold every member forever.
-            self._fail(f"{self.base}.plugins", f"{GANG_SCHEDULING} needs the feature gates "
-                       "GenericWorkload and GangScheduling on "
-                       "(--feature-gates=GenericWorkload=true,GangScheduling=true)")
+            gates = ("GenericWorkload" if self.features.release >= 37
+                     else "GenericWorkload and GangScheduling")
+            flag = ",".join(f"{gate}=true" for gate in gates.split(" and "))
+            self._fail(f"{self.base}.plugins", f"{GANG_SCHEDULING} needs the feature "
+                       f"gate{'s' if ' and ' in gates else ''} {gates} on "
+                       f"(--feature-gates={flag})")
         if self.problems:
             return None
         return EffectiveProfile(
@@ -219,6 +254,12 @@ class _ProfileBuilder:
         self.problems.append(problem(path, reason))
 
     def _check_names(self) -> None:
+        written = self.profile.plugins.model_fields_set
+        for point, since in POINTS_SINCE.items():
+            if self.features.release < since and to_snake(point) in written:
+                self._fail(f"{self.base}.plugins.{point}", "unknown field (kube-scheduler "
+                           f"v1.{self.features.release} has no {point}; it came in "
+                           f"v1.{since})")
         for point in Plugins.point_names():
             plugin_set = self.profile.plugins.point(point)
             for k, entry in enumerate(plugin_set.enabled):
@@ -228,7 +269,7 @@ class _ProfileBuilder:
                 elif point in UNSUPPORTED_POINTS:
                     self._fail(path, f"the {point} extension point is not supported by kpysched")
                 elif entry.name not in self.registry:
-                    if entry.name in UPSTREAM_PLUGINS:
+                    if entry.name in self.upstream:
                         # An upstream plugin kpysched lacks (e.g. the volume plugins in a
                         # config copied from kube-scheduler): run without it, and say so.
                         self.missing_upstream.setdefault(entry.name, path)
@@ -238,15 +279,15 @@ class _ProfileBuilder:
                 # Disabling a plugin kpysched lacks anyway is harmless; a name nobody knows
                 # is a typo that would leave the intended plugin running.
                 if (entry.name != "*" and entry.name not in self.registry
-                        and entry.name not in UPSTREAM_PLUGINS):
+                        and entry.name not in self.upstream):
                     self._fail(f"{self.base}.plugins.{point}.disabled[{k}].name",
                                self._unknown(entry.name))
 
     def _unknown(self, name: str) -> str:
-        if name in UPSTREAM_PLUGINS:
+        if name in self.upstream:
             return f'plugin "{name}" is not available in kpysched (not in the plugin registry)'
         reason = f'unknown plugin "{name}"'
-        close = difflib.get_close_matches(name, [*self.registry, *UPSTREAM_PLUGINS], n=1)
+        close = difflib.get_close_matches(name, [*self.registry, *self.upstream], n=1)
         return reason + (f' (did you mean "{close[0]}"?)' if close else "")
 
     def _merged_multi_point(self) -> tuple[list[_Entry], tuple[str, ...]]:
@@ -351,7 +392,7 @@ class _ProfileBuilder:
             written[config.name] = (path, config)
             if config.name in REMOVED_PLUGINS:
                 self._fail(f"{path}.name", _removed(config.name))
-            elif config.name not in self.registry and config.name not in UPSTREAM_PLUGINS:
+            elif config.name not in self.registry and config.name not in self.upstream:
                 self._fail(f"{path}.name", self._unknown(config.name))
             elif config.name not in needed:
                 # Upstream accepts (and ignores) args of a plugin it does not run, but still
@@ -397,7 +438,9 @@ class _ProfileBuilder:
                 )
             return None
         try:
-            return spec.parse_args(data)
+            # The args models read the release and its gates from the validation
+            # context (VolumeBindingArgs' shape follows StorageCapacityScoring).
+            return spec.args_model.model_validate(data, context={"features": self.features})
         except ValidationError as err:
             if path is not None:
                 self.problems.extend(validation_problems(err, args_path))

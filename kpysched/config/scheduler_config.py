@@ -124,6 +124,9 @@ class Plugins(_Model):
     # In v1 since 1.36 for alpha workload-aware scheduling; kpysched has no such plugins.
     placement_generate: PluginSet = Field(default_factory=PluginSet)
     placement_score: PluginSet = Field(default_factory=PluginSet)
+    # New in v1.37 (a pod group's PostFilter); v1.36's decoder rejects the field
+    # (profiles.py, per release: POINTS_SINCE).
+    pod_group_post_filter: PluginSet = Field(default_factory=PluginSet)
 
     @classmethod
     def point_names(cls) -> list[str]:

@@ -12,7 +12,15 @@ from typing import Annotated, Literal, Self
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from kpysched.config.features import DEPENDS_ON, SWITCHABLE, Features
+from kpysched.config.features import (
+    NEWEST_RELEASE,
+    RELEASE_DEPENDS_ON,
+    RELEASE_SWITCHABLE,
+    RELEASES,
+    SWITCHABLE,
+    Features,
+)
+from kpysched.config.release import ReleaseError, emulated_release
 from kpysched.config.scheduler_config import SchedulerConfiguration
 from kpysched.objects.durations import parse_go_duration
 
@@ -84,6 +92,9 @@ class Settings(BaseSettings):
     event_loop: Literal["uvloop", "asyncio"] = "uvloop"
     # --feature-gates kpysched may turn on (kpysched.config.features.SWITCHABLE), name -> on.
     feature_gates: dict[str, bool] = {}
+    # The kube-scheduler release to behave as, as --emulated-version writes it ("1.36",
+    # "kube=1.37"); None: the API server's minor, read at start (config.release).
+    emulated_version: str | None = None
     # /livez fails when pods wait but the scheduling loop decided nothing for this long.
     liveness_stall_seconds: float = Field(default=60.0, gt=0)
     # A scheduling cycle longer than this is logged (scheduling_cycle.slow, with the
@@ -138,14 +149,50 @@ class Settings(BaseSettings):
         unknown = sorted(set(gates) - SWITCHABLE)
         if unknown:
             raise ValueError(f"only {sorted(SWITCHABLE)} can be set, not {unknown}")
-        for name, needed in DEPENDS_ON.items():
-            if gates.get(name) and not all(gates.get(need) for need in needed):
-                raise ValueError(f"{name} is enabled, but depends on {list(needed)}")
         return gates
+
+    @field_validator("emulated_version")
+    @classmethod
+    def _known_release(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return f"1.{emulated_release(value.split(','))}"
+        except ReleaseError as error:
+            raise ValueError(str(error)) from None
+
+    @model_validator(mode="after")
+    def _gates_of_the_release(self) -> Self:
+        if self.release is not None:
+            self.gate_problems(self.release, raise_first=True)
+        return self
+
+    @property
+    def release(self) -> int | None:
+        """The release --emulated-version (or KPYSCHED_EMULATED_VERSION) names."""
+        return None if self.emulated_version is None else int(
+            self.emulated_version.split(".")[1])
+
+    def gate_problems(self, release: int, *, raise_first: bool = False) -> list[str]:
+        """What keeps `feature_gates` from being `release`'s switchable gates."""
+        problems = [f"{name}: kube-scheduler {RELEASES[release]} has no such gate to set"
+                    for name in self.feature_gates if name not in RELEASE_SWITCHABLE[release]]
+        for name, needed in RELEASE_DEPENDS_ON[release].items():
+            if self.feature_gates.get(name) and not all(
+                    self.feature_gates.get(need) for need in needed):
+                problems.append(f"{name} is enabled, but depends on {list(needed)}")
+        if problems and raise_first:
+            raise ValueError(problems[0])
+        return problems
+
+    def features_for(self, release: int) -> Features:
+        """The gates for `release` (check gate_problems first)."""
+        return Features.from_gates(self.feature_gates, release)
 
     @property
     def features(self) -> Features:
-        return Features.from_gates(self.feature_gates)
+        """The features of the release named, else the newest's."""
+        return self.features_for(self.release or NEWEST_RELEASE)
 
     @field_validator("log_level", "log_format", mode="before")
     @classmethod

@@ -9,18 +9,25 @@ from typing import Any
 
 import yaml
 
+from kpysched.config.features import NEWEST_RELEASE
+from kpysched.config.profiles import POINTS_SINCE
 from kpysched.config.scheduler_config import SchedulerConfiguration
 from kpysched.objects.durations import go_duration
 
 _DURATIONS = ("leaseDuration", "renewDeadline", "retryPeriod")
 
 
-def effective_document(config: SchedulerConfiguration,
-                       kubeconfig: Path | None) -> dict[str, Any]:
-    """`config` as a v1 document; `kubeconfig` is the one in use (a flag or
+def effective_document(config: SchedulerConfiguration, kubeconfig: Path | None,
+                       release: int = NEWEST_RELEASE) -> dict[str, Any]:
+    """`config` as a v1 document of kube-scheduler 1.`release` (without the extension
+    points that release does not have); `kubeconfig` is the one in use (a flag or
     KPYSCHED_KUBECONFIG may differ from the file's)."""
     document: dict[str, Any] = config.model_dump(mode="json", by_alias=True,
                                                  exclude_none=True)
+    for profile in document["profiles"]:
+        for point, since in POINTS_SINCE.items():
+            if release < since:
+                profile["plugins"].pop(point, None)
     election = document["leaderElection"]
     for name in _DURATIONS:
         election[name] = go_duration(getattr(config.leader_election,
@@ -52,8 +59,9 @@ def _without_empty(fields: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in fields.items() if value not in ("", 0, False, None, [])}
 
 
-def write_config(path: Path, config: SchedulerConfiguration, kubeconfig: Path | None) -> None:
-    text = yaml.safe_dump(effective_document(config, kubeconfig), sort_keys=True)
+def write_config(path: Path, config: SchedulerConfiguration, kubeconfig: Path | None,
+                 release: int = NEWEST_RELEASE) -> None:
+    text = yaml.safe_dump(effective_document(config, kubeconfig, release), sort_keys=True)
     path.write_text(text, encoding="utf-8")
 
 

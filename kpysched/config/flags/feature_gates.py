@@ -1,10 +1,16 @@
-"""The feature gates kube-scheduler v1.36.4 accepts on --feature-gates, with their
-defaults (from `kube-scheduler --help` of that release).
+"""--feature-gates checked against the gates of the release kpysched behaves as
+(config/gate_tables: the ones `kube-scheduler --help` lists, and the GA or deprecated
+ones it accepts without listing them).
 
-kpysched implements the v1.36 default behaviour. A gate set to its default is
-accepted, and so are the gang gates turned on (kpysched.config.features); any other gate
-changed from its default, or one this release does not know, stops start-up: kpysched
-would otherwise claim a behaviour it does not have.
+kpysched implements each release's default behaviour. A gate set to its default is
+accepted, and so are that release's workload gates turned on (config.features); a gate
+locked to its default and set otherwise is refused in kube-scheduler's words; any other
+gate changed from its default, or one the release does not know, stops start-up:
+kpysched would otherwise claim a behaviour it does not have.
+
+The check needs the release, which may come from the cluster (config.release), so the
+command line keeps the gates as written and checks only their form at first
+(form_problems); check_gates runs once the release is known.
 """
 
 from __future__ import annotations
@@ -12,190 +18,77 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from kpysched.config.features import DEPENDS_ON, SWITCHABLE
+from kpysched.config.features import (
+    HIDDEN_GATES,
+    LISTED_GATES,
+    NEWEST_RELEASE,
+    RELEASE_DEPENDS_ON,
+    RELEASE_SWITCHABLE,
+    RELEASES,
+)
 from kpysched.config.flags.parser import parse_bool
 
 KUBE_COMPONENT: Final = "kube"
-
-DEFAULTS: Final[Mapping[str, bool]] = {
-    "APIResponseCompression": True,
-    "APIServerIdentity": True,
-    "APIServingWithRoutine": False,
-    "AllAlpha": False,
-    "AllBeta": False,
-    "AllowParsingUserUIDFromCertAuth": True,
-    "AllowUnsafeMalformedObjectDeletion": False,
-    "AtomicFIFO": True,
-    "AuthorizePodWebsocketUpgradeCreatePermission": True,
-    "CBORServingAndStorage": False,
-    "CPUManagerPolicyAlphaOptions": False,
-    "CPUManagerPolicyBetaOptions": True,
-    "CRDObservedGenerationTracking": True,
-    "CRIListStreaming": False,
-    "CSIVolumeHealth": False,
-    "ClearingNominatedNodeNameAfterBinding": True,
-    "ClientsAllowCARotation": True,
-    "ClientsAllowCBOR": False,
-    "ClientsAllowTLSCacheGC": True,
-    "ClientsPreferCBOR": False,
-    "CloudControllerManagerWatchBasedRoutesReconciliation": False,
-    "CloudControllerManagerWebhook": False,
-    "ClusterTrustBundle": False,
-    "ClusterTrustBundleProjection": False,
-    "ComponentFlagz": True,
-    "ComponentStatusz": True,
-    "ConcurrentWatchObjectDecode": False,
-    "ConstrainedImpersonation": True,
-    "ContainerCheckpoint": True,
-    "ContainerRestartRules": True,
-    "ContainerStopSignals": False,
-    "ContextualLogging": True,
-    "CoordinatedLeaderElection": False,
-    "CrossNamespaceVolumeDataSource": False,
-    "DRAConsumableCapacity": True,
-    "DRADeviceBindingConditions": True,
-    "DRADeviceTaintRules": False,
-    "DRADeviceTaints": True,
-    "DRAExtendedResource": True,
-    "DRAListTypeAttributes": False,
-    "DRANodeAllocatableResources": False,
-    "DRAPartitionableDevices": True,
-    "DRAResourceClaimDeviceStatus": True,
-    "DRAResourceClaimGranularStatusAuthorization": True,
-    "DRAResourcePoolStatus": False,
-    "DRASchedulerFilterTimeout": True,
-    "DRAWorkloadResourceClaims": False,
-    "DeclarativeValidationBeta": True,
-    "DeploymentReplicaSetTerminatingReplicas": True,
-    "DetectCacheInconsistency": True,
-    "EnvFiles": True,
-    "EventedPLEG": False,
-    "ExtendWebSocketsToKubelet": True,
-    "GangScheduling": False,
-    "GenericWorkload": False,
-    "GracefulNodeShutdown": True,
-    "GracefulNodeShutdownBasedOnPodPriority": True,
-    "HPAConfigurableTolerance": True,
-    "HPAScaleToZero": False,
-    "HostnameOverride": True,
-    "ImageVolumeWithDigest": False,
-    "InOrderInformersBatchProcess": True,
-    "InPlacePodLevelResourcesVerticalScaling": True,
-    "InPlacePodVerticalScalingExclusiveCPUs": False,
-    "InPlacePodVerticalScalingExclusiveMemory": False,
-    "InPlacePodVerticalScalingInitContainers": True,
-    "KubeletCrashLoopBackOffMax": True,
-    "KubeletEnsureSecretPulledImages": True,
-    "KubeletInUserNamespace": False,
-    "KubeletSeparateDiskGC": True,
-    "KubeletServiceAccountTokenForCredentialProviders": True,
-    "ListFromCacheSnapshot": True,
-    "LocalStorageCapacityIsolationFSQuotaMonitoring": False,
-    "LoggingAlphaOptions": False,
-    "LoggingBetaOptions": True,
-    "ManifestBasedAdmissionControlConfig": False,
-    "MatchLabelKeysInPodTopologySpread": True,
-    "MatchLabelKeysInPodTopologySpreadSelectorMerge": True,
-    "MaxUnavailableStatefulSet": False,
-    "MemoryQoS": False,
-    "MutablePVNodeAffinity": False,
-    "MutablePodResourcesForSuspendedJobs": True,
-    "MutableSchedulingDirectivesForSuspendedJobs": True,
-    "NativeHistograms": False,
-    "NodeDeclaredFeatures": True,
-    "NominatedNodeNameForExpectation": True,
-    "OpenAPIEnums": True,
-    "OpportunisticBatching": True,
-    "PLEGOnDemandRelist": True,
-    "PersistentVolumeClaimUnusedSinceTime": False,
-    "PodAndContainerStatsFromCRI": False,
-    "PodCertificateRequest": False,
-    "PodDeletionCost": True,
-    "PodLevelResourceManagers": False,
-    "PodLevelResources": True,
-    "PodLogsQuerySplitStreams": False,
-    "PodReadyToStartContainersCondition": True,
-    "PodTopologyLabelsAdmission": True,
-    "PodsAPI": False,
-    "PortForwardWebsockets": True,
-    "PreventStaticPodAPIReferences": True,
-    "QOSReserved": False,
-    "ReduceDefaultCrashLoopBackOffDecay": False,
-    "RelaxedServiceNameValidation": True,
-    "ReloadKubeletClientCAFile": True,
-    "ReloadKubeletServerCertificateFile": True,
-    "RemoteRequestHeaderUID": True,
-    "ResourceHealthStatus": True,
-    "ResourceHealthStatusMessage": True,
-    "RestartAllContainersOnContainerExits": True,
-    "RotateKubeletServerCertificate": True,
-    "RuntimeClassInImageCriApi": False,
-    "SELinuxMount": False,
-    "SchedulerAsyncAPICalls": False,
-    "SchedulerAsyncPreemption": True,
-    "SchedulerPopFromBackoffQ": True,
-    "ServiceAccountNodeAudienceRestriction": True,
-    "ShardedListAndWatch": False,
-    "SizeBasedListCostEstimate": True,
-    "StaleControllerConsistencyDaemonSet": True,
-    "StaleControllerConsistencyJob": True,
-    "StaleControllerConsistencyReplicaSet": True,
-    "StaleControllerConsistencyStatefulSet": True,
-    "StatefulSetSemanticRevisionComparison": True,
-    "StorageCapacityScoring": False,
-    "StorageVersionAPI": False,
-    "StorageVersionHash": True,
-    "StorageVersionMigrator": False,
-    "StrictIPCIDRValidation": True,
-    "StructuredAuthenticationConfigurationEgressSelector": True,
-    "StructuredAuthenticationConfigurationJWKSMetrics": True,
-    "TaintTolerationComparisonOperators": False,
-    "TokenRequestServiceAccountUIDValidation": True,
-    "TopologyAwareWorkloadScheduling": False,
-    "TopologyManagerPolicyAlphaOptions": False,
-    "TopologyManagerPolicyBetaOptions": True,
-    "TranslateStreamCloseWebsocketRequests": True,
-    "UnauthenticatedHTTP2DOSMitigation": True,
-    "UnknownVersionInteroperabilityProxy": True,
-    "UnlockWhileProcessingFIFO": True,
-    "UserNamespacesHostNetworkSupport": False,
-    "VolumeLimitScaling": False,
-    "WatchCacheInitializationPostStartHook": True,
-    "WatchList": True,
-    "WatchListClient": True,
-    "WindowsCPUAndMemoryAffinity": False,
-    "WindowsGracefulNodeShutdown": True,
-    "WorkloadAwarePreemption": False,
-    "WorkloadWithJob": False,
-}
+# v1.36's listed gates, as the table was named before v1.37 came beside it.
+DEFAULTS: Final = LISTED_GATES[36]
 
 
-def check_gates(gates: Mapping[str, str]) -> list[str]:
-    """Problems with `--feature-gates` entries ("[kube:]Name" -> "true"/"false"), one
-    sentence each; empty when kpysched can honour them all."""
+def form_problems(gates: Mapping[str, str]) -> list[str]:
+    """Problems any release would find: an unknown component or a value that is not a
+    boolean, one sentence each."""
     problems = []
     for written, text in gates.items():
-        component, _, name = written.rpartition(":")
+        component, _, _ = written.rpartition(":")
         if component not in ("", KUBE_COMPONENT):
             problems.append(f'unknown component "{component}" in "{written}" (only '
                             f'"{KUBE_COMPONENT}" exists)')
-            continue
-        value = parse_bool(text.strip())
-        if value is None:
+        elif parse_bool(text.strip()) is None:
             problems.append(f'"{written}={text}": the value must be true or false')
-        elif name not in DEFAULTS:
-            problems.append(f'unknown feature gate "{name}"')
-        elif value != DEFAULTS[name] and name not in SWITCHABLE:
-            problems.append(f"{name}={text}: kpysched implements the v1.36 default "
-                            f"({name}={str(DEFAULTS[name]).lower()}) only")
+    return problems
+
+
+def check_gates(gates: Mapping[str, str], release: int = NEWEST_RELEASE) -> list[str]:
+    """Problems with `--feature-gates` entries ("[kube:]Name" -> "true"/"false") for
+    kube-scheduler of `release`, one sentence each; empty when kpysched can honour them
+    all."""
+    problems = form_problems(gates)
+    if problems:
+        return problems
+    listed, hidden = LISTED_GATES[release], HIDDEN_GATES[release]
+    switchable = RELEASE_SWITCHABLE[release]
+    patch = RELEASES[release]
+    for written, text in gates.items():
+        name = written.rpartition(":")[2]
+        value = parse_bool(text.strip())
+        if name in hidden:
+            default, locked = hidden[name]
+            if value != default and locked:
+                # Upstream's wording (component-base featuregate).
+                problems.append(f"cannot set feature gate {name} to {str(value).lower()}, "
+                                f"feature is locked to {str(default).lower()}")
+            elif value != default:
+                problems.append(f"{name}={text}: kpysched implements the v1.{release} default "
+                                f"({name}={str(default).lower()}) only")
+        elif name not in listed:
+            problems.append(f'unknown feature gate "{name}" (kube-scheduler {patch} does '
+                            "not know it)")
+        elif value != listed[name] and name not in switchable:
+            problems.append(f"{name}={text}: kpysched implements the v1.{release} default "
+                            f"({name}={str(listed[name]).lower()}) only")
     on = gate_values(gates)
-    for name, needed in DEPENDS_ON.items():
+    for name, needed in RELEASE_DEPENDS_ON[release].items():
         off = [need for need in needed if not on.get(need)]
         if on.get(name) and off:
             # Upstream's wording (component-base featuregate), deps as Go prints a slice.
             problems.append(f"{name} is enabled, but depends on features that are "
                             f"disabled: [{' '.join(off)}]")
     return problems
+
+
+def switched(gates: Mapping[str, str], release: int) -> dict[str, bool]:
+    """The workload gates of `release` among already checked `gates`, name -> value."""
+    return {name: on for name, on in gate_values(gates).items()
+            if name in RELEASE_SWITCHABLE[release]}
 
 
 def gate_values(gates: Mapping[str, str]) -> dict[str, bool]:
@@ -207,4 +100,3 @@ def gate_values(gates: Mapping[str, str]) -> dict[str, bool]:
         if value is not None:
             values[written.rpartition(":")[2]] = value
     return values
-

@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from kpysched.config.features import SWITCHABLE
-from kpysched.config.flags.feature_gates import check_gates, gate_values
+from kpysched.config.features import NEWEST_RELEASE, RELEASES, SWITCHABLE
+from kpysched.config.flags.feature_gates import check_gates, form_problems, gate_values
 from kpysched.config.flags.parser import FlagError, Parsed, Value, parse
 from kpysched.config.flags.table import FLAGS
+from kpysched.config.release import ReleaseError, check_min_compatibility, emulated_release
 from kpysched.config.tls import TLS_VERSIONS
 from kpysched.objects.durations import go_duration
 
-KUBE_VERSION: Final = "1.36"
 # klog verbosity at and above which kpysched logs debug events.
 DEBUG_VERBOSITY: Final = 4
 _LOGGING_FORMATS: Final = {"text": "console", "json": "json"}
@@ -77,13 +77,6 @@ def _set(value: Value, _: Parsed) -> bool:
     return bool(value)
 
 
-def _versions(allowed: Sequence[str]) -> Callable[[Value, Parsed], bool]:
-    def refused(value: Value, _: Parsed) -> bool:
-        assert isinstance(value, tuple)
-        return any(item.removeprefix("kube=") not in allowed for item in value)
-    return refused
-
-
 def _not_ip(value: Value, _: Parsed) -> bool:
     try:
         ipaddress.ip_address(str(value))
@@ -103,7 +96,7 @@ REFUSALS: Final[tuple[Refusal, ...]] = (
     Refusal("kube-api-content-type", lambda v, _: v not in _CONTENT_TYPES,
             f"must be one of {', '.join(_CONTENT_TYPES)}"),
     Refusal("leader-elect-resource-lock", lambda v, _: v != "leases",
-            'only "leases" exists in kube-scheduler v1.36'),
+            'only "leases" exists in kube-scheduler'),
     Refusal("tls-min-version", lambda v, _: v not in TLS_VERSIONS,
             f"kpysched supports {' and '.join(TLS_VERSIONS)} (Python's ssl refuses older)"),
     Refusal("tls-cipher-suites", _set, "not implemented: Python's ssl default suites apply"),
@@ -111,10 +104,6 @@ REFUSALS: Final[tuple[Refusal, ...]] = (
     Refusal("tls-sni-cert-key", _set, "not implemented: one serving certificate only"),
     Refusal("http2-max-streams-per-connection", lambda v, _: v != 0,
             "kpysched serves HTTP/1.1 only"),
-    Refusal("emulated-version", _versions((KUBE_VERSION,)),
-            f"kpysched implements kube-scheduler {KUBE_VERSION} only"),
-    Refusal("min-compatibility-version", _versions(("1.35", KUBE_VERSION)),
-            f"kpysched implements kube-scheduler {KUBE_VERSION} (compatible with 1.35)"),
     Refusal("allow-metric-labels", _set, "not implemented"),
     Refusal("allow-metric-labels-manifest", _set, "not implemented"),
     Refusal("show-hidden-metrics-for-version", _set, "kpysched hides no metrics"),
@@ -143,6 +132,11 @@ class Invocation:
     write_config_to: Path | None = None
     show_help: bool = False
     show_version: str | None = None  # "true" or "raw"
+    # The release --emulated-version names (None: the cluster's, read at start).
+    release: int | None = None
+    # --feature-gates as written, to be checked (check_gates) once the release is known
+    # when --emulated-version does not say it.
+    feature_gates: dict[str, str] = field(default_factory=dict)
 
 
 def interpret(argv: Sequence[str]) -> Invocation:
@@ -152,9 +146,11 @@ def interpret(argv: Sequence[str]) -> Invocation:
     values = parsed.values
     problems = [f"--{r.flag}={_show(values[r.flag])}: {r.reason}"
                 for r in REFUSALS if r.flag in values and r.refused(values[r.flag], parsed)]
+    release, version_problems = _release(values)
+    problems += version_problems
     gates = values.get("feature-gates")
-    if isinstance(gates, dict):
-        problems += [f"--feature-gates: {problem}" for problem in check_gates(gates)]
+    gates = dict(gates) if isinstance(gates, dict) else {}
+    problems += [f"--feature-gates: {problem}" for problem in _gate_problems(gates, release)]
     for flag, other in (("v", "log-level"), ("logging-format", "log-format")):
         if flag in values and other in values:
             problems.append(f"--{flag} and --{other} both set the log "
@@ -162,15 +158,17 @@ def interpret(argv: Sequence[str]) -> Invocation:
     if problems:
         raise FlagError("; ".join(problems))
 
-    invocation = Invocation(show_help=values.get("help") is True)
+    invocation = Invocation(show_help=values.get("help") is True, release=release,
+                            feature_gates=gates)
+    if release is not None:
+        invocation.settings["emulated_version"] = f"1.{release}"
     version = values.get("version")
     if version in ("true", "raw"):
         invocation.show_version = str(version)
     for flag in _SETTINGS:
         if flag in values:
             invocation.settings[flag.replace("-", "_")] = _setting(values[flag])
-    switched = {name: on for name, on in gate_values(gates).items()
-                if name in SWITCHABLE} if isinstance(gates, dict) else {}
+    switched = {name: on for name, on in gate_values(gates).items() if name in SWITCHABLE}
     if switched:
         invocation.settings["feature_gates"] = switched
     if "v" in values:
@@ -203,6 +201,41 @@ def interpret(argv: Sequence[str]) -> Invocation:
             _put(invocation.config, ("leaderElection", name),
                  go_duration(value) if isinstance(value, float) else value)
     return invocation
+
+
+def _release(values: dict[str, Value]) -> tuple[int | None, list[str]]:
+    """The release --emulated-version names (None when not given) and the problems of
+    both version flags."""
+    release, problems = None, []
+    for flag in ("emulated-version", "min-compatibility-version"):
+        items = values.get(flag)
+        if not isinstance(items, tuple) or not items:
+            continue
+        try:
+            if flag == "emulated-version":
+                release = emulated_release(items)
+            else:
+                check_min_compatibility(items, NEWEST_RELEASE if release is None else release)
+        except ReleaseError as error:
+            problems.append(f"--{flag}={_show(items)}: {error}")
+    return release, problems
+
+
+def _gate_problems(gates: dict[str, str], release: int | None) -> list[str]:
+    """Problems now: for the release named, or, when the cluster will name it, those
+    every release would find (reported as the newest's). The rest wait for the
+    release (cli checks them once it is known)."""
+    if not gates:
+        return []
+    if release is not None:
+        return check_gates(gates, release)
+    form = form_problems(gates)
+    if form:
+        return form
+    per_release = {minor: check_gates(gates, minor) for minor in RELEASES}
+    if all(per_release.values()):
+        return per_release[NEWEST_RELEASE]
+    return []
 
 
 def _setting(value: Value) -> Any:

@@ -12,6 +12,7 @@ from kpysched.config import (
     build_profiles,
     parse_config,
 )
+from kpysched.config.features import Features
 from kpysched.framework import interfaces as ep
 from kpysched.framework.registry import PluginSpec, full_registry
 from kpysched.plugins import IN_TREE
@@ -46,9 +47,15 @@ DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 
                    "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
 
 
+# These tables are kube-scheduler v1.36.4's; v1.37.2's differences are tested beside them.
+V1_36 = Features(release=36)
+V1_37 = Features(release=37)
+
+
 def _resolve(*profiles: dict[str, Any], registry: dict[str, PluginSpec] = REGISTRY,
-             ) -> list[EffectiveProfile]:
-    return build_profiles(parse_config(document(profiles=list(profiles))), registry)
+             features: Features = V1_36) -> list[EffectiveProfile]:
+    return build_profiles(parse_config(document(profiles=list(profiles)), features.release),
+                          registry, features)
 
 
 def _one(plugins: dict[str, Any] | None = None, **fields: Any) -> EffectiveProfile:
@@ -501,7 +508,7 @@ def test_upstream_plugin_missing_here_is_warned_about_not_fatal(
                            "kind": "KubeSchedulerConfiguration",
                            "profiles": [{"schedulerName": "kpysched", "plugins": plugins}]})
     with capture_logs() as logs:
-        [profile] = build_profiles(config, full_registry(IN_TREE))
+        [profile] = build_profiles(config, full_registry(IN_TREE), V1_36)
     missing = ({"TopologyPlacementGenerator", "PodGroupPodsCount"}
                & set(profile.unavailable_defaults))
     assert missing
@@ -556,14 +563,12 @@ def test_plugin_args_are_decoded_strictly(plugin: str, args: dict[str, Any],
 
 
 def test_gang_scheduling_joins_the_default_profile_only_with_its_gate() -> None:
-    from kpysched.config.features import Features
-
     config = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1",
                            "kind": "KubeSchedulerConfiguration"})
     registry = full_registry(IN_TREE)
-    off = build_profiles(config, registry)[0]
+    off = build_profiles(config, registry, V1_36)[0]
     on = build_profiles(config, registry,
-                        Features(generic_workload=True, gang_scheduling=True))[0]
+                        Features(generic_workload=True, gang_scheduling=True, release=36))[0]
     assert "GangScheduling" not in off.args
     # Appended last, as upstream's applyGangScheduling.
     assert on.enabled("preEnqueue")[-1] == "GangScheduling"
@@ -578,4 +583,59 @@ def test_gang_scheduling_named_without_its_gate_stops_start_up() -> None:
                       "plugins": {"multiPoint": {"enabled": [{"name": "GangScheduling"}]}}}]})
     with pytest.raises(ConfigError, match="GangScheduling needs the feature gates "
                                           "GenericWorkload and GangScheduling on"):
-        build_profiles(config, full_registry(IN_TREE))
+        build_profiles(config, full_registry(IN_TREE), V1_36)
+    with pytest.raises(ConfigError, match=r"GangScheduling needs the feature gate "
+                                          r"GenericWorkload on \(--feature-gates="
+                                          r"GenericWorkload=true\)"):
+        build_profiles(config, full_registry(IN_TREE), V1_37)
+
+
+def test_v1_37_runs_node_name_before_node_unschedulable() -> None:
+    (profile,) = _resolve({}, registry=_full_registry(), features=V1_37)
+    assert profile.plugins["filter"][:3] == ("NodeName", "NodeUnschedulable", "TaintToleration")
+    (older,) = _resolve({}, registry=_full_registry(), features=V1_36)
+    assert older.plugins["filter"][:3] == ("NodeUnschedulable", "NodeName", "TaintToleration")
+    assert {point: set(names) for point, names in profile.plugins.items()} == {
+        point: set(names) for point, names in older.plugins.items()}
+
+
+def test_v1_37_defaults_with_deferred_pod_scheduling_and_gang_scheduling() -> None:
+    from kpysched.config.profiles import default_multi_point
+
+    gate = "InPlacePodVerticalScalingSchedulerPreemption"
+    names = [name for name, _ in default_multi_point(Features(release=37, overrides={gate: True}))]
+    assert names[names.index("DeferredPodScheduling") + 1] == "NodeResourcesFit"
+    assert "DeferredPodScheduling" not in [name for name, _ in default_multi_point(V1_37)]
+    # The gate does not exist in v1.36: no plugin there whatever it says.
+    assert "DeferredPodScheduling" not in [
+        name for name, _ in default_multi_point(Features(release=36, overrides={gate: True}))]
+    gang = default_multi_point(Features.from_gates({"GenericWorkload": True}, release=37))
+    assert gang[-1] == ("GangScheduling", None)
+
+
+def test_pod_group_post_filter_is_a_v1_37_field() -> None:
+    profile = {"plugins": {"podGroupPostFilter": {}}}
+    _resolve(profile, features=V1_37)
+    with pytest.raises(ConfigError) as caught:
+        _resolve(profile, features=V1_36)
+    assert caught.value.problems == (
+        "profiles[0].plugins.podGroupPostFilter: unknown field (kube-scheduler v1.36 has no "
+        "podGroupPostFilter; it came in v1.37)",)
+
+
+def test_deferred_pod_scheduling_is_an_upstream_plugin_of_v1_37_only() -> None:
+    profile = {"plugins": {"filter": {"enabled": [{"name": "DeferredPodScheduling"}]}}}
+    registry = {name: spec for name, spec in REGISTRY.items() if name != "DeferredPodScheduling"}
+    with capture_logs() as logs:
+        _resolve(profile, registry=registry, features=V1_37)
+    assert any(e["event"] == "config.default_plugins_unavailable" for e in logs)
+    with pytest.raises(ConfigError, match='unknown plugin "DeferredPodScheduling"'):
+        _resolve(profile, registry=registry, features=V1_36)
+
+
+def test_volume_binding_shape_follows_storage_capacity_scoring_per_release() -> None:
+    config = {"pluginConfig": [{"name": "VolumeBinding", "args": {
+        "shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]}}]}
+    _resolve(config, registry=full_registry(IN_TREE), features=V1_37)
+    with pytest.raises(ConfigError, match="turn on the feature gate StorageCapacityScoring"):
+        _resolve(config, registry=full_registry(IN_TREE), features=V1_36)

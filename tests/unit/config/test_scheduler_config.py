@@ -116,9 +116,10 @@ def test_go_duration_invalid(text: str) -> None:
         parse_go_duration(text)
 
 
-def _problems(data: object) -> tuple[str, ...]:
+def _problems(data: object, release: int = 36) -> tuple[str, ...]:
+    """As kube-scheduler v1.36.4 reports them (v1.37.2's differences tested below)."""
     with pytest.raises(ConfigError) as caught:
-        parse_config(data)
+        parse_config(data, release)
     return caught.value.problems
 
 
@@ -248,3 +249,10 @@ def test_invalid(data: object, expected: list[str]) -> None:
 ])
 def test_leader_election_invalid(election: dict[str, Any], expected: list[str]) -> None:
     assert list(_problems(document(leaderElection=election))) == expected
+
+
+def test_messages_name_the_release() -> None:
+    data = {"apiVersion": "kubescheduler.config.k8s.io/v1beta3",
+            "kind": "KubeSchedulerConfiguration"}
+    assert "kube-scheduler v1.37 does" in _problems(data, 37)[0]
+    assert "kube-scheduler v1.36 does" in _problems(data, 36)[0]

@@ -8,6 +8,7 @@ from typing import Any, cast
 from kpysched.api.client import RawApi
 from kpysched.app import build_scheduler
 from kpysched.config import API_VERSION, KIND, build_profiles, parse_config
+from kpysched.config.features import Features
 from kpysched.informers.listers import Listers
 from kpysched.objects import api
 from kpysched.plugins import IN_TREE
@@ -24,9 +25,11 @@ def build(extenders: list[dict[str, Any]], *pods: api.Pod, node_cpu: str = "4",
     pods (those with a nodeName placed there)."""
     config = parse_config({"apiVersion": API_VERSION, "kind": KIND, "extenders": extenders})
     recording = RecordingApi()
-    scheduler = build_scheduler(config, build_profiles(config, IN_TREE), IN_TREE,
+    # The extender tables are kube-scheduler v1.36.4's (its FailedScheduling texts).
+    features = Features(release=36)
+    scheduler = build_scheduler(config, build_profiles(config, IN_TREE, features), IN_TREE,
                                 cast(RawApi, recording), Listers(),
-                                decision_records=decision_records)
+                                decision_records=decision_records, features=features)
     cpus = node_cpus or {f"n{number}": node_cpu for number in range(1, nodes + 1)}
     for name, cpu in cpus.items():
         scheduler.cache.add_or_update_node(

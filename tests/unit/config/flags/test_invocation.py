@@ -48,8 +48,8 @@ def test_kubeadm_s_flags() -> None:
                   "disabled_metrics": ["a", "b"]}, {}, id="settings"),
     pytest.param(["--feature-gates=SchedulerAsyncPreemption=true,kube:AllAlpha=false",
                   "--emulated-version=kube=1.36", "--min-compatibility-version=1.35",
-                  "--log-flush-frequency=5s", "--disable-http2-serving"], {}, {},
-                 id="defaults-accepted"),
+                  "--log-flush-frequency=5s", "--disable-http2-serving"],
+                 {"emulated_version": "1.36"}, {}, id="defaults-accepted"),
     pytest.param(["--feature-gates=GenericWorkload=true,kube:GangScheduling=true"],
                  {"feature_gates": {"GenericWorkload": True, "GangScheduling": True}}, {},
                  id="gang-gates"),
@@ -85,15 +85,44 @@ def test_with_config_deprecated_flags_are_ignored_by_name_but_leader_election_ap
     pytest.param(["--vmodule=foo=4"], "--vmodule", id="vmodule"),
     pytest.param(["--leader-elect-resource-lock=endpoints"], "--leader-elect-resource-lock",
                  id="resource-lock"),
-    pytest.param(["--feature-gates=SchedulerAsyncAPICalls=true"],
+    pytest.param(["--emulated-version=1.36", "--feature-gates=SchedulerAsyncAPICalls=true"],
                  "SchedulerAsyncAPICalls=true: kpysched implements the v1.36 default",
                  id="gate-changed"),
-    pytest.param(["--feature-gates=GangScheduling=true"],
+    pytest.param(["--feature-gates=SchedulerAsyncAPICalls=true"],
+                 "SchedulerAsyncAPICalls=true: kpysched implements the v1.37 default",
+                 id="gate-changed-any-release"),
+    pytest.param(["--emulated-version=1.36", "--feature-gates=GangScheduling=true"],
                  "GangScheduling is enabled, but depends on features that are disabled: "
                  "[GenericWorkload]", id="gang-without-workload"),
-    pytest.param(["--feature-gates=TopologyAwareWorkloadScheduling=true"],
+    pytest.param(["--emulated-version=1.37",
+                  "--feature-gates=GenericWorkload=true,GangScheduling=true"],
+                 'unknown feature gate "GangScheduling" (kube-scheduler v1.37.2 does not '
+                 "know it)", id="gang-gate-folded-in-v1.37"),
+    pytest.param(["--emulated-version=1.36",
+                  "--feature-gates=TopologyAwareWorkloadScheduling=true"],
                  "TopologyAwareWorkloadScheduling=true: kpysched implements the v1.36 "
                  "default", id="topology-aware-not-implemented"),
+    pytest.param(["--emulated-version=1.37", "--feature-gates=NodeDeclaredFeatures=false"],
+                 "cannot set feature gate NodeDeclaredFeatures to false, feature is locked "
+                 "to true", id="locked-ga-gate"),
+    pytest.param(["--emulated-version=1.36", "--feature-gates=DynamicResourceAllocation=false"],
+                 "cannot set feature gate DynamicResourceAllocation to false, feature is "
+                 "locked to true", id="locked-ga-gate-v1.36"),
+    pytest.param(["--emulated-version=1.37", "--feature-gates=DRADeviceTaints=false"],
+                 "DRADeviceTaints=false: kpysched implements the v1.37 default "
+                 "(DRADeviceTaints=true) only", id="unlocked-ga-gate-changed"),
+    pytest.param(["--emulated-version=kube=1.36.4"], "patch version not allowed",
+                 id="emulated-patch"),
+    pytest.param(["--emulated-version=wardle=1.36"], "component not registered",
+                 id="emulated-component"),
+    pytest.param(["--emulated-version=kube=1.36,kube=1.37"], "duplicate version flag",
+                 id="emulated-twice"),
+    pytest.param(["--emulated-version=1.38"],
+                 "kpysched implements kube-scheduler 1.36 (v1.36.4), 1.37 (v1.37.2), not 1.38",
+                 id="emulated-newer"),
+    pytest.param(["--min-compatibility-version=1.37"],
+                 "--min-compatibility-version=1.37: kpysched as kube-scheduler 1.37 accepts "
+                 "1.35 or 1.36, not 1.37", id="min-compat-1.37"),
     pytest.param(["--feature-gates=Bogus=true"], 'unknown feature gate "Bogus"',
                  id="gate-unknown"),
     pytest.param(["--feature-gates=wardle:A=true"], 'unknown component "wardle"',
@@ -157,3 +186,32 @@ def test_requestheader_flags_set_their_settings() -> None:
         "requestheader_group_headers": ["X-Remote-Group", "X-Other-Group"],
         "requestheader_extra_headers_prefix": ["X-Remote-Extra-"],
         "requestheader_uid_headers": ["X-Remote-Uid"]}
+
+
+@pytest.mark.parametrize("form", ["1.36", "v1.36", "kube=1.36", "kube=v1.36", "kube=1.36.0"])
+def test_emulated_version_forms_kube_scheduler_accepts(form: str) -> None:
+    invocation = interpret([f"--emulated-version={form}"])
+    assert invocation.release == 36
+    assert invocation.settings == {"emulated_version": "1.36"}
+
+
+def test_without_a_release_gates_one_release_takes_wait_for_the_cluster() -> None:
+    """v1.36 takes GangScheduling, v1.37 does not: the check waits for /version."""
+    invocation = interpret(["--feature-gates=GenericWorkload=true,GangScheduling=true"])
+    assert invocation.release is None
+    assert invocation.feature_gates == {"GenericWorkload": "true", "GangScheduling": "true"}
+    assert invocation.settings == {
+        "feature_gates": {"GenericWorkload": True, "GangScheduling": True}}
+
+
+@pytest.mark.parametrize(("release", "gates"), [
+    pytest.param(37, "GenericWorkload=true", id="v1.37-workload"),
+    pytest.param(37, "NodeDeclaredFeatures=true,DynamicResourceAllocation=true",
+                 id="v1.37-ga-gates-at-their-default"),
+    pytest.param(37, "StorageCapacityScoring=true,VolumeLimitScaling=true",
+                 id="v1.37-beta-defaults"),
+    pytest.param(36, "StorageCapacityScoring=false,GangScheduling=false",
+                 id="v1.36-defaults"),
+])
+def test_gates_a_release_accepts(release: int, gates: str) -> None:
+    interpret([f"--emulated-version=1.{release}", f"--feature-gates={gates}"])
