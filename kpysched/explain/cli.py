@@ -101,6 +101,9 @@ def _parser(prog: str) -> argparse.ArgumentParser:
     parser.add_argument("--config", dest="scheduler_config",
                         help="the scheduler's KubeSchedulerConfiguration, for checking "
                              "suggested changes (default: upstream's default profile)")
+    parser.add_argument("--emulated-version", metavar="1.MINOR",
+                        help="check suggested changes as this kube-scheduler release (1.36 "
+                             "or 1.37; default: the cluster's, from its /version)")
     return parser
 
 

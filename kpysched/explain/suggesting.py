@@ -24,9 +24,11 @@ async def suggest(options: argparse.Namespace, namespace: str, name: str,
     """The checked fixes as JSON, or why there are none to give."""
     from kpysched import logs
     from kpysched.config import ConfigError
+    from kpysched.config.release import ReleaseError
     from kpysched.framework.registry import full_registry
     from kpysched.plugins import IN_TREE
     from kpysched.simulate.cli import read_cluster
+    from kpysched.simulate.release import choose, features_of
     from kpysched.simulate.snapshot import SnapshotError
     from kpysched.simulate.world import InputError, World
     from kpysched.suggest.trial import Trial, trial_config
@@ -35,20 +37,26 @@ async def suggest(options: argparse.Namespace, namespace: str, name: str,
     logs.configure("warning", "auto")
     registry = full_registry(IN_TREE)
     try:
-        config, profiles = trial_config(options.scheduler_config, registry)
-    except ConfigError as error:
-        return f"--config: {error}"
-    try:
-        world = World.from_snapshot(await read_cluster(options.kubeconfig, options.context))
+        taken = await read_cluster(options.kubeconfig, options.context)
+        world = World.from_snapshot(taken)
     except (KubeconfigError, OSError) as error:
         return str(error)
     except (SnapshotError, InputError) as error:
         return (f"reading the cluster (suggestions need read access to its nodes, pods and "
                 f"the objects they use): {error}")
+    try:
+        # The release of the cluster's scheduler, as `kpysched run` picks it.
+        features = features_of(choose(options.emulated_version, taken),
+                               quiet=False, command="explain")
+        config, profiles = trial_config(options.scheduler_config, registry, features)
+    except ReleaseError as error:
+        return str(error)
+    except ConfigError as error:
+        return f"--config: {error}"
     pod = next((p for p in world.of("pods")
                 if p.metadata.namespace == namespace and p.metadata.name == name), None)
     if pod is None:
         return f"pod {namespace}/{name} is not in the cluster"
     if pod.spec.node_name:
         return f"pod {namespace}/{name} is bound to {pod.spec.node_name}"
-    return (await Trial(config, profiles, registry, world).suggest(pod)).to_json()
+    return (await Trial(config, profiles, registry, world, features).suggest(pod)).to_json()

@@ -116,6 +116,10 @@ def _simulate_parser() -> argparse.ArgumentParser:
                         help="the pods (and workloads) to place, YAML or JSON ('-' for stdin)")
     parser.add_argument("--config", metavar="FILE",
                         help="KubeSchedulerConfiguration, as `kpysched run --config` reads it")
+    parser.add_argument("--emulated-version", metavar="1.MINOR",
+                        help="behave as this kube-scheduler release (1.36 or 1.37); default: "
+                             "the cluster's (its /version, recorded in snapshots), else the "
+                             "newest")
     parser.add_argument("-n", "--namespace", default="default",
                         help="namespace of documents that name none (default: default)")
     parser.add_argument("--explain", action="store_true",
@@ -168,11 +172,17 @@ async def _api_client(kubeconfig: Path | None, context: str | None) -> client.Ap
 async def read_cluster(kubeconfig: Path | None, context: str | None) -> dict[str, Any]:
     """A snapshot document of the cluster (GET requests only)."""
     from kpysched.simulate import snapshot
+    from kpysched.simulate.release import VERSION_KEY, server_version
 
     api_client = await _api_client(kubeconfig, context)
     async with api_client:
         reader = ReadOnlyApi(RawApi(api_client))
-        return await snapshot.take(reader, server=api_client.configuration.host or "")
+        document = await snapshot.take(reader, server=api_client.configuration.host or "")
+        # The release a simulation of it behaves as (simulate.release).
+        version = await server_version(reader)
+        if version is not None:
+            document["metadata"][VERSION_KEY] = version
+        return document
 
 
 async def _snapshot(options: argparse.Namespace) -> int:
@@ -191,36 +201,42 @@ async def _snapshot(options: argparse.Namespace) -> int:
 
 async def _simulate(options: argparse.Namespace) -> int:
     from kpysched.config import ConfigError, load_config
+    from kpysched.config.release import ReleaseError
     from kpysched.framework.registry import RegistryError, full_registry
     from kpysched.plugins import IN_TREE
     from kpysched.simulate import output
     from kpysched.simulate.expand import ExpandError, expand
+    from kpysched.simulate.release import choose, features_of
     from kpysched.simulate.runner import PLACED, Simulation
     from kpysched.simulate.snapshot import SnapshotError
     from kpysched.simulate.world import InputError, World, admit, read_documents
 
-    try:
-        registry = full_registry(IN_TREE)
-        config, profiles = load_config(options.config, registry)
-    except (ConfigError, RegistryError) as error:
-        return _error(str(error), EXIT_USAGE)
     rng = random.Random(options.seed)
     try:
         documents = read_documents(options.pods)
-        expanded = expand(documents, rng, options.namespace)
         if options.snapshot is not None:
             snapshot_documents = read_documents(options.snapshot)
             if len(snapshot_documents) != 1:
                 raise InputError(f"{options.snapshot}: want one snapshot document")
-            world = World.from_snapshot(snapshot_documents[0])
+            taken = snapshot_documents[0]
         else:
             try:
-                world = World.from_snapshot(
-                    await read_cluster(options.kubeconfig, options.context))
+                taken = await read_cluster(options.kubeconfig, options.context)
             except (KubeconfigError, OSError) as error:
                 return _error(str(error), EXIT_USAGE)
             except SnapshotError as error:
                 return _error(str(error), EXIT_CLUSTER)
+        world = World.from_snapshot(taken)
+    except InputError as error:
+        return _error(str(error), EXIT_USAGE)
+    try:
+        features = features_of(choose(options.emulated_version, taken), quiet=options.quiet)
+        registry = full_registry(IN_TREE)
+        config, profiles = load_config(options.config, registry, None, features)
+    except (ConfigError, RegistryError, ReleaseError) as error:
+        return _error(str(error), EXIT_USAGE)
+    try:
+        expanded = expand(documents, rng, options.namespace)
         world.add_owners(expanded)
         pods = admit(expanded.pods, world, [p.scheduler_name for p in profiles])
     except (InputError, ExpandError) as error:
@@ -236,7 +252,8 @@ async def _simulate(options: argparse.Namespace) -> int:
             print(f"simulate: calling the configured extenders ({names}) for filter, "
                   "prioritize and preempt; binding is simulated", file=sys.stderr)
     try:
-        simulation = Simulation(config, profiles, registry, seed=options.seed)
+        simulation = Simulation(config, profiles, registry, seed=options.seed,
+                                features=features)
     except ConfigError as error:  # an extender's certificates
         return _error(str(error), EXIT_USAGE)
     simulation.load(world)

@@ -24,6 +24,8 @@ from kpysched.api.client import RawApi
 from kpysched.api.response import ApiResponse
 from kpysched.app import build_scheduler
 from kpysched.config import EffectiveProfile, SchedulerConfiguration
+from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
+from kpysched.config.features import Features
 from kpysched.decisions import record
 from kpysched.framework.cluster_events import ActionType, ClusterEvent
 from kpysched.framework.cluster_events import Resource as EventResource
@@ -146,7 +148,9 @@ class Simulation:
     """One simulated cluster and the live scheduler's code over it."""
 
     def __init__(self, config: SchedulerConfiguration, profiles: Sequence[EffectiveProfile],
-                 registry: Mapping[str, PluginSpec], *, seed: int = 0) -> None:
+                 registry: Mapping[str, PluginSpec], *, seed: int = 0,
+                 features: Features = DEFAULT_FEATURES) -> None:
+        """`features`: the release (and gates) the profiles were built for."""
         self.api = OfflineApi()
         self.listers = Listers()
         # Decisions are read back after every step, so the store only needs the
@@ -159,7 +163,7 @@ class Simulation:
             extender.model_copy(update={"bind_verb": ""}) for extender in config.extenders]})
         self.scheduler = build_scheduler(config, profiles, registry, cast(RawApi, self.api),
                                          self.listers, decision_records=10_000,
-                                         tie_break_seed=seed)
+                                         tie_break_seed=seed, features=features)
         queue = self.scheduler.queue
         # Wired as `kpysched run` wires them (app.run).
         self.listers.namespaces.on_change = (

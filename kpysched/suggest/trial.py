@@ -17,6 +17,8 @@ from typing import Any
 import msgspec
 
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, load_config
+from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
+from kpysched.config.features import Features
 from kpysched.framework.registry import PluginSpec
 from kpysched.objects import api
 from kpysched.simulate.runner import PLACED, Placement, Simulation
@@ -84,7 +86,9 @@ class Trial:
     """The snapshot and the scheduler's configuration the fixes are checked against."""
 
     def __init__(self, config: SchedulerConfiguration, profiles: Sequence[EffectiveProfile],
-                 registry: Mapping[str, PluginSpec], world: World) -> None:
+                 registry: Mapping[str, PluginSpec], world: World,
+                 features: Features = DEFAULT_FEATURES) -> None:
+        self._features = features  # the release the profiles were built for
         self._config = config
         self._profiles = profiles
         self._registry = registry
@@ -166,7 +170,8 @@ class Trial:
             if step.nodes is not None:
                 world = World({**world.objects, "nodes": step.nodes(list(world.of("nodes")))})
         pod = msgspec.json.decode(msgspec.json.encode(changed), type=api.Pod)
-        simulation = Simulation(self._config, self._profiles, self._registry)
+        simulation = Simulation(self._config, self._profiles, self._registry,
+                                features=self._features)
         simulation.load(_without(world, pod))
         try:
             placement = (await simulation.place(pod))[0]
@@ -200,7 +205,8 @@ def _free_space(simulation: Simulation) -> FreeSpace:
 
 
 def trial_config(path: str | None, registry: Mapping[str, PluginSpec],
+                 features: Features = DEFAULT_FEATURES,
                  ) -> tuple[SchedulerConfiguration, list[EffectiveProfile]]:
     """The scheduler's configuration (upstream's defaults without a file) with every node
     evaluated, so a fix's count of nodes is complete, not percentageOfNodesToScore's."""
-    return load_config(path, registry, {"percentageOfNodesToScore": 100})
+    return load_config(path, registry, {"percentageOfNodesToScore": 100}, features)
