@@ -62,6 +62,8 @@ class ScenarioResult:
 class BatchResult:
     results: dict[str, ScenarioResult]  # by scenario name
     seconds: dict[str, float]  # phase -> wall time
+    # The kube-scheduler release kpysched said it behaves as (its release.selected).
+    kpysched_behaves_as: str | None
 
 
 async def _bounded(calls: Iterable[Awaitable[Any]]) -> list[Any]:
@@ -245,7 +247,8 @@ async def clean_up(state: ClusterState, batch: list[ScenarioCopy]) -> None:
 
 
 @contextmanager
-def schedulers_started(state: ClusterState) -> Iterator[UpstreamScheduler]:
+def schedulers_started(state: ClusterState,
+                       ) -> Iterator[tuple[UpstreamScheduler, KpyschedProcess]]:
     """kube-scheduler and kpysched on the cluster, started side by side (each start
     waits for health); both stop when the block ends."""
     upstream = UpstreamScheduler(state, extra_args=UPSTREAM_ARGS)
@@ -258,7 +261,7 @@ def schedulers_started(state: ClusterState) -> Iterator[UpstreamScheduler]:
             kpysched_start = pool.submit(kpysched.start)
         upstream_start.result()  # each raises its start's error, if any
         kpysched_start.result()
-        yield upstream
+        yield upstream, kpysched
 
 
 def run_batch(state: ClusterState, scenarios: list[Scenario]) -> BatchResult:
@@ -269,8 +272,10 @@ def run_batch(state: ClusterState, scenarios: list[Scenario]) -> BatchResult:
     seconds["lay out"] = loop_time() - start
     try:
         start = loop_time()
-        with schedulers_started(state) as upstream:
+        with schedulers_started(state) as (upstream, kpysched):
             seconds["start schedulers"] = loop_time() - start
+            behaves_as = next((e.get("kube_scheduler") for e in kpysched.log_events()
+                               if e.get("event") == "release.selected"), None)
             start = loop_time()
             outcomes = asyncio.run(wait_decided(state, batch))
             seconds["decide"] = loop_time() - start
@@ -286,4 +291,4 @@ def run_batch(state: ClusterState, scenarios: list[Scenario]) -> BatchResult:
         results[scenario.name] = ScenarioResult(
             scenario, outcomes[upstream_ns], outcomes[kpysched_ns],
             tuple(t for t in ties if t.namespace == upstream_ns))
-    return BatchResult(results, seconds)
+    return BatchResult(results, seconds, behaves_as)

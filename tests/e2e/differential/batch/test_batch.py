@@ -32,3 +32,10 @@ def test_same_decision_as_kube_scheduler(batch: BatchResult, scenario: Scenario)
     check_kind(scenario, result.upstream)
     assert result.kpysched == result.upstream, (
         f"\n upstream: {result.upstream.describe()}\n kpysched: {result.kpysched.describe()}")
+
+
+def test_kpysched_behaves_as_the_clusters_release(batch: BatchResult,
+                                                  cluster: ClusterState) -> None:
+    """Started with no version flag, kpysched takes the API server's release: the batch
+    then compares like with like."""
+    assert batch.kpysched_behaves_as == cluster.kubernetes_version
