@@ -132,8 +132,8 @@ FORCE_ACTIVATE = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "ForceActivate"
 EVERYTHING = ClusterEvent(Resource.WILDCARD, ActionType.ALL, "*")
 
 # The first release whose event labels spell the pending-pod resource "UnscheduledPod",
-# whose pending pod's own update is a TargetPod event and whose pod updates tell a
-# scale-up apart (v1.37's framework/events.go).
+# whose pending pod's own update is a TargetPod event and whose pod and node updates
+# tell a scale-up and a preemption-policy change apart (v1.37's framework/events.go).
 TARGET_POD_RELEASE = 37
 _V136_PENDING, _V137_PENDING = "UnschedulablePod", "UnscheduledPod"
 

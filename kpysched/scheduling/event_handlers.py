@@ -235,9 +235,11 @@ class PodEventHandler:
                 pre_check=_priority_at_most(pod.spec.priority or 0))
 
 
-def node_update_event(old: api.Node, new: api.Node) -> list[ev.ClusterEvent]:
+def node_update_event(old: api.Node, new: api.Node,
+                      release: int = 36) -> list[ev.ClusterEvent]:
     """One event per changed scheduling property, in upstream's order
-    (NodeSchedulingPropertiesChange); a node turning unschedulable helps no pod."""
+    (NodeSchedulingPropertiesChange); a node turning unschedulable helps no pod. v1.37
+    also reports a changed spec.podPreemptionPolicy."""
     actions: list[ev.ActionType] = []
     if old.spec.unschedulable and not new.spec.unschedulable:
         actions.append(ev.ActionType.UPDATE_NODE_TAINT)
@@ -251,6 +253,9 @@ def node_update_event(old: api.Node, new: api.Node) -> list[ev.ClusterEvent]:
         actions.append(ev.ActionType.UPDATE_NODE_CONDITION)
     if old.metadata.annotations != new.metadata.annotations:
         actions.append(ev.ActionType.UPDATE_NODE_ANNOTATION)
+    if (release >= ev.TARGET_POD_RELEASE
+            and old.spec.pod_preemption_policy != new.spec.pod_preemption_policy):
+        actions.append(ev.ActionType.UPDATE_NODE_PREEMPTION_POLICY)
     # The API server keeps declaredFeatures sorted, so list equality is set equality.
     if old.status.declared_features != new.status.declared_features:
         actions.append(ev.ActionType.UPDATE_NODE_DECLARED_FEATURE)
@@ -276,7 +281,7 @@ class NodeEventHandler:
             self._scheduler.queue.move_on_event(ev.NODE_ADD, None, node)
 
     def on_update(self, old: api.Node, new: api.Node) -> None:
-        events = node_update_event(old, new)
+        events = node_update_event(old, new, self._scheduler.queue.release)
         label = events[0].queue_label() if events else "NodeUpdate"
         with _handling(self._scheduler, label):
             try:

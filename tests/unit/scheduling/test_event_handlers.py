@@ -112,20 +112,33 @@ class RecordingQueue:
     def update(self, pod: PodInfo, previously_nominated: str = "") -> None:
         pass
 
+    def add(self, pod: PodInfo) -> None:
+        pass
+
+
+class HandledLabels(NoMetrics):
+    def __init__(self) -> None:
+        super().__init__()
+        self.handled: list[str] = []
+
+    def event_handled(self, event: str, seconds: float) -> None:
+        self.handled.append(event)
+
 
 class FakeScheduler:
-    def __init__(self) -> None:
-        self.queue = RecordingQueue()
+    def __init__(self, release: int = 36) -> None:
+        self.queue = RecordingQueue(release)
         self.cache = Cache()
         self.frameworks: dict[str, Any] = {}
-        self.context = SimpleNamespace(metrics=NoMetrics())
+        self.metrics = HandledLabels()
+        self.context = SimpleNamespace(metrics=self.metrics)
 
     def responsible_for(self, scheduler_name: str) -> bool:
         return scheduler_name == "default-scheduler"
 
 
-def handlers() -> tuple[FakeScheduler, PodEventHandler, NodeEventHandler]:
-    scheduler = FakeScheduler()
+def handlers(release: int = 36) -> tuple[FakeScheduler, PodEventHandler, NodeEventHandler]:
+    scheduler = FakeScheduler(release)
     as_scheduler = cast(Scheduler, scheduler)
     return (scheduler, PodEventHandler(as_scheduler, cast(EventRecorder, None)),
             NodeEventHandler(as_scheduler))
@@ -265,3 +278,44 @@ def _with_conditions(**statuses: str) -> api.Node:
 def test_node_condition_changes_are_events_as_upstream(old: api.Node, new: api.Node,
                                                        actions: list[ActionType]) -> None:
     assert [event.action for event in node_update_event(old, new)] == actions
+
+
+def _resize_preemption_off(*owners: str) -> api.Node:
+    node = base().obj()
+    node.spec.pod_preemption_policy = api.NodePodPreemptionPolicy(
+        disable_resize_preemption=list(owners))
+    return node
+
+
+@pytest.mark.parametrize(("old", "new", "release", "actions"), [
+    (base().obj(), _resize_preemption_off("kubelet"), 37,
+     [A.UPDATE_NODE_PREEMPTION_POLICY]),
+    (_resize_preemption_off("kubelet"), base().obj(), 37,
+     [A.UPDATE_NODE_PREEMPTION_POLICY]),
+    (_resize_preemption_off("kubelet"), _resize_preemption_off("kubelet"), 37, []),
+    (base().obj(), _resize_preemption_off("kubelet"), 36, []),
+], ids=["set (v1.37)", "removed (v1.37)", "unchanged (v1.37)", "not an event as v1.36"])
+def test_node_preemption_policy_changes_are_events_from_v1_37(
+        old: api.Node, new: api.Node, release: int, actions: list[ActionType]) -> None:
+    """v1.37's extractNodePreemptionPolicyChange (DeferredPodScheduling listens)."""
+    assert [event.action for event in node_update_event(old, new, release)] == actions
+
+
+@pytest.mark.parametrize(("release", "handled", "moved"), [
+    (36, ["UnschedulablePodAdd", "AssignedPodUpdate", "AssignedPodUpdate"],
+     ["AssignedPodAdd", "AssignedPodUpdate"]),
+    (37, ["UnscheduledPodAdd", "AssignedPodUpdate", "AssignedPodUpdate"],
+     ["AssignedPodAdd", "AssignedPodUpdatePodScaleUp"]),
+], ids=["v1.36", "v1.37"])
+def test_labels_and_scale_up_follow_the_release(release: int, handled: list[str],
+                                                moved: list[str]) -> None:
+    """scheduler_event_handling_duration_seconds{event} spells the pending-pod resource
+    as the release does; v1.37 reports an assigned pod's scale-up as such."""
+    scheduler, pods, _ = handlers(release)
+    pending = make_pod("p").req(cpu="1").obj()
+    pods.on_add(pending)
+    placed = make_pod("p").node("n").req(cpu="1").obj()
+    pods.on_update(pending, placed)
+    pods.on_update(placed, make_pod("p").node("n").req(cpu="2").obj())
+    assert scheduler.metrics.handled == handled
+    assert labels(scheduler) == moved
