@@ -264,8 +264,10 @@ class SchedulingQueue:
                 if self._requeue(info, strategy, event.queue_label()):
                     return
             return
-        self._to_active(QueuedPodInfo(pod, timestamp=self._clock()),
-                        UNSCHEDULED_POD_UPDATE.queue_label())
+        # Not queued anywhere: v1.37 adds it as a new pod (its addPod), v1.36 as updated.
+        event = (UNSCHEDULED_POD_ADD if self.release >= TARGET_POD_RELEASE
+                 else UNSCHEDULED_POD_UPDATE)
+        self._to_active(QueuedPodInfo(pod, timestamp=self._clock()), event.queue_label())
 
     def delete(self, uid: str) -> None:
         if (entry := self._active_by_uid.pop(uid, None)) is not None:

@@ -4,7 +4,8 @@
   PodSchedulingPropertiesChange with isTargetPod), which a registration for Pod still
   hears but one for UnscheduledPod no longer does; v1.36 reports it as an unschedulable
   pod's update.
-- v1.37 spells the pending-pod resource "UnscheduledPod" in its event labels.
+- v1.37 spells the pending-pod resource "UnscheduledPod" in its event labels, and an
+  update of a pod the queue does not hold adds it as a new pod (UnscheduledPodAdd).
 - v1.37 counts queue_incoming_entities_total beside queue_incoming_pods_total, skipping a
   move that lands where the queueing hint's answer pointed (recordIncomingEntitiesMetrics).
 """
@@ -93,6 +94,15 @@ async def test_an_unscheduled_pod_registration_no_longer_hears_the_pod_itself(
 def test_the_add_label_follows_the_release(release: int, label: str) -> None:
     queue = _queue(release, FakeClock())
     queue.add(pod("p"))
+    assert queue.incoming == {("active", label): 1}
+
+
+@pytest.mark.parametrize(("release", "label"), [
+    (36, "UnschedulablePodUpdate"), (37, "UnscheduledPodAdd")])
+def test_an_update_of_a_pod_the_queue_does_not_hold_adds_it(release: int, label: str) -> None:
+    """v1.37's Update ends in addPod (an add's label); v1.36 moves it as updated."""
+    queue = _queue(release, FakeClock())
+    queue.update(pod("p"))
     assert queue.incoming == {("active", label): 1}
 
 
