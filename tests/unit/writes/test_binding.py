@@ -26,8 +26,9 @@ def _status(code: int, reason: str, message: str = "boom") -> ApiResponse:
 UNAVAILABLE = _status(503, "ServiceUnavailable", "the server is currently unable")
 INTERNAL = _status(500, "InternalError", "etcdserver: request timed out")
 CONFLICT = _status(409, "Conflict", 'Operation cannot be fulfilled on pods/binding "p"')
-REFUSED = ApiResponse(TRANSPORT_ERROR, b"ClientConnectorError: Connect call failed: "
-                                       b"[Errno 111] Connection refused")
+# As RawApi reports a refused connection (the exception's type and text).
+REFUSED = ApiResponse(TRANSPORT_ERROR, b"ConnectionRefusedError: [Errno 111] Connect call "
+                                       b"failed ('127.0.0.1', 6443)")
 TIMED_OUT = ApiResponse(TRANSPORT_ERROR, b"TimeoutError: ")
 OK = ApiResponse(201, b"{}")
 
