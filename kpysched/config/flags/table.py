@@ -1,6 +1,6 @@
-"""Every flag `kpysched run` accepts: kube-scheduler v1.36.4's, by section as its
---help lists them, then kpysched's own. What each one does (or why it is refused) is
-in invocation.py."""
+"""Every flag `kpysched run` accepts: kube-scheduler's (v1.37.2's and v1.36.4's are the
+same set), by section as its --help lists them, then kpysched's own. What each one
+does (or why it is refused) is in invocation.py."""
 
 from __future__ import annotations
 
@@ -105,8 +105,10 @@ FLAGS: Final[tuple[Flag, ...]] = (
     Flag("leader-elect-retry-period", D, "leaderElection.retryPeriod", ELECTION,
          default="2s"),
 
-    Flag("emulated-version", L, "only kube=1.36", GATES),
-    Flag("feature-gates", M, "[kube:]Gate=bool,...; only v1.36 defaults", GATES),
+    Flag("emulated-version", L, "kube=1.36 or kube=1.37: the kube-scheduler release to "
+         "behave as (default: the API server's minor, else 1.37)", GATES),
+    Flag("feature-gates", M, "[kube:]Gate=bool,...; only the release's defaults, and "
+         "its GenericWorkload (with GangScheduling in 1.36)", GATES),
     Flag("min-compatibility-version", L, "kube=1.35 or kube=1.36", GATES),
 
     Flag("allow-metric-labels", M, "refused: not implemented", METRICS),
