@@ -370,3 +370,19 @@ def test_prioritized_list_overflowing_first_subrequest_is_pruned(release: int) -
         expect=[allocation(LOCAL, result(REQ0, DRIVER_A, POOL1, DEVICE1),
                            result(f"{REQ1}/{SUB1}", DRIVER_A, POOL1, DEVICE2))])
     _run(case, release)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_consumable_capacity_multi_allocatable_device_allocation_mode_all_in_use_insufficient(
+        release: int) -> None:
+    """Upstream's case: device-1's only unit is consumed already; v1.36 allocates
+    device-2 alone, v1.37 fails All (device-1 still matches)."""
+    case = Case(
+        claims=[claim(CLAIM0, all_request(REQ0, CLASS_A, capacity="1"))],
+        consumed={(DRIVER_A, POOL1, DEVICE1): {CAPACITY0: 1}},
+        classes=[CLASS_A_OBJ],
+        slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, _shared(DEVICE1, "1"),
+                       _shared(DEVICE2, "1"))])
+    if release == 36:
+        case.expect = [allocation(LOCAL, shared_result(REQ0, POOL1, DEVICE2, {CAPACITY0: "1"}))]
+    _run(case, release)
