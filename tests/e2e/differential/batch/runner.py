@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import time
 from collections.abc import Awaitable, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
@@ -45,6 +46,8 @@ CREATE_CONCURRENCY = 32
 # (a retry must not change anything).
 STABLE_SECONDS = 2.5
 DECIDE_TIMEOUT_SECONDS = 180.0
+# For the batch's nodes to show their final taints; generous, CI's machine is shared.
+SETTLE_TIMEOUT_SECONDS = 120.0
 POLL_SECONDS = 0.5
 # Scores of each upstream attempt are logged at --v=10 from schedule_one.go only.
 UPSTREAM_ARGS = ("--vmodule=schedule_one=10",)
@@ -104,21 +107,29 @@ async def _remove_leftover_pending_pods(api: client.ApiClient) -> None:
               f"{[f'{p.metadata.namespace}/{p.metadata.name}' for p in left]}")
 
 
-async def _create_namespaces(api: client.ApiClient, prefixes: list[str]) -> list[str]:
-    """Namespaces named after `prefixes`, returned once each has its `default`
-    ServiceAccount (ServiceAccount admission refuses pods until then)."""
+async def _written(call: Awaitable[Any], *, also_fine: tuple[int, ...] = ()) -> None:
+    """Await a write made with _preload_content=False: the batch's ~1,500 writes then
+    skip the client's model parsing of each reply (seconds of the test's CPU on a
+    2-core machine). Such a reply raises nothing by itself, so a refusal is raised
+    here."""
+    response = await call
+    body = await response.read()
+    if not 200 <= response.status <= 299 and response.status not in also_fine:
+        raise AssertionError(f"write refused ({response.status}): {body[:1000]!r}")
+
+
+async def _create_namespaces(api: client.ApiClient, names: list[str]) -> None:
+    """The namespaces, each with its `default` ServiceAccount
+    (ServiceAccount admission refuses pods until it exists). The batch makes the
+    accounts itself: kube-controller-manager would, but writes at its client's 20
+    requests a second, sharing them with a ConfigMap per namespace."""
     core = client.CoreV1Api(api)
-    names = [kube.unique_name(p) for p in prefixes]
-    await _bounded(core.create_namespace({"metadata": {"name": n}}) for n in names)
-
-    async def accounts_made() -> bool:
-        listed = await core.list_service_account_for_all_namespaces(
-            field_selector="metadata.name=default")
-        return set(names) <= {a.metadata.namespace for a in listed.items}
-
-    await kube.wait_for(accounts_made, kube.SETTLE_TIMEOUT_SECONDS,
-                        "ServiceAccount default in every batch namespace")
-    return names
+    await _bounded(_written(core.create_namespace({"metadata": {"name": n}},
+                                                  _preload_content=False)) for n in names)
+    # 409: the controller was quicker.
+    await _bounded(_written(core.create_namespaced_service_account(
+        n, {"metadata": {"name": "default"}}, _preload_content=False), also_fine=(409,))
+        for n in names)
 
 
 async def _create_nodes(api: client.ApiClient, bodies: list[dict[str, Any]]) -> None:
@@ -131,18 +142,20 @@ async def _create_nodes(api: client.ApiClient, bodies: list[dict[str, Any]]) -> 
     taints itself (the node's own and, when unschedulable, the unschedulable one, as
     node lifecycle leaves them), and node lifecycle has nothing left to change."""
     core = client.CoreV1Api(api)
-    await _bounded(core.create_node(body) for body in bodies)
+    await _bounded(_written(core.create_node(body, _preload_content=False)) for body in bodies)
     wanted = {b["metadata"]["name"]: kube.settled_taints(b) for b in bodies}
-    await _bounded(core.patch_node(name, {"spec": {"taints": [
+    await _bounded(_written(core.patch_node(name, {"spec": {"taints": [
         {"key": key, "value": value, "effect": effect} for key, value, effect in sorted(taints)]}},
-        _content_type=MERGE_PATCH) for name, taints in wanted.items())
+        _content_type=MERGE_PATCH, _preload_content=False)) for name, taints in wanted.items())
 
     async def settled() -> bool:
-        nodes = {n.metadata.name: {(t.key, t.value or "", t.effect) for t in n.spec.taints or ()}
-                 for n in (await core.list_node()).items}
+        response = await core.list_node(_preload_content=False)
+        nodes = {n["metadata"]["name"]: {(t["key"], t.get("value") or "", t["effect"])
+                                         for t in n["spec"].get("taints", ())}
+                 for n in json.loads(await response.read())["items"]}
         return all(nodes.get(name) == taints for name, taints in wanted.items())
 
-    await kube.wait_for(settled, kube.SETTLE_TIMEOUT_SECONDS, "batch nodes' taints settled")
+    await kube.wait_for(settled, SETTLE_TIMEOUT_SECONDS, "batch nodes' taints settled")
 
 
 async def lay_out(state: ClusterState, scenarios: list[Scenario]) -> list[ScenarioCopy]:
@@ -152,16 +165,22 @@ async def lay_out(state: ClusterState, scenarios: list[Scenario]) -> list[Scenar
         await _remove_leftover_pending_pods(api)
         await ensure_priority_classes(api)
         suffixes = [suffix(i, s) for i in range(len(scenarios)) for s in SCHEDULERS]
-        made = await _create_namespaces(api, suffixes)
-        batch = copies(scenarios, dict(zip(suffixes, made, strict=True)))
-        await _create_nodes(api, [body for c in batch for body in c.node_bodies()])
+        # Namespaced names are known before the namespaces exist: nodes (named by
+        # suffix) are made meanwhile.
+        namespaces = [kube.unique_name(s) for s in suffixes]
+        batch = copies(scenarios, dict(zip(suffixes, namespaces, strict=True)))
+        await asyncio.gather(
+            _create_namespaces(api, namespaces),
+            _create_nodes(api, [body for c in batch for body in c.node_bodies()]))
         core, policy = client.CoreV1Api(api), client.PolicyV1Api(api)
-        await _bounded(policy.create_namespaced_pod_disruption_budget(c.namespace, body)
-                       for c in batch for body in c.pdb_bodies())
-        await _bounded(core.create_namespaced_pod(c.namespace, body)
-                       for c in batch for body in c.existing_bodies())
-        await _bounded(core.create_namespaced_pod(c.namespace, c.incoming_body())
-                       for c in batch)
+        # Existing pods name their nodes; incoming pods wait for schedulers not yet
+        # started: the order of these does not matter.
+        await _bounded([
+            *(_written(policy.create_namespaced_pod_disruption_budget(
+                c.namespace, body, _preload_content=False))
+              for c in batch for body in c.pdb_bodies()),
+            *(_written(core.create_namespaced_pod(c.namespace, body, _preload_content=False))
+              for c in batch for body in [*c.existing_bodies(), c.incoming_body()])])
     return batch
 
 
