@@ -256,10 +256,22 @@ class _ProfileBuilder:
     def _check_names(self) -> None:
         written = self.profile.plugins.model_fields_set
         for point, since in POINTS_SINCE.items():
-            if self.features.release < since and to_snake(point) in written:
+            if self.features.release >= since or to_snake(point) not in written:
+                continue
+            plugin_set = self.profile.plugins.point(point)
+            if plugin_set.enabled or plugin_set.disabled:
                 self._fail(f"{self.base}.plugins.{point}", "unknown field (kube-scheduler "
                            f"v1.{self.features.release} has no {point}; it came in "
                            f"v1.{since})")
+            else:
+                # What a v1.37 --write-config-to writes ("{}"): kube-scheduler v1.36's
+                # strict decoder refuses even that; kpysched lets a file written by the
+                # newer release load as the older one, and says so.
+                structlog.get_logger().warning(
+                    "config.field_ignored", field=f"{self.base}.plugins.{point}",
+                    reason=f"empty, and kube-scheduler v1.{self.features.release} has no "
+                    f"{point} (it came in v1.{since}; v1.{self.features.release} itself "
+                    "would refuse the field)")
         for point in Plugins.point_names():
             plugin_set = self.profile.plugins.point(point)
             for k, entry in enumerate(plugin_set.enabled):

@@ -190,11 +190,13 @@ def test_a_flag_it_cannot_honour_exits_2_naming_it(flag: str, named: str,
 
 @pytest.mark.parametrize(("argv", "expected"), [
     (["--version"], "kpysched "),
-    (["run", "--version=raw"], "kube-scheduler v1.36.4 flags"),
+    (["run", "--version=raw"], "kube-scheduler v1.37.2 flags"),
+    (["run", "--emulated-version=1.36", "--version=raw"], "kube-scheduler v1.36.4 flags"),
     (["version"], "kpysched "),
     (["--help"], "--authorization-always-allow-paths"),
     (["-h"], "--insecure-serving"),
-], ids=["version", "version-raw", "version-command", "help", "help-shorthand"])
+], ids=["version", "version-raw", "version-raw-v1.36", "version-command", "help",
+        "help-shorthand"])
 def test_version_and_help_exit_0(argv: list[str], expected: str) -> None:
     result = subprocess.run([KPYSCHED, *argv], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr

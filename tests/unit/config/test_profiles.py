@@ -614,13 +614,21 @@ def test_v1_37_defaults_with_deferred_pod_scheduling_and_gang_scheduling() -> No
 
 
 def test_pod_group_post_filter_is_a_v1_37_field() -> None:
-    profile = {"plugins": {"podGroupPostFilter": {}}}
+    profile = {"plugins": {"podGroupPostFilter": {"disabled": [{"name": "*"}]}}}
     _resolve(profile, features=V1_37)
     with pytest.raises(ConfigError) as caught:
         _resolve(profile, features=V1_36)
     assert caught.value.problems == (
         "profiles[0].plugins.podGroupPostFilter: unknown field (kube-scheduler v1.36 has no "
         "podGroupPostFilter; it came in v1.37)",)
+
+
+def test_an_empty_pod_group_post_filter_as_v1_37_writes_it_loads_as_v1_36_with_a_warning(
+) -> None:
+    with capture_logs() as logs:
+        _resolve({"plugins": {"podGroupPostFilter": {}}}, features=V1_36)
+    assert [(e["event"], e["field"]) for e in logs if e["event"] == "config.field_ignored"] == [
+        ("config.field_ignored", "profiles[0].plugins.podGroupPostFilter")]
 
 
 def test_deferred_pod_scheduling_is_an_upstream_plugin_of_v1_37_only() -> None:
