@@ -22,6 +22,17 @@ from kpysched.objects.quantity import parse_quantity
 DeviceID = tuple[str, str, str]
 """(driver, pool, device)."""
 
+MAX_INT64 = 2**63 - 1
+# v1.37's errors for a request its allocator will not act on: allocation stops with
+# them (an Error for the pod) instead of passing over the device.
+NOT_REPRESENTABLE = "capacity request cannot be represented in the device's range arithmetic"
+NEGATIVE = "capacity value is negative"
+
+
+class CapacityError(ValueError):
+    """v1.37: a capacity request that cannot be represented, or a negative amount;
+    str() is upstream's text from `capacity "<name>": ` on."""
+
 ConsumedCapacity = dict[str, Fraction]
 """Capacity name -> amount consumed."""
 
@@ -128,6 +139,8 @@ def _in_format_of(number: int, text: str) -> str:
 
 def _round_up_range(requested: Amount, capacity: DeviceCapacity,
                     step_format: bool = False) -> Amount:
+    """roundUpRange; `step_format` is v1.37's, which also refuses (ValueError with
+    upstream's text) a request or a rounded amount past MaxInt64."""
     policy = capacity.request_policy
     assert policy is not None and policy.valid_range is not None
     valid_range = policy.valid_range
@@ -137,12 +150,17 @@ def _round_up_range(requested: Amount, capacity: DeviceCapacity,
         return minimum
     if valid_range.step is None:
         return requested
+    if step_format and requested.exact > MAX_INT64:
+        raise ValueError(f"{NOT_REPRESENTABLE}: request {requested.text} exceeds MaxInt64")
     value = _whole_units(requested.exact)
     step = _whole_units(parse_amount(valid_range.step))
     lowest = _whole_units(minimum.exact)
     steps, remainder = _go_divmod(value - lowest, step)
     if remainder != 0:
         steps += 1
+    if step_format and lowest >= 0 and steps > (MAX_INT64 - lowest) // step:
+        raise ValueError(f"{NOT_REPRESENTABLE}: rounding request {requested.text} up to the "
+                         "next step passes MaxInt64")
     rounded = lowest + step * steps
     # v1.36 writes the rounded amount in binary-SI form, v1.37 in the step's format.
     text = _in_format_of(rounded, valid_range.step) if step_format else _binary_si(rounded)
@@ -205,20 +223,41 @@ def _violates_policy(consumed: Amount, capacity: DeviceCapacity) -> bool:
     return False
 
 
+def _checked(requirements: CapacityRequirements | None,
+             capacities: Mapping[str, DeviceCapacity]) -> dict[str, Amount]:
+    """v1.37: every capacity's consumed amount, worked out before any is compared, so
+    that a request it cannot represent (or a negative amount) is refused whatever the
+    order; raises CapacityError."""
+    consumed: dict[str, Amount] = {}
+    for name, capacity in capacities.items():
+        try:
+            amount = consumed_amount(_requested(requirements, name), capacity, True)
+        except ValueError as error:
+            raise CapacityError(f'capacity "{name}": {error}') from None
+        if amount.exact < 0:
+            raise CapacityError(f'capacity "{name}": {NEGATIVE}')
+        consumed[name] = amount
+    return consumed
+
+
 def request_fits_capacity(
     already_consumed: Mapping[str, Fraction],
     requirements: CapacityRequirements | None,
     capacities: Mapping[str, DeviceCapacity],
     allocating: Mapping[str, Fraction],
+    strict: bool = False,
 ) -> bool | None:
     """CmpRequestOverCapacity: whether the request fits next to what allocated claims and
     the allocation in progress already consume. None when the request names a capacity
-    the device does not have (upstream's error, which its callers treat as "skip")."""
+    the device does not have (upstream's callers skip the device). `strict` (v1.37)
+    raises CapacityError for a request it cannot represent or a negative amount."""
     if requirements is not None and any(name not in capacities
                                         for name in requirements.requests):
         return None
+    checked = _checked(requirements, capacities) if strict else None
     for name, capacity in capacities.items():
-        consumed = consumed_amount(_requested(requirements, name), capacity)
+        consumed = (checked[name] if checked is not None
+                    else consumed_amount(_requested(requirements, name), capacity))
         if _violates_policy(consumed, capacity):
             return False
         total = already_consumed.get(name, Fraction(0)) + consumed.exact
@@ -231,6 +270,13 @@ def request_fits_capacity(
 def consumed_by_request(requirements: CapacityRequirements | None,
                         capacities: Mapping[str, DeviceCapacity],
                         step_format: bool = False) -> dict[str, Amount]:
-    """GetConsumedCapacityFromRequest: what the request takes of each capacity."""
-    return {name: consumed_amount(_requested(requirements, name), capacity, step_format)
-            for name, capacity in capacities.items()}
+    """GetConsumedCapacityFromRequest: what the request takes of each capacity
+    (`step_format`: v1.37's, which raises CapacityError as request_fits_capacity)."""
+    consumed: dict[str, Amount] = {}
+    for name, capacity in capacities.items():
+        try:
+            consumed[name] = consumed_amount(_requested(requirements, name), capacity,
+                                             step_format)
+        except ValueError as error:
+            raise CapacityError(f'capacity "{name}": {error}') from None
+    return consumed

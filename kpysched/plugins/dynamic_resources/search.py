@@ -24,6 +24,7 @@ from kpysched.objects.dra import (
 from kpysched.plugins.dynamic_resources.allocation_state import AllocatedState, Features
 from kpysched.plugins.dynamic_resources.capacity import (
     Amount,
+    CapacityError,
     ConsumedCapacityCollection,
     DeviceID,
     consumed_by_request,
@@ -160,7 +161,7 @@ class Search:
                     if not self._is_selectable(key, data, resource_slice, device, device_id):
                         continue
                     if self.features.consumable_capacity and not (
-                            self._fits_static_capacity(data.request, device)
+                            self._fits_static_capacity(claim, data.request, device)
                             if self.features.v1_37
                             else self._fits_capacity(data.request, device_id, device)):
                         continue
@@ -254,7 +255,8 @@ class Search:
                     if not self._is_selectable(key, data, resource_slice, device, device_id):
                         continue
                     if (self.features.consumable_capacity
-                            and not self._fits_capacity(request, device_id, device)):
+                            and not self._fits_capacity(request, device_id, device,
+                                                        claim_index)):
                         continue
                     candidate = Candidate(device_id, device, resource_slice, pool)
                     tentative = self._allocate_device(indices, candidate, must=False)
@@ -347,12 +349,25 @@ class Search:
         consumed: dict[str, Amount] = {}
         share_id: str | None = None
         if self.features.consumable_capacity:
-            if not self._fits_capacity(request, device_id, device):
+            try:
+                fits = self._fits_capacity(request, device_id, device, claim_index,
+                                           "rechecking")
+            except AllocationError:
+                self._deallocate_device(tentative)
+                raise
+            if not fits:
                 self._deallocate_device(tentative)
                 return None
             if shared:
-                consumed = consumed_by_request(request.capacity, device.capacity,
-                                               self.features.v1_37)
+                try:
+                    consumed = consumed_by_request(request.capacity, device.capacity,
+                                                   self.features.v1_37)
+                except CapacityError as error:
+                    self._deallocate_device(tentative)
+                    raise AllocationError(
+                        f"claim {klog_name(self.claims[claim_index])}, request "
+                        f"{request.name}: computing consumed capacity for device "
+                        f"{'/'.join(device_id)}: {error}") from None
                 share_id = self.allocator.new_share_id()
                 tentative.entry_existed = device_id in self._allocating_capacity
                 tentative.inserted = {name: amount.exact for name, amount in consumed.items()}
@@ -403,13 +418,24 @@ class Search:
                 shared[:3] for shared in self.allocator.allocated_state.allocated_shared_device_ids}
         return self._shared_device_ids
 
-    def _fits_static_capacity(self, request: RequestView, device: Device) -> bool:
+    def _fits_static_capacity(self, claim: ResourceClaim, request: RequestView,
+                              device: Device) -> bool:
         """v1.37's allocation mode All: the request against the device's capacity alone;
         what others consume is checked when the device is allocated, so a device that
         matches but has no room left stays in the list and All fails."""
-        return bool(request_fits_capacity({}, request.capacity, device.capacity, {}))
+        try:
+            return bool(request_fits_capacity({}, request.capacity, device.capacity, {},
+                                              strict=True))
+        except CapacityError as error:
+            raise AllocationError(
+                f"claim {klog_name(claim)}, request {request.name}: checking capacity for "
+                f"device {device.name}: {error}") from None
 
-    def _fits_capacity(self, request: RequestView, device_id: DeviceID, device: Device) -> bool:
+    def _fits_capacity(self, request: RequestView, device_id: DeviceID, device: Device,
+                       claim_index: int = -1, action: str = "checking") -> bool:
+        """Whether the request fits what the device has left. v1.37 stops the allocation
+        (AllocationError, `action` names the step in its text) for a request it cannot
+        represent or a negative amount."""
         allocated = self.allocator.allocated_state.aggregated_capacity.get(device_id)
         allocating = self._allocating_capacity.get(device_id)
         if allocated is None and allocating is None and (
@@ -417,8 +443,14 @@ class Search:
             # The common case (nothing shares the device, no capacity requested):
             # the same answer every time, worked out once per device.
             return self.allocator.catalog.fits_alone(device)
-        return bool(request_fits_capacity(allocated or {}, request.capacity, device.capacity,
-                                          allocating or {}))
+        try:
+            return bool(request_fits_capacity(allocated or {}, request.capacity,
+                                              device.capacity, allocating or {},
+                                              strict=self.features.v1_37))
+        except CapacityError as error:
+            raise AllocationError(
+                f"claim {klog_name(self.claims[claim_index])}, request {request.name}: "
+                f"{action} capacity for device {'/'.join(device_id)}: {error}") from None
 
     def _is_selectable(self, key: RequestKey, data: RequestData, resource_slice: ResourceSlice,
                        device: Device, device_id: DeviceID) -> bool:

@@ -386,3 +386,70 @@ def test_consumable_capacity_multi_allocatable_device_allocation_mode_all_in_use
     if release == 36:
         case.expect = [allocation(LOCAL, shared_result(REQ0, POOL1, DEVICE2, {CAPACITY0: "1"}))]
     _run(case, release)
+
+
+# ---- requests the v1.37 allocator refuses outright -----------------------------------
+
+def _ranged(name: str) -> r.Device:
+    """upstream's withCapacityRequestPolicyRange(four): 4, default 2, 2..4 by 2."""
+    return r.Device(name=name, allow_multiple_allocations=True, capacity={
+        CAPACITY0: r.DeviceCapacity(value="4", request_policy=r.CapacityRequestPolicy(
+            default="2", valid_range=r.CapacityRequestPolicyRange(min="2", step="2",
+                                                                   max="4")))})
+
+
+_CHECKING = ("claim claim-0, request req-0: checking capacity for device {device}: "
+             'capacity "capacity-0": capacity request cannot be represented in the '
+             "device's range arithmetic: ")
+
+
+# v1.36.4 reads these requests with int64 wrap-around (Go's Quantity.Value of 2**64 is
+# 0, MaxInt64 rounded up to a step wraps negative) and then takes device-1; kpysched's
+# exact arithmetic never did, so only v1.37's refusal is asserted.
+
+def test_consumable_capacity_range_policy_rounded_value_overflow_rejected() -> None:
+    """Rounding MaxInt64 up to the step passes MaxInt64: v1.37 stops with an error."""
+    _run(Case(claims=[claim(CLAIM0, request(REQ0, CLASS_A, capacity="9223372036854775807"))],
+              classes=[CLASS_A_OBJ],
+              slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, _ranged(DEVICE1))],
+              error=_CHECKING.format(device="driver-a/pool-1/device-1") + (
+                  "rounding request 9223372036854775807 up to the next step passes "
+                  "MaxInt64")), 37)
+
+
+def test_consumable_capacity_range_policy_overflow_aborts_not_skip() -> None:
+    """device-2 (no policy, room enough) could take the request, but v1.37 stops at
+    device-1, whose range cannot represent it."""
+    big = "18446744073709551616"
+    _run(Case(claims=[claim(CLAIM0, request(REQ0, CLASS_A, capacity=big))],
+              classes=[CLASS_A_OBJ],
+              slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, _ranged(DEVICE1),
+                             _shared(DEVICE2, "36893488147419103232"))],
+              error=_CHECKING.format(device="driver-a/pool-1/device-1") + (
+                  f"request {big} exceeds MaxInt64")), 37)
+
+
+def test_consumable_capacity_range_policy_allocation_mode_all_overflow_aborts() -> None:
+    """The same refusal while gathering allocation mode All's devices (which names the
+    device alone)."""
+    big = "18446744073709551616"
+    _run(Case(claims=[claim(CLAIM0, all_request(REQ0, CLASS_A, capacity=big))],
+              classes=[CLASS_A_OBJ],
+              slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, _ranged(DEVICE1))],
+              error=_CHECKING.format(device=DEVICE1) + f"request {big} exceeds MaxInt64"),
+         37)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_consumable_capacity_negative_request_aborts(release: int) -> None:
+    case = Case(claims=[claim(CLAIM0, request(REQ0, CLASS_A, capacity="-5"))],
+                classes=[CLASS_A_OBJ],
+                slices=[slice_(SLICE1, NODE1, POOL1, DRIVER_A, _shared(DEVICE1, "10"))])
+    if release == 36:
+        case.expect = [allocation(LOCAL, shared_result(REQ0, POOL1, DEVICE1,
+                                                       {CAPACITY0: "-5"}))]
+    else:
+        case.error = ("claim claim-0, request req-0: checking capacity for device "
+                      'driver-a/pool-1/device-1: capacity "capacity-0": capacity value is '
+                      "negative")
+    _run(case, release)
