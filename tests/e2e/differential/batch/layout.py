@@ -8,6 +8,7 @@ upstream copy, `n0-b12k` of its kpysched copy), so an outcome read back by role
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,6 +70,8 @@ class ScenarioCopy:
     scheduler: str
     names: _Names
     batch_nodes: int  # every node of the batch, both copies of every scenario
+    # Node role -> the features its status declares (as a kubelet would publish them).
+    declared: Mapping[str, tuple[str, ...]]
 
     @property
     def namespace(self) -> str:
@@ -85,13 +88,17 @@ class ScenarioCopy:
         images = self._images()
         bodies = []
         for node in self.scenario.nodes:
-            bodies.append(kube.node_body(
+            body = kube.node_body(
                 self.names.of(node.role), cpu=node.cpu, memory=node.memory, pods=node.pods,
                 labels={ROLE_LABEL: node.role, **node.labels}, taints=node.taints,
                 unschedulable=node.unschedulable, extra_allocatable=node.extra,
                 images=[(images[image], scaled_image_size(size, len(self.scenario.nodes),
                                                           self.batch_nodes))
-                        for image, size in node.images]))
+                        for image, size in node.images])
+            if self.declared.get(node.role):
+                # Sorted and unique, or the API server refuses the Node.
+                body["status"]["declaredFeatures"] = sorted(set(self.declared[node.role]))
+            bodies.append(body)
         return bodies
 
     def _body(self, spec: PodSpec) -> dict[str, Any]:
@@ -122,11 +129,12 @@ def suffix(index: int, scheduler: str) -> str:
     return f"b{index}{'u' if scheduler == UPSTREAM else 'k'}"
 
 
-def copies(scenarios: list[Scenario], namespaces: dict[str, str]) -> list[ScenarioCopy]:
+def copies(scenarios: list[Scenario], namespaces: dict[str, str],
+           declared: Mapping[str, Mapping[str, tuple[str, ...]]]) -> list[ScenarioCopy]:
     """Both copies of each scenario; `namespaces` maps each copy's suffix to its
-    namespace."""
+    namespace, `declared` a scenario's name to its nodes' declared features."""
     batch_nodes = 2 * sum(len(s.nodes) for s in scenarios)
     return [ScenarioCopy(index, scenario, scheduler,
                          _Names(suffix(index, scheduler), namespaces[suffix(index, scheduler)]),
-                         batch_nodes)
+                         batch_nodes, declared.get(scenario.name, {}))
             for index, scenario in enumerate(scenarios) for scheduler in SCHEDULERS]

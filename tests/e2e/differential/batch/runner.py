@@ -13,7 +13,7 @@ import asyncio
 import concurrent.futures
 import json
 import time
-from collections.abc import Awaitable, Iterable, Iterator
+from collections.abc import Awaitable, Iterable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -158,7 +158,9 @@ async def _create_nodes(api: client.ApiClient, bodies: list[dict[str, Any]]) -> 
     await kube.wait_for(settled, SETTLE_TIMEOUT_SECONDS, "batch nodes' taints settled")
 
 
-async def lay_out(state: ClusterState, scenarios: list[Scenario]) -> list[ScenarioCopy]:
+async def lay_out(state: ClusterState, scenarios: list[Scenario],
+                  declared: Mapping[str, Mapping[str, tuple[str, ...]]],
+                  ) -> list[ScenarioCopy]:
     check_batchable(scenarios)
     async with kube.api_client(state) as api:
         await _remove_leftover_nodes(api)
@@ -168,7 +170,7 @@ async def lay_out(state: ClusterState, scenarios: list[Scenario]) -> list[Scenar
         # Namespaced names are known before the namespaces exist: nodes (named by
         # suffix) are made meanwhile.
         namespaces = [kube.unique_name(s) for s in suffixes]
-        batch = copies(scenarios, dict(zip(suffixes, namespaces, strict=True)))
+        batch = copies(scenarios, dict(zip(suffixes, namespaces, strict=True)), declared)
         await asyncio.gather(
             _create_namespaces(api, namespaces),
             _create_nodes(api, [body for c in batch for body in c.node_bodies()]))
@@ -283,11 +285,14 @@ def schedulers_started(state: ClusterState,
         yield upstream, kpysched
 
 
-def run_batch(state: ClusterState, scenarios: list[Scenario]) -> BatchResult:
+def run_batch(state: ClusterState, scenarios: list[Scenario],
+              declared: Mapping[str, Mapping[str, tuple[str, ...]]]) -> BatchResult:
+    """Run `scenarios` as one batch; `declared` gives, by scenario name, the features
+    its nodes declare (node role -> status.declaredFeatures)."""
     loop_time = time.monotonic
     seconds: dict[str, float] = {}
     start = loop_time()
-    batch = asyncio.run(lay_out(state, scenarios))
+    batch = asyncio.run(lay_out(state, scenarios, declared))
     seconds["lay out"] = loop_time() - start
     try:
         start = loop_time()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.e2e.differential.batch.node_features import DECLARED, NODE_FEATURES
 from tests.e2e.differential.model import PodSpec, Scenario
 from tests.e2e.differential.scenarios import (
     ALL,
@@ -358,4 +359,6 @@ PREEMPTION: list[Scenario] = [
 
 EXTRA: list[Scenario] = (RESOURCES + NODE_AFFINITY + TAINTS + PORTS + SPREAD + POD_AFFINITY
                          + IMAGES + MESSAGES + PREEMPTION)
-BATCH: list[Scenario] = [*ALL, *EXTRA]
+BATCH: list[Scenario] = [*ALL, *EXTRA, *NODE_FEATURES]
+# Scenario name -> node role -> status.declaredFeatures.
+DECLARED_FEATURES = DECLARED

@@ -11,14 +11,14 @@ import pytest
 
 from tests.cluster.cluster import ClusterState
 from tests.e2e.differential.batch.runner import BatchResult, run_batch
-from tests.e2e.differential.batch.scenarios import BATCH
+from tests.e2e.differential.batch.scenarios import BATCH, DECLARED_FEATURES
 from tests.e2e.differential.compare import check_kind
 from tests.e2e.differential.model import Scenario
 
 
 @pytest.fixture(scope="module")
 def batch(cluster: ClusterState) -> BatchResult:
-    result = run_batch(cluster, BATCH)
+    result = run_batch(cluster, BATCH, DECLARED_FEATURES)
     print(f"[batch] {len(BATCH)} scenarios: "
           + ", ".join(f"{phase} {s:.1f}s" for phase, s in result.seconds.items()))
     return result
