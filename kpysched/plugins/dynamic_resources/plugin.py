@@ -601,11 +601,22 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             pending = msgspec.structs.replace(
                 claim, metadata=meta,
                 status=msgspec.structs.replace(claim.status, allocation=allocation))
-            self._tracker.signal_pending_allocation(pending)
+            if not self._allocated_meanwhile(claim):
+                self._tracker.signal_pending_allocation(pending)
             group_pending = _group_pending(state)
             if group_pending is not None:
                 group_pending.add(claim.metadata.uid)
         return SUCCESS
+
+    def _allocated_meanwhile(self, claim: resource.ResourceClaim) -> bool:
+        """v1.37's SignalClaimPendingAllocation: the claim (not the one for extended
+        resources, which nobody shares) got an allocation since PreFilter read it, so
+        none is put in flight; PreBind then finds it allocated elsewhere."""
+        if self._release < 37 or er.is_special_claim_name(claim.metadata.name):
+            return False
+        current = self._tracker.get(_kobj(claim))
+        return (current is not None and current.metadata.uid == claim.metadata.uid
+                and current.status.allocation is not None)
 
     def unreserve(self, state: CycleState, pod: PodInfo, node_name: str) -> None:
         data: _State | None = state.get(_STATE_KEY)

@@ -438,3 +438,19 @@ def test_normalize_vector_matches_normalize_score() -> None:
     plugin.normalize_score(CycleState(), _pod([]), scores)
     vector = plugin.normalize_vector(CycleState(), _pod([]), np.array([8, 7, 0], dtype=np.int64))
     assert vector.tolist() == [s.score for s in scores] == [100, 87, 0]
+
+
+@pytest.mark.parametrize(("release", "in_flight"), [(36, True), (37, False)])
+def test_reserve_puts_nothing_in_flight_for_a_claim_allocated_meanwhile(
+        release: int, in_flight: bool) -> None:
+    """v1.37's SignalClaimPendingAllocation: the claim got an allocation after PreFilter
+    read it (another pod's PreBind), so Reserve leaves it out of flight."""
+    world = World(_claim("c"), _class(), _slice("n1", "gpu-0"), release=release)
+    pod = _pod([_uses("c")])
+    state, verdicts = world.cycle(pod, "n1")
+    assert verdicts["n1"].ok
+    claims = world.handle.resource_listers.resource_claims
+    claims.on_update(_claim("c"), _claim("c", **ALLOCATED))
+    assert world.plugin.reserve(state, pod, "n1").ok
+    tracker = dynamic_resources.tracker_for(claims)
+    assert (tracker.pending_allocation("uid-c") is not None) == in_flight
