@@ -1,6 +1,6 @@
 """The structured-parameters device allocator (k8s.io/dynamic-resource-allocation
-structured, the "incubating" implementation kube-scheduler v1.36 picks with its
-default DRA features).
+structured, the "incubating" implementation kube-scheduler v1.36 and v1.37 pick with
+their default DRA features; Features.release selects v1.37's answers where they differ).
 
 Interface for the plugin:
 

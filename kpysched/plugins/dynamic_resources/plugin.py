@@ -1,4 +1,5 @@
-"""DynamicResources' extension points, as upstream's plugin has them in v1.36.
+"""DynamicResources' extension points, as upstream's plugin has them in v1.36 and v1.37
+(handle.features.release picks; v1.37's differences are named where they are made).
 
 - PreEnqueue holds a pod whose claims do not exist yet (or are being deleted).
 - PreFilter gathers the pod's claims, checks their device classes, and sets up one
@@ -7,7 +8,8 @@
   to allocate must all fit on the node's devices (the allocation is kept for Reserve).
 - PostFilter frees one allocated claim that kept the pod off every node, when no
   other pod uses it ("deallocation of ResourceClaim completed"), and waits for that
-  write as upstream does: its failure is PostFilter's Error.
+  write as upstream does: its failure is PostFilter's Error. Freeing nothing, v1.36
+  says why; v1.37 gives no reason (none reaches the FailedScheduling text).
 - Score prefers nodes where prioritized lists (firstAvailable) got earlier choices.
 - Reserve records the chosen allocations as in flight, so the next cycle does not
   hand the same devices out again; Unreserve undoes that.
