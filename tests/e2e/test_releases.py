@@ -14,20 +14,23 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from kubernetes_asyncio import client
+from pydantic import BaseModel
 
 from kpysched.config import load_config
 from kpysched.config.features import Features
 from kpysched.framework.registry import full_registry
 from kpysched.plugins import IN_TREE
+from kpysched.plugins.volume_binding.args import VolumeBindingArgs
 from tests.cluster import build, kube, releases
 from tests.cluster.cluster import ClusterState
 from tests.cluster.kpysched_process import KpyschedProcess
@@ -67,6 +70,18 @@ WRITTEN_DIFFERENCES: dict[tuple[str, str], str] = {
     (".profiles[0].pluginConfig.*", ONLY_THEIRS):
         "upstream writes every default plugin's args; kpysched applies them when resolving",
 }
+
+
+def _effective(args: Mapping[str, BaseModel | None]) -> dict[str, Any]:
+    """Plugin args as the plugins use them. VolumeBinding's shape is the one
+    representational gap: upstream's defaulting writes the default shape into the
+    args, kpysched leaves it unset and scores with the same default (scoring_shape)."""
+    effective: dict[str, Any] = dict(args)
+    volume_binding = effective.get("VolumeBinding")
+    if isinstance(volume_binding, VolumeBindingArgs):
+        effective["VolumeBinding"] = (volume_binding.bind_timeout_seconds,
+                                      volume_binding.scoring_shape())
+    return effective
 
 
 @pytest.fixture(scope="module", params=tuple(releases.RELEASES))
@@ -135,7 +150,7 @@ def test_write_config_to_is_kube_schedulers_of_the_cluster_release(
     assert upstream_profile.unavailable_defaults == kpysched_profile.unavailable_defaults == ()
     assert kpysched_profile.plugins == upstream_profile.plugins
     assert kpysched_profile.score_weights == upstream_profile.score_weights
-    assert kpysched_profile.args == upstream_profile.args
+    assert _effective(kpysched_profile.args) == _effective(upstream_profile.args)
 
     # The release's own marks, so the comparison above cannot pass on the wrong one:
     # v1.37 runs NodeName before NodeUnschedulable and scores storage capacity.
@@ -185,16 +200,23 @@ def release_twins(clusters: Clusters, release: str) -> Twins:
     return Twins(upstream=clusters.get(release), kpysched=clusters.get(release, role="twin"))
 
 
+@dataclasses.dataclass(frozen=True)
+class _Schedulers:
+    kpysched: KpyschedProcess
+    upstream: UpstreamScheduler
+
+
 @pytest.fixture(scope="module")
-def running_kpysched(release_twins: Twins) -> Iterator[KpyschedProcess]:
+def schedulers(release_twins: Twins) -> Iterator[_Schedulers]:
     """kube-scheduler of the release on one cluster, kpysched (no version flag) on its
     twin, and the test provisioner on both."""
     for state in (release_twins.upstream, release_twins.kpysched):
         asyncio.run(_remove_nodes(state))
-    kpysched = KpyschedProcess(release_twins.kpysched, log_level="info")
+    running = _Schedulers(KpyschedProcess(release_twins.kpysched, log_level="info"),
+                          UpstreamScheduler(release_twins.upstream))
     with (ProvisionerProcess(release_twins.upstream), ProvisionerProcess(release_twins.kpysched),
-          UpstreamScheduler(release_twins.upstream), kpysched):
-        yield kpysched
+          running.upstream, running.kpysched):
+        yield running
 
 
 @pytest.fixture
@@ -205,20 +227,36 @@ async def release_apis(release_twins: Twins) -> AsyncIterator[TwinApis]:
 
 
 async def test_kpysched_follows_kube_scheduler_of_the_cluster_release(
-    release: str, running_kpysched: KpyschedProcess, release_apis: TwinApis,
+    release: str, schedulers: _Schedulers, release_apis: TwinApis,
 ) -> None:
     scenario = dataclasses.replace(_CAPACITY_SCORING, expect_node=_CHOICE[release],
                                    expect_claims={"data": f"provisioned@{_CHOICE[release]}"})
     await same_decision(release_apis, scenario)
 
 
-def test_running_kpysched_names_the_release(
-    release: str, release_twins: Twins, running_kpysched: KpyschedProcess,
+def _version_info(metrics: str) -> tuple[str, dict[str, str]]:
+    """version_info's HELP text and its one series' labels."""
+    help_text = next(line for line in metrics.splitlines()
+                     if line.startswith("# HELP version_info "))
+    series = [line for line in metrics.splitlines() if line.startswith("version_info{")]
+    assert len(series) == 1, series
+    labels = dict(re.findall(r'(\w+)="([^"]*)"', series[0].split("}")[0]))
+    return help_text, labels
+
+
+def test_running_kpysched_names_the_release_as_kube_scheduler_does(
+    release: str, release_twins: Twins, schedulers: _Schedulers,
 ) -> None:
-    _check_release_logged(_selected(running_kpysched.log_events()), release_twins.kpysched)
-    status, body = running_kpysched.get("/metrics")
+    _check_release_logged(_selected(schedulers.kpysched.log_events()), release_twins.kpysched)
+    status, body = schedulers.kpysched.get("/metrics")
     assert status == 200
-    version = releases.get(release).kubernetes_version
-    naming = [line for line in body.splitlines()
-              if not line.startswith("#") and f'"{version}"' in line]
-    assert naming, f"no metric series carries {version} as a label value"
+    ours_help, ours = _version_info(body)
+    theirs_help, theirs = _version_info(schedulers.upstream.metrics())
+    # component-base's compatibility version: the release emulated and the oldest it
+    # stays compatible with. "binary" is each program's own: kpysched implements both
+    # releases in one, as kube-scheduler v1.37.2 emulating 1.36 would.
+    assert ours_help == theirs_help
+    assert ours["emulation"] == theirs["emulation"] == release, (ours, theirs)
+    assert ours["min_compat"] == theirs["min_compat"], (ours, theirs)
+    assert ours["component"] == theirs["component"] == "kube"
+    assert theirs["binary"] == releases.get(release).kubernetes_version.lstrip("v")
