@@ -49,13 +49,23 @@ class Clusters:
     def __init__(self, base: Path) -> None:
         self._base = base
         self._running: dict[tuple[str, str], harness.ClusterState] = {}
+        # A cluster that failed to start is not tried again by every later module: they
+        # all fail with its first reason, as a session fixture's error would.
+        self._failed: dict[tuple[str, str], Exception] = {}
 
     def get(self, release: str | None = None, role: str = "main") -> harness.ClusterState:
         chosen = releases.selected(release).name
         key = (chosen, role)
+        if key in self._failed:
+            raise harness.ClusterError(f"the {role} cluster of release {chosen} did not "
+                                       f"start earlier: {self._failed[key]}")
         if key not in self._running:
-            self._running[key] = harness.up(self._directory(chosen, role), HAND_MADE_NODES,
-                                            release=chosen)
+            try:
+                self._running[key] = harness.up(self._directory(chosen, role),
+                                                HAND_MADE_NODES, release=chosen)
+            except Exception as error:
+                self._failed[key] = error
+                raise
         return self._running[key]
 
     def _directory(self, release: str, role: str) -> Path:
@@ -67,9 +77,16 @@ class Clusters:
         return self._base / f"{role}-{release}" / "state"
 
     def stop_all(self) -> None:
+        """Stop every cluster, even when one of them fails to stop cleanly."""
+        problems = []
         for state in reversed(list(self._running.values())):
-            harness.down(Path(state.dir))
+            try:
+                harness.down(Path(state.dir))
+            except harness.ClusterError as error:
+                problems.append(f"{state.dir}: {error}")
         self._running.clear()
+        if problems:
+            raise harness.ClusterError("; ".join(problems))
 
 
 @pytest.fixture(scope="session")
