@@ -45,7 +45,7 @@ CREATE_CONCURRENCY = 32
 # Every incoming pod bound, or unschedulable with the same message this long later
 # (a retry must not change anything).
 STABLE_SECONDS = 2.5
-DECIDE_TIMEOUT_SECONDS = 180.0
+DECIDE_TIMEOUT_SECONDS = 120.0
 # For the batch's nodes to show their final taints; generous, CI's machine is shared.
 SETTLE_TIMEOUT_SECONDS = 120.0
 POLL_SECONDS = 0.5
@@ -245,10 +245,11 @@ async def wait_decided(state: ClusterState, batch: list[ScenarioCopy]) -> dict[s
                     and all(c.namespace in notes for c in unschedulable)):
                 break
             if loop.time() > deadline:
-                raise AssertionError(
-                    f"not decided within {DECIDE_TIMEOUT_SECONDS:.0f}s: "
-                    + ", ".join(f"{c.scenario.name} ({c.scheduler}): "
-                                f"{decisions.get(c.namespace)}" for c in undecided[:20]))
+                # Each undecided copy's outcome is what it is now (no node): its own
+                # scenario fails with the diff, the rest of the batch still counts.
+                print(f"[batch] not decided within {DECIDE_TIMEOUT_SECONDS:.0f}s: "
+                      + ", ".join(f"{c.scenario.name} ({c.scheduler})" for c in undecided))
+                break
             previous = decisions if not undecided else {}
             await asyncio.sleep(STABLE_SECONDS if not undecided else POLL_SECONDS)
         notes = await _first_notes(api, batch)
