@@ -107,7 +107,8 @@ def build_scheduler(
     the cycle context, then the steps and the loop."""
     coscheduling = uses_coscheduling(profiles)
     if listers is None:
-        listers = Listers(generic_workload=features.generic_workload, coscheduling=coscheduling)
+        listers = Listers(generic_workload=features.generic_workload, coscheduling=coscheduling,
+                          device_taint_rules=features.release >= 37)
     if metrics is None:
         metrics = NoMetrics()
     binder = Binder(raw, release=features.release)
@@ -303,7 +304,8 @@ async def run(
                                    release=features.release)
         export_release(metrics, features)
         listers = Listers(generic_workload=features.generic_workload,
-                          coscheduling=coscheduling)
+                          coscheduling=coscheduling,
+                          device_taint_rules=features.release >= 37)
         scheduler = build_scheduler(
             config, profiles, registry, raw, listers, metrics,
             max_unschedulable_seconds=settings.pod_max_in_unschedulable_pods_duration,

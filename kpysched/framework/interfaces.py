@@ -127,6 +127,12 @@ class ResourceListers(Protocol):
     @property
     def device_classes(self) -> ObservedLister[dra.DeviceClass]: ...
 
+    @property
+    def device_taint_rules(self) -> ObservedLister[dra.DeviceTaintRule] | None:
+        """DeviceTaintRules (v1.37: DRADeviceTaintRules GA); None where the release has
+        no such API and nothing watches them."""
+        ...
+
     def device_class_for_extended_resource(self, name: str) -> dra.DeviceClass | None:
         """The DeviceClass that backs extended resource `name` through DRA (its
         spec.extendedResourceName, or deviceclass.resource.kubernetes.io/<class>), as

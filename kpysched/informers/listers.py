@@ -84,7 +84,8 @@ class Index(Generic[T]):
 class Listers:
     """Indexes of the secondary resources, each fed by its own informer."""
 
-    def __init__(self, *, generic_workload: bool = False, coscheduling: bool = False) -> None:
+    def __init__(self, *, generic_workload: bool = False, coscheduling: bool = False,
+                 device_taint_rules: bool = False) -> None:
         self.namespaces: Index[api.Namespace] = Index()
         self.pdbs: Index[api.PodDisruptionBudget] = Index()
         self.services: Index[api.Service] = Index()
@@ -92,7 +93,8 @@ class Listers:
         self.replica_sets: Index[api.ReplicaSet] = Index()
         self.stateful_sets: Index[api.StatefulSet] = Index()
         self.storage = StorageListers()
-        self.resources = ResourceListers()
+        # DeviceTaintRules only as v1.37 (the API does not exist in v1.36).
+        self.resources = ResourceListers(device_taint_rules=device_taint_rules)
         # Only when the API server serves scheduling.k8s.io/v1alpha2 (GenericWorkload).
         self.workloads = WorkloadListers() if generic_workload else None
         # Only when a profile enables Coscheduling: its CRD must be installed then.
@@ -196,7 +198,7 @@ class ResourceListers(_RequeueingListers):
     needs does not depend on its configuration.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, device_taint_rules: bool = False) -> None:
         self.resource_claims: Index[dra.ResourceClaim] = Index()
         self.resource_claim_templates: Index[dra.ResourceClaimTemplate] = Index()
         self.resource_slices: Index[dra.ResourceSlice] = Index()
@@ -205,6 +207,10 @@ class ResourceListers(_RequeueingListers):
         # a DeviceClass change requeues anyone.
         self.extended_resource_classes = ExtendedResourceClasses()
         self.device_classes.observers.append(self.extended_resource_classes.observe)
+        # DeviceTaintRules (resource.k8s.io/v1, GA and on from v1.37; v1.36 serves no
+        # such API, so its informer is started only as 1.37). None: not watched.
+        self.device_taint_rules: Index[dra.DeviceTaintRule] | None = (
+            Index() if device_taint_rules else None)
 
     def device_class_for_extended_resource(self, name: str) -> dra.DeviceClass | None:
         """The DeviceClass backing extended resource `name`, explicitly or implicitly."""
@@ -218,6 +224,16 @@ class ResourceListers(_RequeueingListers):
             (Resource.DEVICE_CLASS, self.device_classes),
         ]
 
+    def requeue_with(self, move: Move) -> None:
+        super().requeue_with(move)
+        if self.device_taint_rules is not None:
+            # A rule taints (or stops tainting) the devices of slices: upstream's
+            # tracker publishes that as updates of those ResourceSlices, so a pod a
+            # taint kept out hears a ResourceSlice update, never a rule event.
+            self.device_taint_rules.on_change = (
+                lambda action, old, new: move(
+                    ClusterEvent(Resource.RESOURCE_SLICE, ActionType.UPDATE), old, new))
+
     def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:
         base = f"/apis/{dra.API_VERSION}"
         return [
@@ -230,6 +246,9 @@ class ResourceListers(_RequeueingListers):
              self.resource_slices, "resourceslices"),
             (f"{base}/deviceclasses", dra.DeviceClass, dra.DeviceClassList,
              self.device_classes, "deviceclasses"),
+            *([(f"{base}/devicetaintrules", dra.DeviceTaintRule,
+                dra.DeviceTaintRuleList, self.device_taint_rules, "devicetaintrules")]
+              if self.device_taint_rules is not None else []),
         ]
 
 

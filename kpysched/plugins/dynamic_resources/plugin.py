@@ -210,8 +210,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         # v1.37 (DRADeviceTaintRules GA): the rules' taints go onto the devices they
         # select. Read when the resource listers carry the rules' informer.
         self._taint_rules: ObservedLister[resource.DeviceTaintRule] | None = (
-            getattr(handle.resources, "device_taint_rules", None)
-            if self._release >= 37 else None)
+            handle.resources.device_taint_rules if self._release >= 37 else None)
         if self._taint_rules is not None:
             self._taint_rules.observers.append(self._forget_slice_catalog)
         self._writer = ClaimWriter(handle.client, self._tracker,

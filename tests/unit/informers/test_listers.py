@@ -39,3 +39,27 @@ def test_storage_changes_become_their_resources_events() -> None:
         (ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.ADD), None, pending),
         (ClusterEvent(Resource.PERSISTENT_VOLUME_CLAIM, ActionType.UPDATE), pending, bound)]
     assert listers.persistent_volume_claims.get("ns/c") is bound
+
+
+def test_device_taint_rules_are_watched_only_when_asked_and_requeue_as_slice_updates() -> None:
+    from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
+    from kpysched.informers.listers import Listers
+    from kpysched.objects import dra
+    from kpysched.objects.api import ObjectMeta
+
+    as_136 = Listers()
+    assert as_136.resources.device_taint_rules is None
+    assert "devicetaintrules" not in {resource for *_, resource in as_136.specs()}
+
+    as_137 = Listers(device_taint_rules=True)
+    paths = {resource: path for path, *_, resource in as_137.specs()}
+    assert paths["devicetaintrules"] == "/apis/resource.k8s.io/v1/devicetaintrules"
+    moved: list[ClusterEvent] = []
+    as_137.resources.requeue_with(lambda event, old, new: moved.append(event))
+    rules = as_137.resources.device_taint_rules
+    assert rules is not None
+    rule = dra.DeviceTaintRule(metadata=ObjectMeta(name="gpu-maintenance"))
+    rules.on_add(rule)
+    rules.on_delete(rule)
+    # Upstream's tracker publishes a rule as updates of the slices it taints.
+    assert moved == [ClusterEvent(Resource.RESOURCE_SLICE, ActionType.UPDATE)] * 2
