@@ -1,8 +1,8 @@
 """NodeVolumeLimits, with upstream's csi_test.go TestCSILimits table (its fixtures: four
 PVs and claims "csi-<driver>-<j>" per driver, claims csi-4 (unbound, class csi-sc),
 csi-5 (no class) and csi-6 (PV missing), a CSINode with or without limits, and
-VolumeAttachments "va-<driver>-<j>" of those PVs), the gate-off case of
-TestVolumeLimitScalingGate, and the CSI translation of in-tree volumes."""
+VolumeAttachments "va-<driver>-<j>" of those PVs), TestVolumeLimitScalingGate under
+both releases, and the CSI translation of in-tree volumes."""
 
 from __future__ import annotations
 
@@ -284,8 +284,8 @@ CSI_LIMITS_CASES = [
     case("don't skip Filter when the pod has inline migratable volumes",
          INLINE_WITH_CONFIG_MAP_AND_SECRET, MIGRATING, (IN_TREE_TWO,), limit=2,
          limit_source="csinode", want=EXCEEDED),
-    # TestVolumeLimitScalingGate, the gate as v1.36 ships it (off): a CSINode listing no
-    # driver does not stop the pod.
+    # A CSINode listing no driver does not stop the pod while no CSIDriver opts in to
+    # preventPodSchedulingIfMissing (the gate's own table: test_volume_limit_scaling_gate).
     case("gate disabled - skip driver presence check", EBS_ONE, (EBS,),
          limit_source="no-csi-driver"),
 ]
