@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import math
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from benchmarks import growth, plot, report, schedulers, summary, workloads
 from benchmarks.results import RunResult
 from benchmarks.runner import CreateMode, RunSpec, run_once
-from tests.cluster import build
+from tests.cluster import releases
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,6 +38,10 @@ def _parser() -> argparse.ArgumentParser:
                      help="clientConnection.burst for both (default: --qps if given)")
     run.add_argument("--repeat", type=int, default=1,
                      help="runs per scheduler (0 with --profile: only the profiled run)")
+    run.add_argument("--release", choices=sorted(releases.RELEASES),
+                     help="Kubernetes release of the control plane and of kube-scheduler "
+                          "(default: KPYSCHED_TEST_RELEASE, else the harness's default); "
+                          "kpysched follows the API server's version")
     run.add_argument("--out", type=Path, help="write the JSON here (and a .md beside it)")
     run.add_argument("--create-mode", choices=["before", "live"], default="before",
                      help="before: create every measured pod before the scheduler starts "
@@ -102,6 +107,9 @@ def run_suite(spec: RunSpec, names: list[str], repeat: int
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.release is not None:
+        # The harness's clusters and kube-scheduler follow it (tests.cluster.releases).
+        os.environ[releases.ENV_VAR] = args.release
     names = args.schedulers.split(",")
     unknown = [n for n in names if n not in schedulers.NAMES]
     if unknown:
@@ -137,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
             "runtime_config": list(workload.gates.runtime_config),
             "coscheduling": workload.coscheduling, "baseline": workload.baseline,
             "interleaved": args.interleave,
-        }, build.KUBERNETES_VERSION)))
+        }, releases.selected().kubernetes_version)))
     if args.interleave:
         _run_interleaved(suites, names, args.repeat, args.out)
         return 0
