@@ -39,7 +39,6 @@ RELEASE_DEPENDS_ON: Final[Mapping[int, Mapping[str, tuple[str, ...]]]] = {
     36: {GANG_SCHEDULING: (GENERIC_WORKLOAD,)},
     37: {},
 }
-DEPENDS_ON: Final = RELEASE_DEPENDS_ON[OLDEST_RELEASE]
 
 # Each release's gates: those `kube-scheduler --help` lists (name -> default) and the
 # GA or deprecated ones it accepts unlisted (name -> (default, locked to it)).

@@ -29,8 +29,6 @@ from kpysched.config.features import (
 from kpysched.config.flags.parser import parse_bool
 
 KUBE_COMPONENT: Final = "kube"
-# v1.36's listed gates, as the table was named before v1.37 came beside it.
-DEFAULTS: Final = LISTED_GATES[36]
 
 
 def form_problems(gates: Mapping[str, str]) -> list[str]:
