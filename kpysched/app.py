@@ -19,6 +19,7 @@ from prometheus_client import Gauge
 
 from kpysched import gc_policy
 from kpysched.api.client import RawApi, make_api_client
+from kpysched.api.response import TRANSPORT_ERROR
 from kpysched.cache.cache import Cache
 from kpysched.cache.dump import cache_dump, dump_from
 from kpysched.cache.pod_groups import membership
@@ -226,22 +227,37 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
     return refresh
 
 
-# How long start-up waits for the API server's /version before taking the newest release.
+# How long start-up waits for the API server's /version before taking the newest release:
+# one try for --write-config-to; the scheduler itself keeps asking for a while (an API
+# server restarting as kpysched starts must not make it pick the wrong release).
 VERSION_TIMEOUT_SECONDS = 10.0
+RUN_VERSION_DEADLINE_SECONDS = 60.0
+VERSION_RETRY_SECONDS = 2.0
 
 
 async def detect_release(kubeconfig: Path | None, master: str | None,
-                         timeout: float = VERSION_TIMEOUT_SECONDS) -> Choice:
+                         timeout: float = VERSION_TIMEOUT_SECONDS,
+                         deadline: float = 0.0) -> Choice:
     """The release to behave as from the API server's /version (config.release.for_server,
     which raises ReleaseError for a control plane older than the oldest release); the
-    newest when there is no API server to ask (no credentials, no answer)."""
+    newest when there is no API server to ask (no credentials, or no answer: asked
+    again every VERSION_RETRY_SECONDS until `deadline` seconds have passed)."""
     try:
         api_client = await make_api_client(kubeconfig, master)
     except (ConfigException, OSError, ValueError) as error:  # no credentials to use
         return undetected(f"no API server configured: {error}")
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + deadline
     async with api_client:
-        response = await RawApi(api_client).request("GET", "/version", timeout=timeout,
-                                                      throttle=False)
+        raw = RawApi(api_client)
+        while True:
+            response = await raw.request("GET", "/version", timeout=timeout, throttle=False)
+            # Only no answer, or a server not ready yet, is worth asking again.
+            worth_retrying = response.status in (TRANSPORT_ERROR, 429) or response.status >= 500
+            if not worth_retrying or loop.time() + VERSION_RETRY_SECONDS > give_up:
+                break
+            log.info("release.waiting_for_api_server", status=response.status)
+            await asyncio.sleep(VERSION_RETRY_SECONDS)
     if not response.ok:
         return undetected(f"GET /version: {response.status} "
                           f"{response.body[:200].decode(errors='replace')}")

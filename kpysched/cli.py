@@ -117,7 +117,8 @@ def _run(argv: Sequence[str]) -> int:
         log.warning("flag.ignored", flag=f"--{flag}", reason=reason)
     try:
         registry = full_registry(IN_TREE)
-        features = _features(settings, invocation.feature_gates, invocation.config)
+        features = _features(settings, invocation.feature_gates, invocation.config,
+                             write_only=invocation.write_config_to is not None)
         config, profiles = load_config(settings.config, registry, invocation.config,
                                        features)
     except (ConfigError, RegistryError, ReleaseError) as error:
@@ -148,7 +149,7 @@ def _run(argv: Sequence[str]) -> int:
 
 
 def _features(settings: Settings, gates: Mapping[str, str],
-              overrides: Mapping[str, Any]) -> Features:
+              overrides: Mapping[str, Any], *, write_only: bool = False) -> Features:
     """The release to behave as (--emulated-version, else the API server's /version,
     logged as release.selected) and its gates: ReleaseError for a control plane kpysched
     cannot serve or gates that release does not take."""
@@ -164,8 +165,9 @@ def _features(settings: Settings, gates: Mapping[str, str],
         # The API server is found as the scheduler will find it: the file's
         # clientConnection.kubeconfig unless a flag says otherwise.
         config = read_config(settings.config, overrides)
-        choice = asyncio.run(app.detect_release(kubeconfig_path(settings, config),
-                                                settings.master))
+        choice = asyncio.run(app.detect_release(
+            kubeconfig_path(settings, config), settings.master,
+            deadline=0.0 if write_only else app.RUN_VERSION_DEADLINE_SECONDS))
     app.log_release(choice)
     problems = [f"--feature-gates: {problem}"
                 for problem in check_gates(gates, choice.release)] if gates else []
