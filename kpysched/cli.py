@@ -47,7 +47,7 @@ def _help(release: int | None = None) -> str:
     from kpysched.config.features import RELEASES
     from kpysched.config.flags.table import FLAGS
 
-    releases = " and ".join(RELEASES.values())
+    releases = " or ".join(RELEASES.values())
     lines = [USAGE, f"kpysched accepts kube-scheduler's flags ({flags_version(release)}) "
              "with their meaning; one it cannot honour stops start-up with exit code 2.",
              f"It behaves as kube-scheduler {releases}: the one --emulated-version names, "
