@@ -64,6 +64,13 @@ class ContainerRestartRule(_Wire):
     action: str = ""
 
 
+class VolumeMount(_Wire):
+    """Only what scheduling reads: bind mount options (VolumeBindMountOptions, alpha in
+    v1.37) make a pod need nodes that declare that feature."""
+
+    bind_mount_options: list[str] = []
+
+
 class Container(_Wire):
     name: str = ""
     image: str = ""
@@ -71,6 +78,7 @@ class Container(_Wire):
     ports: list[ContainerPort] = []
     restart_policy: str | None = None
     restart_policy_rules: list[ContainerRestartRule] = []
+    volume_mounts: list[VolumeMount] = []
 
 
 class Toleration(_Wire):

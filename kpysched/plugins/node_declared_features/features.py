@@ -1,11 +1,15 @@
 """Which declared node features a pod needs: upstream's component-helpers
-nodedeclaredfeatures library, its scheduling half, with the registry of v1.36.4.
+nodedeclaredfeatures library, its scheduling half, with the registries of v1.36.4
+(REGISTRY) and v1.37.2 (REGISTRY_V1_37, REGISTRIES by release).
 
 A feature is named by the node in `status.declaredFeatures` (the kubelet discovers it
 from its own gates and runtime); a pod needs it when its spec uses what the feature
 provides. Of the five features v1.36.4 registers, only two can be needed to schedule
 a pod; the others matter for pod updates or for the kubelet alone, and are listed so
-the registry reads as upstream's does.
+the registry reads as upstream's does. v1.37.2 registers four more, of which only
+VolumeBindMountOptions (a container's volume mount with bindMountOptions) can be
+needed to schedule; ephemeral containers, which upstream also looks at, are not
+decoded (a pod waiting to be scheduled has none to run).
 
 Discovery (kubelet side) and update inference (admission side) are not scheduling
 concerns and are left out.
@@ -25,6 +29,11 @@ USER_NAMESPACES_HOST_NETWORK = "UserNamespacesHostNetworkSupport"
 POD_LEVEL_RESOURCES_RESIZE = "InPlacePodLevelResourcesVerticalScaling"
 NON_SIDECAR_INIT_CONTAINER_RESIZE = "InPlacePodVerticalScalingInitContainers"
 EXTEND_WEBSOCKETS_TO_KUBELET = "ExtendWebSocketsToKubelet"
+# Registered from v1.37.
+MEMORY_BACKED_VOLUMES_RESIZE = "InPlacePodVerticalScalingMemoryBackedVolumes"
+DRA_NODE_ALLOCATABLE_RESOURCES = "DRANodeAllocatableResources"
+VOLUME_BIND_MOUNT_OPTIONS = "VolumeBindMountOptions"
+DRA_OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
 
 _RESTART_ALL_CONTAINERS_ACTION = "RestartAllContainers"
 
@@ -90,6 +99,12 @@ def _user_namespaces_host_network(spec: api.PodSpec) -> bool:
     return spec.host_network and spec.host_users is False
 
 
+def _volume_bind_mount_options(spec: api.PodSpec) -> bool:
+    return any(mount.bind_mount_options
+               for container in (*spec.containers, *spec.init_containers)
+               for mount in container.volume_mounts)
+
+
 def _not_for_scheduling(spec: api.PodSpec) -> bool:
     return False
 
@@ -104,6 +119,27 @@ REGISTRY: tuple[Feature, ...] = (
     Feature(EXTEND_WEBSOCKETS_TO_KUBELET, _not_for_scheduling),
     Feature(USER_NAMESPACES_HOST_NETWORK, _user_namespaces_host_network),
 )
+
+# Upstream's features.AllFeatures of v1.37.2, in its order (every max version unset).
+REGISTRY_V1_37: tuple[Feature, ...] = (
+    Feature(RESTART_ALL_CONTAINERS, _restart_all_containers),
+    Feature(POD_LEVEL_RESOURCES_RESIZE, _not_for_scheduling),
+    Feature(EXTEND_WEBSOCKETS_TO_KUBELET, _not_for_scheduling),
+    Feature(NON_SIDECAR_INIT_CONTAINER_RESIZE, _not_for_scheduling),
+    # Resizes of memory-backed emptyDirs: inferred for pod updates only.
+    Feature(MEMORY_BACKED_VOLUMES_RESIZE, _not_for_scheduling),
+    Feature(USER_NAMESPACES_HOST_NETWORK, _user_namespaces_host_network),
+    # Node-side DRA features no pod spec asks for.
+    Feature(DRA_NODE_ALLOCATABLE_RESOURCES, _not_for_scheduling),
+    Feature(VOLUME_BIND_MOUNT_OPTIONS, _volume_bind_mount_options),
+    Feature(DRA_OPTIONAL_NODE_OPERATIONS, _not_for_scheduling),
+)
+
+# Each release's registry and the version it infers for (its own).
+REGISTRIES: dict[int, tuple[tuple[Feature, ...], Version]] = {
+    36: (REGISTRY, Version((1, 36, 4))),
+    37: (REGISTRY_V1_37, Version((1, 37, 2))),
+}
 
 
 def required_for_scheduling(spec: api.PodSpec, target: Version,

@@ -40,6 +40,7 @@ from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.node_declared_features.features import (
+    REGISTRIES,
     REGISTRY,
     Feature,
     Version,
@@ -52,7 +53,8 @@ REASON_UNSATISFIED_REQUIREMENTS = "node(s) didn't match Pod's required features"
 
 PRE_FILTER_KEY = "PreFilter" + NAME
 
-# The release whose decisions kpysched reproduces: upstream infers for its own version.
+# v1.36.4, the default of a plugin built without a release (new() passes the handle's
+# release's registry and version: upstream infers for its own version).
 SCHEDULER_VERSION = Version((1, 36, 4))
 
 
@@ -120,7 +122,8 @@ class NodeDeclaredFeatures(PreFilterPlugin, NodeOnlyFilterPlugin):
 
 
 def new(args: None, handle: Handle) -> NodeDeclaredFeatures:
-    return NodeDeclaredFeatures()
+    registry, version = REGISTRIES[handle.features.release]
+    return NodeDeclaredFeatures(registry, version)
 
 
 SPEC = PluginSpec(NAME, NodeDeclaredFeatures, new, None)
