@@ -285,14 +285,22 @@ def log_release(choice: Choice) -> None:
 def export_release(metrics: SchedulerMetrics, features: Features) -> None:
     """The release kpysched behaves as, as kube-scheduler v1.37.2 exposes its emulation
     (component-base compatversion): version_info{component="kube", binary, emulation,
-    min_compat} = 1. kpysched's "binary" is the newest release it implements; emulation
-    is the release chosen (flag or cluster), min_compat its default (one minor before)."""
+    min_compat} = 1, and its gates (featuregate): kubernetes_feature_enabled{name,
+    stage}. kpysched's "binary" is the newest release it implements; emulation is the
+    release chosen (flag or cluster), min_compat its default (one minor before)."""
     Gauge("version_info", "[ALPHA] Provides the compatibility version info of the "
           "component. The component label is the name of the component, usually kube, but "
           "is relevant for aggregated-apiservers.",
           ["component", "binary", "emulation", "min_compat"], registry=metrics.registry,
           ).labels("kube", RELEASES[NEWEST_RELEASE].removeprefix("v"), features.version,
                    f"1.{features.release - 1}").set(1)
+    # component-base's featuregate metrics: every gate of the release, its stage and
+    # whether it is on.
+    enabled = Gauge("kubernetes_feature_enabled", "[BETA] This metric records the data "
+                    "about the stage and enablement of a k8s feature.", ["name", "stage"],
+                    registry=metrics.registry)
+    for gate, (stage, on) in features.all_gates().items():
+        enabled.labels(gate, stage).set(1 if on else 0)
 
 
 async def run(

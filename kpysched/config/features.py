@@ -45,6 +45,8 @@ RELEASE_DEPENDS_ON: Final[Mapping[int, Mapping[str, tuple[str, ...]]]] = {
 LISTED_GATES: Final[Mapping[int, Mapping[str, bool]]] = {36: v1_36.LISTED, 37: v1_37.LISTED}
 HIDDEN_GATES: Final[Mapping[int, Mapping[str, tuple[bool, bool]]]] = {
     36: v1_36.HIDDEN, 37: v1_37.HIDDEN}
+# Every gate of each release with its stage: ALPHA, BETA, DEPRECATED, "" for GA.
+GATE_STAGES: Final[Mapping[int, Mapping[str, str]]] = {36: v1_36.STAGES, 37: v1_37.STAGES}
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +98,12 @@ class Features:
         if GANG_SCHEDULING in RELEASE_SWITCHABLE[self.release]:
             written.append((GANG_SCHEDULING, self.gang_scheduling))
         return {name: True for name, on in written if on}
+
+    def all_gates(self) -> dict[str, tuple[str, bool]]:
+        """Every gate of the release: name -> (stage, on), as kube-scheduler exports them
+        (kubernetes_feature_enabled)."""
+        return {gate: (stage, self.enabled(gate))
+                for gate, stage in GATE_STAGES[self.release].items()}
 
     @property
     def version(self) -> str:

@@ -37,3 +37,25 @@ async def test_no_credentials_at_all_give_the_newest_release(tmp_path: Path) -> 
     choice = await detect_release(missing, None)
     assert (choice.release, choice.source) == (NEWEST_RELEASE, SOURCE_DEFAULT)
     assert choice.warning is not None and "no API server configured" in choice.warning
+
+
+def test_the_release_is_exported_as_kube_scheduler_exports_its_emulation() -> None:
+    from kpysched.app import export_release
+    from kpysched.config.features import Features
+    from kpysched.metrics import SchedulerMetrics
+
+    for release, min_compat, workload_stage in ((36, "1.35", "ALPHA"), (37, "1.36", "BETA")):
+        metrics = SchedulerMetrics(release=release, process_metrics=False)
+        export_release(metrics, Features.from_gates({"GenericWorkload": True}, release))
+        lines = metrics.render().decode().splitlines()
+        assert (f'version_info{{binary="1.37.2",component="kube",emulation="1.{release}",'
+                f'min_compat="{min_compat}"}} 1.0') in lines
+        assert (f'kubernetes_feature_enabled{{name="GenericWorkload",'
+                f'stage="{workload_stage}"}} 1.0') in lines
+        # GA in v1.37 (stage ""), beta in v1.36; on in both.
+        stage = "" if release == 37 else "BETA"
+        assert (f'kubernetes_feature_enabled{{name="NodeDeclaredFeatures",stage="{stage}"}} '
+                "1.0") in lines
+        gang = [line for line in lines if 'name="GangScheduling"' in line]
+        off = 'kubernetes_feature_enabled{name="GangScheduling",stage="ALPHA"} 0.0'
+        assert gang == ([] if release == 37 else [off])
