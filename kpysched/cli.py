@@ -124,6 +124,9 @@ def _run(argv: Sequence[str]) -> int:
     except (ConfigError, RegistryError, ReleaseError) as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_CONFIG_ERROR
+    except KeyboardInterrupt:  # Ctrl-C while it waited for the API server's /version
+        log.info("scheduler.stopped", reason="interrupted before start")
+        return 0
     if invocation.write_config_to is not None:
         try:
             write_config(invocation.write_config_to, config, kubeconfig_path(settings, config),

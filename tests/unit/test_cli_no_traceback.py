@@ -68,24 +68,42 @@ def test_an_unreachable_server_is_reported_without_a_traceback(
     assert "127.0.0.1:1" in output or "connect" in output.lower(), output
 
 
-def test_ctrl_c_of_run_stops_it_cleanly(unreachable: Path, tmp_path: Path) -> None:
+def _interrupted_run(directory: Path, flags: list[str], waiting_for: str) -> tuple[str, int]:
+    """Start `kpysched run` against an unreachable API server, Ctrl-C it once its log
+    says `waiting_for`; what it printed in all, and its exit code."""
     process = subprocess.Popen(
-        [*KPYSCHED, "run", "--kubeconfig", str(unreachable), "--secure-port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+        [*KPYSCHED, "run", *flags, "--secure-port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=directory)
     try:
         deadline = time.monotonic() + 30
         assert process.stdout is not None
         seen = ""
-        while "informer.list_failed" not in seen and time.monotonic() < deadline:
+        while waiting_for not in seen and time.monotonic() < deadline:
             seen += process.stdout.readline()
-        assert "informer.list_failed" in seen, seen  # it is up, and retrying
+        assert waiting_for in seen, seen
         process.send_signal(signal.SIGINT)
         rest, _ = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-    output = seen + rest
+    return seen + rest, process.returncode
+
+
+def test_ctrl_c_of_run_stops_it_cleanly(unreachable: Path, tmp_path: Path) -> None:
+    # The release given, so it starts at once: up, and retrying its informers' lists.
+    output, code = _interrupted_run(
+        tmp_path, ["--kubeconfig", str(unreachable), "--emulated-version=1.37"],
+        "informer.list_failed")
     assert "Traceback" not in output, output
-    assert process.returncode == 0, output
+    assert code == 0, output
     assert "scheduler.stopped" in output
+
+
+def test_ctrl_c_while_run_waits_for_the_api_servers_version(unreachable: Path,
+                                                            tmp_path: Path) -> None:
+    # No release given: it asks the API server's /version first, and keeps asking.
+    output, code = _interrupted_run(
+        tmp_path, ["--kubeconfig", str(unreachable)], "release.waiting_for_api_server")
+    assert "Traceback" not in output, output
+    assert code == 0, output
