@@ -351,7 +351,8 @@ async def run(
             await leadership.label.mark(False)  # a restarted container's pod may still say so
         server = _build_server(settings, metrics, scheduler, informers, leadership, stop,
                                effective_document(config, kubeconfig_path(settings, config),
-                                                  features.release))
+                                                  features.release, profiles=profiles,
+                                                  features=features))
         log.info("scheduler.starting", profiles=[p.scheduler_name for p in profiles],
                  leader_elect=leadership.elector is not None)
         exit_code = 0

@@ -130,7 +130,7 @@ def _run(argv: Sequence[str]) -> int:
     if invocation.write_config_to is not None:
         try:
             write_config(invocation.write_config_to, config, kubeconfig_path(settings, config),
-                         features.release)
+                         features.release, profiles=profiles, features=features)
         except OSError as error:
             print(f"error: --write-config-to {invocation.write_config_to}: {error.strerror}",
                   file=sys.stderr)

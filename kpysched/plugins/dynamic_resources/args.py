@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from kpysched.objects.durations import go_duration, parse_go_duration
 from kpysched.plugins._shared.args import invalid
@@ -37,6 +44,11 @@ class DynamicResourcesArgs(BaseModel):
     # How long PreBind waits for devices' binding conditions.
     binding_timeout_seconds: float = Field(default=DEFAULT_BINDING_TIMEOUT_SECONDS,
                                            alias="bindingTimeout")
+
+    @field_serializer("filter_timeout_seconds", "binding_timeout_seconds")
+    def _as_duration(self, seconds: float) -> str:
+        # Written back (--write-config-to, /configz) as the metav1.Duration it was read as.
+        return go_duration(seconds)
 
     @field_validator("filter_timeout_seconds", mode="before")
     @classmethod

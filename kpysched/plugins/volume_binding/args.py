@@ -84,6 +84,10 @@ class VolumeBindingArgs(BaseModel):
             errors += shape_errors(self.shape, storage_capacity_scoring=scoring)
         if errors:
             raise invalid(errors)
+        if scoring and not self.shape:
+            # Upstream's defaulting fills it in (SetDefaults_VolumeBindingArgs), so the
+            # args as run, and as written back (--write-config-to, /configz), carry it.
+            self.shape = list(DEFAULT_SHAPE)
         return self
 
     def scoring_shape(self) -> tuple[UtilizationShapePoint, ...]:
