@@ -47,22 +47,6 @@ KNOWN_DIFFERENCES: dict[tuple[str, str], str] = {
     (".leaderElection.resourceName", VALUES):
         "kpysched's default Lease is kube-system/kpysched, so that it never contends "
         "with a kube-scheduler for kube-system/kube-scheduler",
-    (".profiles[*].plugins.multiPoint.enabled.*", ONLY_THEIRS):
-        "upstream's v1 defaulting (setDefaults_KubeSchedulerProfile, mergePlugins) "
-        "writes the default plugin set into multiPoint; kpysched's effective document, "
-        "shared with --write-config-to, keeps the profile's plugins as configured and "
-        "applies the same defaults when it resolves them",
-    (".profiles[*].pluginConfig.*", ONLY_THEIRS):
-        "upstream's defaulting adds every default plugin's args; kpysched's document "
-        "keeps the args as configured (defaults applied when resolving them)",
-    (".profiles[*].pluginConfig.*.args.kind", ONLY_THEIRS):
-        "upstream's args are typed objects and carry kind/apiVersion",
-    (".profiles[*].pluginConfig.*.args.apiVersion", ONLY_THEIRS):
-        "upstream's args are typed objects and carry kind/apiVersion",
-    (".profiles[*].pluginConfig.NodeResourcesFit.args.scoringStrategy.resources.*",
-     ONLY_THEIRS):
-        "defaulted by upstream inside the configured args (cpu and memory, weight 1); "
-        "kpysched applies the same default when it resolves the args",
 }
 
 
