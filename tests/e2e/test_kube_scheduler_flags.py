@@ -22,9 +22,10 @@ from kubernetes_asyncio import client
 
 from kpysched.api.client import RawApi
 from kpysched.config import load_config
+from kpysched.config.features import Features
 from kpysched.framework.registry import full_registry
 from kpysched.plugins import IN_TREE
-from tests.cluster import kube
+from tests.cluster import kube, releases
 from tests.cluster.cluster import ClusterState
 from tests.cluster.kpysched_process import KpyschedProcess
 
@@ -138,8 +139,12 @@ def test_write_config_to_writes_the_effective_configuration_which_loads_back(
         "  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n"
         "        type: MostAllocated\n- schedulerName: kpysched-two\n")
     written = tmp_path / "written.yaml"
+    # With --config, --kubeconfig is ignored and the file names no cluster, so nothing
+    # says which release the file is for: the flag does (else it would be the newest,
+    # whose defaulted args a v1.36 cluster's kpysched refuses, as kube-scheduler would).
     result = subprocess.run(
         [KPYSCHED, *kubeadm_flags(cluster.kubeconfig), f"--config={source}",
+         f"--emulated-version={cluster.release}",
          "--leader-elect-lease-duration=1m30s", f"--write-config-to={written}"],
         capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
@@ -151,9 +156,10 @@ def test_write_config_to_writes_the_effective_configuration_which_loads_back(
     text = written.read_text()
     assert "leaseDuration: 1m30s" in text
     registry = full_registry(IN_TREE)
-    config, profiles = load_config(written, registry)
+    features = Features(release=releases.get(cluster.release).minor)
+    config, profiles = load_config(written, registry, features=features)
     _, expected = load_config(source, registry,
-                              {"leaderElection": {"leaseDuration": "90s"}})
+                              {"leaderElection": {"leaseDuration": "90s"}}, features)
     assert profiles == expected
     assert config.leader_election.lease_duration == 90.0
     assert config.percentage_of_nodes_to_score == 30
