@@ -17,20 +17,18 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from kubernetes_asyncio import client
-from pydantic import BaseModel
 
 from kpysched.config import load_config
 from kpysched.config.features import Features
 from kpysched.framework.registry import full_registry
 from kpysched.plugins import IN_TREE
-from kpysched.plugins.volume_binding.args import VolumeBindingArgs
 from tests.cluster import build, kube, releases
 from tests.cluster.cluster import ClusterState
 from tests.cluster.kpysched_process import KpyschedProcess
@@ -47,7 +45,7 @@ from tests.e2e.differential.model import (
     Scenario,
     StorageClassSpec,
 )
-from tests.e2e.test_configz import ONLY_THEIRS, VALUES, _comparable, _differences, _matches
+from tests.e2e.test_configz import VALUES, _comparable, _differences, _matches
 
 pytestmark = pytest.mark.e2e
 
@@ -55,33 +53,14 @@ KPYSCHED = [sys.executable, "-m", "kpysched.cli"]
 ZONE = "topology.kubernetes.io/zone"
 
 # Where kpysched's --write-config-to differs from kube-scheduler's by design, whatever
-# the release ((JSON path pattern, kind) -> why; see also test_configz.py). What the
-# releases change (multiPoint's order, VolumeBinding's default shape) sits in the
-# parts kpysched resolves rather than writes out, so the effective profiles are
-# compared as well.
+# the release ((JSON path, kind) -> why; see also test_configz.py). Everything else,
+# the release's default plugins in their order and their args included, is equal.
 WRITTEN_DIFFERENCES: dict[tuple[str, str], str] = {
     (".leaderElection.resourceName", VALUES):
         "kpysched's default Lease is kube-system/kpysched, never kube-scheduler's",
     (".profiles[0].schedulerName", VALUES):
         "kpysched's default profile is named kpysched, so pods opt in",
-    (".profiles[0].plugins.multiPoint.enabled.*", ONLY_THEIRS):
-        "upstream's defaulting writes the default plugin set into multiPoint; kpysched "
-        "keeps the profile as configured and applies the release's set when resolving",
-    (".profiles[0].pluginConfig.*", ONLY_THEIRS):
-        "upstream writes every default plugin's args; kpysched applies them when resolving",
 }
-
-
-def _effective(args: Mapping[str, BaseModel | None]) -> dict[str, Any]:
-    """Plugin args as the plugins use them. VolumeBinding's shape is the one
-    representational gap: upstream's defaulting writes the default shape into the
-    args, kpysched leaves it unset and scores with the same default (scoring_shape)."""
-    effective: dict[str, Any] = dict(args)
-    volume_binding = effective.get("VolumeBinding")
-    if isinstance(volume_binding, VolumeBindingArgs):
-        effective["VolumeBinding"] = (volume_binding.bind_timeout_seconds,
-                                      volume_binding.scoring_shape())
-    return effective
 
 
 @pytest.fixture(scope="module", params=tuple(releases.RELEASES))
@@ -132,7 +111,7 @@ def test_write_config_to_is_kube_schedulers_of_the_cluster_release(
     assert written.returncode == 0, written.stderr[-2000:]
     _check_release_logged(_selected(_events(written.stderr)), state)
 
-    # What the file says, field by field.
+    # What the file says, field by field: kube-scheduler's but for the two names.
     unexplained = [
         (path, kind, detail) for path, kind, detail in _differences(
             _comparable(yaml.safe_load(ours.read_text())),
@@ -150,7 +129,7 @@ def test_write_config_to_is_kube_schedulers_of_the_cluster_release(
     assert upstream_profile.unavailable_defaults == kpysched_profile.unavailable_defaults == ()
     assert kpysched_profile.plugins == upstream_profile.plugins
     assert kpysched_profile.score_weights == upstream_profile.score_weights
-    assert _effective(kpysched_profile.args) == _effective(upstream_profile.args)
+    assert kpysched_profile.args == upstream_profile.args
 
     # The release's own marks, so the comparison above cannot pass on the wrong one:
     # v1.37 runs NodeName before NodeUnschedulable and scores storage capacity.
