@@ -97,7 +97,8 @@ async def _nodes(args: argparse.Namespace) -> str:
                                 zones=args.zones, labels=nodes.parse_labels(args.labels),
                                 taints=nodes.parse_taints(args.taints))
         started = time.monotonic()
-        names = await nodes.add(api, args.count, shape, name_prefix=args.name_prefix)
+        names = await nodes.add(api, args.count, shape, name_prefix=args.name_prefix,
+                                show_progress=True)
         span = f"{names[0]} .. {names[-1]}" if names else "none"
         return (f"{len(names)} KWOK node(s) Ready in {time.monotonic() - started:.1f}s: "
                 f"{span}")

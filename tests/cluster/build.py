@@ -31,6 +31,7 @@ from pathlib import Path
 
 from tests.cluster import releases
 from tests.cluster.releases import Release
+from tests.progress import Progress
 
 # Release 1.36's module, which also pins the tools every release shares.
 TOOLS_DIR = releases.RELEASES["1.36"].module_dir
@@ -285,8 +286,13 @@ def ensure_built(names: Iterable[str] | None = None,
         "(the first build takes many minutes on 2 cores)",
         flush=True,
     )
-    for binary in todo:
-        _ensure(binary)
+    # A bar on a terminal (binaries done, elapsed, the one being built); elsewhere the
+    # per-binary "[build] X: done in Ns" lines say as much.
+    with Progress("[build]", len(todo), "binaries", plain_every=float("inf")) as shown:
+        for done, binary in enumerate(todo):
+            shown.update_to(done, building=_label(binary))
+            _ensure(binary)
+        shown.update_to(len(todo))
     return _cache_base()
 
 

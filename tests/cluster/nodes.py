@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
 
 from tests.cluster import kwok
+from tests.progress import Progress
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
 # KWOK's own convention for its nodes; it is what `delete` and the CLI select on.
@@ -111,21 +112,37 @@ def _next_index(existing: Iterable[str], prefix: str) -> int:
 
 async def add(api: client.ApiClient, count: int, shape: NodeShape | None = None, *,
               name_prefix: str = "kwok-node",
-              timeout: float = READY_TIMEOUT_SECONDS) -> list[str]:
+              timeout: float = READY_TIMEOUT_SECONDS, show_progress: bool = False) -> list[str]:
     """Create `count` KWOK nodes named `<prefix>-<n>` (numbering goes on after existing
-    ones) and wait until each is Ready with exactly the requested taints."""
+    ones) and wait until each is Ready with exactly the requested taints. With
+    `show_progress`, how many are created, then Ready (tests.progress)."""
     node_shape = shape or NodeShape()
     core = client.CoreV1Api(api)
     first = _next_index(await _existing(api), name_prefix)
     names = [f"{name_prefix}-{first + i}" for i in range(count)]
     gate = asyncio.Semaphore(CONCURRENCY)
+    created = Progress("[nodes] created", count, "nodes") if show_progress else None
+
+    made = 0
 
     async def create(index: int, name: str) -> None:
+        nonlocal made
         async with gate:
             await core.create_node(node_body(name, index, node_shape))
+        made += 1
+        if created is not None:
+            created.update_to(made)
 
     await asyncio.gather(*(create(first + i, n) for i, n in enumerate(names)))
-    await wait_ready(api, names, node_shape.taints, timeout=timeout)
+    if created is not None:
+        created.close()
+    ready_now = Progress("[nodes] Ready", count, "nodes") if show_progress else None
+    try:
+        await wait_ready(api, names, node_shape.taints, timeout=timeout,
+                         on_poll=ready_now.update_to if ready_now is not None else None)
+    finally:
+        if ready_now is not None:
+            ready_now.close()
     return names
 
 
@@ -135,8 +152,10 @@ def _taint_keys(taints: Iterable[Mapping[str, str]]) -> set[tuple[str, str, str]
 
 async def wait_ready(api: client.ApiClient, names: Sequence[str],
                      taints: Sequence[Mapping[str, str]] = (), *,
-                     timeout: float = READY_TIMEOUT_SECONDS) -> None:
-    """Poll until every named Node is Ready and carries exactly `taints`."""
+                     timeout: float = READY_TIMEOUT_SECONDS,
+                     on_poll: Callable[[int], object] | None = None) -> None:
+    """Poll until every named Node is Ready and carries exactly `taints` (`on_poll`
+    hears how many are, after each poll)."""
     wanted = set(names)
     expected = _taint_keys(taints)
     deadline = asyncio.get_running_loop().time() + timeout
@@ -148,6 +167,8 @@ async def wait_ready(api: client.ApiClient, names: Sequence[str],
             and _taint_keys(node["spec"].get("taints", ())) == expected
         }
         waiting = sorted(wanted - settled)
+        if on_poll is not None:
+            on_poll(len(settled))
         if not waiting:
             return
         await asyncio.sleep(0.5)
