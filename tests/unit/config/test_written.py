@@ -105,5 +105,5 @@ def test_written_as_upstream_defaults_it_and_loads_back(tmp_path: Path, release:
     assert by_name["DynamicResources"]["bindingTimeout"] == "10m0s"
     # StorageCapacityScoring (on in v1.37) defaults VolumeBinding's shape.
     assert ("shape" in by_name["VolumeBinding"]) == (release == 37)
-    again, profiles_again = load_config(written, registry, None, features)
+    _, profiles_again = load_config(written, registry, None, features)
     assert profiles_again == profiles
