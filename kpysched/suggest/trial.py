@@ -145,8 +145,17 @@ class Trial:
         changed = copy.deepcopy(document)
         step.pod(changed)
         before, after = document["spec"], changed["spec"]
-        return {key: after.get(key) for key in {*before, *after}
-                if before.get(key) != after.get(key)}
+        changes = {key: after.get(key) for key in {*before, *after}
+                   if before.get(key) != after.get(key)}
+        for key in ("containers", "initContainers"):
+            # The decoded pod keeps of each mount only its bind mount options (what
+            # scheduling reads): a mount without its name and path, or one naming the
+            # service account volume the API server injected, would make the pod a
+            # user recreates with these containers invalid. The API server adds that
+            # volume and mount again on create.
+            for container in changes.get(key) or []:
+                container.pop("volumeMounts", None)
+        return changes
 
     def _node_changes(self, step: Step) -> list[dict[str, Any]]:
         if step.nodes is None:

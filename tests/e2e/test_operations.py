@@ -252,8 +252,11 @@ async def test_readyz_is_unready_until_the_informers_sync(
         kubeconfig["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{port}"
         path = tmp_path / "kubeconfig"
         path.write_text(json.dumps(kubeconfig))
+        # The release is given: with no API server to ask for its /version, kpysched
+        # would wait up to 60 s and then take the newest release (docs/configuration.md).
         kp = KpyschedProcess(cluster, scheduler_config(leaderElection={"leaderElect": False}),
-                             kubeconfig=str(path), wait_for="scheduler.starting")
+                             kubeconfig=str(path), wait_for="scheduler.starting",
+                             extra_args=(f"--emulated-version={cluster.release}",))
         with kp:
             await asyncio.sleep(1)
             status, body = await asyncio.to_thread(kp.get, "/readyz?verbose")
