@@ -128,26 +128,21 @@ def release_gate_defaults(release: int) -> Mapping[str, bool]:
 
 # Gates that change scheduling decisions in each release (kube_features.go of that
 # release; their defaults come from the gate tables, so they cannot drift).
+_SCHEDULER_GATES_36: Final = (
+    "StorageCapacityScoring", "VolumeLimitScaling", "DRAWorkloadResourceClaims",
+    "NodeDeclaredFeatures", "DRAExtendedResource", "DRADeviceTaints",
+    "DRAResourceClaimDeviceStatus", "DRAConsumableCapacity", "DRAPartitionableDevices",
+    "DRADeviceBindingConditions", "DRASchedulerFilterTimeout",
+    "OpportunisticBatching", "SchedulerAsyncAPICalls", "SchedulerAsyncPreemption",
+    "SchedulerPopFromBackoffQ", "NominatedNodeNameForExpectation",
+    "ClearingNominatedNodeNameAfterBinding", "TopologyAwareWorkloadScheduling",
+    "WorkloadAwarePreemption", "TaintTolerationComparisonOperators",
+    "MatchLabelKeysInPodTopologySpread", "PodLevelResources",
+    "DynamicResourceAllocation")
 SCHEDULER_GATES: Final[Mapping[int, tuple[str, ...]]] = {
-    36: ("StorageCapacityScoring", "VolumeLimitScaling", "DRAWorkloadResourceClaims",
-         "NodeDeclaredFeatures", "DRAExtendedResource", "DRADeviceTaints",
-         "DRAResourceClaimDeviceStatus", "DRAConsumableCapacity", "DRAPartitionableDevices",
-         "DRADeviceBindingConditions", "DRASchedulerFilterTimeout",
-         "OpportunisticBatching", "SchedulerAsyncAPICalls", "SchedulerAsyncPreemption",
-         "SchedulerPopFromBackoffQ", "NominatedNodeNameForExpectation",
-         "ClearingNominatedNodeNameAfterBinding", "TopologyAwareWorkloadScheduling",
-         "WorkloadAwarePreemption", "TaintTolerationComparisonOperators",
-         "MatchLabelKeysInPodTopologySpread", "PodLevelResources",
-         "DynamicResourceAllocation"),
-    37: ("StorageCapacityScoring", "VolumeLimitScaling", "DRAWorkloadResourceClaims",
-         "NodeDeclaredFeatures", "DRAExtendedResource", "DRADeviceTaints",
-         "DRAResourceClaimDeviceStatus", "DRAConsumableCapacity", "DRAPartitionableDevices",
-         "DRADeviceBindingConditions", "DRASchedulerFilterTimeout",
-         "OpportunisticBatching", "SchedulerAsyncAPICalls", "SchedulerAsyncPreemption",
-         "SchedulerPopFromBackoffQ", "NominatedNodeNameForExpectation",
-         "ClearingNominatedNodeNameAfterBinding", "TopologyAwareWorkloadScheduling",
-         "TaintTolerationComparisonOperators", "MatchLabelKeysInPodTopologySpread",
-         "PodLevelResources", "DynamicResourceAllocation",
+    36: _SCHEDULER_GATES_36,
+    # v1.37 dropped WorkloadAwarePreemption and brought these.
+    37: (*(gate for gate in _SCHEDULER_GATES_36 if gate != "WorkloadAwarePreemption"),
          "InPlacePodVerticalScalingSchedulerPreemption", "InterPodAffinityHostnameFastPath",
          "CompositePodGroup", "PodGroupPreemptionPolicy", "SchedulerPreQueueingHints",
          "DRAFractionalCapacityRange", "DRADerivedAttributes",
