@@ -223,6 +223,8 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
             for _ in range(reflector.stalls - seen_stalls.get(name, 0)):
                 metrics.watch_stalled(name)
             seen_stalls[name] = reflector.stalls
+            if reflector.optional_impact is not None:
+                metrics.set_informer_unavailable(name, reflector.unavailable is not None)
 
     return refresh
 

@@ -295,6 +295,12 @@ class SchedulerMetrics:
             "Watches dropped because no event or bookmark arrived within the progress "
             "deadline (a dead connection), each followed by a relist, by resource.",
             ["resource"], registry=r)
+        self._informer_unavailable = Gauge(
+            "kpysched_informer_unavailable",
+            "1 while an optional informer reads its resource as empty because the API "
+            "server refuses (403: RBAC) or does not serve (404) its list, else 0; by "
+            "resource (only optional ones, e.g. devicetaintrules).",
+            ["resource"], registry=r)
         self._bind_duration = Histogram(
             "kpysched_bind_duration_seconds",
             "Latency of the Bind call to the API server in seconds, by result.",
@@ -522,6 +528,9 @@ class SchedulerMetrics:
     def watch_stalled(self, resource: str) -> None:
         self._watch_stalls.labels(resource).inc()
 
+    def set_informer_unavailable(self, resource: str, unavailable: bool) -> None:
+        self._informer_unavailable.labels(resource).set(1.0 if unavailable else 0.0)
+
     def bind_finished(self, result: Literal["success", "error"], seconds: float) -> None:
         self._bind_duration.labels(result).observe(seconds)
 
@@ -588,4 +597,4 @@ class NoMetrics(SchedulerMetrics):
     set_cache_size = set_leader = leader_slowpath = watch_restarted = relisted = _ignore
     slow_cycle = watch_stalled = bind_finished = volume_scheduling_stage_failed = _ignore
     bind_failed = serving_throttled = event_dropped = set_write_queues = _ignore
-    extender_request = _ignore
+    extender_request = set_informer_unavailable = _ignore

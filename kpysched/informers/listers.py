@@ -81,6 +81,19 @@ class Index(Generic[T]):
         return [o for o in self._objects.values() if o.metadata.namespace == namespace]
 
 
+# Resources kpysched schedules without when the API server refuses (403) or does not
+# serve (404) their list, and what going without costs; such an informer reads as
+# empty and counts as synced (reflector.py). DeviceTaintRules: a v1.37 API that a
+# v1.36 API server does not serve, and that an RBAC rendered for v1.36 (deploy/) does
+# not grant; kpysched may behave as 1.37 on such a cluster when it could not read the
+# cluster's version at start. Every other informer is required, as upstream's are:
+# without pods, nodes or the volume and DRA objects a placement can be wrong.
+OPTIONAL_RESOURCES = {
+    "devicetaintrules": "devices that DeviceTaintRules taint may be allocated (taints "
+                        "published in ResourceSlices still apply)",
+}
+
+
 class Listers:
     """Indexes of the secondary resources, each fed by its own informer."""
 
@@ -101,7 +114,8 @@ class Listers:
         self.coscheduling = CoschedulingListers() if coscheduling else None
 
     def reflectors(self, api_client: client.ApiClient) -> list[Reflector[Any]]:
-        return [Reflector(api_client, path, kind, list_kind, index, resource=resource)
+        return [Reflector(api_client, path, kind, list_kind, index, resource=resource,
+                          optional_impact=OPTIONAL_RESOURCES.get(resource))
                 for path, kind, list_kind, index, resource in self.specs()]
 
     def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:

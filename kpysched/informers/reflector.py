@@ -15,6 +15,14 @@ Recovery, by cause:
   connection, not a quiet resource;
 - 410 Gone / Expired (HTTP or ERROR event): list again and reconcile the store;
 - connection errors, other error statuses: exponential backoff, then retry.
+
+An optional resource (one kpysched can schedule without, e.g. DeviceTaintRules, which
+a v1.36 API server does not serve and an RBAC written for v1.36 does not grant) whose
+list the API server refuses (403) or does not serve (404) reads as empty: the informer
+counts as synced, so readiness does not wait on it forever, says once why and what to
+do (`informer.optional_unavailable`), and keeps listing with the same capped backoff,
+so that it starts working when the rule or the API appears. A required resource keeps
+retrying unsynced, as upstream's informers do.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from kpysched.informers.decode import (
     ResourceExpiredError,
     status_error,
 )
+from kpysched.informers.optional import Unavailability, unavailability
 from kpysched.informers.store import EventHandler, Store, T
 
 log = structlog.get_logger(__name__)
@@ -75,6 +84,10 @@ class Backoff:
         self._jitter = jitter
         self._next = initial
 
+    @property
+    def maximum(self) -> float:
+        return self._maximum
+
     def next_delay(self) -> float:
         delay = self._next
         self._next = min(self._next * 2, self._maximum)
@@ -109,6 +122,7 @@ class Reflector(Generic[T]):
         backoff_initial: float = BACKOFF_INITIAL_SECONDS,
         backoff_max: float = BACKOFF_MAX_SECONDS,
         keep_raw: RawKeeper[T] | None = None,
+        optional_impact: str | None = None,
     ) -> None:
         self.resource = resource or path.rstrip("/").rsplit("/", 1)[-1]
         self.synced = asyncio.Event()
@@ -129,6 +143,10 @@ class Reflector(Generic[T]):
         self._resource_version = ""
         self._must_list = True
         self._watched_since_list = False
+        # None: a required resource. Else what going without it means (for the warning).
+        self.optional_impact = optional_impact
+        # Why an optional resource reads as empty now (403 or 404), None while it lists.
+        self.unavailable: Unavailability | None = None
 
     @property
     def has_synced(self) -> bool:
@@ -155,7 +173,10 @@ class Reflector(Generic[T]):
                 try:
                     await self._list_and_replace()
                 except RETRYABLE_ERRORS as error:
-                    await self._back_off("informer.list_failed", error)
+                    if self._read_as_empty(error):
+                        await asyncio.sleep(self._backoff.next_delay())
+                    else:
+                        await self._back_off("informer.list_failed", error)
                     continue
             first_watch_after_list = not self._watched_since_list
             try:
@@ -178,11 +199,37 @@ class Reflector(Generic[T]):
                 self._must_list = True
                 continue
             except RETRYABLE_ERRORS as error:
+                if self._unavailable_error(error) is not None:
+                    # Refused or no longer served since the list: the list decides
+                    # (and says) whether it now reads as empty.
+                    self._must_list = True
                 await self._back_off("informer.watch_failed", error)
                 continue
             if not received:
                 # A watch that closed without a single event is as good as refused.
                 await self._back_off("informer.watch_empty", None)
+
+    def _unavailable_error(self, error: BaseException) -> Unavailability | None:
+        if self.optional_impact is None:
+            return None
+        return unavailability(error, self._path, self.resource)
+
+    def _read_as_empty(self, error: BaseException) -> bool:
+        """For an optional resource the API server refuses or does not serve: note it,
+        warn when that is news, and count the informer as synced (its store stays as
+        it is: empty before the first list, the last view after one)."""
+        found = self._unavailable_error(error)
+        if found is None:
+            return False
+        if self.unavailable is None or self.unavailable.status != found.status:
+            log.warning("informer.optional_unavailable", resource=self.resource,
+                        status=found.status, reason=found.reason,
+                        meaning=f"{found.meaning}; {self.optional_impact}",
+                        action=found.action, retry_max_seconds=self._backoff.maximum)
+        self.unavailable = found
+        if not self.has_synced:
+            self.synced.set()
+        return True
 
     async def _back_off(self, event: str, error: BaseException | None) -> None:
         delay = self._backoff.next_delay()
@@ -197,6 +244,12 @@ class Reflector(Generic[T]):
         self._resource_version = resource_version
         self._must_list = False
         self._watched_since_list = False
+        if self.unavailable is not None:
+            log.info("informer.optional_available", resource=self.resource,
+                     objects=len(items), was=self.unavailable.status)
+            self.unavailable = None
+            # Read as empty until now: these objects are news, not a relist.
+            relisting = False
         if relisting:
             self.relists += 1
             log.info("informer.relisted", resource=self.resource, objects=len(items),

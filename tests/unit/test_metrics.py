@@ -73,6 +73,7 @@ UPSTREAM = [
     # kpysched's own.
     Upstream("kpysched_informer_watch_restarts_total", "counter", ("resource",), None),
     Upstream("kpysched_informer_relists_total", "counter", ("resource",), None),
+    Upstream("kpysched_informer_unavailable", "gauge", ("resource",), None),
     Upstream("kpysched_bind_duration_seconds", "histogram", ("result",), None,
              (0.001, 2, 15)),
     Upstream("kpysched_bind_failures_total", "counter", ("reason",), None),
@@ -104,6 +105,7 @@ def exercised() -> SchedulerMetrics:
     m.leader_slowpath("kpysched")
     m.watch_restarted("pods")
     m.relisted("pods")
+    m.set_informer_unavailable("devicetaintrules", True)
     m.bind_finished("success", 0.02)
     m.bind_failed("Conflict")
     m.volume_scheduling_stage_failed("bind")
