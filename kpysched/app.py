@@ -109,7 +109,7 @@ def build_scheduler(
     coscheduling = uses_coscheduling(profiles)
     if listers is None:
         listers = Listers(generic_workload=features.generic_workload, coscheduling=coscheduling,
-                          device_taint_rules=features.release >= 37)
+                          device_taint_rules=features.release >= 37, release=features.release)
     if metrics is None:
         metrics = NoMetrics()
     binder = Binder(raw, release=features.release)
@@ -126,7 +126,7 @@ def build_scheduler(
     # When a preemption finishes, its preemptor's PreEnqueue hold must be re-checked.
     writes = Writes.build(raw, binder, queue.nominator, on_preempted=queue.activate_gated,
                           pod_groups=features.generic_workload, coscheduling=coscheduling,
-                          drops=metrics)
+                          drops=metrics, release=features.release)
     group_of = membership(generic_workload=features.generic_workload,
                           coscheduling=coscheduling)
     context = CycleContext(
@@ -331,7 +331,8 @@ async def run(
         export_release(metrics, features)
         listers = Listers(generic_workload=features.generic_workload,
                           coscheduling=coscheduling,
-                          device_taint_rules=features.release >= 37)
+                          device_taint_rules=features.release >= 37,
+                          release=features.release)
         scheduler = build_scheduler(
             config, profiles, registry, raw, listers, metrics,
             max_unschedulable_seconds=settings.pod_max_in_unschedulable_pods_duration,

@@ -98,7 +98,8 @@ class Listers:
     """Indexes of the secondary resources, each fed by its own informer."""
 
     def __init__(self, *, generic_workload: bool = False, coscheduling: bool = False,
-                 device_taint_rules: bool = False) -> None:
+                 device_taint_rules: bool = False,
+                 release: int = scheduling.NEWEST_API_RELEASE) -> None:
         self.namespaces: Index[api.Namespace] = Index()
         self.pdbs: Index[api.PodDisruptionBudget] = Index()
         self.services: Index[api.Service] = Index()
@@ -108,8 +109,9 @@ class Listers:
         self.storage = StorageListers()
         # DeviceTaintRules only as v1.37 (the API does not exist in v1.36).
         self.resources = ResourceListers(device_taint_rules=device_taint_rules)
-        # Only when the API server serves scheduling.k8s.io/v1alpha2 (GenericWorkload).
-        self.workloads = WorkloadListers() if generic_workload else None
+        # Only when the API server serves PodGroups (GenericWorkload), in the version
+        # of the release kpysched behaves as.
+        self.workloads = WorkloadListers(release) if generic_workload else None
         # Only when a profile enables Coscheduling: its CRD must be installed then.
         self.coscheduling = CoschedulingListers() if coscheduling else None
 
@@ -267,17 +269,20 @@ class ResourceListers(_RequeueingListers):
 
 
 class WorkloadListers(_RequeueingListers):
-    """The scheduling.k8s.io/v1alpha2 PodGroups GangScheduling reads. Started only with
-    GenericWorkload on, as kube-scheduler does: the API server serves them only then."""
+    """The PodGroups GangScheduling reads, in the version the release serves
+    (scheduling.k8s.io/v1alpha2 in v1.36, v1beta1 in v1.37), as that release's
+    kube-scheduler watches them. Started only with GenericWorkload on, as kube-scheduler
+    does: the API server serves them only then."""
 
-    def __init__(self) -> None:
+    def __init__(self, release: int = scheduling.NEWEST_API_RELEASE) -> None:
         self.pod_groups: Index[scheduling.PodGroup] = Index()
+        self.api_version = scheduling.api_version(release)
 
     def _by_resource(self) -> list[tuple[Resource, Index[Any]]]:
         return [(Resource.POD_GROUP, self.pod_groups)]
 
     def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:
-        return [(f"/apis/{scheduling.API_VERSION}/podgroups", scheduling.PodGroup,
+        return [(f"/apis/{self.api_version}/podgroups", scheduling.PodGroup,
                  scheduling.PodGroupList, self.pod_groups, "podgroups")]
 
 

@@ -1,18 +1,39 @@
-"""Wire shapes of scheduling.k8s.io/v1alpha2 PodGroups (GenericWorkload, alpha and off
-by default in v1.36), read only when the gate is on: the API server serves them only
-then. Decoded with msgspec like objects/api.py, only the fields scheduling uses."""
+"""Wire shapes of upstream's PodGroups (GenericWorkload, off by default): served as
+scheduling.k8s.io/v1alpha2 by v1.36 (alpha) and as scheduling.k8s.io/v1beta1 by v1.37
+(beta), read only when the gate is on: the API server serves them only then. The
+fields scheduling reads are the same in both versions (v1beta1 adds composite groups,
+a workloadRef and a preemptionPolicy, none of which kpysched acts on). Decoded with
+msgspec like objects/api.py, only the fields scheduling uses."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
 
 import msgspec
 
 from kpysched.objects.api import ListMeta, ObjectMeta
 
-API_VERSION = "scheduling.k8s.io/v1alpha2"
+# The PodGroup API version each release serves (by minor), and the condition its
+# kube-scheduler writes after each pod-group scheduling cycle (v1.37 renamed it).
+API_VERSIONS: Final[Mapping[int, str]] = {36: "scheduling.k8s.io/v1alpha2",
+                                          37: "scheduling.k8s.io/v1beta1"}
+CONDITION_TYPES: Final[Mapping[int, str]] = {36: "PodGroupScheduled",
+                                             37: "PodGroupInitiallyScheduled"}
+NEWEST_API_RELEASE: Final = max(API_VERSIONS)
 
-# The PodGroup condition kube-scheduler writes after each pod-group scheduling cycle,
-# and its reasons when False.
-POD_GROUP_SCHEDULED = "PodGroupScheduled"
+
+def api_version(release: int) -> str:
+    """The PodGroup apiVersion served by release 1.`release`."""
+    return API_VERSIONS[release]
+
+
+def scheduled_condition_type(release: int) -> str:
+    """The condition kube-scheduler of 1.`release` writes on a PodGroup it tried."""
+    return CONDITION_TYPES[release]
+
+
+# The condition's reasons when False.
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 

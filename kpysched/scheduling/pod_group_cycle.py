@@ -23,6 +23,10 @@ its group did not fit is rejected in Coscheduling's name, so like any rejected p
 waits in the unschedulable pool for an event that may help (a node added, a pod
 deleted) and its retries do not pile up backoff while nothing changes.
 
+As v1.37 the algorithm follows that release's rules instead (pod_group_placement.py):
+the gang's feasibility is checked before and after each member, and an unschedulable
+group runs the PodGroupPostFilter point once.
+
 Nothing here awaits: like the single-pod cycle it runs on the loop from start to end.
 """
 
@@ -42,6 +46,7 @@ from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects import scheduling
+from kpysched.scheduling import pod_group_placement as placement
 from kpysched.scheduling.attempt import Attempt, Attempts, GroupOutcome, MemberResult
 from kpysched.scheduling.binding_cycle import BindingCycle, assumed_copy
 from kpysched.scheduling.context import CycleContext
@@ -127,10 +132,16 @@ class PodGroupCycle:
         frameworks = self._context.frameworks
         names = list(dict.fromkeys(m.pod_info.pod.spec.scheduler_name for m in members))
         if len(names) == 1 and names[0] in frameworks:
-            return frameworks[names[0]]
-        reason = (f"all pods in a single pod group should have the same .spec.schedulerName "
-                  f'set, got: "{names[-1]}" and "{names[0]}"' if len(names) > 1
-                  else f'profile not found for scheduler name "{names[0]}"')
+            chosen = frameworks[names[0]]
+            invalid = self._invalid_as_37(chosen, members)
+            if invalid is None:
+                return chosen
+            reason = invalid
+        else:
+            reason = (f"all pods in a single pod group should have the same "
+                      f'.spec.schedulerName set, got: "{names[-1]}" and "{names[0]}"'
+                      if len(names) > 1
+                      else f'profile not found for scheduler name "{names[0]}"')
         for member in members:
             framework = frameworks.get(member.pod_info.pod.spec.scheduler_name)
             if framework is None:
@@ -139,6 +150,27 @@ class PodGroupCycle:
             self._attempts.failed(self._attempts.new(framework, member),
                                   Status.error(reason), "")
         return None
+
+    def _invalid_as_37(self, framework: Framework,
+                       members: list[QueuedPodInfo]) -> str | None:
+        """v1.37 also requires the group's priority and one preemption policy of every
+        member; the error is written on the PodGroup too. None when valid (or 1.36)."""
+        if (framework.handle.features.release < placement.PLACEMENT_FEASIBLE_FROM
+                or group_name(members[0].pod_info.pod) is None):
+            return None
+        first = members[0].pod_info
+        groups = self._context.cache.pod_groups
+        assert groups is not None
+        name = group_name(first.pod) or ""
+        pod_group = framework.handle.pod_group(first.namespace, name)
+        invalid = placement.invalid_group(
+            (m.pod_info for m in members), groups.get(first.namespace, name).placed_pods(),
+            pod_group)
+        writer = self._context.writes.pod_groups
+        if invalid is not None and pod_group is not None and writer is not None:
+            writer.set_scheduled_condition(pod_group, "False",
+                                           scheduling.REASON_SCHEDULER_ERROR, invalid)
+        return invalid
 
     def _without_skipped(self, members: list[QueuedPodInfo]) -> list[QueuedPodInfo]:
         """Members being deleted, or already assumed or bound, are not tried again."""
@@ -173,7 +205,10 @@ class PodGroupCycle:
             context.cache.update_snapshot(context.snapshot)
             group = groups.get(first.namespace, name).copy()
             with self._preemption or nullcontext():
-                outcome = self._decide(framework, attempts, group)
+                if self._as_37(framework, coscheduling):
+                    outcome = self._decide_as_37(framework, attempts, group, name)
+                else:
+                    outcome = self._decide(framework, attempts, group)
             if self._preemption is not None and outcome.waiting_on_preemption:
                 self._preemption.carry_out(framework.handle)
         except Exception as error:
@@ -191,7 +226,13 @@ class PodGroupCycle:
             coscheduling.report(framework.profile_name, first.namespace, name, outcome)
             self._record_attempt(framework, first.namespace, name, outcome, started)
             return
-        self._submit(attempts, outcome, self._held_back)
+        if self._as_37(framework, coscheduling):
+            # Held back in the group's words, which name no Permit (upstream's
+            # Unschedulable status with the group's message after its error).
+            held_back = Status.unschedulable(POD_GROUP_UNSCHEDULABLE, outcome.status.message())
+            self._submit(attempts, outcome, lambda _: held_back)
+        else:
+            self._submit(attempts, outcome, self._held_back)
         self._report(framework, first.namespace, name, outcome, started)
 
     def _decide(self, framework: Framework, attempts: list[Attempt],
@@ -226,17 +267,44 @@ class PodGroupCycle:
                 step()
         return outcome
 
+    @staticmethod
+    def _as_37(framework: Framework, coscheduling: CoschedulingGroups | None) -> bool:
+        """Whether an upstream PodGroup's cycle follows v1.37's rules."""
+        return (coscheduling is None and framework.handle.features.release
+                >= placement.PLACEMENT_FEASIBLE_FROM)
+
+    def _decide_as_37(self, framework: Framework, attempts: list[Attempt],
+                      group: PodGroupState, name: str) -> GroupOutcome:
+        """v1.37's algorithm (pod_group_placement.py), then, for an Unschedulable group,
+        its PodGroupPostFilter point, whose words end the group's message."""
+        namespace = attempts[0].queued.pod_info.namespace
+        pod_group = framework.handle.pod_group(namespace, name)
+        outcome = placement.decide(
+            framework, attempts, group, pod_group,
+            lambda attempt, undo: self._try_member(framework, attempt, group, undo,
+                                                   as_37=True))
+        if outcome.status.code == Code.UNSCHEDULABLE:
+            after = placement.post_filter(
+                framework, self._context.snapshot, pod_group,
+                (a.queued.pod_info for a in attempts))
+            if after.code == Code.ERROR:
+                outcome.status = after
+            else:
+                outcome.status.reasons.append(after.message())
+        return outcome
+
     def _try_member(self, framework: Framework, attempt: Attempt, group: PodGroupState,
-                    undo: list[Callable[[], None]]) -> MemberResult:
+                    undo: list[Callable[[], None]], *, as_37: bool = False) -> MemberResult:
         """Upstream's podGroupPodSchedulingAlgorithm for one member; on success its undo
-        is pushed onto `undo`."""
+        is pushed onto `undo`. As v1.37 (`as_37`) a member neither preempts nor is
+        asked by Permit: the group's feasibility is checked by the caller."""
         context = self._context
         state, pod = attempt.state, attempt.queued.pod_info
         state.pod_group = group
         started = time.perf_counter()
         found = context.algorithm.schedule(framework, state, pod, context.snapshot)
         member = MemberResult(attempt, SUCCESS)
-        if isinstance(found, Diagnosis):
+        if isinstance(found, Diagnosis) and not as_37:
             member.nominated = self._attempts.post_filter(attempt, found)
         # Each member's algorithm (with its preemption) counts as a pod's, as
         # upstream's podGroupPodSchedulingAlgorithm times it.
@@ -274,7 +342,7 @@ class PodGroupCycle:
                 nominator.add(pod, pod.pod.status.nominated_node_name)
 
         status = framework.run_reserve(state, assumed, node)
-        if status.ok:
+        if status.ok and not as_37:
             status = framework.run_permit(state, assumed, node, hold=False)
         if not status.ok and status.code != Code.WAIT:
             revert()

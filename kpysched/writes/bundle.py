@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from kpysched.api.client import RawApi
+from kpysched.objects.scheduling import NEWEST_API_RELEASE
 from kpysched.queue.nominator import Nominator
 from kpysched.writes.binding import Binder
 from kpysched.writes.coscheduling_status import GroupStatusWriter
@@ -43,7 +44,8 @@ class Writes:
     def build(cls, raw: RawApi, binder: Binder, nominator: Nominator, *,
               on_preempted: Callable[[], object] | None = None,
               pod_groups: bool = False, coscheduling: bool = False,
-              drops: DropCounter | None = None) -> Writes:
+              drops: DropCounter | None = None,
+              release: int = NEWEST_API_RELEASE) -> Writes:
         """The writers on `raw`. `binder` is made first, for the handle the frameworks
         are built with; `on_preempted` runs when a preemption has finished."""
         # Events get a rate limiter of their own, as kube-scheduler's separate event
@@ -56,7 +58,8 @@ class Writes:
                                           on_finished=on_preempted),
             events=events,
             status=status,
-            pod_groups=PodGroupConditionWriter(raw) if pod_groups else None,
+            pod_groups=(PodGroupConditionWriter(raw, release=release) if pod_groups
+                        else None),
             coscheduling=GroupStatusWriter(raw) if coscheduling else None,
         )
 

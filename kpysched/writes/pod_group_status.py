@@ -1,5 +1,6 @@
-"""The PodGroupScheduled condition on scheduling.k8s.io/v1alpha2 PodGroups, written
-after each pod-group scheduling cycle as upstream's updatePodGroupCondition writes it:
+"""The condition kube-scheduler writes on upstream's PodGroups after each pod-group
+scheduling cycle (PodGroupScheduled on v1.36's scheduling.k8s.io/v1alpha2,
+PodGroupInitiallyScheduled on v1.37's v1beta1), as its updatePodGroupCondition writes it:
 a strategic-merge patch of podgroups/status, only when the condition changes, never
 taking a True back to False (a later cycle for extra members must not undo it), with
 the group's generation as observedGeneration.
@@ -15,7 +16,12 @@ from collections.abc import Callable
 
 from kpysched.api.client import RawApi
 from kpysched.api.times import api_time
-from kpysched.objects.scheduling import API_VERSION, POD_GROUP_SCHEDULED, PodGroup
+from kpysched.objects.scheduling import (
+    NEWEST_API_RELEASE,
+    PodGroup,
+    api_version,
+    scheduled_condition_type,
+)
 from kpysched.writes.pod_status import PodStatusWriter
 
 # One cycle writes one condition for a whole group: a single writer keeps up.
@@ -27,9 +33,13 @@ REMEMBER_SECONDS = 120.0
 
 
 class PodGroupConditionWriter(PodStatusWriter):
-    def __init__(self, raw: RawApi, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, raw: RawApi, clock: Callable[[], float] = time.monotonic,
+                 release: int = NEWEST_API_RELEASE) -> None:
         super().__init__(raw, writers=WRITERS)
         self._clock = clock
+        # The release's PodGroup API version and the condition type it writes.
+        self._api_version = api_version(release)
+        self.condition_type = scheduled_condition_type(release)
         # Groups (by uid) this writer marked scheduled, and when: the informer's copy
         # may not show it yet when the next cycle, for members left over, reports on
         # the group. Oldest first; forgotten once the informer shows it or after
@@ -48,7 +58,7 @@ class PodGroupConditionWriter(PodStatusWriter):
                                 message: str) -> None:
         meta = group.metadata
         current = next((c for c in group.status.conditions
-                        if c.type == POD_GROUP_SCHEDULED), None)
+                        if c.type == self.condition_type), None)
         self._forget_old()
         if current is not None and current.status == "True":
             self._scheduled.pop(meta.uid, None)  # the informer shows it now
@@ -67,10 +77,10 @@ class PodGroupConditionWriter(PodStatusWriter):
         since = (current.last_transition_time
                  if current is not None and current.status == status
                  and current.last_transition_time else api_time())
-        condition = {"type": POD_GROUP_SCHEDULED, "status": status, "reason": reason,
+        condition = {"type": self.condition_type, "status": status, "reason": reason,
                      "message": message, "observedGeneration": meta.generation,
                      "lastTransitionTime": since}
         self._queue(meta.uid, meta.namespace, meta.name, {"conditions": [condition]})
 
     def _path(self, namespace: str, name: str) -> str:
-        return f"/apis/{API_VERSION}/namespaces/{namespace}/podgroups/{name}/status"
+        return f"/apis/{self._api_version}/namespaces/{namespace}/podgroups/{name}/status"

@@ -1,4 +1,4 @@
-"""The pod-group scheduling cycle (GenericWorkload and GangScheduling on): a gang is
+"""The pod-group scheduling cycle as v1.36 (GenericWorkload and GangScheduling on): a gang is
 placed whole or not at all, trying it holds nothing, and every member turned away is
 told why, in upstream's words.
 
@@ -20,7 +20,8 @@ from kpysched.objects import api
 from tests.unit.builders import make_pod, make_pod_group
 from tests.unit.scheduler_harness import SchedulerHarness, build_harness, node
 
-GANG = Features(generic_workload=True, gang_scheduling=True)
+# v1.36's rules (v1.37's are in test_pod_group_cycle_1_37.py).
+GANG = Features(generic_workload=True, gang_scheduling=True, release=36)
 HELD_BACK = ("pod group is unschedulable, waiting for minCount pods from a gang to be "
              "scheduled, one or more plugins asked to wait and no plugin rejected pod")
 
@@ -48,7 +49,7 @@ class Harness(SchedulerHarness):
 
 def make_harness(*nodes: api.Node) -> Harness:
     built = build_harness({"schedulerName": "kpysched"}, GANG,
-                          Listers(generic_workload=True), *nodes)
+                          Listers(generic_workload=True, release=36), *nodes)
     return Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
 
 

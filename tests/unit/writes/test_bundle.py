@@ -120,7 +120,7 @@ async def test_a_lost_lease_stops_every_real_writer(lease_lost: bool) -> None:
         return
     paths = [path for _, path, _ in recording.requests]
     for written in ("/pods/p/binding", "/pods/victim", "/events", "/pods/p/status",
-                    "/scheduling.k8s.io/v1alpha2/namespaces/default/podgroups/g/status",
+                    "/scheduling.k8s.io/v1beta1/namespaces/default/podgroups/g/status",
                     "/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups/cg/status"):
         assert any(written in path for path in paths), (written, paths)
     await writes.drain(5)

@@ -1,4 +1,5 @@
-"""The PodGroupScheduled condition writer: upstream's updatePodGroupCondition rules."""
+"""The PodGroup condition writer: upstream's updatePodGroupCondition rules, as v1.36
+(PodGroupScheduled on v1alpha2) and v1.37 (PodGroupInitiallyScheduled on v1beta1)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ PATH = "/apis/scheduling.k8s.io/v1alpha2/namespaces/default/podgroups/g/status"
 async def write(conditions: list[Condition], status: str, reason: str,
                 message: str) -> list[object]:
     recording = RecordingApi()
-    writer = PodGroupConditionWriter(cast(RawApi, recording))
+    writer = PodGroupConditionWriter(cast(RawApi, recording), release=36)
     group = make_pod_group("g", 2)
     group.status.conditions = conditions
     writer.set_scheduled_condition(group, status, reason, message)
@@ -65,7 +66,7 @@ def test_pod_group_metrics_exist_only_with_generic_workload() -> None:
 
 async def test_a_true_not_yet_seen_by_the_informer_is_not_taken_back_either() -> None:
     recording = RecordingApi()
-    writer = PodGroupConditionWriter(cast(RawApi, recording))
+    writer = PodGroupConditionWriter(cast(RawApi, recording), release=36)
     group = make_pod_group("g", 2)
     writer.set_scheduled_condition(group, "True", "Scheduled", "")
     # A cycle for a member left over reports before the informer shows the True.
@@ -80,7 +81,8 @@ async def test_the_groups_marked_scheduled_are_forgotten_once_shown_or_old() -> 
     # Issue 32 item 10: one uid per PodGroup ever scheduled was kept forever.
     now = [1000.0]
     recording = RecordingApi()
-    writer = PodGroupConditionWriter(cast(RawApi, recording), clock=lambda: now[0])
+    writer = PodGroupConditionWriter(cast(RawApi, recording), clock=lambda: now[0],
+                                    release=36)
     shown = Condition(type="PodGroupScheduled", status="True", reason="Scheduled",
                       observed_generation=1, last_transition_time="2026-01-01T00:00:00Z")
     groups = [make_pod_group(f"g{index}", 2) for index in range(3)]
@@ -101,3 +103,21 @@ async def test_the_groups_marked_scheduled_are_forgotten_once_shown_or_old() -> 
     statuses = [body["status"]["conditions"][0]["status"]
                 for method, path, body in recording.requests if method == "PATCH"]
     assert statuses == ["True", "True", "True"]  # no False for g0 or g1
+
+
+async def test_as_v1_37_the_condition_is_initially_scheduled_on_v1beta1() -> None:
+    recording = RecordingApi()
+    writer = PodGroupConditionWriter(cast(RawApi, recording), release=37)
+    group = make_pod_group("g", 2)
+    # v1.36's condition type means nothing to v1.37: it is not the one kept True.
+    group.status.conditions = [Condition(type="PodGroupScheduled", status="True",
+                                         reason="Scheduled", observed_generation=1)]
+    writer.set_scheduled_condition(group, "False", "Unschedulable", "minCount (2) ...")
+    await writer.drain(timeout=5)
+    [(path, body)] = [(path, body) for method, path, body in recording.requests
+                      if method == "PATCH"]
+    assert path == "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups/g/status"
+    assert isinstance(body, dict)
+    [condition] = body["status"]["conditions"]
+    assert (condition["type"], condition["status"], condition["message"]) == (
+        "PodGroupInitiallyScheduled", "False", "minCount (2) ...")

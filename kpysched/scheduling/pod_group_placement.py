@@ -1,0 +1,197 @@
+"""v1.37's pod-group algorithm: placement feasibility instead of Permit, and the
+PodGroupPostFilter point instead of each member's PostFilter.
+
+kube-scheduler v1.37.2 (GenericWorkload on) changed how a pod group's cycle decides
+(upstream's podGroupSchedulingDefaultAlgorithm and podGroupCycle):
+
+- GangScheduling's PlacementFeasible rule says, before the first member and after
+  each, whether the gang can still make its minCount (1 for a basic policy) from the
+  members already scheduled and those left to try: Unschedulable ("minCount (N)
+  cannot be satisfied: S scheduled, R remaining") ends the cycle early, Wait ("... is
+  not yet satisfied ...") keeps going, Success is the quorum. Members are no longer
+  asked by Permit inside the cycle, and a member that fits nowhere does not preempt
+  there (no PostFilter), so its note is the bare "0/N nodes are available: ...".
+- When the group is Unschedulable, the PodGroupPostFilter plugins run once for the
+  whole group (DynamicResources, then DefaultPreemption), and what they say is
+  appended to the group's message, which every held-back member and the PodGroup's
+  condition carry.
+
+v1.36 keeps its own rules (pod_group_cycle.py); this module is used only as 1.37.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+
+from kpysched.cache.pod_groups import PodGroupState
+from kpysched.cache.snapshot import Snapshot
+from kpysched.framework.runtime import Framework
+from kpysched.framework.status import SUCCESS, Code, Status
+from kpysched.objects.pod import PodInfo
+from kpysched.objects.scheduling import PodGroup
+from kpysched.scheduling.attempt import Attempt, GroupOutcome, MemberResult
+
+# The release from which a pod group's cycle follows these rules.
+PLACEMENT_FEASIBLE_FROM = 37
+
+# The plugins (named, not imported: the core imports no plugin) whose rules run here.
+GANG_SCHEDULING = "GangScheduling"
+DYNAMIC_RESOURCES = "DynamicResources"
+DEFAULT_PREEMPTION = "DefaultPreemption"
+
+# Upstream's errPodGroupUnschedulable (the same words as in v1.36).
+POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+# What DynamicResources' PodGroupPostFilter says when it has finished (it returns
+# Unschedulable whatever it did).
+CLAIMS_CLEANED_UP = "deallocation and deletion of ResourceClaims completed"
+PREEMPTION_PREFIX = "pod group preemption: "
+NOT_ELIGIBLE = "not eligible due to preemptionPolicy=Never."
+NO_VICTIMS = "No preemption victims found for incoming preemptor"
+# kpysched's own words where upstream would look for victims for the whole group:
+# v1.37's workload-aware preemption is not ported (docs/features.md).
+GROUP_PREEMPTION_NOT_PORTED = ("lower-priority pods exist, but kpysched does not "
+                               "preempt for a pod group as v1.37 does")
+
+TryMember = Callable[[Attempt, list[Callable[[], None]]], MemberResult]
+
+
+def min_count(group: PodGroup) -> int:
+    """The members a group needs placed: its gang's minCount, 1 for a basic policy."""
+    gang = group.spec.scheduling_policy.gang
+    return 1 if gang is None else gang.min_count
+
+
+def feasibility(needed: int, scheduled: int, remaining: int) -> Status:
+    """GangScheduling's PlacementFeasible: can the group still make `needed`?"""
+    if remaining + scheduled < needed:
+        return Status.unschedulable(
+            f"minCount ({needed}) cannot be satisfied: {scheduled} scheduled, "
+            f"{remaining} remaining", plugin=GANG_SCHEDULING)
+    if scheduled < needed:
+        return Status(Code.WAIT, [f"minCount ({needed}) is not yet satisfied: "
+                                  f"{scheduled} scheduled, {remaining} remaining"],
+                      GANG_SCHEDULING)
+    return SUCCESS
+
+
+def _copy(status: Status) -> Status:
+    return replace(status, reasons=list(status.reasons))
+
+
+def decide(framework: Framework, attempts: list[Attempt], group: PodGroupState,
+           pod_group: PodGroup | None, try_member: TryMember) -> GroupOutcome:
+    """The group's algorithm as v1.37: members in turn on the snapshot, the gang's
+    feasibility checked before and after each; every assumption undone at the end
+    (`try_member` pushes each one's undo)."""
+    # Without GangScheduling in the profile nothing is checked (no PlacementFeasible
+    # plugin); without its PodGroup the cycle cannot run (the group is held earlier).
+    checks = (pod_group is not None
+              and any(p.NAME == GANG_SCHEDULING for p in framework.permit_plugins))
+    needed = min_count(pod_group) if checks and pod_group is not None else 0
+    scheduled, remaining = group.scheduled_count(), len(attempts)
+    outcome = GroupOutcome([], SUCCESS)
+    status = feasibility(needed, scheduled, remaining) if checks else SUCCESS
+    undo: list[Callable[[], None]] = []
+    any_scheduled = False
+    try:
+        if status.code == Code.UNSCHEDULABLE:
+            outcome.status = Status.unschedulable(POD_GROUP_UNSCHEDULABLE, *status.reasons,
+                                                  plugin=status.plugin)
+            return _complete(outcome, attempts)
+        for attempt in attempts:
+            member = try_member(attempt, undo)
+            outcome.members.append(member)
+            if not member.status.ok and not member.status.is_rejected:
+                status = Status.error("failed to schedule other pod from a pod group: "
+                                      f"{member.status.message()}")
+                break
+            remaining -= 1
+            if member.status.ok:
+                scheduled += 1
+            status = feasibility(needed, scheduled, remaining) if checks else SUCCESS
+            if status.code == Code.UNSCHEDULABLE:
+                break
+            any_scheduled = any_scheduled or member.status.ok
+        if status.code == Code.WAIT:
+            status = Status.unschedulable(POD_GROUP_UNSCHEDULABLE, *status.reasons,
+                                          plugin=status.plugin)
+        if status.ok and not any_scheduled:
+            # Upstream asks at least one member placed of a successful cycle.
+            status = Status.unschedulable(POD_GROUP_UNSCHEDULABLE)
+        outcome.status = status
+        return _complete(outcome, attempts)
+    finally:
+        for step in reversed(undo):
+            step()
+
+
+def _complete(outcome: GroupOutcome, attempts: list[Attempt]) -> GroupOutcome:
+    """Members the cycle did not reach fail with the group's status as it is now."""
+    for attempt in attempts[len(outcome.members):]:
+        outcome.members.append(MemberResult(attempt, _copy(outcome.status)))
+    return outcome
+
+
+def post_filter(framework: Framework, snapshot: Snapshot, pod_group: PodGroup | None,
+                members: Iterable[PodInfo]) -> Status:
+    """The PodGroupPostFilter point for an Unschedulable group (upstream's
+    RunPodGroupPostFilterPlugins): the first Unresolvable answer wins, else the
+    Unschedulable ones' reasons together."""
+    reasons: list[str] = []
+    rejector = ""
+    members = list(members)
+    for plugin in framework.post_filter_plugins:
+        if plugin.NAME == DYNAMIC_RESOURCES:
+            status = Status.unschedulable(CLAIMS_CLEANED_UP)
+        elif plugin.NAME == DEFAULT_PREEMPTION:
+            status = _preemption(snapshot, pod_group, members)
+        else:
+            continue  # only these two implement the point upstream
+        if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+            return status.with_plugin(plugin.NAME)
+        reasons.extend(status.reasons)
+        rejector = rejector or plugin.NAME
+    return Status.unschedulable(*reasons, plugin=rejector)
+
+
+def group_priority(pod_group: PodGroup | None) -> int:
+    """Upstream's PodGroupPriority: spec.priority, 0 when unset."""
+    if pod_group is None or pod_group.spec.priority is None:
+        return 0
+    return pod_group.spec.priority
+
+
+def _preemption(snapshot: Snapshot, pod_group: PodGroup | None,
+                members: list[PodInfo]) -> Status:
+    """DefaultPreemption's PodGroupPostFilter, as far as kpysched goes: a group whose
+    members may not preempt, or with no lower-priority pod anywhere to preempt."""
+    policy = next((m.pod.spec.preemption_policy for m in members), None)
+    if policy == "Never":
+        return Status.unschedulable(PREEMPTION_PREFIX + NOT_ELIGIBLE)
+    priority = group_priority(pod_group)
+    lower = any(pod.priority < priority for info in snapshot.node_infos
+                for pod in info.pods.values())
+    if not lower:
+        return Status.unresolvable(PREEMPTION_PREFIX + NO_VICTIMS)
+    return Status.unschedulable(PREEMPTION_PREFIX + GROUP_PREEMPTION_NOT_PORTED)
+
+
+def invalid_group(members: Iterable[PodInfo], placed: Iterable[PodInfo],
+                  pod_group: PodGroup | None) -> str | None:
+    """v1.37's validatePodGroup beyond the scheduler name: every member, queued or
+    placed, has the group's priority and the first member's preemption policy
+    (PodGroupPreemptionPolicy off). The error's text, or None."""
+    priority = group_priority(pod_group)
+    policy: str | None = None
+    for pod in [*members, *placed]:
+        if pod.priority != priority:
+            return ("all pods in a single pod group should have the same priority as "
+                    f"the pod group's priority, got {pod.priority} and {priority}")
+        own = pod.pod.spec.preemption_policy or "PreemptLowerPriority"
+        if policy is None:
+            policy = own
+        elif own != policy:
+            return ("all pods in a single pod group should have the same preemption "
+                    f"policy, got {own} and {policy}")
+    return None
