@@ -6,7 +6,10 @@ cluster's kubeconfig, no --emulated-version) against kube-scheduler's own, of th
 same release; the release it says it chose (log and metric); and a differential
 scenario whose right answer differs between the releases, so that following the
 wrong one fails: VolumeBinding's capacity scoring (StorageCapacityScoring, beta and
-on by default from v1.37, off in v1.36).
+on by default from v1.37, off in v1.36), and one per other changed behaviour
+(tests/e2e/differential/release_scenarios.py: InterPodAffinity's namespaceSelector,
+ImageLocality's image volumes, NodeVolumeLimits' VolumeLimitScaling, DynamicResources'
+PostFilter and CEL error texts), each on the same twin clusters and schedulers.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from tests.e2e.differential.model import (
     Scenario,
     StorageClassSpec,
 )
+from tests.e2e.differential.release_scenarios import CASES, ReleaseCase, follows_release
 from tests.e2e.test_configz import VALUES, _comparable, _differences, _matches
 
 pytestmark = pytest.mark.e2e
@@ -211,6 +215,13 @@ async def test_kpysched_follows_kube_scheduler_of_the_cluster_release(
     scenario = dataclasses.replace(_CAPACITY_SCORING, expect_node=_CHOICE[release],
                                    expect_claims={"data": f"provisioned@{_CHOICE[release]}"})
     await same_decision(release_apis, scenario)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+async def test_kpysched_follows_each_changed_behaviour_of_the_release(
+    release: str, schedulers: _Schedulers, release_apis: TwinApis, case: ReleaseCase,
+) -> None:
+    await follows_release(release_apis, case, release)
 
 
 def _version_info(metrics: str) -> tuple[str, dict[str, str]]:

@@ -14,6 +14,7 @@ from tests.e2e.differential.batch.runner import BatchResult, run_batch
 from tests.e2e.differential.batch.scenarios import BATCH, DECLARED_FEATURES
 from tests.e2e.differential.compare import check_kind
 from tests.e2e.differential.model import Scenario
+from tests.e2e.differential.release_scenarios import BATCH_EXPECTATIONS, check_release
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +26,15 @@ def batch(cluster: ClusterState) -> BatchResult:
 
 
 @pytest.mark.parametrize("scenario", BATCH, ids=[s.name for s in BATCH])
-def test_same_decision_as_kube_scheduler(batch: BatchResult, scenario: Scenario) -> None:
+def test_same_decision_as_kube_scheduler(batch: BatchResult, scenario: Scenario,
+                                        cluster: ClusterState) -> None:
     result = batch.results[scenario.name]
     assert not result.ties, ("upstream's scores tie, so its pick was random; design the "
                              "tie out:\n  " + "\n  ".join(t.describe() for t in result.ties))
     check_kind(scenario, result.upstream)
+    if scenario.name in BATCH_EXPECTATIONS:  # an outcome that differs by release
+        check_release(scenario.name, BATCH_EXPECTATIONS[scenario.name], cluster.release,
+                      result.upstream)
     assert result.kpysched == result.upstream, (
         f"\n upstream: {result.upstream.describe()}\n kpysched: {result.kpysched.describe()}")
 

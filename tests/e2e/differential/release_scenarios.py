@@ -1,0 +1,225 @@
+"""Differential scenarios whose right answer differs between the two kube-scheduler
+releases kpysched follows (issue 34): each has one expected upstream outcome per
+release, and the outcomes exclude each other, so a kpysched that follows the wrong
+release (and still equals upstream on the other) fails.
+
+Two kinds:
+- `CASES`: scenarios of their own, run under kube-scheduler of each release and
+  kpysched on twin clusters of that release (tests/e2e/test_releases.py);
+- `BATCH_EXPECTATIONS`: scenarios of the stateless batch (batch/scenarios.py), whose
+  upstream outcome must also be this release's (batch/test_batch.py), so no extra
+  scheduler start is needed for them.
+
+What changed between v1.36.4 and v1.37.2, and which scenario shows it (or why none
+can), is listed in docs/features.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from tests.cluster import releases
+from tests.e2e.differential.compare import KPYSCHED, UPSTREAM, TwinApis, both, check_kind
+from tests.e2e.differential.dra_scenarios import DRA
+from tests.e2e.differential.model import (
+    CSINodeSpec,
+    NodeSpec,
+    Outcome,
+    PodSpec,
+    PvcSpec,
+    PvSpec,
+    Scenario,
+)
+from tests.e2e.differential.runner import ensure_priority_classes, run_scenario
+
+HOST = "kubernetes.io/hostname"
+TEAM = "kpysched.test/team"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """Upstream's outcome under one release: the node (None: not bound) and what its
+    first FailedScheduling note holds and lacks."""
+
+    node: str | None
+    holds: tuple[str, ...] = ()
+    lacks: tuple[str, ...] = ()
+
+    def excludes(self, other: Expected) -> bool:
+        """No one outcome can meet both: another node, or a text one must hold that
+        holds one the other must lack."""
+        def clash(holds: tuple[str, ...], lacks: tuple[str, ...]) -> bool:
+            return any(lacked in held for held in holds for lacked in lacks)
+
+        return (self.node != other.node or clash(self.holds, other.lacks)
+                or clash(other.holds, self.lacks))
+
+    def problems(self, outcome: Outcome) -> list[str]:
+        note = outcome.message or ""
+        found = [f"node {outcome.node}, not {self.node}"] if outcome.node != self.node else []
+        found += [f"note lacks {text!r}" for text in self.holds if text not in note]
+        found += [f"note holds {text!r}" for text in self.lacks if text in note]
+        return found
+
+
+def check_release(name: str, expected: Mapping[str, Expected], release: str,
+                  outcome: Outcome) -> None:
+    """`outcome` (upstream's) is the one `release` gives, which no other release does."""
+    assert set(expected) == set(releases.RELEASES), f"{name}: an outcome per release"
+    mine = expected[release]
+    assert all(mine.excludes(other) for r, other in expected.items() if r != release), (
+        f"{name}: release {release}'s outcome must exclude every other release's")
+    problems = mine.problems(outcome)
+    assert not problems, f"{name} on {release}: {problems}\n {outcome.describe()}"
+
+
+@dataclass(frozen=True)
+class ReleaseCase:
+    scenario: Scenario
+    expected: Mapping[str, Expected]  # release ("1.36") -> upstream's outcome there
+    # CSIDriver bodies the scenario needs beyond the model's (fields it has no word for),
+    # made before the scenario and deleted after it, on each twin.
+    csi_drivers: tuple[dict[str, Any], ...] = field(default=())
+
+    @property
+    def name(self) -> str:
+        return self.scenario.name
+
+
+def _by_name(scenarios: list[Scenario], name: str) -> Scenario:
+    return next(s for s in scenarios if s.name == name)
+
+
+# InterPodAffinity: the incoming pod's namespaceSelector. v1.36 resolves it to names
+# but also keeps matching the selector, against no labels at all, so a NotIn selector
+# selects every namespace, its own (labelled team=x) included: the web pod on n0 counts
+# and n0 is out. v1.37 keeps only the resolved names, which leave out the pod's own
+# namespace: n0, much the emptier node, wins.
+_IPA_NAMESPACE_SELECTOR = Scenario(
+    "ipa-anti-affinity-namespace-selector-by-release",
+    (NodeSpec("n0"), NodeSpec("n1")),
+    PodSpec("incoming", spec={"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOST,
+            "namespaceSelector": {"matchExpressions": [
+                {"key": TEAM, "operator": "NotIn", "values": ["x"]}]}}]}}}),
+    existing=(PodSpec("web", node="n0", labels={"app": "web"}),
+              PodSpec("busy-n1", node="n1", cpu="2", memory="8Gi")),
+    namespace_labels={TEAM: "x"},
+)
+
+# ImageLocality: an image volume counts towards the pod's image count from v1.37 on,
+# which halves n1's image score here (one container image of 1000 MiB on half the
+# nodes: v1.36 scores it 48, v1.37 24). n0 leads by ~37 on resources (n1 runs a busy
+# pod): v1.36 picks n1, v1.37 n0.
+_APP_IMAGE = "registry.example/release-app:1"
+_IMAGE_VOLUME_COUNTED = Scenario(
+    "image-volume-counted-by-release",
+    (NodeSpec("n0"), NodeSpec("n1", images=((_APP_IMAGE, 1000 * 1024 * 1024),))),
+    PodSpec("incoming", container={"image": _APP_IMAGE}, spec={"volumes": [
+        {"name": "data", "image": {"reference": "registry.example/release-data:1",
+                                   "pullPolicy": "IfNotPresent"}}]}),
+    existing=(PodSpec("busy-n1", node="n1", cpu="1500m", memory="6Gi"),),
+)
+
+# NodeVolumeLimits with VolumeLimitScaling (beta, on from v1.37): a driver that asks
+# for it (preventPodSchedulingIfMissing) keeps its volumes' pods off nodes whose
+# CSINode does not list it. n0 has no CSINode: v1.37 refuses it and picks n1 (busy);
+# v1.36 never asks and picks the idle n0. The field is new: the model has no word
+# for it, so the case makes the CSIDriver itself (a literal name, used as it is).
+_DRIVER = "disk.release.kpysched.test"
+_DRIVER_NEEDED_ON_THE_NODE = Scenario(
+    "nvl-driver-missing-on-node-by-release",
+    (NodeSpec("n0"), NodeSpec("n1")),
+    PodSpec("incoming", spec={"volumes": [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}),
+    existing=(PodSpec("busy-n1", node="n1", cpu="2", memory="8Gi"),),
+    pvs=(PvSpec("vol-data", source={"csi": {"driver": _DRIVER, "volumeHandle": "handle-data"}},
+                claim="data"),),
+    pvcs=(PvcSpec("data", volume="vol-data"),),
+    csi_nodes=(CSINodeSpec("n1", {_DRIVER: None}),),
+)
+
+# DynamicResources' PostFilter, when it frees nothing: v1.36 adds "still not
+# schedulable" to the FailedScheduling text, v1.37 nothing.
+_NOT_SCHEDULABLE = "still not schedulable"
+# The allocator's CEL runtime error: v1.37 names the device and, for a missing key,
+# adds cel.EnhanceRuntimeError's hint. The device is gpu-1, the first whose model
+# passes selector #0 (gpu-0 is a t4), so the first to reach #1's missing revision.
+_ON_DEVICE = "selector #1 on device gpu.example.com/n0/gpu-1: CEL runtime error"
+_OPTIONAL_HINT = "consider using CEL optional chaining"
+
+CASES: list[ReleaseCase] = [
+    ReleaseCase(_IPA_NAMESPACE_SELECTOR, {"1.36": Expected("n1"), "1.37": Expected("n0")}),
+    ReleaseCase(_IMAGE_VOLUME_COUNTED, {"1.36": Expected("n1"), "1.37": Expected("n0")}),
+    ReleaseCase(_DRIVER_NEEDED_ON_THE_NODE, {"1.36": Expected("n0"), "1.37": Expected("n1")},
+                csi_drivers=({"metadata": {"name": _DRIVER},
+                              "spec": {"attachRequired": True,
+                                       "preventPodSchedulingIfMissing": True}},)),
+    ReleaseCase(_by_name(DRA, "dra-no-device-anywhere"),
+                {"1.36": Expected(None, holds=(_NOT_SCHEDULABLE,)),
+                 "1.37": Expected(None, lacks=(_NOT_SCHEDULABLE,))}),
+    ReleaseCase(_by_name(DRA, "dra-request-cel-runtime-error"),
+                {"1.36": Expected(None, lacks=(_ON_DEVICE, _OPTIONAL_HINT)),
+                 "1.37": Expected(None, holds=(_ON_DEVICE, _OPTIONAL_HINT))}),
+]
+
+
+async def _make_csi_drivers(api: client.ApiClient, bodies: tuple[dict[str, Any], ...]) -> None:
+    storage = client.StorageV1Api(api)
+    for body in bodies:
+        await storage.create_csi_driver(body)
+
+
+async def _delete_csi_drivers(api: client.ApiClient, bodies: tuple[dict[str, Any], ...],
+                              ) -> None:
+    storage = client.StorageV1Api(api)
+    for body in bodies:
+        await storage.delete_csi_driver(body["metadata"]["name"])
+
+
+async def _run(api: client.ApiClient, case: ReleaseCase, scheduler: str) -> Outcome:
+    await ensure_priority_classes(api)
+    await _make_csi_drivers(api, case.csi_drivers)
+    try:
+        return await run_scenario(api, case.scenario, scheduler)
+    finally:
+        await _delete_csi_drivers(api, case.csi_drivers)
+
+
+async def follows_release(apis: TwinApis, case: ReleaseCase, release: str) -> None:
+    """The case under kube-scheduler of `release` and under kpysched (which took that
+    release from the cluster): upstream's outcome is this release's, and kpysched's is
+    upstream's."""
+    upstream, ours = await both(_run(apis.upstream, case, UPSTREAM),
+                                _run(apis.kpysched, case, KPYSCHED))
+    expected = case.expected[release]
+    check_kind(dataclasses.replace(case.scenario, expect_node=expected.node,
+                                   expect="bound" if expected.node else "pending"), upstream)
+    check_release(case.name, case.expected, release, upstream)
+    assert ours == upstream, (f"\n upstream: {upstream.describe()}\n kpysched: "
+                              f"{ours.describe()}")
+
+
+# DefaultPreemption: from v1.37 a preemption that found its node says so in the
+# preemptor's FailedScheduling text ("preemption: found a potential placement for pod
+# on node N, preempting K victims"); v1.36's text has no preemption part at all.
+_FOUND = "preemption: found a potential placement for pod on node"
+
+
+def _preempts_on(node: str, victims: int) -> dict[str, Expected]:
+    found = f"{_FOUND} {node}, preempting {victims} victims"
+    return {"1.36": Expected(node, lacks=("preemption:",)),
+            "1.37": Expected(node, holds=(found,))}
+
+
+# Batch scenario name -> its upstream outcome per release.
+BATCH_EXPECTATIONS: dict[str, dict[str, Expected]] = {
+    "preempt-within-the-pods-node-affinity": _preempts_on("n1", 1),
+    "preempt-the-host-port-holder": _preempts_on("n0", 1),
+}
