@@ -25,7 +25,8 @@ from kubernetes_asyncio import client
 
 from tests.cluster import releases
 from tests.e2e.differential.compare import KPYSCHED, UPSTREAM, TwinApis, both, check_kind
-from tests.e2e.differential.dra_scenarios import DRA
+from tests.e2e.differential.dra_scenarios import DRA, GPU, gpu, gpus, uses
+from tests.e2e.differential.dra_scenarios import claim as device_claim
 from tests.e2e.differential.model import (
     CSINodeSpec,
     NodeSpec,
@@ -85,6 +86,9 @@ class ReleaseCase:
     # CSIDriver bodies the scenario needs beyond the model's (fields it has no word for),
     # made before the scenario and deleted after it, on each twin.
     csi_drivers: tuple[dict[str, Any], ...] = field(default=())
+    # DeviceTaintRule bodies (resource.k8s.io/v1), made likewise where the API server
+    # serves them (from v1.37; a v1.36 API server refuses them as unknown).
+    device_taint_rules: tuple[dict[str, Any], ...] = field(default=())
 
     @property
     def name(self) -> str:
@@ -154,6 +158,25 @@ _NOT_SCHEDULABLE = "still not schedulable"
 _ON_DEVICE = "selector #1 on device gpu.example.com/n0/gpu-1: CEL runtime error"
 _OPTIONAL_HINT = "consider using CEL optional chaining"
 
+# DeviceTaintRules (DRADeviceTaintRules, GA and on in v1.37; v1.36 serves no such
+# API): a rule tainting n0's only device keeps the claim off it, so v1.37 picks the
+# busy n1. On v1.36 the rule cannot be made and the idle n0 wins.
+_RULED_DEVICE = "gpu-ruled"
+_DEVICE_TAINT_RULE = Scenario(
+    "dra-device-taint-rule-by-release",
+    (NodeSpec("n0"), NodeSpec("n1")),
+    PodSpec("incoming", spec={"resourceClaims": [uses("gpu")]}),
+    existing=(PodSpec("busy-n1", node="n1", cpu="2", memory="8Gi"),),
+    device_classes=(GPU,),
+    slices=(gpus("n0", gpu(_RULED_DEVICE)), gpus("n1", gpu("gpu-0"))),
+    resource_claims=(device_claim("gpu"),),
+)
+_TAINT_RULE = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+               "metadata": {"name": "release-ruled-gpu"}, "spec": {
+    "deviceSelector": {"driver": "gpu.example.com", "device": _RULED_DEVICE},
+    "taint": {"key": "example.com/broken", "value": "true", "effect": "NoSchedule"}}}
+DEVICE_TAINT_RULES_FROM = 37
+
 CASES: list[ReleaseCase] = [
     ReleaseCase(_IPA_NAMESPACE_SELECTOR, {"1.36": Expected("n1"), "1.37": Expected("n0")}),
     ReleaseCase(_IMAGE_VOLUME_COUNTED, {"1.36": Expected("n1"), "1.37": Expected("n0")}),
@@ -167,6 +190,8 @@ CASES: list[ReleaseCase] = [
     ReleaseCase(_by_name(DRA, "dra-request-cel-runtime-error"),
                 {"1.36": Expected(None, lacks=(_ON_DEVICE, _OPTIONAL_HINT)),
                  "1.37": Expected(None, holds=(_ON_DEVICE, _OPTIONAL_HINT))}),
+    ReleaseCase(_DEVICE_TAINT_RULE, {"1.36": Expected("n0"), "1.37": Expected("n1")},
+                device_taint_rules=(_TAINT_RULE,)),
 ]
 
 
@@ -183,12 +208,45 @@ async def _delete_csi_drivers(api: client.ApiClient, bodies: tuple[dict[str, Any
         await storage.delete_csi_driver(body["metadata"]["name"])
 
 
-async def _run(api: client.ApiClient, case: ReleaseCase, scheduler: str) -> Outcome:
+_TAINT_RULES = "/apis/resource.k8s.io/v1/devicetaintrules"
+_JSON = {"Content-Type": "application/json", "Accept": "application/json"}
+
+
+async def _make_taint_rules(api: client.ApiClient, bodies: tuple[dict[str, Any], ...],
+                            release: str) -> None:
+    """The rules, on a release that serves them; refused as unknown on one that does
+    not (a sign the case's premise holds)."""
+    served = releases.get(release).minor >= DEVICE_TAINT_RULES_FROM
+    for body in bodies:
+        try:
+            await api.call_api(_TAINT_RULES, "POST", body=body, header_params=_JSON,
+                               auth_settings=["BearerToken"], _return_http_data_only=True)
+        except client.ApiException as error:
+            if served or error.status != 404:
+                raise
+        else:
+            assert served, f"a v{release} API server made a DeviceTaintRule"
+
+
+async def _delete_taint_rules(api: client.ApiClient, bodies: tuple[dict[str, Any], ...],
+                              release: str) -> None:
+    if releases.get(release).minor < DEVICE_TAINT_RULES_FROM:
+        return
+    for body in bodies:
+        await api.call_api(f"{_TAINT_RULES}/{body['metadata']['name']}", "DELETE",
+                           header_params=_JSON, auth_settings=["BearerToken"],
+                           _return_http_data_only=True)
+
+
+async def _run(api: client.ApiClient, case: ReleaseCase, scheduler: str,
+               release: str) -> Outcome:
     await ensure_priority_classes(api)
     await _make_csi_drivers(api, case.csi_drivers)
+    await _make_taint_rules(api, case.device_taint_rules, release)
     try:
         return await run_scenario(api, case.scenario, scheduler)
     finally:
+        await _delete_taint_rules(api, case.device_taint_rules, release)
         await _delete_csi_drivers(api, case.csi_drivers)
 
 
@@ -196,8 +254,8 @@ async def follows_release(apis: TwinApis, case: ReleaseCase, release: str) -> No
     """The case under kube-scheduler of `release` and under kpysched (which took that
     release from the cluster): upstream's outcome is this release's, and kpysched's is
     upstream's."""
-    upstream, ours = await both(_run(apis.upstream, case, UPSTREAM),
-                                _run(apis.kpysched, case, KPYSCHED))
+    upstream, ours = await both(_run(apis.upstream, case, UPSTREAM, release),
+                                _run(apis.kpysched, case, KPYSCHED, release))
     expected = case.expected[release]
     check_kind(dataclasses.replace(case.scenario, expect_node=expected.node,
                                    expect="bound" if expected.node else "pending"), upstream)
