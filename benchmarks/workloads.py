@@ -27,8 +27,11 @@ from typing import Any
 
 from benchmarks import gangs as gang_api
 from benchmarks.gangs import Gangs
-from tests.cluster.gates import GANG, UPSTREAM_DEFAULTS, Gates
+from tests.cluster.gates import UPSTREAM_DEFAULTS, Gates
 from tests.cluster.kube import node_body
+
+# The upstream gang workloads' gates: those of the release the run uses (gangs.py).
+GANG = gang_api.UPSTREAM_GANG_GATES
 
 ZONE_KEY = "topology.kubernetes.io/zone"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
