@@ -10,7 +10,6 @@ Changes work on the pod as JSON (the API's camelCase) or on the simulated cluste
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +39,9 @@ class Step:
     text: str  # the change, in words
     pod: PodChange | None = None
     nodes: WorldChange | None = None
-    # For applying it: a JSON merge patch of the pod, or a kubectl command.
+    # How to apply it, where the strategic merge patch of the pod the trial computes
+    # (patch.py) is not all: a kubectl command for a node, what to set instead of a
+    # field the API server refuses. Empty: the patch.
     how: str = ""
 
 
@@ -128,8 +129,7 @@ def _gates(pod: PodDocument) -> list[Candidate]:
 
     return [Candidate("gates", "SchedulingGates", [Step(
         "remove its scheduling gates " + ", ".join(gates)
-        + " (their controller does, once it admits the pod)", pod=lift,
-        how=_spec_patch("schedulingGates", None))])]
+        + " (their controller does, once it admits the pod)", pod=lift)])]
 
 
 def _uncordon(cordoned: Sequence[str]) -> Candidate:
@@ -179,9 +179,7 @@ def _tolerations(pod: PodDocument, tainted: Sequence[api.Node]) -> list[Candidat
 
         shown = f"{key}={val}:{effect}" if val else f"{key}:{effect}"
         found.append(Candidate("toleration", "TaintToleration", [Step(
-            f"tolerate taint {shown}", pod=change,
-            how=_spec_patch("tolerations",
-                            [*(pod["spec"].get("tolerations") or []), toleration]))]))
+            f"tolerate taint {shown}", pod=change)]))
     return found
 
 
@@ -191,10 +189,8 @@ def _node_selection(pod: PodDocument) -> list[Candidate]:
         def drop(doc: PodDocument, key: str = key) -> None:
             doc["spec"]["nodeSelector"].pop(key, None)
 
-        rest = {k: v for k, v in pod["spec"]["nodeSelector"].items() if k != key}
         found.append(Candidate("node-selector", "NodeAffinity", [Step(
-            f"drop nodeSelector {key}={val}", pod=drop,
-            how=_spec_patch("nodeSelector", rest or None))]))
+            f"drop nodeSelector {key}={val}", pod=drop)]))
     required = (((pod["spec"].get("affinity") or {}).get("nodeAffinity") or {})
                 .get("requiredDuringSchedulingIgnoredDuringExecution"))
     if required:
@@ -202,11 +198,8 @@ def _node_selection(pod: PodDocument) -> list[Candidate]:
             doc["spec"]["affinity"]["nodeAffinity"].pop(
                 "requiredDuringSchedulingIgnoredDuringExecution", None)
 
-        affinity = copy.deepcopy(pod["spec"]["affinity"])
-        affinity["nodeAffinity"].pop("requiredDuringSchedulingIgnoredDuringExecution")
         found.append(Candidate("node-affinity", "NodeAffinity", [Step(
-            "drop the required node affinity", pod=drop_required,
-            how=_spec_patch("affinity", affinity))]))
+            "drop the required node affinity", pod=drop_required)]))
     return found
 
 
@@ -357,14 +350,13 @@ def _priority(pod: PodDocument, priorities: Iterable[int]) -> Candidate:
             doc["spec"]["priority"] = level
             doc["spec"]["preemptionPolicy"] = "PreemptLowerPriority"
 
+        # The patch sets spec.priority, which the API server's Priority admission
+        # refuses on a pod: the class is what a person sets.
         steps.append(Step(f"run it at priority {level} (a PriorityClass of value >= {level}, "
-                          f"now {own})", pod=change))
+                          f"now {own})", pod=change,
+                          how=f"set priorityClassName to a PriorityClass of value >= {level} "
+                              "(the API server sets priority from it)"))
     return Candidate("priority", "DefaultPreemption", steps)
-
-
-def _spec_patch(field_name: str, new: object) -> str:
-    """A JSON merge patch setting one spec field (for a pod's owner template too)."""
-    return json.dumps({"spec": {field_name: new}}, separators=(",", ":"))
 
 
 def _shown(resource: str, amount: int) -> str:

@@ -26,7 +26,9 @@ def render_suggestions(body: dict[str, Any] | None, shown: int = SHOWN) -> list[
         if fix.get("victims"):
             lines.append("     preempting " + ", ".join(fix["victims"]))
         if fix.get("how"):
-            lines.append(f"     patch: {fix['how']}")
+            # The pod's strategic merge patch (JSON), or a command / what to set.
+            label = "patch" if fix["how"].startswith("{") else "how"
+            lines.append(f"     {label}: {fix['how']}")
     if len(fixes) > shown:
         lines.append(f"  ({len(fixes) - shown} more with -o json)")
     return lines

@@ -32,6 +32,7 @@ from kpysched.suggest.fixes import (
     Step,
     candidates,
 )
+from kpysched.suggest.patch import compact, pod_patch
 
 # Simulated attempts at most, the pod as it is included.
 MAX_TRIALS = 24
@@ -48,17 +49,18 @@ class Fix:
     node: str  # where kpysched would place it
     victims: list[str] = field(default_factory=list)
     how: str = ""
-    # Machine-applicable: the pod's spec fields the change sets (None: removed), for a
-    # pod recreated with them (most spec fields are immutable), and the nodes it
-    # changes or adds, as JSON.
-    pod_spec: dict[str, Any] = field(default_factory=dict)
+    # Machine-applicable: a strategic merge patch of the pod with only the fields the
+    # change sets (patch.py; applied to the pod as the user wrote it, which is then
+    # recreated, most spec fields being immutable), and the nodes it changes or adds,
+    # as JSON.
+    pod_patch: dict[str, Any] = field(default_factory=dict)
     node_objects: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"kind": self.kind, "plugin": self.plugin,
                                 "change": self.change, "nodes": self.nodes,
                                 "node": self.node}
-        optional = {"victims": self.victims, "how": self.how, "podSpec": self.pod_spec,
+        optional = {"victims": self.victims, "how": self.how, "podPatch": self.pod_patch,
                     "nodeObjects": self.node_objects}
         body.update({key: value for key, value in optional.items() if value})
         return body
@@ -133,29 +135,20 @@ class Trial:
                 continue
             decision = placement.decisions[-1] if placement.decisions else {}
             nodes = max(len(decision.get("feasible") or []), 1)
+            patch = self._pod_patch(document, step)
             return Fix(candidate.kind, candidate.plugin, step.text, nodes,
-                       placement.node or "", list(placement.victims), step.how,
-                       self._spec_changes(document, step), self._node_changes(step)), 0
+                       placement.node or "", list(placement.victims),
+                       step.how or (compact(patch) if patch else ""),
+                       patch, self._node_changes(step)), 0
         return None, 0
 
     @staticmethod
-    def _spec_changes(document: PodDocument, step: Step) -> dict[str, Any]:
+    def _pod_patch(document: PodDocument, step: Step) -> dict[str, Any]:
         if step.pod is None:
             return {}
         changed = copy.deepcopy(document)
         step.pod(changed)
-        before, after = document["spec"], changed["spec"]
-        changes = {key: after.get(key) for key in {*before, *after}
-                   if before.get(key) != after.get(key)}
-        for key in ("containers", "initContainers"):
-            # The decoded pod keeps of each mount only its bind mount options (what
-            # scheduling reads): a mount without its name and path, or one naming the
-            # service account volume the API server injected, would make the pod a
-            # user recreates with these containers invalid. The API server adds that
-            # volume and mount again on create.
-            for container in changes.get(key) or []:
-                container.pop("volumeMounts", None)
-        return changes
+        return pod_patch(document, changed)
 
     def _node_changes(self, step: Step) -> list[dict[str, Any]]:
         if step.nodes is None:

@@ -1,9 +1,10 @@
 """`kpysched explain` answers a pending pod with what would make it fit (issue 39),
 against the live leader on the real cluster: each scenario below leaves a pod pending
 for one reason; explain must name the rejecting plugin(s) and the queue state, and its
-first suggested fix, applied by the test to the pod (recreated with the suggested spec
-fields, since most are immutable) or to the cluster (the suggested node objects), must
-get the pod placed by kpysched within 10 s.
+first suggested fix, applied by the test to the pod (its strategic merge patch applied
+to the pod as the test wrote it, with `kubectl patch --local`, and the pod recreated,
+since most spec fields are immutable) or to the cluster (the suggested node objects),
+must get the pod placed by kpysched within 10 s.
 
 Each scenario's nodes carry a label of their own and its pods select it, and the
 module starts on a cluster without nodes (a dropped nodeSelector must not find another
@@ -27,7 +28,7 @@ import pytest
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.cluster import aggregated, kube
+from tests.cluster import aggregated, kube, kubectl
 from tests.cluster.cluster import ClusterState
 from tests.cluster.kpysched_process import KpyschedProcess
 
@@ -309,10 +310,22 @@ async def _claim_without_devices(api: client.ApiClient, namespace: str) -> None:
 OBJECTS = {"pv-elsewhere": _pv_elsewhere, "claim-without-devices": _claim_without_devices}
 
 
-async def _apply(api: client.ApiClient, namespace: str, body: dict[str, Any],
-                 fix: dict[str, Any], created_nodes: list[str]) -> None:
-    """The fix as a person would apply it: spec fields on a recreated pod (a higher
-    priority through a PriorityClass of that value), node objects patched or created."""
+def _patched(cluster: ClusterState, body: dict[str, Any], patch: dict[str, Any]
+             ) -> dict[str, Any]:
+    """The pod as written, with the strategic merge patch applied as a person would:
+    `kubectl patch --local` (nothing is sent to the API server)."""
+    written = {"apiVersion": "v1", "kind": "Pod", **body}
+    result = kubectl.run(cluster, "patch", "--local", "-f", "-", "--type", "strategic",
+                         "-p", json.dumps(patch), "-o", "json", stdin=json.dumps(written))
+    patched: dict[str, Any] = json.loads(result.stdout)
+    return patched
+
+
+async def _apply(cluster: ClusterState, api: client.ApiClient, namespace: str,
+                 body: dict[str, Any], fix: dict[str, Any], created_nodes: list[str]) -> None:
+    """The fix as a person would apply it: the pod's patch applied to the pod as it was
+    written, which is recreated (a higher priority through a PriorityClass of that
+    value, as `how` says); node objects patched or created."""
     core = client.CoreV1Api(api)
     for node in fix.get("nodeObjects") or []:
         name = node["metadata"]["name"]
@@ -329,25 +342,23 @@ async def _apply(api: client.ApiClient, namespace: str, body: dict[str, Any],
             await core.patch_node(name, {"spec": {
                 "unschedulable": node["spec"].get("unschedulable") or None,
                 "taints": node["spec"].get("taints") or None}})
-    spec = dict(fix.get("podSpec") or {})
-    if not spec:
+    patch = fix.get("podPatch") or {}
+    if not patch:
         return
+    assert set(patch) == {"spec"}, patch  # a pod's fix changes its spec only
+    spec = dict(patch["spec"])
     name = body["metadata"]["name"]
     if "priority" in spec:
         level = spec.pop("priority")
         spec.pop("preemptionPolicy", None)
+        assert fix["how"].startswith("set priorityClassName"), fix
         class_name = f"suggested-{level}-{secrets.token_hex(2)}"
         await client.SchedulingV1Api(api).create_priority_class(
             {"metadata": {"name": class_name}, "value": level})
         spec["priorityClassName"] = class_name
+    recreated = await asyncio.to_thread(_patched, cluster, body, {"spec": spec})
     await core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
     await kube.wait_for(lambda: _gone(core, namespace, name), 30, f"pod {name} deleted")
-    recreated = json.loads(json.dumps(body))
-    for key, value in spec.items():
-        if value is None:
-            recreated["spec"].pop(key, None)
-        else:
-            recreated["spec"][key] = value
     await kube.create_pod(api, namespace, recreated)
 
 
@@ -426,7 +437,7 @@ async def test_the_first_suggested_fix_gets_the_pod_placed(
     assert first["change"].startswith(scenario.change), first
     assert first["nodes"] >= 1 and first["node"]
 
-    await _apply(api, namespace, body, first, nodes_to_clean)
+    await _apply(cluster, api, namespace, body, first, nodes_to_clean)
     node = await kube.wait_for(lambda: _bound_to(api, namespace, "pending"),
                                PLACED_WITHIN_SECONDS, f"{pod} placed after the fix")
     assert node in groups or node == first["node"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from kpysched.framework.registry import full_registry
@@ -49,7 +50,18 @@ async def test_each_rejection_suggests_its_fix_checked_and_ranked() -> None:
     assert found.fixes[0].change == "tolerate taint gpu=yes:NoSchedule"  # most nodes first
     toleration = next(f for f in found.fixes if f.kind == "toleration")
     assert toleration.node in ("t1", "t2")
-    assert '"tolerations"' in toleration.how
+    # The patch: the tolerations list (replaced whole: it has no merge key), nothing
+    # else; the ones the pod had (admission's defaults here) kept, the new one added.
+    patch = json.loads(toleration.how)
+    assert patch == toleration.pod_patch and list(patch["spec"]) == ["tolerations"]
+    *kept, added = patch["spec"]["tolerations"]
+    assert [t["key"] for t in kept] == ["node.kubernetes.io/not-ready",
+                                        "node.kubernetes.io/unreachable"]
+    assert added == {"key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule"}
+    request = next(f for f in found.fixes if f.kind == "request")
+    # Only the changed request of the container, identified by its name.
+    assert request.pod_patch == {"spec": {"containers": [
+        {"name": "c", "resources": {"requests": {"cpu": "1000m"}}}]}}
 
 
 async def test_a_pod_that_fits_needs_no_fix() -> None:
@@ -76,7 +88,7 @@ async def test_fixes_carry_what_to_apply() -> None:
              make_node("c1").capacity(cpu="4", pods="110").unschedulable().obj()]
     found = await _suggest(nodes, _pod("p", "1"))
     by_kind = {fix.kind: fix for fix in found.fixes}
-    toleration = by_kind["toleration"].pod_spec["tolerations"]
+    toleration = by_kind["toleration"].pod_patch["spec"]["tolerations"]
     assert {"key": "gpu", "operator": "Equal", "value": "yes",
             "effect": "NoSchedule"} in toleration
     (uncordoned,) = by_kind["uncordon"].node_objects
@@ -90,7 +102,7 @@ async def test_a_gated_pod_is_told_to_lose_its_gates_and_an_uncordon_lifts_the_t
     found = await _suggest(nodes, _pod("p", "1", schedulingGates=[{"name": "kueue"}]))
     (fix,) = found.fixes
     assert fix.kind == "gates" and fix.node == "n1"
-    assert fix.pod_spec == {"schedulingGates": None}
+    assert fix.pod_patch == {"spec": {"schedulingGates": None}}
     cordoned = make_node("c1").capacity(cpu="4", pods="110").unschedulable() \
         .taint("node.kubernetes.io/unschedulable", "", "NoSchedule").obj()
     found = await _suggest([cordoned], _pod("p", "1"))
