@@ -48,6 +48,7 @@ from tests.e2e.differential.model import (
     Scenario,
     StorageClassSpec,
 )
+from tests.e2e.differential.release_bind_once import BindOnce, bind_once_webhook
 from tests.e2e.differential.release_scenarios import CASES, ReleaseCase, follows_release
 from tests.e2e.test_configz import VALUES, _comparable, _differences, _matches
 
@@ -217,11 +218,18 @@ async def test_kpysched_follows_kube_scheduler_of_the_cluster_release(
     await same_decision(release_apis, scenario)
 
 
+@pytest.fixture(scope="module")
+def bind_once() -> Iterator[BindOnce]:
+    with bind_once_webhook() as webhook:
+        yield webhook
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 async def test_kpysched_follows_each_changed_behaviour_of_the_release(
     release: str, schedulers: _Schedulers, release_apis: TwinApis, case: ReleaseCase,
+    bind_once: BindOnce,
 ) -> None:
-    await follows_release(release_apis, case, release)
+    await follows_release(release_apis, case, release, bind_once)
 
 
 def _version_info(metrics: str) -> tuple[str, dict[str, str]]:

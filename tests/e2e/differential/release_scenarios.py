@@ -36,6 +36,7 @@ from tests.e2e.differential.model import (
     PvSpec,
     Scenario,
 )
+from tests.e2e.differential.release_bind_once import BIND_ONCE_LABEL, BindOnce
 from tests.e2e.differential.runner import ensure_priority_classes, run_scenario
 
 HOST = "kubernetes.io/hostname"
@@ -50,6 +51,12 @@ class Expected:
     node: str | None
     holds: tuple[str, ...] = ()
     lacks: tuple[str, ...] = ()
+    # check_kind's word for it, when not "bound" (a node) or "pending" (none).
+    kind: str | None = None
+
+    @property
+    def scenario_kind(self) -> str:
+        return self.kind or ("bound" if self.node else "pending")
 
     def excludes(self, other: Expected) -> bool:
         """No one outcome can meet both: another node, or a text one must hold that
@@ -89,6 +96,9 @@ class ReleaseCase:
     # DeviceTaintRule bodies (resource.k8s.io/v1), made likewise where the API server
     # serves them (from v1.37; a v1.36 API server refuses them as unknown).
     device_taint_rules: tuple[dict[str, Any], ...] = field(default=())
+    # The bind-once webhook (release_bind_once.py) fails the first binding of each of
+    # the scenario's pods (its namespace carries BIND_ONCE_LABEL).
+    first_binding_fails: bool = False
 
     @property
     def name(self) -> str:
@@ -177,6 +187,15 @@ _TAINT_RULE = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
     "taint": {"key": "example.com/broken", "value": "true", "effect": "NoSchedule"}}}
 DEVICE_TAINT_RULES_FROM = 37
 
+# DefaultBinder: from v1.37 a binding the API server fails with an InternalError is
+# tried again at once, and the pod binds with no FailedScheduling; v1.36 fails the
+# binding cycle (FailedScheduling 'running Bind plugin "DefaultBinder": Internal
+# error occurred: failed calling webhook ...') and binds on its next attempt.
+_RUNNING_BIND = 'running Bind plugin "DefaultBinder"'
+_FIRST_BINDING_FAILS = Scenario(
+    "binder-first-binding-fails-by-release", (NodeSpec("n0"),), PodSpec("incoming"),
+    expect="retried", namespace_labels={BIND_ONCE_LABEL: "true"})
+
 CASES: list[ReleaseCase] = [
     ReleaseCase(_IPA_NAMESPACE_SELECTOR, {"1.36": Expected("n1"), "1.37": Expected("n0")}),
     ReleaseCase(_IMAGE_VOLUME_COUNTED, {"1.36": Expected("n1"), "1.37": Expected("n0")}),
@@ -192,6 +211,10 @@ CASES: list[ReleaseCase] = [
                  "1.37": Expected(None, holds=(_ON_DEVICE, _OPTIONAL_HINT))}),
     ReleaseCase(_DEVICE_TAINT_RULE, {"1.36": Expected("n0"), "1.37": Expected("n1")},
                 device_taint_rules=(_TAINT_RULE,)),
+    ReleaseCase(_FIRST_BINDING_FAILS,
+                {"1.36": Expected("n0", holds=(_RUNNING_BIND,), kind="retried"),
+                 "1.37": Expected("n0", lacks=(_RUNNING_BIND,))},
+                first_binding_fails=True),
 ]
 
 
@@ -238,9 +261,15 @@ async def _delete_taint_rules(api: client.ApiClient, bodies: tuple[dict[str, Any
                            _return_http_data_only=True)
 
 
-async def _run(api: client.ApiClient, case: ReleaseCase, scheduler: str,
-               release: str) -> Outcome:
+async def _run(api: client.ApiClient, case: ReleaseCase, scheduler: str, release: str,
+               bind_once: BindOnce | None) -> Outcome:
     await ensure_priority_classes(api)
+    admission = client.AdmissionregistrationV1Api(api)
+    webhook = None
+    if case.first_binding_fails:
+        assert bind_once is not None, f"{case.name} needs the bind-once webhook"
+        webhook = bind_once.configuration()
+        await admission.create_validating_webhook_configuration(webhook)
     await _make_csi_drivers(api, case.csi_drivers)
     await _make_taint_rules(api, case.device_taint_rules, release)
     try:
@@ -248,17 +277,21 @@ async def _run(api: client.ApiClient, case: ReleaseCase, scheduler: str,
     finally:
         await _delete_taint_rules(api, case.device_taint_rules, release)
         await _delete_csi_drivers(api, case.csi_drivers)
+        if webhook is not None:
+            await admission.delete_validating_webhook_configuration(
+                webhook["metadata"]["name"])
 
 
-async def follows_release(apis: TwinApis, case: ReleaseCase, release: str) -> None:
+async def follows_release(apis: TwinApis, case: ReleaseCase, release: str,
+                          bind_once: BindOnce | None = None) -> None:
     """The case under kube-scheduler of `release` and under kpysched (which took that
     release from the cluster): upstream's outcome is this release's, and kpysched's is
     upstream's."""
-    upstream, ours = await both(_run(apis.upstream, case, UPSTREAM, release),
-                                _run(apis.kpysched, case, KPYSCHED, release))
+    upstream, ours = await both(_run(apis.upstream, case, UPSTREAM, release, bind_once),
+                                _run(apis.kpysched, case, KPYSCHED, release, bind_once))
     expected = case.expected[release]
     check_kind(dataclasses.replace(case.scenario, expect_node=expected.node,
-                                   expect="bound" if expected.node else "pending"), upstream)
+                                   expect=expected.scenario_kind), upstream)
     check_release(case.name, case.expected, release, upstream)
     assert ours == upstream, (f"\n upstream: {upstream.describe()}\n kpysched: "
                               f"{ours.describe()}")

@@ -6,12 +6,17 @@ scenario the batch runs."""
 from __future__ import annotations
 
 import itertools
+import json
+import ssl
+import urllib.error
+import urllib.request
 
 import pytest
 
 from tests.cluster import releases
 from tests.e2e.differential.batch.scenarios import BATCH
 from tests.e2e.differential.model import Outcome
+from tests.e2e.differential.release_bind_once import bind_once_webhook
 from tests.e2e.differential.release_scenarios import (
     BATCH_EXPECTATIONS,
     CASES,
@@ -41,3 +46,26 @@ def test_an_outcome_of_the_other_release_fails() -> None:
     check_release("example", expected, "1.37", newer)
     with pytest.raises(AssertionError, match="note holds 'preemption:'"):
         check_release("example", expected, "1.36", newer)
+
+
+def test_the_bind_once_webhook_fails_only_the_first_binding_of_a_pod() -> None:
+    def post(url: str, context: ssl.SSLContext, name: str) -> tuple[int, dict[str, object]]:
+        review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                  "request": {"uid": f"uid-{name}", "namespace": "ns", "name": name}}
+        request = urllib.request.Request(url, data=json.dumps(review).encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, context=context, timeout=10) as answer:
+                return answer.status, json.loads(answer.read())
+        except urllib.error.HTTPError as error:
+            return error.code, {}
+
+    with bind_once_webhook() as webhook:
+        context = ssl.create_default_context(cadata=webhook.ca_bundle.decode())
+        assert post(webhook.url, context, "a")[0] == 500
+        status, answer = post(webhook.url, context, "a")
+        assert status == 200
+        assert answer["response"] == {"uid": "uid-a", "allowed": True}
+        assert post(webhook.url, context, "b")[0] == 500
+        configuration = webhook.configuration()
+        assert configuration["webhooks"][0]["clientConfig"]["url"] == webhook.url
