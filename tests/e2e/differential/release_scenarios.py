@@ -16,14 +16,16 @@ can), is listed in docs/features.md.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from kubernetes_asyncio import client
 
-from tests.cluster import releases
+from tests.cluster import kube, releases
 from tests.e2e.differential.compare import KPYSCHED, UPSTREAM, TwinApis, both, check_kind
 from tests.e2e.differential.dra_scenarios import DRA, GPU, gpu, gpus, uses
 from tests.e2e.differential.dra_scenarios import claim as device_claim
@@ -37,7 +39,11 @@ from tests.e2e.differential.model import (
     Scenario,
 )
 from tests.e2e.differential.release_bind_once import BIND_ONCE_LABEL, BindOnce
-from tests.e2e.differential.runner import ensure_priority_classes, run_scenario
+from tests.e2e.differential.runner import (
+    OUTCOME_TIMEOUT_SECONDS,
+    ensure_priority_classes,
+    run_scenario,
+)
 
 HOST = "kubernetes.io/hostname"
 TEAM = "kpysched.test/team"
@@ -99,6 +105,9 @@ class ReleaseCase:
     # The bind-once webhook (release_bind_once.py) fails the first binding of each of
     # the scenario's pods (its namespace carries BIND_ONCE_LABEL).
     first_binding_fails: bool = False
+    # An existing pod (role) deleted once the incoming pod's first FailedScheduling is
+    # out: what a queueing hint makes of the deletion. It does not count as a victim.
+    delete_after_failure: str | None = None
 
     @property
     def name(self) -> str:
@@ -196,6 +205,23 @@ _FIRST_BINDING_FAILS = Scenario(
     "binder-first-binding-fails-by-release", (NodeSpec("n0"),), PodSpec("incoming"),
     expect="retried", namespace_labels={BIND_ONCE_LABEL: "true"})
 
+# InterPodAffinity's queueing hint for a deleted pod: v1.37 retries the rejected pod
+# when the deleted pod matched any of its required anti-affinity terms, v1.36 only
+# when it matched all of them. The web pod matches one of two terms: once it is gone
+# v1.37 places the pod at once, v1.36 leaves it among the unschedulable (until the
+# five-minute flush, well past the outcome's 30 s).
+_ANTI_AFFINITY = "didn't match pod anti-affinity rules"
+_IPA_ANY_TERM_HINT = Scenario(
+    "ipa-hint-deleted-pod-matching-one-anti-affinity-term-by-release",
+    (NodeSpec("n0"),),
+    PodSpec("incoming", spec={"affinity": {"podAntiAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": HOST},
+            {"labelSelector": {"matchLabels": {"tier": "db"}}, "topologyKey": HOST}]}}}),
+    existing=(PodSpec("web", node="n0", labels={"app": "web"}),),
+    expect="retried",
+)
+
 CASES: list[ReleaseCase] = [
     ReleaseCase(_IPA_NAMESPACE_SELECTOR, {"1.36": Expected("n1"), "1.37": Expected("n0")}),
     ReleaseCase(_IMAGE_VOLUME_COUNTED, {"1.36": Expected("n1"), "1.37": Expected("n0")}),
@@ -215,6 +241,10 @@ CASES: list[ReleaseCase] = [
                 {"1.36": Expected("n0", holds=(_RUNNING_BIND,), kind="retried"),
                  "1.37": Expected("n0", lacks=(_RUNNING_BIND,))},
                 first_binding_fails=True),
+    ReleaseCase(_IPA_ANY_TERM_HINT,
+                {"1.36": Expected(None, holds=(_ANTI_AFFINITY,)),
+                 "1.37": Expected("n0", holds=(_ANTI_AFFINITY,), kind="retried")},
+                delete_after_failure="web"),
 ]
 
 
@@ -273,13 +303,45 @@ async def _run(api: client.ApiClient, case: ReleaseCase, scheduler: str, release
     await _make_csi_drivers(api, case.csi_drivers)
     await _make_taint_rules(api, case.device_taint_rules, release)
     try:
-        return await run_scenario(api, case.scenario, scheduler)
+        if case.delete_after_failure is None:
+            return await run_scenario(api, case.scenario, scheduler)
+        # The run's namespace is made inside run_scenario: a label of this run's own
+        # finds it (an earlier run's may still be terminating).
+        mark = secrets.token_hex(4)
+        scenario = dataclasses.replace(case.scenario, namespace_labels={
+            **case.scenario.namespace_labels, _RUN_LABEL: mark})
+        outcome, _ = await asyncio.gather(
+            run_scenario(api, scenario, scheduler),
+            _delete_after_failure(api, mark, case.delete_after_failure))
+        return dataclasses.replace(outcome,
+                                   victims=outcome.victims - {case.delete_after_failure})
     finally:
         await _delete_taint_rules(api, case.device_taint_rules, release)
         await _delete_csi_drivers(api, case.csi_drivers)
         if webhook is not None:
             await admission.delete_validating_webhook_configuration(
                 webhook["metadata"]["name"])
+
+
+_RUN_LABEL = "kpysched.test/release-run"
+
+
+async def _delete_after_failure(api: client.ApiClient, mark: str, role: str) -> None:
+    """Delete pod `role` of the run marked `mark` once its incoming pod has failed."""
+    core = client.CoreV1Api(api)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + OUTCOME_TIMEOUT_SECONDS
+    namespace: str | None = None
+    while loop.time() < deadline:
+        if namespace is None:
+            listed = await core.list_namespace(label_selector=f"{_RUN_LABEL}={mark}")
+            namespace = listed.items[0].metadata.name if listed.items else None
+        if namespace is not None and await kube.events(api, namespace, "FailedScheduling",
+                                                       regarding="incoming"):
+            await core.delete_namespaced_pod(role, namespace, grace_period_seconds=0)
+            return
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"no FailedScheduling for the incoming pod of run {mark}")
 
 
 async def follows_release(apis: TwinApis, case: ReleaseCase, release: str,
