@@ -27,7 +27,7 @@ from kubernetes_asyncio import client
 
 from tests.cluster import kube, releases
 from tests.e2e.differential.compare import KPYSCHED, UPSTREAM, TwinApis, both, check_kind
-from tests.e2e.differential.dra_scenarios import DRA, GPU, gpu, gpus, uses
+from tests.e2e.differential.dra_scenarios import DRA, GPU, gpu, gpus, request, uses
 from tests.e2e.differential.dra_scenarios import claim as device_claim
 from tests.e2e.differential.model import (
     CSINodeSpec,
@@ -177,6 +177,18 @@ _NOT_SCHEDULABLE = "still not schedulable"
 _ON_DEVICE = "selector #1 on device gpu.example.com/n0/gpu-1: CEL runtime error"
 _OPTIONAL_HINT = "consider using CEL optional chaining"
 
+# The allocator's 32-device limit: v1.36 checks a claim's total after validating all
+# its requests, v1.37 each request as it goes, in other words.
+_CLAIM_TOTAL = "number of requested devices 40 exceeds the claim limit of 32"
+_REQUEST_TOTAL = ("request gpu: adding 40 devices exceeds the claim limit of 32, "
+                  "with 0 already accounted for")
+_CLAIM_LIMIT = Scenario(
+    "dra-claim-limit-text-by-release", (NodeSpec("n0"),),
+    PodSpec("incoming", spec={"resourceClaims": [uses("many")]}),
+    device_classes=(GPU,), slices=(gpus("n0", gpu("gpu-0")),),
+    resource_claims=(device_claim("many", request(count=40)),), expect="pending",
+)
+
 # DeviceTaintRules (DRADeviceTaintRules, GA and on in v1.37; v1.36 serves no such
 # API): a rule tainting n0's only device keeps the claim off it, so v1.37 picks the
 # busy n1. On v1.36 the rule cannot be made and the idle n0 wins.
@@ -235,6 +247,9 @@ CASES: list[ReleaseCase] = [
     ReleaseCase(_by_name(DRA, "dra-request-cel-runtime-error"),
                 {"1.36": Expected(None, lacks=(_ON_DEVICE, _OPTIONAL_HINT)),
                  "1.37": Expected(None, holds=(_ON_DEVICE, _OPTIONAL_HINT))}),
+    ReleaseCase(_CLAIM_LIMIT,
+                {"1.36": Expected(None, holds=(_CLAIM_TOTAL,), lacks=(_REQUEST_TOTAL,)),
+                 "1.37": Expected(None, holds=(_REQUEST_TOTAL,), lacks=(_CLAIM_TOTAL,))}),
     ReleaseCase(_DEVICE_TAINT_RULE, {"1.36": Expected("n0"), "1.37": Expected("n1")},
                 device_taint_rules=(_TAINT_RULE,)),
     ReleaseCase(_FIRST_BINDING_FAILS,
