@@ -1,13 +1,15 @@
-"""GangScheduling (upstream's plugin of that name, v1.36 alpha, with the GenericWorkload
-and GangScheduling gates on): the members of a PodGroup with a gang policy are
-scheduled all together or not at all.
+"""GangScheduling (upstream's plugin of that name: v1.36 alpha with the GenericWorkload
+and GangScheduling gates on, v1.37 beta brought by GenericWorkload alone): the members
+of a PodGroup with a gang policy are scheduled all together or not at all.
 
 - PreEnqueue holds a member until its PodGroup exists and at least minCount members
   do; a new member or the PodGroup's creation releases them (queueing hints).
 - Permit makes each member wait (5 minutes) until minCount members of its group are
   assumed or bound; the member that completes the quorum lets the others through.
-  In a pod-group scheduling cycle it counts on the cycle's own copy of the group,
-  where the members tried before it are assumed.
+  In a v1.36 pod-group scheduling cycle it counts on the cycle's own copy of the
+  group, where the members tried before it are assumed. v1.37 asks it only in the
+  binding cycle: its pod-group cycle counts with the plugin's PlacementFeasible rule
+  instead (kpysched/scheduling/pod_group_placement.py, as the core names no plugin).
 """
 
 from __future__ import annotations
