@@ -13,7 +13,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import msgspec
 import pytest
@@ -306,9 +306,22 @@ async def test_preempting_a_waiting_pod_rejects_it_in_memory(harness: Harness) -
     assert not harness.scheduler.cache.has_pod(waiting.metadata.uid)
 
 
-def _pre_bind_held(harness: Harness) -> asyncio.Event:
+class _Gate(asyncio.Event):
+    """An event that also says when something has started waiting on it (a RecordingApi
+    hold reached by its request, a held PreBind entered)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reached = asyncio.Event()
+
+    async def wait(self) -> Literal[True]:
+        self.reached.set()
+        return await super().wait()
+
+
+def _pre_bind_held(harness: Harness) -> _Gate:
     """PreBind has work (its pre-flight says Success) and waits until the event is set."""
-    gate = asyncio.Event()
+    gate = _Gate()
     raiser = harness.scheduler.frameworks["kpysched"].plugin(RAISER)
 
     async def slow_pre_bind(*_: Any) -> Status:
@@ -328,7 +341,7 @@ async def test_preempting_a_pod_in_pre_bind_cancels_its_binding(harness: Harness
     low = make_pod("low").req(cpu="3").priority(0).obj()
     low.spec.scheduler_name = "kpysched"
     await harness.start(low)
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(gate.reached.wait(), 5)  # in PreBind, not merely on its way
     framework = harness.scheduler.frameworks["kpysched"]
     assert low.metadata.uid in framework.pods_in_pre_bind
 
@@ -382,12 +395,15 @@ async def test_a_victim_past_pre_bind_is_deleted(harness: Harness) -> None:
     """Once PreBind is over the pod is being bound: cancelling fails, so it is deleted."""
     harness.scheduler.cache.remove_node("n2")
     harness.script.pre_bind_pre_flight = Status()
-    held = asyncio.Event()
+    held = _Gate()
     harness.api.hold[("POST", "/pods/low/binding")] = held
     low = make_pod("low").req(cpu="3").priority(0).obj()
     low.spec.scheduler_name = "kpysched"
     await harness.start(low)
-    await asyncio.sleep(0.01)
+    # Its Bind call is parked at the gate: past PreBind for sure. (A fixed sleep here
+    # raced the binding cycle on a loaded machine: low could still be before or in
+    # PreBind, and was then cancelled instead of deleted.)
+    await asyncio.wait_for(held.reached.wait(), 5)
     framework = harness.scheduler.frameworks["kpysched"]
     assert low.metadata.uid not in framework.pods_in_pre_bind  # in Bind now
     high = make_pod("high").req(cpu="3").priority(1000).obj()
