@@ -166,8 +166,8 @@ def _preemption(snapshot: Snapshot, pod_group: PodGroup | None,
                 members: list[PodInfo]) -> Status:
     """DefaultPreemption's PodGroupPostFilter, as far as kpysched goes: a group whose
     members may not preempt, or with no lower-priority pod anywhere to preempt."""
-    policy = next((m.pod.spec.preemption_policy for m in members), None)
-    if policy == "Never":
+    # PodGroupPreemptionPolicy off: one member that may not preempt holds the group.
+    if any(m.pod.spec.preemption_policy == "Never" for m in members):
         return Status.unschedulable(PREEMPTION_PREFIX + NOT_ELIGIBLE)
     priority = group_priority(pod_group)
     lower = any(pod.priority < priority for info in snapshot.node_infos

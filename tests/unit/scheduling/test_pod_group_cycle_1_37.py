@@ -162,3 +162,20 @@ async def test_with_lower_priority_pods_about_kpysched_says_it_does_not_preempt(
     message = harness.conditions()[0][2]
     assert message.endswith("pod group preemption: " + placement.GROUP_PREEMPTION_NOT_PORTED)
 
+
+
+async def test_a_gang_that_may_not_preempt_hears_both_pod_group_post_filters() -> None:
+    harness = make_harness(node("n1", "2"))
+    harness.group("g", 3)
+    for name in ("a", "b", "c"):
+        pod = make_pod(name).group("g").req(cpu="1").obj()
+        pod.spec.scheduler_name = "kpysched"
+        pod.spec.preemption_policy = "Never"
+        harness.pods.on_add(pod)
+    await harness.schedule_all()
+    # Not eligible is Unschedulable, not unresolvable: DynamicResources' words stay.
+    assert harness.conditions() == [(
+        "False", "Unschedulable",
+        "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining, deallocation and "
+        "deletion of ResourceClaims completed, pod group preemption: not eligible due to "
+        "preemptionPolicy=Never.")]
