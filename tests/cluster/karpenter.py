@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -58,6 +58,41 @@ def custom_resource_definitions(source: Path) -> list[dict[str, Any]]:
              *sorted((source / "kwok" / "apis" / "crds").glob("*.yaml"))]
     return [d for path in paths for d in yaml.safe_load_all(path.read_text())
             if d and d.get("kind") == "CustomResourceDefinition"]
+
+
+def node_pool(name: str, *, labels: Mapping[str, str], taints: Sequence[Mapping[str, str]] = (),
+              cpu_limit: str, consolidate_after: str,
+              budget: str | None = None) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(group, version, plural, body) of a KWOKNodeClass and a NodePool named `name`:
+    Linux amd64 on-demand nodes of the provider's instance types, carrying `labels` and
+    `taints`, at most `cpu_limit` CPUs in all. A node empty for `consolidate_after` is
+    removed (WhenEmpty); `budget` of the pool's nodes may go at once (Karpenter's
+    default, 10%, when None)."""
+    node_class = {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass",
+                  "metadata": {"name": name}}
+    disruption: dict[str, Any] = {"consolidationPolicy": "WhenEmpty",
+                                  "consolidateAfter": consolidate_after}
+    if budget is not None:
+        disruption["budgets"] = [{"nodes": budget}]
+    pool = {
+        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "metadata": {"labels": dict(labels)},
+                "spec": {
+                    "taints": [dict(taint) for taint in taints],
+                    "requirements": [
+                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
+                        {"key": "karpenter.sh/capacity-type", "operator": "In",
+                         "values": ["on-demand"]}],
+                    "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass",
+                                     "name": name},
+                    "expireAfter": "Never"}},
+            "limits": {"cpu": cpu_limit},
+            "disruption": disruption}}
+    return [("karpenter.kwok.sh", "v1alpha1", "kwoknodeclasses", node_class),
+            ("karpenter.sh", "v1", "nodepools", pool)]
 
 
 def _apply(state: ClusterState, path: Path, objects: list[Mapping[str, Any]]) -> None:

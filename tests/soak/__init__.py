@@ -9,6 +9,11 @@ FailedScheduling event, no node overcommitted by kpysched's own placements. Afte
 the churn stops, the leader's cache is compared with a fresh list. `run.py` ties it
 together and `report.py` writes the figures.
 
+`python -m tests.soak --plan mixed` (or `mixed-short`) adds Kueue admitting Jobs in
+waves and Karpenter adding and removing nodes for them (`mixed.py`, `waves.py`), with
+two checks of their own (`mixed_checks.py`): no admitted pod pending while a node has
+room for it, and no more running in the ClusterQueue than its quota.
+
 `python -m tests.soak --plan long` is the 30-minute run behind docs/reliability.md;
 `tests/soak/test_soak.py` (marker `soak`, run by scripts/test.sh after the main
 suite) is the three-minute form CI runs.

@@ -1,4 +1,4 @@
-"""`python -m tests.soak [--plan ci|long] [--nodes N] [--duration S] [--rate R]
+"""`python -m tests.soak [--plan ci|long|mixed|mixed-short] [--nodes N] [--duration S] [--rate R]
 [--faults a,b|none] [--seed N] [--out DIR]`: run a soak and write its report.
 
 Exits 0 when every invariant held, 1 otherwise; the report (report.json and

@@ -52,6 +52,8 @@ class PodRecord:
     node: str = ""
     bound_at: float | None = None
     deleted: bool = False
+    # Succeeded or Failed (a Job's pod): it holds no room on its node any more.
+    finished: bool = False
 
 
 @dataclass
@@ -100,7 +102,7 @@ class Observer:
         return record.bound_at if record is not None else None
 
     def live_pods(self) -> int:
-        return sum(1 for r in self.pods.values() if not r.deleted)
+        return sum(1 for r in self.pods.values() if not r.deleted and not r.finished)
 
     def pending_never_fit(self) -> int:
         return sum(1 for r in self.pods.values()
@@ -136,6 +138,7 @@ class Observer:
                 self._forget_missing(what, {i["metadata"]["uid"] for i in body["items"]})
                 for item in body["items"]:
                     handle("ADDED", item)
+                self._listed(what)
                 version = body["metadata"]["resourceVersion"]
                 async for kind, item in self._watch(lister, args, version, stop):
                     handle(kind, item)
@@ -153,6 +156,10 @@ class Observer:
                     record.deleted = True
         elif what == "nodes":
             self.nodes.clear()
+
+    def _listed(self, what: str) -> None:
+        """Every item of a fresh list has been handled (a hook for checks that must not
+        judge the half-applied list)."""
 
     async def _watch(self, lister: Callable[..., Any], args: dict[str, Any], version: str,
                      stop: asyncio.Event) -> AsyncIterator[tuple[str, dict[str, Any]]]:
@@ -197,6 +204,8 @@ class Observer:
             self._by_name[record.name] = record
         if record.released_at is None and not spec.get("schedulingGates"):
             record.released_at = now
+        if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+            record.finished = True
         node = spec.get("nodeName") or ""
         if node and not record.node:
             record.node, record.bound_at = node, now
@@ -256,7 +265,8 @@ class Observer:
         node = self.nodes.get(name)
         if node is None:
             return  # bound to a node already deleted: pod GC's business
-        on_node = [r for r in self.pods.values() if r.node == name and not r.deleted]
+        on_node = [r for r in self.pods.values()
+                   if r.node == name and not r.deleted and not r.finished]
         cpu = sum(r.cpu_milli for r in on_node)
         memory = sum(r.memory for r in on_node)
         if cpu <= node.cpu_milli and memory <= node.memory and len(on_node) <= node.pods:

@@ -7,7 +7,7 @@ import itertools
 import json
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from tests.soak.churn import KPYSCHED, UPSTREAM, ChurnCounts
 from tests.soak.observer import Observer
@@ -18,6 +18,14 @@ MIB: Final = 1024 * 1024
 # factor plus this many bytes before it counts as growing (a leak).
 RSS_GROWTH_FACTOR, RSS_GROWTH_SLACK = 1.5, 64 * MIB
 TASK_GROWTH_SLACK: Final = 100
+
+
+class ReportPart(Protocol):
+    """What a run beside the soak adds to its report (the mixed run's, mixed.py)."""
+
+    def figures(self) -> dict[str, Any]: ...
+
+    def problems(self) -> list[str]: ...
 
 
 @dataclass
@@ -40,6 +48,7 @@ class SoakReport:
     task_samples: dict[int, list[int]] = field(default_factory=dict)
     replica_memory: dict[int, dict[str, Any]] = field(default_factory=dict)
     figures: dict[str, Any] = field(default_factory=dict)
+    parts: list[ReportPart] = field(default_factory=list)
 
     def finish(self) -> None:
         observer = self.observer
@@ -63,6 +72,8 @@ class SoakReport:
             "cacheMismatches": len(self.cache_mismatches),
             "observerWatchRestarts": observer.watch_restarts,
         }
+        for part in self.parts:
+            self.figures.update(part.figures())
         self.replica_memory = {
             serial: {"peakRssMiB": round(max(samples, default=0) / MIB, 1),
                      "rssMiB": [round(s / MIB) for s in samples],
@@ -113,6 +124,7 @@ class SoakReport:
         problems += [f"after {f['fault']}: the probe pod was not placed" for f in self.faults
                      if f["placeAfterSeconds"] is None]
         problems += self.growth()
+        problems += [problem for part in self.parts for problem in part.problems()]
         if self.churn is not None:
             problems += [f"churn: {error}" for error in self.churn.unexpected[:20]]
         return problems

@@ -18,7 +18,7 @@ from kubernetes_asyncio.client.rest import ApiException
 from tests.cluster import cluster, kube, nodes
 from tests.cluster.upstream import UpstreamScheduler
 from tests.progress import Progress
-from tests.soak import fault_plan
+from tests.soak import fault_plan, mixed
 from tests.soak.churn import IMAGE, KPYSCHED, NAMESPACE, Churn, priority_classes
 from tests.soak.observer import Observer, PodRecord
 from tests.soak.plan import SoakPlan
@@ -45,17 +45,21 @@ async def run(plan: SoakPlan, directory: Path, logs: Path) -> SoakReport:
     """Run `plan` on a cluster of its own in `directory` (removed afterwards); the
     schedulers' logs are kept in `logs`."""
     report = SoakReport(plan=plan, started=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"))
-    async with _running(directory) as state, kube.api_client(state) as api:
+    async with _running(directory) as state, kube.api_client(state) as api, \
+            mixed.installed(plan, state, logs) as addition:
         began = time.monotonic()
         await nodes.add(api, plan.nodes, NODE_SHAPE)
         await _prepare(api)
+        if addition is not None:
+            await addition.prepare(api)
+            report.parts.append(addition)
         report.setup_seconds = round(time.monotonic() - began, 1)
         replicas = Replicas(state)
         upstream = UpstreamScheduler(state)
         await asyncio.to_thread(replicas.start)
         await asyncio.to_thread(upstream.start)
         try:
-            await _soak(plan, state, directory, api, replicas, report)
+            await _soak(plan, state, directory, api, replicas, report, addition)
             await _final_checks(api, report)
         finally:
             report.bindings_by_replica = {r.serial: r.bound() for r in replicas.all}
@@ -83,33 +87,40 @@ async def _prepare(api: client.ApiClient) -> None:
 
 
 async def _soak(plan: SoakPlan, state: cluster.ClusterState, directory: Path,
-                api: client.ApiClient, replicas: Replicas, report: SoakReport) -> None:
-    observer = Observer()
+                api: client.ApiClient, replicas: Replicas, report: SoakReport,
+                addition: mixed.MixedRun | None) -> None:
+    observer = addition.observer if addition is not None else Observer()
     report.observer = observer
     churn = Churn(api, plan, observer.bound_at, observer.live_pods, observer.pending_never_fit)
     report.churn = churn.counts
     stop_churn, stop_watch = asyncio.Event(), asyncio.Event()
     watching = asyncio.create_task(observer.run(api, stop_watch))
     churning = asyncio.create_task(churn.run(stop_churn))
+    # Kueue's waves (the mixed run) stop with churn; Observer's own checks go on.
+    waving = asyncio.create_task(addition.run(api, stop_churn) if addition is not None
+                                 else stop_churn.wait())
     sampling = asyncio.create_task(_sample(replicas, observer, churn, stop_watch, plan, report))
     context = fault_plan.FaultContext(directory, api, replicas, report.notes)
     began = time.monotonic()
     spacing = plan.duration_seconds / (len(plan.faults) + 1)
     try:
         for index, name in enumerate(plan.faults):
-            await _sleep_until(began + spacing * (index + 1), churning, watching)
+            await _sleep_until(began + spacing * (index + 1), churning, watching, waving)
             report.faults.append(await _inject(name, context, api, replicas, observer))
-        await _sleep_until(began + plan.duration_seconds, churning, watching)
+        await _sleep_until(began + plan.duration_seconds, churning, watching, waving)
         report.churn_seconds = round(time.monotonic() - began, 1)
         stop_churn.set()
         await churning
+        await waving
+        if addition is not None:
+            await addition.drain(api)
         await _quiesce(api, replicas, observer, report)
     finally:
         stop_churn.set()
         stop_watch.set()
-        for task in (churning, sampling, watching):
+        for task in (churning, waving, sampling, watching):
             task.cancel()
-        await asyncio.gather(churning, sampling, watching, return_exceptions=True)
+        await asyncio.gather(churning, waving, sampling, watching, return_exceptions=True)
 
 
 async def _sleep_until(deadline: float, *watched: asyncio.Task[Any]) -> None:
