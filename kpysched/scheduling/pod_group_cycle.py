@@ -284,9 +284,8 @@ class PodGroupCycle:
             lambda attempt, undo: self._try_member(framework, attempt, group, undo,
                                                    as_37=True))
         if outcome.status.code == Code.UNSCHEDULABLE:
-            after = placement.post_filter(
-                framework, self._context.snapshot, pod_group,
-                (a.queued.pod_info for a in attempts))
+            after = placement.post_filter(framework, self._context.snapshot, pod_group,
+                                          attempts)
             if after.code == Code.ERROR:
                 outcome.status = after
             else:

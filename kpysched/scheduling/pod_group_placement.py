@@ -21,7 +21,7 @@ v1.36 keeps its own rules (pod_group_cycle.py); this module is used only as 1.37
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from kpysched.cache.pod_groups import PodGroupState
@@ -39,6 +39,10 @@ PLACEMENT_FEASIBLE_FROM = 37
 GANG_SCHEDULING = "GangScheduling"
 DYNAMIC_RESOURCES = "DynamicResources"
 DEFAULT_PREEMPTION = "DefaultPreemption"
+# Where DynamicResources' PreFilter leaves its state (plugins/dynamic_resources): upstream's
+# PodGroupPostFilter of that plugin reads the group's share of it, and fails when no
+# member's PreFilter ran in the cycle.
+DRA_PRE_FILTER_STATE = "PreFilter" + DYNAMIC_RESOURCES
 
 # Upstream's errPodGroupUnschedulable (the same words as in v1.36).
 POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
@@ -134,15 +138,19 @@ def _complete(outcome: GroupOutcome, attempts: list[Attempt]) -> GroupOutcome:
 
 
 def post_filter(framework: Framework, snapshot: Snapshot, pod_group: PodGroup | None,
-                members: Iterable[PodInfo]) -> Status:
+                attempts: Sequence[Attempt]) -> Status:
     """The PodGroupPostFilter point for an Unschedulable group (upstream's
-    RunPodGroupPostFilterPlugins): the first Unresolvable answer wins, else the
-    Unschedulable ones' reasons together."""
+    RunPodGroupPostFilterPlugins): an Error or the first Unresolvable answer wins, else
+    the Unschedulable ones' reasons together."""
     reasons: list[str] = []
     rejector = ""
-    members = list(members)
+    members = [attempt.queued.pod_info for attempt in attempts]
     for plugin in framework.post_filter_plugins:
         if plugin.NAME == DYNAMIC_RESOURCES:
+            if not any(a.state.get(DRA_PRE_FILTER_STATE) is not None for a in attempts):
+                # Its group state is written by the first member's PreFilter.
+                return Status.error(f'error in "{DYNAMIC_RESOURCES}" PodGroupPostFilter '
+                                    "plugins: not found", plugin=DYNAMIC_RESOURCES)
             status = Status.unschedulable(CLAIMS_CLEANED_UP)
         elif plugin.NAME == DEFAULT_PREEMPTION:
             status = _preemption(snapshot, pod_group, members)
