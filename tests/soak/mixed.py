@@ -98,16 +98,25 @@ class MixedRun:
         self.lost = sorted(r.name for r in pending)
         self.exited = [c.name for c in self.components if not processes.alive(c.pid)]
 
+    def progress(self) -> dict[str, object]:
+        """For the soak's progress line."""
+        seen = self.observer
+        return {"jobs": self.waves.counts.jobs_created if self.waves is not None else 0,
+                "job_pods_pending": sum(1 for r in seen.pending() if r.kind in seen.job_kinds),
+                "karpenter_nodes": seen.autoscaled_now(),
+                "room_violations": len(seen.room.violations),
+                "quota_violations": len(seen.quota.violations)}
+
     # --- the report's part -------------------------------------------------------------
 
     def figures(self) -> dict[str, Any]:
         seen = self.observer
         pods = seen.job_pods()
-        scale_up = seen.scale_up_seconds
+        scale_up = seen.scale_up_seconds()
         counts = self.waves.counts if self.waves is not None else waves.WaveCounts()
         return {
             "jobWaves": counts.waves, "jobsCreated": counts.jobs_created,
-            "jobsByKind": counts.by_kind,
+            "jobsByKind": counts.by_kind, "jobCreateErrors": counts.create_errors,
             **(self.outcomes.figures() if self.outcomes is not None else {}),
             "jobPodsCreated": len(pods),
             "jobPodsPlaced": sum(1 for r in pods if r.node),
@@ -125,6 +134,7 @@ class MixedRun:
                                "max": max(scale_up, default=None)},
             "pendingWithRoom": len(seen.room.violations),
             "longestPendingWithRoomSeconds": round(seen.room.longest_seconds, 1),
+            "longestPendingWithRoomPod": seen.room.longest_pod,
             "lostJobPods": len(self.lost),
             "drainSeconds": self.drain_seconds,
         }

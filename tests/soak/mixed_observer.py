@@ -6,8 +6,8 @@ has, plus what Kueue's and Karpenter's part of the run needs from the same watch
   (mixed_checks.RoomClock) on every check;
 - the ClusterQueue's ledger of non-terminal pods against its quota, judged on every
   pod event (and after a fresh list, never on a half-applied one);
-- the nodes Karpenter added (its NodePool label) and when each went, and for every
-  Job pod bound to one of them how long it waited from creation: the scale-up time.
+- the nodes Karpenter added (its NodePool label) and when each went; for every Job
+  pod bound to one of them, how long it waited from creation (the scale-up time).
 """
 
 from __future__ import annotations
@@ -46,8 +46,6 @@ class MixedObserver(Observer):
         self.quota = QuotaLedger(quota)
         self.autoscaled: dict[str, AutoscaledNode] = {}
         self.peak_autoscaled = 0
-        self.scale_up_seconds: list[float] = []  # per Job pod placed on an added node
-        self._placed: set[str] = set()
         self._terminating: set[str] = set()  # Job pods being deleted (finalizer held)
         self._listing_pods = False
 
@@ -58,6 +56,11 @@ class MixedObserver(Observer):
 
     def autoscaled_now(self) -> int:
         return sum(1 for node in self.autoscaled.values() if node.removed_at is None)
+
+    def scale_up_seconds(self) -> list[float]:
+        """From creation to binding, for each Job pod placed on a node Karpenter added."""
+        return [round(r.bound_at - r.seen_at, 2) for r in self.job_pods()
+                if r.node in self.autoscaled and r.bound_at is not None]
 
     def usage(self) -> dict[str, Capacity]:
         """What the non-terminal bound pods ask of each node."""
@@ -83,10 +86,6 @@ class MixedObserver(Observer):
             self.needs[record.uid] = PodNeeds(record.cpu_milli, record.memory,
                                               dict(spec.get("nodeSelector") or {}),
                                               tuple(spec.get("tolerations") or ()))
-        if record.node and record.uid not in self._placed:
-            self._placed.add(record.uid)
-            if record.node in self.autoscaled and record.bound_at is not None:
-                self.scale_up_seconds.append(round(record.bound_at - record.seen_at, 2))
         self._update_quota(record)
         if not self._listing_pods:
             self.quota.check()

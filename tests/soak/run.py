@@ -99,7 +99,8 @@ async def _soak(plan: SoakPlan, state: cluster.ClusterState, directory: Path,
     # Kueue's waves (the mixed run) stop with churn; Observer's own checks go on.
     waving = asyncio.create_task(addition.run(api, stop_churn) if addition is not None
                                  else stop_churn.wait())
-    sampling = asyncio.create_task(_sample(replicas, observer, churn, stop_watch, plan, report))
+    sampling = asyncio.create_task(_sample(replicas, observer, churn, stop_watch, plan, report,
+                                           addition))
     context = fault_plan.FaultContext(directory, api, replicas, report.notes)
     began = time.monotonic()
     spacing = plan.duration_seconds / (len(plan.faults) + 1)
@@ -133,7 +134,8 @@ async def _sleep_until(deadline: float, *watched: asyncio.Task[Any]) -> None:
 
 
 async def _sample(replicas: Replicas, observer: Observer, churn: Churn,
-                  stop: asyncio.Event, plan: SoakPlan, report: SoakReport) -> None:
+                  stop: asyncio.Event, plan: SoakPlan, report: SoakReport,
+                  addition: mixed.MixedRun | None = None) -> None:
     """Memory and tasks of every replica, and the soak's progress for whoever watches
     (time into the plan, pods, faults done; a bar on a terminal, lines elsewhere)."""
     began = time.monotonic()
@@ -148,7 +150,8 @@ async def _sample(replicas: Replicas, observer: Observer, churn: Churn,
                 created=counts.created, deleted=counts.deleted,
                 live=observer.live_pods(), pending=len(observer.pending()),
                 watch_restarts=observer.watch_restarts,
-                violations=len(observer.violations))
+                violations=len(observer.violations),
+                **(addition.progress() if addition is not None else {}))
             await asyncio.sleep(SAMPLE_SECONDS)
 
 

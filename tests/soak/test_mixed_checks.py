@@ -175,7 +175,7 @@ def test_a_pending_job_pod_with_room_is_reported_and_karpenters_nodes_are_counte
     seen.check_pending()
     assert list(seen.room.violations) == ["big"] and "added" in seen.room.violations["big"]
     seen._on_pod("MODIFIED", job_pod("big", node="added", cpu="3"))
-    assert len(seen.scale_up_seconds) == 1
+    assert len(seen.scale_up_seconds()) == 1
     seen._on_node("DELETED", node("added", labels={POOL_LABEL: "burst"}))
     assert seen.autoscaled_now() == 0 and seen.autoscaled["added"].removed_at is not None
 
