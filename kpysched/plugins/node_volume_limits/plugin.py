@@ -21,7 +21,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
+import numpy as np
+import numpy.typing as npt
+
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cluster_events import (
     ActionType,
     ClusterEvent,
@@ -30,18 +34,20 @@ from kpysched.framework.cluster_events import (
 )
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
-    FilterPlugin,
     Handle,
     PreFilterPlugin,
     PreFilterResult,
     StorageListers,
+    VectorFilterPlugin,
 )
 from kpysched.framework.registry import PluginSpec
-from kpysched.framework.status import SUCCESS, Status
+from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
+from kpysched.plugins._shared.storage_epoch import storage_epoch
 from kpysched.plugins._shared.volume_helpers import PVC_RESOURCE, claim_class, namespaced, not_found
 from kpysched.plugins.node_volume_limits import hints, translation
+from kpysched.plugins.node_volume_limits.node_table import NodeTable, NodeVolumes
 
 NAME = "NodeVolumeLimits"
 
@@ -68,6 +74,7 @@ _EVENTS = (
 
 # Unique volume name ("<driver>/<handle>") -> driver.
 Volumes = dict[str, str]
+BoolArray = npt.NDArray[np.bool_]
 
 
 def _limits(csi_node: storage.CSINode | None) -> dict[str, int]:
@@ -86,7 +93,7 @@ def _owned_by(claim: storage.PersistentVolumeClaim, pod: api.Pod) -> bool:
             and controller.uid == pod.metadata.uid)
 
 
-class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
+class NodeVolumeLimits(PreFilterPlugin, VectorFilterPlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, handle: Handle) -> None:
@@ -96,6 +103,10 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         # them apart from real volume handles, and one claim shared by two pods the same.
         alphabet = string.ascii_lowercase + string.digits
         self._unbound_prefix = "".join(secrets.choice(alphabet) for _ in range(32))
+        # Kept across cycles while no storage object changes (see node_table.py).
+        self._epoch = storage_epoch(handle.storage)
+        self._table = NodeTable(self._node_volumes)
+        self._attachments: tuple[int, dict[str, Volumes]] | None = None
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
@@ -106,7 +117,7 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         if not any(hints.counts_here(volume) for volume in pod.pod.spec.volumes):
             return None, Status.skip()
         # Every Filter call may need its node's VolumeAttachments; index them once.
-        state.write(_PRE_FILTER_KEY, self._attachments_by_node())
+        state.write(_PRE_FILTER_KEY, self._attachments_now())
         return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
@@ -129,10 +140,9 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
         if not limits:
             return SUCCESS
         attached: Volumes = {}
-        for other in node.pods.values():
-            rejected = self._collect(other.pod, csi_node, attached, new_pod=False)
-            if rejected is not None:
-                return rejected
+        rejected = self._collect_node(node, csi_node, attached)
+        if rejected is not None:
+            return rejected
         in_use: Counter[str] = Counter()
         for unique, driver in attached.items():
             new_volumes.pop(unique, None)  # a volume shared with a pod there is no new one
@@ -149,6 +159,124 @@ class NodeVolumeLimits(PreFilterPlugin, FilterPlugin):
             if limit is not None and in_use[driver] + count > limit:
                 return Status.unschedulable(REASON_MAX_VOLUME_COUNT_EXCEEDED, plugin=NAME)
         return SUCCESS
+
+    def _collect_node(self, node: NodeInfo, csi_node: storage.CSINode | None,
+                      into: Volumes) -> Status | None:
+        """The volumes the node's pods use, into `into`; the Filter's answer when they
+        cannot be counted."""
+        for other in node.pods.values():
+            rejected = self._collect(other.pod, csi_node, into, new_pod=False)
+            if rejected is not None:
+                return rejected
+        return None
+
+    # ---- the vector form -------------------------------------------------------------
+
+    def filter_vector(self, state: CycleState, pod: PodInfo,
+                      snapshot: Snapshot) -> BoolArray | None:
+        """Filter for every row at once, from the rows' NodeVolumes kept across cycles.
+        None (the per-node form decides) when some node would answer an Error, or the
+        storage objects cannot be followed."""
+        if not self._epoch.watching or not pod.pod.spec.volumes:
+            return None
+        table = self._table
+        table.refresh(snapshot, self._epoch.value)
+        has_csi = table.has_csi_node
+        mask = np.zeros(len(snapshot), dtype=np.bool_)
+        if not has_csi.all():
+            verdict = self._pod_verdict_without_csi_node(pod)
+            if verdict is None:
+                return None
+            mask[~has_csi] = verdict
+        if has_csi.any():
+            with_csi = self._mask_with_csi_node(pod, table)
+            if with_csi is None:
+                return None
+            mask[has_csi] = with_csi[has_csi]
+        return mask
+
+    def _pod_volumes(self, pod: PodInfo, csi_node: storage.CSINode | None
+                     ) -> tuple[Volumes, Status | None]:
+        """The pod's own countable volumes on a node with (any) or without a CSINode:
+        they depend on the node only through whether it has one."""
+        volumes: Volumes = {}
+        return volumes, self._collect(pod.pod, csi_node, volumes, new_pod=True)
+
+    def _pod_verdict_without_csi_node(self, pod: PodInfo) -> bool | None:
+        """The Filter's verdict on every node without a CSINode (no limits there)."""
+        volumes, rejected = self._pod_volumes(pod, None)
+        if rejected is not None:
+            return None if rejected.code == Code.ERROR else False
+        if self._driver_must_be_installed:
+            return all(self._driver_installed(driver, None) for driver in volumes.values())
+        return True
+
+    def _mask_with_csi_node(self, pod: PodInfo, table: NodeTable) -> BoolArray | None:
+        """The Filter's verdict on the rows with a CSINode (other rows: anything)."""
+        some_row = int(np.flatnonzero(table.has_csi_node)[0])
+        volumes, rejected = self._pod_volumes(pod, table.rows[some_row].csi_node)
+        size = len(table.rows)
+        if rejected is not None:
+            return None if rejected.code == Code.ERROR else np.zeros(size, dtype=np.bool_)
+        if not volumes:
+            return np.ones(size, dtype=np.bool_)
+        installed = np.ones(size, dtype=np.bool_)
+        if self._driver_must_be_installed:
+            for driver in volumes.values():
+                csi_driver = self._storage.csi_drivers.get(driver)
+                if csi_driver is not None and csi_driver.spec.prevent_pod_scheduling_if_missing:
+                    installed &= table.driver(driver).listed
+        # Past the driver check a node with limits counts its pods' volumes: one of
+        # them that cannot be counted is an Error there, which only the per-node form says.
+        if (installed & table.limited & table.errors).any():
+            return None
+        passed = installed.copy()
+        for driver, count in Counter(volumes.values()).items():
+            columns = table.driver(driver)
+            passed &= (columns.limit < 0) | (columns.in_use + count <= columns.limit)
+        # A volume the node's pods already use is no new one there: those rows again.
+        for row in set().union(*(table.pod_holders.get(unique, ()) for unique in volumes)):
+            passed[row] = bool(installed[row]) and self._fits_with_shared(volumes,
+                                                                          table.rows[row])
+        return passed
+
+    @staticmethod
+    def _fits_with_shared(volumes: Volumes, entry: NodeVolumes) -> bool:
+        wanted = Counter(driver for unique, driver in volumes.items()
+                         if unique not in entry.attached)
+        for driver, count in wanted.items():
+            limit = entry.limits.get(driver)
+            if limit is not None and entry.in_use[driver] + count > limit:
+                return False
+        return True
+
+    def _node_volumes(self, node: NodeInfo) -> NodeVolumes:
+        """A NodeTable row: the node's CSINode, limits and volumes in use."""
+        csi_node = self._storage.csi_nodes.get(node.name)
+        limits = _limits(csi_node)
+        entry = NodeVolumes(csi_node, limits)
+        if not limits:
+            return entry  # the Filter never counts what is in use here
+        attached: Volumes = {}
+        if self._collect_node(node, csi_node, attached) is not None:
+            entry.error = True
+            return entry
+        entry.attached = attached
+        entry.in_use.update(attached.values())
+        for unique, driver in self._attachments_now().get(node.name, {}).items():
+            if unique not in attached:
+                entry.in_use[driver] += 1
+        return entry
+
+    def _attachments_now(self) -> dict[str, Volumes]:
+        """_attachments_by_node, kept while no storage object changes."""
+        if not self._epoch.watching:
+            return self._attachments_by_node()
+        kept = self._attachments
+        if kept is None or kept[0] != self._epoch.value:
+            kept = (self._epoch.value, self._attachments_by_node())
+            self._attachments = kept
+        return kept[1]
 
     def _driver_installed(self, driver: str, csi_node: storage.CSINode | None) -> bool:
         """Whether the node may take `driver`'s volumes: yes unless its CSIDriver opts

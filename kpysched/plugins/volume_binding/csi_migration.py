@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import msgspec
 
+from kpysched.framework.interfaces import Lister
 from kpysched.objects import api, storage
+from kpysched.plugins._shared.storage_epoch import StorageEpoch
 from kpysched.plugins.node_volume_limits import translation
 
 # The CSINode annotation listing the in-tree plugins the node runs through CSI.
@@ -39,6 +41,38 @@ def _migrated_on_node(plugin: str, csi_node: storage.CSINode | None) -> bool:
         return False
     listed = csi_node.metadata.annotations.get(MIGRATED_PLUGINS_ANNOTATION, "")
     return plugin in listed.split(",") if listed else False
+
+
+class MigratedPlugins:
+    """The in-tree plugins some CSINode says it runs through CSI, kept until a CSINode
+    changes: while none lists a PV's plugin, as_seen_on_node is that PV on every node."""
+
+    def __init__(self, csi_nodes: Lister[storage.CSINode], epoch: StorageEpoch) -> None:
+        self._csi_nodes = csi_nodes
+        self._epoch = epoch
+        self._kept: tuple[int, frozenset[str]] | None = None
+
+    def may_translate(self, volume: storage.PersistentVolume) -> bool:
+        """Whether as_seen_on_node could differ from the volume on some node (True when
+        CSINodes cannot be followed)."""
+        plugin = translation.pv_plugin(volume)
+        if plugin is None or not translation.migration_on(_ANY_CSI_NODE, plugin):
+            return False
+        if not self._epoch.watching:
+            return True
+        kept = self._kept
+        if kept is None or kept[0] != self._epoch.csi_nodes:
+            listed: set[str] = set()
+            for csi_node in self._csi_nodes.values():
+                names = csi_node.metadata.annotations.get(MIGRATED_PLUGINS_ANNOTATION, "")
+                if names:
+                    listed.update(names.split(","))
+            kept = self._kept = (self._epoch.csi_nodes, frozenset(listed))
+        return plugin.name in kept[1]
+
+
+# migration_on asks only whether the node has a CSINode at all.
+_ANY_CSI_NODE = storage.CSINode()
 
 
 def as_seen_on_node(volume: storage.PersistentVolume,

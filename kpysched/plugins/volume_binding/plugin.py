@@ -6,9 +6,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
+import numpy.typing as npt
 import structlog
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cluster_events import (
     ActionType,
     ClusterEvent,
@@ -18,14 +21,14 @@ from kpysched.framework.cluster_events import (
 )
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
-    FilterPlugin,
     Handle,
     PreBindPreFlightPlugin,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
     ReservePlugin,
-    ScorePlugin,
+    RowsScorePlugin,
+    VectorFilterPlugin,
 )
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
@@ -33,6 +36,7 @@ from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.quantity import QuantityError, parse_quantity
 from kpysched.plugins._shared.shape_score import scaled_shape
+from kpysched.plugins._shared.storage_epoch import storage_epoch
 from kpysched.plugins.volume_binding import hints
 from kpysched.plugins.volume_binding.args import (
     FEATURES_CONTEXT_KEY,
@@ -41,12 +45,14 @@ from kpysched.plugins.volume_binding.args import (
     VolumeBindingArgs,
     shape_errors,
 )
+from kpysched.plugins.volume_binding.assume_cache import NotFoundError
 from kpysched.plugins.volume_binding.binder import (
     BinderError,
     PodVolumeClaims,
     PodVolumes,
     VolumeBinder,
 )
+from kpysched.plugins.volume_binding.csi_migration import MigratedPlugins
 from kpysched.plugins.volume_binding.prebind import VolumeWriter
 from kpysched.plugins.volume_binding.pv_matching import (
     CLAIM_LOST,
@@ -101,10 +107,19 @@ class _State:
     pod_volumes_by_node: dict[str, PodVolumes] = field(default_factory=dict)
     has_static_bindings: bool = False
     all_bound: bool = False
+    # Set by the vector Filter when every node passes needing nothing bound: a node's
+    # PodVolumes (empty, as Filter would have made it) is then made on first use.
+    every_node_empty: bool = False
+
+    def volumes_on(self, node_name: str) -> PodVolumes | None:
+        found = self.pod_volumes_by_node.get(node_name)
+        if found is None and self.every_node_empty:
+            found = self.pod_volumes_by_node[node_name] = PodVolumes()
+        return found
 
 
-class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, ReservePlugin,
-                    PreBindPreFlightPlugin):
+class VolumeBinding(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, RowsScorePlugin,
+                    ReservePlugin, PreBindPreFlightPlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: VolumeBindingArgs, handle: Handle, *,
@@ -117,6 +132,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             self._scorer = build_scorer(scaled_shape(
                 [(point.utilization, point.score) for point in args.scoring_shape()]))
         self.binder = VolumeBinder(handle.storage)
+        self._migrated = MigratedPlugins(handle.storage.csi_nodes, storage_epoch(handle.storage))
 
     def events_to_register(self) -> Sequence[Registration]:
         return _EVENTS
@@ -183,6 +199,27 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         data.has_static_bindings = data.has_static_bindings or bool(found.static_bindings)
         return SUCCESS
 
+    def filter_vector(self, state: CycleState, pod: PodInfo,
+                      snapshot: Snapshot) -> npt.NDArray[np.bool_] | None:
+        """Every node passes alike when all the pod's claims are bound to PVs without
+        node affinity that no node translates to CSI: Filter would find nothing to bind
+        anywhere. None (node by node) otherwise."""
+        data = state.get(STATE_KEY)
+        if not isinstance(data, _State) or data.claims is None:
+            return None
+        claims = data.claims
+        if claims.unbound_delay_binding or claims.unbound_immediate:
+            return None
+        for claim in claims.bound:
+            try:
+                volume = self.binder.pv_cache.get(claim.spec.volume_name)
+            except NotFoundError:
+                return None
+            if volume.spec.node_affinity is not None or self._migrated.may_translate(volume):
+                return None
+        data.every_node_empty = True
+        return np.ones(len(snapshot), dtype=np.bool_)
+
     # ---- PreScore / Score --------------------------------------------------------
 
     def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
@@ -205,6 +242,23 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         if found is None:
             return 0, SUCCESS
         return self._scorer(self._class_resources(found)), SUCCESS
+
+    def score_vector(self, state: CycleState, pod: PodInfo,
+                     snapshot: Snapshot) -> npt.NDArray[np.int64] | None:
+        return self.score_rows(state, pod, snapshot,
+                               np.arange(len(snapshot), dtype=np.int64))
+
+    def score_rows(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                   rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
+        """Zeros when nothing is to be bound on any node (the vector Filter passed them
+        all, or each node's PodVolumes is empty): no class to score. Else node by node."""
+        data = state.get(STATE_KEY)
+        if self._scorer is None or not isinstance(data, _State):
+            return None
+        if any(found.static_bindings or found.dynamic_provisions
+               for found in data.pod_volumes_by_node.values()):
+            return None
+        return np.zeros(len(rows), dtype=np.int64)
 
     def _class_resources(self, found: PodVolumes) -> dict[str, StorageResource]:
         by_class: dict[str, StorageResource] = {}
@@ -232,7 +286,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         data = state.get(STATE_KEY)
         if not isinstance(data, _State):
             return Status.error(STATE_NOT_FOUND)
-        found = data.pod_volumes_by_node.get(node_name)
+        found = data.volumes_on(node_name)
         if found is None:
             data.all_bound = True  # the pod has no claims
             return SUCCESS
@@ -247,7 +301,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
         data = state.get(STATE_KEY)
         if not isinstance(data, _State):
             return
-        found = data.pod_volumes_by_node.get(node_name)
+        found = data.volumes_on(node_name)
         if found is not None:
             self.binder.revert_assumed_pod_volumes(found)
 
@@ -261,7 +315,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             return Status.error(STATE_NOT_FOUND)
         if data.all_bound:
             return Status.skip()
-        if node_name not in data.pod_volumes_by_node:
+        if data.volumes_on(node_name) is None:
             return Status.error(_no_pod_volumes(node_name))
         return SUCCESS
 
@@ -271,7 +325,7 @@ class VolumeBinding(PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, 
             return Status.error(STATE_NOT_FOUND)
         if data.all_bound:
             return SUCCESS
-        found = data.pod_volumes_by_node.get(node_name)
+        found = data.volumes_on(node_name)
         if found is None:
             return Status.error(_no_pod_volumes(node_name))
         writer = VolumeWriter(self.binder, self._handle.client, self._node, self._bind_timeout,
