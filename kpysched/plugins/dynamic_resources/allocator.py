@@ -128,15 +128,23 @@ class Allocator:
         check_node_selectors(search)
         return True
 
-    def _search(self, node: api.Node, claims: Sequence[ResourceClaim],
-                deadline: float | None) -> Search | None:
-        """The search that found a solution, or None."""
+    def prepared_search(self, node: api.Node, claims: Sequence[ResourceClaim],
+                        deadline: float | None = None) -> Search:
+        """The search for the node with the claims' requests checked and recorded, not
+        run yet; raises AllocationError as allocate() does before it searches."""
         try:
             pools = self.catalog.pools_for(node)
         except NodeSelectionError as error:
             raise AllocationError(f"gather pool information: {error}") from None
         search = Search(self, node, claims, pools, deadline)
         self._prepare(search)
+        return search
+
+    def _search(self, node: api.Node, claims: Sequence[ResourceClaim],
+                deadline: float | None) -> Search | None:
+        """The search that found a solution, or None."""
+        search = self.prepared_search(node, claims, deadline)
+        pools = search.pools
         if not search.run():
             if any(pool.invalid for pool in pools):
                 raise AllocationError("invalid resource pools were encountered", on_node=True)

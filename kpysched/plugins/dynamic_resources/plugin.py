@@ -46,7 +46,6 @@ from kpysched.framework.cluster_events import (
 )
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
-    FilterPlugin,
     Handle,
     NodeScore,
     ObservedLister,
@@ -58,6 +57,7 @@ from kpysched.framework.interfaces import (
     PreFilterResult,
     ReservePlugin,
     ScoreExtensions,
+    VectorFilterPlugin,
     VectorNormalizePlugin,
     VectorScorePlugin,
 )
@@ -87,6 +87,7 @@ from kpysched.plugins.dynamic_resources.binding_conditions import (
 from kpysched.plugins.dynamic_resources.cel import CelCache
 from kpysched.plugins.dynamic_resources.claim_writes import FINALIZER, ClaimWriteError, ClaimWriter
 from kpysched.plugins.dynamic_resources.claims import ClaimUnavailableError
+from kpysched.plugins.dynamic_resources.device_counts import DeviceCounts, plain_claims
 from kpysched.plugins.dynamic_resources.pools import SliceCatalog
 from kpysched.plugins.dynamic_resources.taint_rules import slices_with_taint_rules
 from kpysched.plugins.dynamic_resources.tracker import tracker_for
@@ -150,6 +151,9 @@ class _State:
     node_allocations: dict[str, list[resource.AllocationResult]] = field(default_factory=dict)
     scores_subrequests: bool = False
     nodes_to_allocate_again: dict[str, api.Node] = field(default_factory=dict)
+    # The snapshot the vector Filter judged (device_counts.py): Reserve allocates again
+    # on the chosen node as it would after the per-node Filter.
+    vector_snapshot: Snapshot | None = None
     # DRAExtendedResource: the claim for extended resources DeviceClasses back, last in
     # `claims` (in memory until PreBind creates it, or made by an earlier attempt), the
     # pod's scalar requests, and per node the claim's requests there and the
@@ -191,7 +195,7 @@ class _State:
         return len(self.claims) - (self.extended_index is not None) == 0
 
 
-class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilterPlugin,
+class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, PostFilterPlugin,
                        VectorScorePlugin, ScoreExtensions, VectorNormalizePlugin,
                        ReservePlugin, PreBindPreFlightPlugin):
     NAME = NAME
@@ -206,6 +210,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
         self._features = Features(release=self._release)
         # What the allocator derives from the slices alone, kept until one changes.
         self._slice_catalog: SliceCatalog | None = None
+        # Each node's devices a plain claim may take, for the vector Filter.
+        self._device_counts = DeviceCounts()
         handle.resources.resource_slices.observers.append(self._forget_slice_catalog)
         # v1.37 (DRADeviceTaintRules GA): the rules' taints go onto the devices they
         # select. Read when the resource listers carry the rules' informer.
@@ -436,6 +442,27 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
                 data.node_extended[node.metadata.name] = (node_claim, mappings)
         return SUCCESS
 
+    def filter_vector(self, state: CycleState, pod: PodInfo,
+                      snapshot: Snapshot) -> npt.NDArray[np.bool_] | None:
+        """Filter on every row at once for plain claims (device_counts.py): a node
+        passes when it has as many free eligible devices as the claims ask for. None
+        (node by node) for any other claims, in a pod-group cycle, or when consumed
+        capacity is taken somewhere."""
+        data: _State | None = state.get(_STATE_KEY)
+        if (data is None or not data.claims or data.allocator is None
+                or data.extended_index is not None or data.scores_subrequests
+                or state.pod_group is not None
+                or any(info.allocation is not None for info in data.infos)):
+            return None
+        plain = plain_claims(data.claims)
+        if plain is None or data.allocator.allocated_state.aggregated_capacity:
+            return None
+        free = self._device_counts.free(data.allocator, data.claims, plain, snapshot)
+        if free is None:
+            return None
+        data.vector_snapshot = snapshot
+        return free >= plain.needed
+
     # ---- PostFilter ------------------------------------------------------------------
 
     def post_filter(self, state: CycleState, pod: PodInfo,
@@ -545,11 +572,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
 
     def score_vector(self, state: CycleState, pod: PodInfo,
                      snapshot: Snapshot) -> npt.NDArray[np.int64] | None:
-        """Most pods have no claim: every node scores 0, without a Python call per node
-        (upstream scores them one by one, to the same zeros)."""
+        """Most pods have no claim, and most claims no subrequests: every node scores 0,
+        without a Python call per node (upstream scores them one by one, to the same
+        zeros)."""
         data: _State | None = state.get(_STATE_KEY)
-        if data is None or data.claims:
+        if data is None or (data.claims and data.scores_subrequests):
             return None  # the per-node form reports the error or does the real work
+        # Without subrequests Filter keeps no allocations to score: zeros, as `score`.
         return np.zeros(len(snapshot), dtype=np.int64)
 
     def normalize_score(self, state: CycleState, pod: PodInfo,
@@ -572,6 +601,10 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, FilterPlugin, PostFilt
             return SUCCESS
         allocations = data.node_allocations.get(node_name)
         node = data.nodes_to_allocate_again.get(node_name)
+        if node is None and data.vector_snapshot is not None:
+            # The vector Filter passed it (the per-node one would have kept the node).
+            info = data.vector_snapshot.get(node_name)
+            node = info.node if info is not None else None
         if allocations is None and node is not None:
             node_claim = data.node_extended.get(node_name, (None, []))[0]
             claims, held = data.claims_for_node(node_claim)

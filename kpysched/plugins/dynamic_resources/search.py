@@ -452,6 +452,12 @@ class Search:
                 f"claim {klog_name(self.claims[claim_index])}, request {request.name}: "
                 f"{action} capacity for device {'/'.join(device_id)}: {error}") from None
 
+    def is_selectable(self, key: RequestKey, device: Candidate) -> bool:
+        """Whether the request `key` may take the device by its class and own selectors
+        and the device's node selection (raises AllocationError as the search would)."""
+        return self._is_selectable(key, self.request_data[key], device.slice, device.device,
+                                   device.device_id)
+
     def _is_selectable(self, key: RequestKey, data: RequestData, resource_slice: ResourceSlice,
                        device: Device, device_id: DeviceID) -> bool:
         """Class and request selectors, and per-device node selection (cached per call)."""
