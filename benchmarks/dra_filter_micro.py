@@ -7,10 +7,12 @@ from a rotating start node until the scheduler's number of feasible nodes is fou
 (percentageOfNodesToScore's adaptive default), then Reserve on the feasible node with
 the fewest devices taken, and its claim turns allocated as PreBind's write would.
 
-    python -m benchmarks.dra_filter_micro [--nodes 200] [--pods N] [--digest]
+    python -m benchmarks.dra_filter_micro [--nodes 200] [--pods N] [--digest] [--vector]
 
 Prints the Filter CPU time per pod; --digest also prints a hash of every verdict and
-allocation, to check that a change to the allocator decides the same.
+allocation, to check that a change to the allocator decides the same, and a hash of the
+decisions alone (feasible nodes, choice, allocation), which --vector (the vector Filter
+over a snapshot, feasible rows taken in the same rotating order) must reproduce.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from kpysched.objects import dra as resource
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.dynamic_resources import plugin as dynamic_resources
 from kpysched.plugins.dynamic_resources.args import DynamicResourcesArgs
-from tests.unit.builders import FakeHandle, make_node
+from tests.unit.builders import FakeHandle, make_node, make_snapshot
 
 DEVICES_PER_NODE = 10
 
@@ -64,6 +66,8 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=200)
     parser.add_argument("--pods", type=int, default=0, help="default: 5 x nodes")
     parser.add_argument("--digest", action="store_true")
+    parser.add_argument("--vector", action="store_true",
+                        help="Filter through filter_vector over a snapshot")
     args = parser.parse_args()
     nodes = args.nodes
     pods = args.pods or 5 * nodes
@@ -84,6 +88,9 @@ def main() -> None:
     # The unit tests' handle: in-memory listers, enough for PreFilter, Filter, Reserve.
     plugin = dynamic_resources.DynamicResources(cast(Handle, handle), DynamicResourcesArgs())
     infos: list[NodeInfo] = [make_node(name).info() for name in names]
+    snapshot = make_snapshot(*infos)
+    infos = snapshot.node_infos  # the snapshot's row order (the rotation goes by it)
+    decisions = hashlib.sha256()
     to_find = _feasible_to_find(nodes)
     digest = hashlib.sha256()
     start_index = 0
@@ -99,10 +106,19 @@ def main() -> None:
         assert status.ok, status.message()
         feasible: list[str] = []
         visited = 0
+        mask = plugin.filter_vector(state, pod, snapshot) if args.vector else None
+        if args.vector and mask is None:
+            raise SystemExit(f"pod {p}: the vector Filter did not answer")
         for offset in range(nodes):
             info = infos[(start_index + offset) % nodes]
-            verdict = plugin.filter(state, pod, info)
             visited += 1
+            if mask is not None:
+                if mask[(start_index + offset) % nodes]:
+                    feasible.append(info.name)
+                    if len(feasible) >= to_find:
+                        break
+                continue
+            verdict = plugin.filter(state, pod, info)
             if args.digest:
                 digest.update(f"{p} {info.name} {verdict.code} {verdict.message()}\n".encode())
             if verdict.ok:
@@ -120,6 +136,8 @@ def main() -> None:
         assert allocation is not None
         if args.digest:
             digest.update(msgspec.json.encode(allocation) + b"\n")
+            decisions.update(f"{p} {' '.join(feasible)} {chosen} ".encode()
+                             + msgspec.json.encode(allocation) + b"\n")
         allocated = msgspec.structs.replace(
             claim, metadata=msgspec.structs.replace(claim.metadata, resource_version="2"),
             status=msgspec.structs.replace(claim.status, allocation=allocation))
@@ -131,7 +149,9 @@ def main() -> None:
           f"ms/pod, {filter_calls / pods:.1f} Filter calls/pod, "
           f"{filter_seconds * 1e6 / filter_calls:.1f} us/call")
     if args.digest:
-        print(f"digest {digest.hexdigest()}")
+        if not args.vector:
+            print(f"digest {digest.hexdigest()}")
+        print(f"decisions {decisions.hexdigest()}")
 
 
 if __name__ == "__main__":

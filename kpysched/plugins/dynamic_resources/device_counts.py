@@ -145,14 +145,39 @@ def eligible_devices(allocator: Allocator, node: api.Node,
 
 class DeviceCounts:
     """Per snapshot row, the eligible devices for one kind of claim, kept across cycles
-    while the catalog, the DeviceClass and the row's Node object stay the same."""
+    while the catalog, the DeviceClass and the row's Node object stay the same, and how
+    many of them are taken: counted again only for the devices taken or freed since the
+    last cycle (the allocated set changes by a device or two per cycle)."""
 
     def __init__(self) -> None:
         self._catalog: SliceCatalog | None = None
         self._device_class: DeviceClass | None = None
         self._signature = b""
-        self._nodes: list[api.Node | None] = []
-        self._eligible: list[list[DeviceID] | None] = []
+        self._reset_rows(0)
+
+    def _reset_rows(self, size: int) -> None:
+        self._nodes: list[api.Node | None] = [None] * size
+        self._eligible: list[list[DeviceID] | None] = [None] * size
+        self._eligible_count: IntArray = np.zeros(size, dtype=np.int64)
+        self._unjudgeable = size  # rows whose devices the count cannot stand for
+        # Eligible device -> the rows that can take it (several for a shared pool).
+        self._rows_of: dict[DeviceID, list[int]] = {}
+        # The taken devices `_taken_per_row` counts; None: count afresh.
+        self._taken: frozenset[DeviceID] | None = None
+        self._taken_per_row: IntArray = np.zeros(size, dtype=np.int64)
+
+    def _set_row(self, row: int, devices: list[DeviceID] | None) -> None:
+        for device in self._eligible[row] or ():
+            rows = self._rows_of[device]
+            rows.remove(row)
+            if not rows:
+                del self._rows_of[device]
+        self._unjudgeable += (devices is None) - (self._eligible[row] is None)
+        self._eligible[row] = devices
+        self._eligible_count[row] = len(devices) if devices is not None else 0
+        for device in devices or ():
+            self._rows_of.setdefault(device, []).append(row)
+        self._taken = None
 
     def free(self, allocator: Allocator, claims: Sequence[ResourceClaim],
              plain: PlainClaims, snapshot: Snapshot) -> IntArray | None:
@@ -161,26 +186,33 @@ class DeviceCounts:
         device_class = allocator.device_class(plain.class_name)
         if device_class is None:
             return None
+        nodes = [info.node for info in snapshot.node_infos]
         if (allocator.catalog is not self._catalog or device_class is not self._device_class
-                or plain.signature != self._signature):
+                or plain.signature != self._signature or len(nodes) != len(self._nodes)):
             self._catalog, self._device_class = allocator.catalog, device_class
             self._signature = plain.signature
-            self._nodes, self._eligible = [], []
-        nodes = [info.node for info in snapshot.node_infos]
-        if len(nodes) != len(self._nodes):
-            self._nodes = [None] * len(nodes)
-            self._eligible = [None] * len(nodes)
-        kept_nodes, kept = self._nodes, self._eligible
+            self._reset_rows(len(nodes))
+        kept_nodes = self._nodes
         for row, node in enumerate(nodes):
-            if node is None:
-                return None
             if node is not kept_nodes[row]:
-                kept[row] = eligible_devices(allocator, node, claims)
+                if node is None:
+                    return None
+                self._set_row(row, eligible_devices(allocator, node, claims))
                 kept_nodes[row] = node
+        if self._unjudgeable:
+            return None
         taken = allocator.allocated_state.allocated_devices
-        counts = np.empty(len(nodes), dtype=np.int64)
-        for row, devices in enumerate(kept):
-            if devices is None:
-                return None
-            counts[row] = len(devices) - len(taken.intersection(devices))
-        return counts
+        if self._taken is None:
+            self._taken_per_row[:] = 0
+            self._count(taken, 1)
+        else:
+            self._count(taken - self._taken, 1)
+            self._count(self._taken - taken, -1)
+        self._taken = frozenset(taken)
+        return self._eligible_count - self._taken_per_row
+
+    def _count(self, devices: set[DeviceID] | frozenset[DeviceID], sign: int) -> None:
+        rows_of, per_row = self._rows_of, self._taken_per_row
+        for device in devices:
+            for row in rows_of.get(device, ()):
+                per_row[row] += sign

@@ -164,25 +164,34 @@ def _snapshot(world: dict[str, Any]) -> Snapshot:
     return make_snapshot(*(make_node(name).label("zone", "z").info() for name in world["nodes"]))
 
 
-@_SETTINGS
-@given(worlds())
-def test_vector_filter_matches_per_node_filter_and_reserve(world: dict[str, Any]) -> None:
-    per_node, _ = _plugin(world)
-    vector, handle = _plugin(world)
-    snapshot = _snapshot(world)
-    handle.snapshot_value = snapshot
-    pod = _pod(world)
+def _second_pod(world: dict[str, Any]) -> tuple[list[resource.ResourceClaim], PodInfo]:
+    """Claims like the first pod's (renamed) and a pod using them."""
+    copies = [msgspec.structs.replace(claim, metadata=msgspec.structs.replace(
+        claim.metadata, name=f"q-{claim.metadata.name}", uid=f"uid-q-{claim.metadata.name}"))
+        for claim in world["claims"]]
+    pod = PodInfo.of(msgspec.convert(
+        {"metadata": {"name": "q", "namespace": "d", "uid": "uid-q"},
+         "spec": {"containers": [{"name": "c"}], "resourceClaims": [
+             {"name": claim.metadata.name, "resourceClaimName": claim.metadata.name}
+             for claim in copies]}}, api.Pod))
+    return copies, pod
+
+
+def _round(per_node: dynamic_resources.DynamicResources,
+           vector: dynamic_resources.DynamicResources, pod: PodInfo, snapshot: Snapshot,
+           claims: list[resource.ResourceClaim]) -> bool:
+    """One cycle of each; Reserve on the first node both pass. Whether it reserved."""
     state_a, state_b = CycleState(), CycleState()
     status = per_node.pre_filter(state_a, pod, snapshot.node_infos)[1]
     assert vector.pre_filter(state_b, pod, snapshot.node_infos)[1].code == status.code
     if not status.ok:
         SEEN["rejected in PreFilter"] += 1
-        return
+        return False
     expected = [per_node.filter(state_a, pod, info) for info in snapshot.node_infos]
     mask = vector.filter_vector(state_b, pod, snapshot)
     if mask is None:
         SEEN["per node"] += 1
-        return
+        return False
     SEEN["vector"] += 1
     assert not [s for s in expected if s.code == Code.ERROR]
     assert mask.tolist() == [s.ok for s in expected]
@@ -192,10 +201,36 @@ def test_vector_filter_matches_per_node_filter_and_reserve(world: dict[str, Any]
         SEEN["reserved"] += 1
         assert per_node.reserve(state_a, pod, info.name).ok
         assert vector.reserve(state_b, pod, info.name).ok
-        for claim in world["claims"]:
+        for claim in claims:
             assert (per_node._tracker.pending_allocation(claim.metadata.uid)
                     == vector._tracker.pending_allocation(claim.metadata.uid))
-        break
+        return True
+    return False
+
+
+@_SETTINGS
+@given(worlds(), st.booleans())
+def test_vector_filter_matches_per_node_filter_and_reserve(world: dict[str, Any],
+                                                           relabel: bool) -> None:
+    """Two cycles with the same plugins: the second pod meets the first one's devices
+    taken (in flight), and with `relabel` one node as a new Node object."""
+    copies, second = _second_pod(world)
+    world = {**world, "claims_q": copies}
+    per_node, handle_a = _plugin(world)
+    vector, handle = _plugin(world)
+    for listers in (handle_a.resource_listers, handle.resource_listers):
+        for claim in copies:
+            listers.resource_claims.on_add(claim)
+    snapshot = _snapshot(world)
+    handle.snapshot_value = snapshot
+    _round(per_node, vector, _pod(world), snapshot, world["claims"])
+    if relabel:
+        info = snapshot.node_infos[0].clone()
+        assert info.node is not None
+        info.node = msgspec.structs.replace(info.node, metadata=msgspec.structs.replace(
+            info.node.metadata, labels={"zone": "y"}))
+        snapshot.replace(info)
+    _round(per_node, vector, second, snapshot, copies)
 
 
 def test_the_vector_form_answers_for_most_draws() -> None:
