@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from kpysched.cache.node_info import NodeInfo
 from kpysched.objects import api
 from kpysched.objects.pod_affinity import AffinityTerm, WeightedAffinityTerm
 
@@ -101,6 +102,18 @@ def incoming_weighted_terms(terms: Iterable[WeightedAffinityTerm],
     return tuple(IncomingTerm(term.term, namespace_labels, term.weight,
                               _selects_unlabelled(term.term, unresolved_selectors))
                  for term in terms)
+
+
+def reads_namespace_labels(term: IncomingTerm) -> bool:
+    """Whether the term picks namespaces by their labels, which may change without any
+    node's pods changing (so counts per node cannot be kept for it)."""
+    selector = term.term.namespace_selector
+    return not (selector.empty or selector.nothing)
+
+
+def matching_one(term: IncomingTerm) -> Callable[[NodeInfo], int]:
+    """How many of a node's pods the term selects (RowCounts' question for one term)."""
+    return lambda node: sum(1 for other in node.pods.values() if term.matches(other.pod))
 
 
 def matches_all(terms: tuple[IncomingTerm, ...], pod: api.Pod) -> bool:

@@ -14,7 +14,7 @@ never see another copy's changes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -34,6 +34,8 @@ from kpysched.plugins.inter_pod_affinity.common import (
     TopologyCounts,
     incoming_terms,
     matches_all,
+    matching_one,
+    reads_namespace_labels,
 )
 from kpysched.plugins.inter_pod_affinity.existing_terms import (
     ExistingTerms,
@@ -165,13 +167,6 @@ def _incoming_counts(required: tuple[IncomingTerm, ...], required_anti: tuple[In
     return affinity, anti
 
 
-def _reads_namespace_labels(term: IncomingTerm) -> bool:
-    """Whether the term picks namespaces by their labels, which may change without any
-    node's pods changing (so counts per node cannot be kept for it)."""
-    selector = term.term.namespace_selector
-    return not (selector.empty or selector.nothing)
-
-
 def _add_by_domain(counts: TopologyCounts, key: str, column: LabelColumn,
                    per_row: npt.NDArray[np.int64]) -> None:
     """Add each row's figure to its domain under `key` (rows without the key: none)."""
@@ -189,7 +184,7 @@ def _incoming_counts_rows(required: tuple[IncomingTerm, ...],
     """`_incoming_counts` over every snapshot row: matching pods counted per node once
     and kept while the node's pods stay the same, then summed per domain over the
     label columns. None when a term reads namespace labels."""
-    if any(map(_reads_namespace_labels, (*required, *required_anti))):
+    if any(map(reads_namespace_labels, (*required, *required_anti))):
         return None
     rows, labels = snapshot.node_infos, snapshot.labels
     affinity, anti = TopologyCounts(), TopologyCounts()
@@ -202,7 +197,7 @@ def _incoming_counts_rows(required: tuple[IncomingTerm, ...],
             _add_by_domain(affinity, term.topology_key, labels.column(term.topology_key),
                            matching_all)
     for term in required_anti:
-        matching = row_counts.get(("one", term.term), _matching_one(term)).counts(rows)
+        matching = row_counts.get(("one", term.term), matching_one(term)).counts(rows)
         _add_by_domain(anti, term.topology_key, labels.column(term.topology_key), matching)
     return affinity, anti
 
@@ -224,7 +219,7 @@ def _columns_pay(required: tuple[IncomingTerm, ...],
     if terms < COLUMN_TERMS:
         return False
     return (len(required_anti) + bool(required) > KEPT_ROW_COUNTS
-            or any(map(_reads_namespace_labels, (*required, *required_anti))))
+            or any(map(reads_namespace_labels, (*required, *required_anti))))
 
 
 def _incoming_counts_columns(required: tuple[IncomingTerm, ...],
@@ -248,11 +243,6 @@ def _incoming_counts_columns(required: tuple[IncomingTerm, ...],
         for value, count in columns.by_domain(labels.column(key), columns.term_mask(term)):
             anti.add(key, value, count)
     return affinity, anti
-
-
-def _matching_one(term: IncomingTerm) -> Callable[[NodeInfo], int]:
-    """How many of a node's pods the term selects."""
-    return lambda node: sum(1 for other in node.pods.values() if term.matches(other.pod))
 
 
 def compute_state(pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot,

@@ -234,6 +234,11 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
                                                  unresolved_selectors=unresolved)
         if not has_preferred:
             topology_score = self._existing_pods_score(pod, snapshot, own_labels)
+        elif scoring.rows_pay(preferred, preferred_anti):
+            topology_score = scoring.incoming_terms_rows_score(
+                snapshot, preferred, preferred_anti, self._row_counts)
+            scoring.add_scores(topology_score,
+                               self._existing_pods_score(pod, snapshot, own_labels))
         elif scoring.columns_pay(preferred, preferred_anti):
             topology_score = scoring.incoming_terms_score(snapshot, preferred, preferred_anti)
             scoring.add_scores(topology_score,

@@ -9,9 +9,11 @@ each pod contributes at its own node's label values:
   + w / - w for each preferred affinity / anti-affinity term of the pod that
        selects the incoming pod.
 Unless the incoming pod has preferred terms, only pods with affinity can add
-anything, so only they (on the nodes hosting them) are visited. With many preferred
-terms, those are judged over every pod at once in numpy (pod_columns.py) instead of
-pod by pod. Every node of the snapshot counts, not just the feasible ones. Score adds
+anything, so only they (on the nodes hosting them) are visited. The incoming pod's
+preferred terms are counted per node and kept across cycles (a workload's replicas
+bring the same terms), or, for terms that read namespace labels or for more terms than
+are kept, judged over every pod at once in numpy (pod_columns.py) instead of pod by
+pod. Every node of the snapshot counts, not just the feasible ones. Score adds
 up the pairs of a node; NormalizeScore maps [min, max] onto [0, 100].
 """
 
@@ -23,13 +25,20 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from kpysched.cache.label_index import ABSENT
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.interfaces import MAX_NODE_SCORE, NodeScore
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.pod_affinity import AffinityTerm, AffinityTerms, WeightedAffinityTerm
-from kpysched.plugins.inter_pod_affinity.common import IncomingTerm, NamespaceGate
+from kpysched.plugins._shared.row_counts import RowCountsCache
+from kpysched.plugins.inter_pod_affinity.common import (
+    IncomingTerm,
+    NamespaceGate,
+    matching_one,
+    reads_namespace_labels,
+)
 from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, sums_by_value
 from kpysched.plugins.inter_pod_affinity.pod_columns import COLUMN_TERMS, PodColumns
 
@@ -104,6 +113,47 @@ def topology_score(
             terms = existing.pod_affinity
             if terms.required or terms.preferred or terms.preferred_anti:
                 _add_existing_terms(scores, terms, labels, pod, namespace_labels, hard_weight)
+    return scores
+
+
+# Up to this many preferred terms, the incoming pod's terms are counted per node and
+# kept across cycles. A workload's pods carry one or a few; a pod with many (a tenant's
+# thousands) would fill the kept counts (shared with PreFilter, filtering.KEPT_ROW_COUNTS)
+# with terms no other pod repeats, and each would be counted pod by pod in its first
+# cycle: columns judge those faster.
+ROW_TERMS = 4
+
+
+def rows_pay(preferred: tuple[IncomingTerm, ...],
+             preferred_anti: tuple[IncomingTerm, ...]) -> bool:
+    """Whether to count the incoming pod's preferred terms per node, kept across cycles
+    (`incoming_terms_rows_score`): the replicas of a workload bring the same terms cycle
+    after cycle, so only the nodes whose pods changed are counted again. Not for a term
+    that picks namespaces by their labels (they change without any node changing)."""
+    terms = (*preferred, *preferred_anti)
+    return 0 < len(terms) <= ROW_TERMS and not any(map(reads_namespace_labels, terms))
+
+
+def incoming_terms_rows_score(snapshot: Snapshot, preferred: tuple[IncomingTerm, ...],
+                              preferred_anti: tuple[IncomingTerm, ...],
+                              row_counts: RowCountsCache) -> TopologyScore:
+    """What `_add_incoming_terms` adds over every pod of the snapshot, from each term's
+    matching pods per node (kept in `row_counts`, shared with PreFilter's counts of the
+    same terms) summed per domain of its topology key. A domain any matching pod sits
+    under is kept even when the terms' weights cancel there, as the walk keeps it."""
+    scores: TopologyScore = {}
+    rows, labels = snapshot.node_infos, snapshot.labels
+    for sign, terms in ((1, preferred), (-1, preferred_anti)):
+        for term in terms:
+            matching = row_counts.get(("one", term.term), matching_one(term)).counts(rows)
+            key = term.topology_key
+            column = labels.column(key)
+            held = (column.codes != ABSENT) & (matching > 0)
+            sums = np.bincount(column.codes[held], weights=matching[held],
+                               minlength=len(column.values))
+            weight = sign * term.weight
+            for code in np.flatnonzero(sums).tolist():
+                _add(scores, key, column.values[code], int(sums[code]) * weight)
     return scores
 
 

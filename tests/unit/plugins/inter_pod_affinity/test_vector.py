@@ -17,9 +17,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.status import Code
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.inter_pod_affinity import InterPodAffinity, scoring
+from kpysched.plugins.inter_pod_affinity.common import incoming_weighted_terms
 from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms
 from kpysched.plugins.inter_pod_affinity.filtering import PreFilterState, compute_state
 from tests.unit.plugins.inter_pod_affinity.test_plugin import (
@@ -186,6 +188,67 @@ def test_existing_terms_score_is_the_walk_over_pods_with_affinity(
         extra.spec.node_name = changed.name
         changed.add_pod(PodInfo.of(extra))
     snapshot.replace(changed)
+    agree()
+
+
+@_SETTINGS
+@given(data=st.data(), hard_weight=st.sampled_from((0, 1, 5)))
+def test_preferred_terms_kept_per_node_score_as_the_walk_across_cycles(
+        data: st.DataObject, hard_weight: int) -> None:
+    """An incoming pod with a few preferred terms (a workload's replicas) is scored from
+    its terms' matching pods counted per node and kept across cycles: the plugin's
+    PreScore state equals the walk over every pod, in the first cycle and in the next
+    ones, after a node's pods changed (one left, others joined) and after a node with
+    pods was emptied, with the same plugin (and so the same kept counts) throughout."""
+    nodes, pods = data.draw(scoring_clusters())
+    snapshot = cluster(nodes, pods)
+    affinity_plugin = plugin(snapshot, hardPodAffinityWeight=hard_weight)
+    preferred = [weighted(data.draw(st.integers(1, 3)), found)
+                 for found in terms(data.draw, 2)]
+    preferred_anti = [weighted(data.draw(st.integers(1, 3)), found)
+                      for found in terms(data.draw, 2)]
+    if not preferred and not preferred_anti:
+        preferred = [weighted(1, t_in("app", "zone", "a"))]
+    incoming = PodInfo.of(pod("incoming", labels={"app": data.draw(st.sampled_from(APPS))},
+                              spec_affinity=affinity(preferred=preferred,
+                                                     preferred_anti=preferred_anti)))
+    lookup = affinity_plugin._handle.namespace_labels
+    assert scoring.rows_pay(
+        incoming_weighted_terms(incoming.pod_affinity.preferred, lookup),
+        incoming_weighted_terms(incoming.pod_affinity.preferred_anti, lookup))
+
+    def agree() -> None:
+        walked = scoring.topology_score(
+            incoming, snapshot.node_infos, all_pods=True,
+            preferred=incoming_weighted_terms(incoming.pod_affinity.preferred, lookup),
+            preferred_anti=incoming_weighted_terms(incoming.pod_affinity.preferred_anti,
+                                                   lookup),
+            namespace_labels=lookup(incoming.pod.metadata.namespace) or {},
+            hard_weight=hard_weight)
+        state = CycleState()
+        status = affinity_plugin.pre_score(state, incoming, snapshot.node_infos)
+        if not walked:
+            assert status.code == Code.SKIP
+        else:
+            assert status.ok
+            assert state.get("PreScoreInterPodAffinity").topology_score == walked
+
+    agree()
+    row = data.draw(st.integers(0, len(snapshot.node_infos) - 1))
+    changed = snapshot.node_infos[row].clone()
+    for uid in list(changed.pods)[:1]:
+        changed.remove_pod(uid)
+    _, more = data.draw(scoring_clusters())
+    for extra in more[:3]:
+        extra.spec.node_name = changed.name
+        changed.add_pod(PodInfo.of(extra))
+    snapshot.replace(changed)
+    agree()
+    emptied = snapshot.node_infos[data.draw(st.integers(0, len(snapshot.node_infos) - 1))]
+    emptied = emptied.clone()
+    for uid in list(emptied.pods):
+        emptied.remove_pod(uid)
+    snapshot.replace(emptied)
     agree()
 
 
