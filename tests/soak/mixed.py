@@ -116,7 +116,8 @@ class MixedRun:
         counts = self.waves.counts if self.waves is not None else waves.WaveCounts()
         return {
             "jobWaves": counts.waves, "jobsCreated": counts.jobs_created,
-            "jobsByKind": counts.by_kind, "jobCreateErrors": counts.create_errors,
+            "jobsByKind": counts.by_kind, "jobCreateRetries": counts.create_retries,
+            "jobCreateErrors": counts.create_errors,
             **(self.outcomes.figures() if self.outcomes is not None else {}),
             "jobPodsCreated": len(pods),
             "jobPodsPlaced": sum(1 for r in pods if r.node),
@@ -156,6 +157,9 @@ class MixedRun:
             found.append(f"{seen.autoscaled_now()} node(s) Karpenter added were still there "
                          f"{self.drain_seconds:.0f}s after the Jobs: not removed when empty")
         found += [f"{name} exited during the run" for name in self.exited]
+        if self.waves is not None and self.waves.counts.create_errors:
+            found.append(f"{self.waves.counts.create_errors} Job(s) could not be created "
+                         "within their retries")
         return found
 
 

@@ -49,7 +49,7 @@ class MixedPlan:
 # ones select a label only Karpenter's nodes carry: both wait for Karpenter.
 SHAPES = (
     JobShape("job-small", cpu="500m", memory="256Mi", parallelism=4, completions=8, weight=3),
-    JobShape("job-big", cpu="6", memory="1Gi", parallelism=2, completions=2, weight=1),
+    JobShape("job-big", cpu="6", memory="1Gi", parallelism=2, completions=2, weight=2),
     JobShape("job-pool", cpu="1", memory="512Mi", parallelism=3, completions=3,
              pool_only=True, weight=2),
 )

@@ -33,6 +33,10 @@ GROUP, VERSION = kueue.API_VERSION.split("/")
 ACTIVE_TIMEOUT_SECONDS: Final = 60.0
 # A Job that waited this long between creation and admission waited for quota.
 WAITED_SECONDS: Final = 5.0
+# A Job's submission is retried while a fault keeps the API server (or Kueue's
+# webhook) away, as a batch system would: a lost wave would prove nothing.
+CREATE_ATTEMPTS: Final = 30
+CREATE_RETRY_SECONDS: Final = 2.0
 
 
 async def create_queue(api: client.ApiClient, plan: MixedPlan) -> None:
@@ -88,7 +92,8 @@ def job_body(name: str, shape: JobShape, wave: int, *, toleration: dict[str, str
 class WaveCounts:
     waves: int = 0
     jobs_created: int = 0
-    create_errors: int = 0
+    create_retries: int = 0
+    create_errors: int = 0  # given up after CREATE_ATTEMPTS
     by_kind: dict[str, int] = field(default_factory=dict)
 
 
@@ -120,14 +125,27 @@ class Waves:
             shape = self._rng.choices(self._plan.shapes, weights)[0]
             body = job_body(f"w{wave}-{index}-{shape.kind}", shape, wave,
                             toleration=self._toleration, pool_selector=self._pool_selector)
+            if await self._create(body):
+                self.counts.jobs_created += 1
+                self.counts.by_kind[shape.kind] = self.counts.by_kind.get(shape.kind, 0) + 1
+            else:
+                self.counts.create_errors += 1
+
+    async def _create(self, body: dict[str, Any]) -> bool:
+        for attempt in range(CREATE_ATTEMPTS):
+            if attempt:
+                self.counts.create_retries += 1
+                await asyncio.sleep(CREATE_RETRY_SECONDS)
             try:
                 await self._batch.create_namespaced_job(NAMESPACE, body, _preload_content=False)
-            except (TimeoutError, ApiException, OSError, aiohttp.ClientError):
-                # The API server may be down (a fault); as churn, nothing is retried.
-                self.counts.create_errors += 1
-                continue
-            self.counts.jobs_created += 1
-            self.counts.by_kind[shape.kind] = self.counts.by_kind.get(shape.kind, 0) + 1
+            except ApiException as error:
+                if error.status == 409:
+                    return True  # an attempt the fault cut off had created it
+            except (TimeoutError, OSError, aiohttp.ClientError):
+                pass
+            else:
+                return True
+        return False
 
 
 @dataclass(frozen=True, slots=True)
