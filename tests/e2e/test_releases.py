@@ -49,7 +49,8 @@ from tests.e2e.differential.model import (
     StorageClassSpec,
 )
 from tests.e2e.differential.release_bind_once import BindOnce, bind_once_webhook
-from tests.e2e.differential.release_scenarios import CASES, ReleaseCase, follows_release
+from tests.e2e.differential.release_run import ReleaseCase, follows_release
+from tests.e2e.differential.release_scenarios import CASES
 from tests.e2e.test_configz import VALUES, _comparable, _differences, _matches
 
 pytestmark = pytest.mark.e2e

@@ -17,12 +17,8 @@ from tests.cluster import releases
 from tests.e2e.differential.batch.scenarios import BATCH
 from tests.e2e.differential.model import Outcome
 from tests.e2e.differential.release_bind_once import bind_once_webhook
-from tests.e2e.differential.release_scenarios import (
-    BATCH_EXPECTATIONS,
-    CASES,
-    Expected,
-    check_release,
-)
+from tests.e2e.differential.release_run import Expected, check_release
+from tests.e2e.differential.release_scenarios import BATCH_EXPECTATIONS, CASES
 
 EXPECTATIONS = {**{c.name: dict(c.expected) for c in CASES}, **BATCH_EXPECTATIONS}
 

@@ -14,7 +14,8 @@ from tests.e2e.differential.batch.runner import BatchResult, run_batch
 from tests.e2e.differential.batch.scenarios import BATCH, DECLARED_FEATURES
 from tests.e2e.differential.compare import check_kind
 from tests.e2e.differential.model import Scenario
-from tests.e2e.differential.release_scenarios import BATCH_EXPECTATIONS, check_release
+from tests.e2e.differential.release_run import check_release
+from tests.e2e.differential.release_scenarios import BATCH_EXPECTATIONS
 
 
 @pytest.fixture(scope="module")
