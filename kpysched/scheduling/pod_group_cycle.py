@@ -81,6 +81,9 @@ class PodGroupCycle:
         # Each group's last cycle (result, message, time), for explain; bounded, the
         # groups tried longest ago forgotten first.
         self.last_cycles: OrderedDict[str, dict[str, str]] = OrderedDict()
+        # As v1.37: groups whose last cycle wrote a fresh True and left members over,
+        # retried at once; their next cycle judges by a copy not showing that True.
+        self._stale_copy: set[str] = set()
 
     # --- which pods -----------------------------------------------------------------
 
@@ -231,8 +234,22 @@ class PodGroupCycle:
             # Unschedulable status with the group's message after its error).
             held_back = Status.unschedulable(POD_GROUP_UNSCHEDULABLE, outcome.status.message())
             self._submit(attempts, outcome, lambda _: held_back)
-        else:
-            self._submit(attempts, outcome, self._held_back)
+            key = f"{first.namespace}/{name}"
+            stale_copy = key in self._stale_copy
+            self._stale_copy.discard(key)
+            fresh = self._report(framework, first.namespace, name, outcome, started,
+                                 stale_copy=stale_copy)
+            left_over = [attempt.queued.pod_info.uid for attempt, member
+                         in zip(attempts, outcome.members, strict=True)
+                         if member.permit is None]
+            if outcome.status.ok and left_over:
+                # v1.37's queue sends the members a placed group left over straight
+                # back to the active queue, without their backoff.
+                self._context.queue.activate(left_over)
+                if fresh and len(self._stale_copy) < LAST_CYCLES_KEPT:
+                    self._stale_copy.add(key)
+            return
+        self._submit(attempts, outcome, self._held_back)
         self._report(framework, first.namespace, name, outcome, started)
 
     def _decide(self, framework: Framework, attempts: list[Attempt],
@@ -427,8 +444,9 @@ class PodGroupCycle:
         return result
 
     def _report(self, framework: Framework, namespace: str, name: str,
-                outcome: GroupOutcome, started: float) -> None:
-        """The PodGroupScheduled condition and the podgroup metrics."""
+                outcome: GroupOutcome, started: float, *, stale_copy: bool = False) -> bool:
+        """The PodGroup's condition and the podgroup metrics; True when the condition
+        became True now (PodGroupConditionWriter.set_scheduled_condition)."""
         status = outcome.status
         result = self._record_attempt(framework, namespace, name, outcome, started)
         if status.ok:
@@ -439,6 +457,7 @@ class PodGroupCycle:
             condition, reason = "False", scheduling.REASON_UNSCHEDULABLE
         group = framework.handle.pod_group(namespace, name)
         writer = self._context.writes.pod_groups
-        if group is not None and writer is not None:
-            writer.set_scheduled_condition(
-                group, condition, reason, status.message())
+        if group is None or writer is None:
+            return False
+        return writer.set_scheduled_condition(group, condition, reason, status.message(),
+                                              stale_copy=stale_copy)

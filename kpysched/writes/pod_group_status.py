@@ -55,24 +55,35 @@ class PodGroupConditionWriter(PodStatusWriter):
             del self._scheduled[uid]
 
     def set_scheduled_condition(self, group: PodGroup, status: str, reason: str,
-                                message: str) -> None:
+                                message: str, *, stale_copy: bool = False) -> bool:
+        """Write the condition unless unchanged or a True would be taken back. True
+        when this is a True the informer's copy did not show and this writer had not
+        queued before (a fresh one).
+
+        `stale_copy`: the cycle before this one wrote a fresh True and this cycle came
+        at once (v1.37 retries a placed group's left-over members without backoff):
+        kube-scheduler's copy cannot show that True yet, and a False goes through."""
         meta = group.metadata
         current = next((c for c in group.status.conditions
                         if c.type == self.condition_type), None)
         self._forget_old()
-        if current is not None and current.status == "True":
+        shown_true = current is not None and current.status == "True"
+        if shown_true:
             self._scheduled.pop(meta.uid, None)  # the informer shows it now
-        if status != "True" and (meta.uid in self._scheduled
-                                 or (current is not None and current.status == "True")):
-            return
-        if status == "True" and not (current is not None and current.status == "True"):
+        if status != "True" and (shown_true
+                                 or (meta.uid in self._scheduled and not stale_copy)):
+            return False
+        fresh = status == "True" and not shown_true and meta.uid not in self._scheduled
+        if status == "True" and not shown_true:
             self._scheduled.pop(meta.uid, None)
             self._scheduled[meta.uid] = self._clock()
+        elif status != "True":
+            self._scheduled.pop(meta.uid, None)
         unchanged = current is not None and (
             current.status, current.reason, current.message,
             current.observed_generation) == (status, reason, message, meta.generation)
         if unchanged:
-            return
+            return fresh
         # As apimeta.SetStatusCondition: the transition time moves only with the status.
         since = (current.last_transition_time
                  if current is not None and current.status == status
@@ -81,6 +92,7 @@ class PodGroupConditionWriter(PodStatusWriter):
                      "message": message, "observedGeneration": meta.generation,
                      "lastTransitionTime": since}
         self._queue(meta.uid, meta.namespace, meta.name, {"conditions": [condition]})
+        return fresh
 
     def _path(self, namespace: str, name: str) -> str:
         return f"/apis/{self._api_version}/namespaces/{namespace}/podgroups/{name}/status"

@@ -32,6 +32,7 @@ from kpysched.api.client import RawApi
 from kpysched.plugins.dynamic_resources import verbatim
 from tests.cluster import kube
 from tests.e2e.differential.compare import first_failures
+from tests.e2e.differential.gang import CONDITION_TYPES, POD_GROUP_VERSIONS
 from tests.e2e.differential.runner import ROLE_LABEL, _Names, _wait_nodes_gone
 
 DRIVER = "gpu.example.com"
@@ -377,7 +378,8 @@ GANG_MEMBERS = ("g-0", "g-1")
 class GangClaimOutcome:
     bound: dict[str, str | None]  # member role -> node role
     notes: tuple[str, ...]  # the members' first FailedScheduling notes, sorted
-    condition: tuple[str, str, str] | None  # PodGroupScheduled (status, reason, message)
+    # The release's PodGroup condition (gang.CONDITION_TYPES): (status, reason, message).
+    condition: tuple[str, str, str] | None
     claim: ClaimEnd | None
 
     def describe(self) -> str:
@@ -386,7 +388,8 @@ class GangClaimOutcome:
 
 
 async def run_shared_claim_gang(api: client.ApiClient, scheduler: str,
-                                barrier: asyncio.Barrier) -> GangClaimOutcome:
+                                barrier: asyncio.Barrier,
+                                release: str = "1.36") -> GangClaimOutcome:
     """A PodGroup of two (minCount 2) whose members use one claim nobody allocated, on
     a node with one device. Both schedulers allocate it for the first member's
     reservation and let the second share it; the two PreBinds then race to write it."""
@@ -409,9 +412,10 @@ async def run_shared_claim_gang(api: client.ApiClient, scheduler: str,
         response = await raw.request("POST", f"{BASE}/namespaces/{namespace}/resourceclaims",
                                      _raw_claim("shared", device_class, None))
         assert response.ok, response.message()
+        version = POD_GROUP_VERSIONS[release]
         await custom.create_namespaced_custom_object(
-            "scheduling.k8s.io", "v1alpha2", namespace, "podgroups",
-            {"apiVersion": "scheduling.k8s.io/v1alpha2", "kind": "PodGroup",
+            "scheduling.k8s.io", version, namespace, "podgroups",
+            {"apiVersion": f"scheduling.k8s.io/{version}", "kind": "PodGroup",
              "metadata": {"name": "g"},
              "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}})
         await barrier.wait()
@@ -423,7 +427,7 @@ async def run_shared_claim_gang(api: client.ApiClient, scheduler: str,
             body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared"}]
             body["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
             await core_create(api, namespace, body)
-        outcome = await _observe_gang(api, raw, custom, names)
+        outcome = await _observe_gang(api, raw, custom, names, release)
         await barrier.wait()
         return outcome
     except BaseException:
@@ -443,7 +447,7 @@ async def run_shared_claim_gang(api: client.ApiClient, scheduler: str,
 
 
 async def _observe_gang(api: client.ApiClient, raw: RawApi, custom: client.CustomObjectsApi,
-                        names: _Names) -> GangClaimOutcome:
+                        names: _Names, release: str) -> GangClaimOutcome:
     core = client.CoreV1Api(api)
 
     async def bound() -> bool:
@@ -456,9 +460,9 @@ async def _observe_gang(api: client.ApiClient, raw: RawApi, custom: client.Custo
     pods = {p.metadata.name: p for p in (await core.list_namespaced_pod(names.namespace)).items}
     first = await first_failures(api, names)
     group = await custom.get_namespaced_custom_object(
-        "scheduling.k8s.io", "v1alpha2", names.namespace, "podgroups", "g")
+        "scheduling.k8s.io", POD_GROUP_VERSIONS[release], names.namespace, "podgroups", "g")
     found = [c for c in group.get("status", {}).get("conditions", [])
-             if c["type"] == "PodGroupScheduled"]
+             if c["type"] == CONDITION_TYPES[release]]
     condition = ((found[0]["status"], found[0]["reason"],
                   names.text(found[0].get("message", ""))) if found else None)
     claims = {c.role: c for c in await _claims(api, raw, names)}

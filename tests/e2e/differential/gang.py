@@ -1,11 +1,14 @@
-"""Gang scenarios for the differential suite: PodGroups (scheduling.k8s.io/v1alpha2)
-with their member pods, run once under upstream kube-scheduler and once under kpysched,
-both with GenericWorkload and GangScheduling on, on a cluster serving that API.
+"""Gang scenarios for the differential suite: PodGroups with their member pods, run
+once under upstream kube-scheduler and once under kpysched, both with the release's
+gang gates on (v1.36: GenericWorkload and GangScheduling, PodGroups as
+scheduling.k8s.io/v1alpha2; v1.37: GenericWorkload, PodGroups as v1beta1), on a
+cluster serving that API.
 
 A scenario names nodes, groups (a gang's minCount) and pods (each a member of a group
 or a plain pod) by role, and the order they are created in. The outcome compared is,
 for every pod, whether it was bound and the first FailedScheduling note it got (roles
-for names), and each PodGroup's PodGroupScheduled condition. Which node a pod lands
+for names), and the condition the release's kube-scheduler writes on each PodGroup
+(PodGroupScheduled in v1.36, PodGroupInitiallyScheduled in v1.37). Which node a pod lands
 on is not compared: members of a gang are alike, so the node among equal ones is
 chosen at random by both schedulers.
 """
@@ -25,7 +28,10 @@ from tests.e2e.differential.compare import first_failures
 from tests.e2e.differential.model import NodeSpec
 from tests.e2e.differential.runner import ROLE_LABEL, _Names, _wait_nodes_gone
 
-GROUP, VERSION = "scheduling.k8s.io", "v1alpha2"
+GROUP = "scheduling.k8s.io"
+# Each release's PodGroup API version and the condition its kube-scheduler writes.
+POD_GROUP_VERSIONS = {"1.36": "v1alpha2", "1.37": "v1beta1"}
+CONDITION_TYPES = {"1.36": "PodGroupScheduled", "1.37": "PodGroupInitiallyScheduled"}
 # A gated gang sends no event: watch this long that nothing happens to it.
 QUIET_SECONDS = 6.0
 OUTCOME_TIMEOUT_SECONDS = 40.0
@@ -47,6 +53,7 @@ class Step:
 
     pods: tuple[GangPod, ...] = ()
     group: tuple[str, int | None] | None = None  # (role, minCount; None: basic policy)
+    group_priority_class: str | None = None  # the group's spec.priorityClassName
     node: NodeSpec | None = None
     pause: float = 0.0  # seconds to wait after the step
 
@@ -96,11 +103,15 @@ def _pod_body(pod: GangPod, scheduler_name: str) -> dict[str, Any]:
     return body
 
 
-def _group_body(role: str, min_count: int | None) -> dict[str, Any]:
+def _group_body(role: str, min_count: int | None, release: str,
+                priority_class: str | None = None) -> dict[str, Any]:
     policy: dict[str, Any] = ({"gang": {"minCount": min_count}} if min_count is not None
                               else {"basic": {}})
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup",
-            "metadata": {"name": role}, "spec": {"schedulingPolicy": policy}}
+    spec: dict[str, Any] = {"schedulingPolicy": policy}
+    if priority_class is not None:
+        spec["priorityClassName"] = priority_class
+    return {"apiVersion": f"{GROUP}/{POD_GROUP_VERSIONS[release]}", "kind": "PodGroup",
+            "metadata": {"name": role}, "spec": spec}
 
 
 async def _create_node(api: client.ApiClient, node: NodeSpec, names: _Names) -> None:
@@ -110,7 +121,8 @@ async def _create_node(api: client.ApiClient, node: NodeSpec, names: _Names) -> 
 
 
 async def run_gang_scenario(api: client.ApiClient, scenario: GangScenario,
-                            scheduler_name: str) -> GangOutcome:
+                            scheduler_name: str, release: str) -> GangOutcome:
+    """Run `scenario` under `scheduler_name` on a cluster of `release` ("1.37")."""
     namespace = await kube.create_namespace(api, "gang")
     names = _Names(secrets.token_hex(3), namespace)
     custom = client.CustomObjectsApi(api)
@@ -122,7 +134,8 @@ async def run_gang_scenario(api: client.ApiClient, scenario: GangScenario,
         for step in scenario.steps:
             if step.group is not None:
                 await custom.create_namespaced_custom_object(
-                    GROUP, VERSION, namespace, "podgroups", _group_body(*step.group))
+                    GROUP, POD_GROUP_VERSIONS[release], namespace, "podgroups",
+                    _group_body(*step.group, release, step.group_priority_class))
             for pod in step.pods:
                 await core.create_namespaced_pod(namespace, _pod_body(pod, scheduler_name))
             if step.node is not None:
@@ -130,7 +143,7 @@ async def run_gang_scenario(api: client.ApiClient, scenario: GangScenario,
                 await _create_node(api, step.node, names)
             if step.pause:
                 await asyncio.sleep(step.pause)
-        return await _observe(api, scenario, names)
+        return await _observe(api, scenario, names, release)
     finally:
         await kube.delete_namespace(api, namespace)
         node_names = [names.of(role) for role in node_roles]
@@ -142,8 +155,8 @@ def _pods(scenario: GangScenario) -> list[GangPod]:
     return [pod for step in scenario.steps for pod in step.pods]
 
 
-async def _conditions(api: client.ApiClient, scenario: GangScenario,
-                      names: _Names) -> dict[str, tuple[str, str, str] | None]:
+async def _conditions(api: client.ApiClient, scenario: GangScenario, names: _Names,
+                      release: str) -> dict[str, tuple[str, str, str] | None]:
     custom = client.CustomObjectsApi(api)
     conditions: dict[str, tuple[str, str, str] | None] = {}
     for step in scenario.steps:
@@ -152,21 +165,21 @@ async def _conditions(api: client.ApiClient, scenario: GangScenario,
         role = step.group[0]
         try:
             group = await custom.get_namespaced_custom_object(
-                GROUP, VERSION, names.namespace, "podgroups", role)
+                GROUP, POD_GROUP_VERSIONS[release], names.namespace, "podgroups", role)
         except ApiException as error:
             if error.status != 404:
                 raise
             conditions[role] = None
             continue
         found = [c for c in group.get("status", {}).get("conditions", [])
-                 if c["type"] == "PodGroupScheduled"]
+                 if c["type"] == CONDITION_TYPES[release]]
         conditions[role] = ((found[0]["status"], found[0]["reason"],
                              names.text(found[0].get("message", ""))) if found else None)
     return conditions
 
 
-async def _observe(api: client.ApiClient, scenario: GangScenario,
-                   names: _Names) -> GangOutcome:
+async def _observe(api: client.ApiClient, scenario: GangScenario, names: _Names,
+                   release: str) -> GangOutcome:
     """Wait until every pod is bound or was told why not (or, when none was, a quiet
     spell passed), then a settling spell, then read the outcome."""
     core = client.CoreV1Api(api)
@@ -191,4 +204,4 @@ async def _observe(api: client.ApiClient, scenario: GangScenario,
     notes = await first_failures(api, names)
     pods = {role: PodOutcome(bool(listed[role].spec.node_name), notes.get(role))
             for role in roles}
-    return GangOutcome(pods, await _conditions(api, scenario, names))
+    return GangOutcome(pods, await _conditions(api, scenario, names, release))

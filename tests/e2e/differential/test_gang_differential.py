@@ -1,11 +1,15 @@
-"""Gang scheduling, differential: kube-scheduler v1.36.4 and kpysched, both with the
-GenericWorkload and GangScheduling gates on, on a cluster whose API server serves
-scheduling.k8s.io/v1alpha2, must bind the same pods, leave the same ones pending with
-the same FailedScheduling notes, and write the same PodGroupScheduled condition.
+"""Gang scheduling, differential, on Kubernetes v1.37.2: kube-scheduler v1.37.2 and
+kpysched, both with GenericWorkload on (which brings gang scheduling in v1.37), on a
+cluster whose API server serves scheduling.k8s.io/v1beta1, must bind the same pods,
+leave the same ones pending with the same FailedScheduling notes, and write the same
+PodGroupInitiallyScheduled condition. test_gang_differential_1_36.py runs a
+compatibility set of these scenarios on v1.36.4 (GenericWorkload and GangScheduling,
+v1alpha2, PodGroupScheduled).
 
 The cluster is this module's own (the session cluster runs upstream's defaults, which
 serve no PodGroup): kube-apiserver and kube-controller-manager with the gates, so
-PodGroups' protection finalizer is lifted as in a real cluster.
+PodGroups' protection finalizer is lifted as in a real cluster. kpysched is started
+with no version flag: it takes the release from the API server.
 """
 
 from __future__ import annotations
@@ -27,11 +31,20 @@ from tests.e2e.differential.gang import GangPod, GangScenario, Step, run_gang_sc
 from tests.e2e.differential.model import NodeSpec
 from tests.e2e.differential.runner import ensure_priority_classes
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.release("1.37")]
 
-GANG_GATES = "GenericWorkload=true,GangScheduling=true"
-HELD_BACK = ("pod group is unschedulable, waiting for minCount pods from a gang to be "
-             "scheduled, one or more plugins asked to wait and no plugin rejected pod")
+# What a member that fit is told when its gang did not: v1.36's Permit wait, v1.37's
+# feasibility counts (and what PodGroupPostFilter added), after the group's error.
+HELD_BACK_1_36 = ("pod group is unschedulable, waiting for minCount pods from a gang to "
+                  "be scheduled, one or more plugins asked to wait and no plugin "
+                  "rejected pod")
+HELD_BACK_1_37_PREFIX = "pod group is unschedulable, minCount ("
+
+
+def held_back(note: str, release: str) -> bool:
+    if release == "1.36":
+        return note == HELD_BACK_1_36
+    return note.startswith(HELD_BACK_1_37_PREFIX)
 
 
 def members(group: str, count: int, cpu: str = "1", prefix: str | None = None,
@@ -83,15 +96,41 @@ SCENARIOS = (
 )
 
 
+# v1.37 only: what v1.37 added to the pod-group cycle (v1.36 places these groups).
+SCENARIOS_1_37 = (
+    # Members whose priority is not the PodGroup's (0: it names no priority class)
+    # fail the whole group with a SchedulerError.
+    GangScenario("members-priority-is-not-the-groups", (node("n0", "4"),),
+                 (Step(group=("g", 2)),
+                  Step(pods=tuple(GangPod(f"g-{i}", "g", priority_class="low")
+                                  for i in range(2)))),
+                 expect_bound={"g-0": False, "g-1": False}),
+    # A gang that may not preempt (its priority class says Never) fits in part: both
+    # PodGroupPostFilter plugins answer, and both their words end the group's message.
+    GangScenario("non-preempting-gang-fits-in-part", (node("n0", "2"), node("n1", "2")),
+                 (Step(group=("g", 3), group_priority_class="high-nonpreempting"),
+                  Step(pods=tuple(GangPod(f"g-{i}", "g", cpu="2",
+                                          priority_class="high-nonpreempting")
+                                  for i in range(3)))),
+                 expect_bound={"g-0": False, "g-1": False, "g-2": False},
+                 expect_held_back=2),
+)
+ALL_1_37 = SCENARIOS + SCENARIOS_1_37
+
+
 @pytest.fixture(scope="module")
-def gang_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[harness.ClusterState]:
+def gang_cluster(tmp_path_factory: pytest.TempPathFactory,
+                 cluster_release: str) -> Iterator[harness.ClusterState]:
+    """A cluster of the module's release with that release's gang gates, with
+    kube-scheduler of the release and kpysched (same gates, release from /version)."""
     directory = tmp_path_factory.mktemp("gang-differential") / "state"
     addons = dataclasses.replace(harness.FULL, kwok=False, node_monitor_grace_period="24h")
-    state = harness.up(directory, addons, gates.GANG)
+    release_gates = gates.gang(cluster_release)
+    state = harness.up(directory, addons, release_gates, release=cluster_release)
     try:
         with (UpstreamScheduler(state, feature_gates=state.feature_gates),
-              KpyschedProcess(state, log_level="info",
-                              extra_args=(f"--feature-gates={GANG_GATES}",))):
+              KpyschedProcess(state, log_level="info", extra_args=tuple(
+                  gates.feature_gates_args(release_gates.feature_gates)))):
             yield state
     finally:
         harness.down(directory)
@@ -103,17 +142,17 @@ async def gang_api(gang_cluster: harness.ClusterState) -> AsyncIterator[client.A
         yield api_client
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
-async def test_same_gang_outcome_as_kube_scheduler(gang_api: client.ApiClient,
-                                                   scenario: GangScenario) -> None:
-    await ensure_priority_classes(gang_api)
-    upstream = await run_gang_scenario(gang_api, scenario, UPSTREAM)
-    ours = await run_gang_scenario(gang_api, scenario, KPYSCHED)
+async def same_gang_outcome(api: client.ApiClient, scenario: GangScenario,
+                            release: str) -> None:
+    """Run `scenario` under both schedulers; they must end the same way."""
+    await ensure_priority_classes(api)
+    upstream = await run_gang_scenario(api, scenario, UPSTREAM, release)
+    ours = await run_gang_scenario(api, scenario, KPYSCHED, release)
     # The scenario means what it says on upstream...
     for role, bound in scenario.expect_bound.items():
         assert upstream.pods[role].bound == bound, upstream.describe()
-    assert upstream.held_back_notes().count(HELD_BACK) == scenario.expect_held_back, \
-        upstream.describe()
+    held = [note for note in upstream.held_back_notes() if held_back(note, release)]
+    assert len(held) == scenario.expect_held_back, upstream.describe()
     # ... and kpysched ends the same way.
     detail = f"\n upstream:{upstream.describe()}\n kpysched:{ours.describe()}"
     assert ({r for r, o in ours.pods.items() if o.bound}
@@ -122,16 +161,29 @@ async def test_same_gang_outcome_as_kube_scheduler(gang_api: client.ApiClient,
     assert ours.conditions == upstream.conditions, detail
 
 
-async def test_gang_sharing_one_unallocated_claim(gang_api: client.ApiClient) -> None:
+async def same_outcome_of_a_gang_sharing_one_claim(api: client.ApiClient,
+                                                   release: str) -> None:
     """Issue 33 item 3: the members of a gang share one ResourceClaim nobody allocated;
     the second member reuses the first's in-flight allocation, and both bind (the
     reservation write that loses the race is retried by its pod). Both schedulers at
     once, each on a node of its own (dra_writes.py)."""
     barrier = asyncio.Barrier(2)
     upstream, ours = await asyncio.gather(
-        dra_writes.run_shared_claim_gang(gang_api, UPSTREAM, barrier),
-        dra_writes.run_shared_claim_gang(gang_api, KPYSCHED, barrier))
+        dra_writes.run_shared_claim_gang(api, UPSTREAM, barrier, release),
+        dra_writes.run_shared_claim_gang(api, KPYSCHED, barrier, release))
     detail = f"\n upstream:{upstream.describe()}\n kpysched:{ours.describe()}"
     assert upstream.bound == {"g-0": "n0", "g-1": "n0"}, detail
     assert upstream.claim is not None and upstream.claim.reserved_for == ("g-0", "g-1"), detail
     assert ours == upstream, detail
+
+
+@pytest.mark.parametrize("scenario", ALL_1_37, ids=[s.name for s in ALL_1_37])
+async def test_same_gang_outcome_as_kube_scheduler(gang_api: client.ApiClient,
+                                                   cluster_release: str,
+                                                   scenario: GangScenario) -> None:
+    await same_gang_outcome(gang_api, scenario, cluster_release)
+
+
+async def test_gang_sharing_one_unallocated_claim(gang_api: client.ApiClient,
+                                                  cluster_release: str) -> None:
+    await same_outcome_of_a_gang_sharing_one_claim(gang_api, cluster_release)

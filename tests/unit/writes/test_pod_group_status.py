@@ -121,3 +121,34 @@ async def test_as_v1_37_the_condition_is_initially_scheduled_on_v1beta1() -> Non
     [condition] = body["status"]["conditions"]
     assert (condition["type"], condition["status"], condition["message"]) == (
         "PodGroupInitiallyScheduled", "False", "minCount (2) ...")
+
+
+async def test_a_false_from_a_stale_copy_follows_a_fresh_true() -> None:
+    """v1.37 retries a placed group's left-over members at once, judging by a copy
+    that cannot show the True just written: the cycle says so (stale_copy)."""
+    recording = RecordingApi()
+    writer = PodGroupConditionWriter(cast(RawApi, recording), release=37)
+    group = make_pod_group("g", 2)
+    assert writer.set_scheduled_condition(group, "True", "Scheduled", "")  # fresh
+    await writer.drain(timeout=5)
+    assert not writer.set_scheduled_condition(group, "True", "Scheduled", "")
+    # A later cycle with the True remembered does not take it back...
+    writer.set_scheduled_condition(group, "False", "Unschedulable", "pod group is unschedulable")
+    await writer.drain(timeout=5)
+    assert "False" not in _sent_statuses(recording)
+    # ... the one right after it, on a stale copy, does.
+    writer.set_scheduled_condition(group, "False", "Unschedulable", "pod group is unschedulable",
+                                   stale_copy=True)
+    await writer.drain(timeout=5)
+    assert _sent_statuses(recording)[-1] == "False"
+    # Once its copy shows the True, it is never taken back.
+    group.status.conditions = [Condition(type="PodGroupInitiallyScheduled", status="True",
+                                         reason="Scheduled", observed_generation=1)]
+    writer.set_scheduled_condition(group, "False", "Unschedulable", "pod group is unschedulable")
+    await writer.drain(timeout=5)
+    assert _sent_statuses(recording).count("False") == 1
+
+
+def _sent_statuses(recording: RecordingApi) -> list[str]:
+    return [body["status"]["conditions"][0]["status"] for method, _, body
+            in recording.requests if method == "PATCH" and isinstance(body, dict)]
