@@ -111,8 +111,7 @@ def running(state: ClusterState) -> Iterator[Component]:
     definitions = custom_resource_definitions(source_dir())
     _apply(state, directory / "crds.json", [
         *definitions, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}])
-    kubectl.run(state, "wait", "--for=condition=Established", "--timeout=60s",
-                *(f"crd/{body['metadata']['name']}" for body in definitions))
+    kubectl.wait_established(state, [body["metadata"]["name"] for body in definitions])
     metrics_port, health_port = processes.free_port(), processes.free_port()
     # `env` in the command, so a restart from state.json gets the same settings.
     command = ["env", f"KUBECONFIG={state.kubeconfig}", f"SYSTEM_NAMESPACE={NAMESPACE}",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
+from collections.abc import Sequence
 from typing import Any
 
 from tests.cluster import build
@@ -27,3 +29,22 @@ def run(state: ClusterState, *args: str, stdin: str | None = None,
 def get_json(state: ClusterState, *args: str) -> Any:
     """`kubectl get ARGS -o json`, decoded."""
     return json.loads(run(state, "get", *args, "-o", "json").stdout)
+
+
+def wait_established(state: ClusterState, crd_names: Sequence[str],
+                     timeout: float = 60.0) -> None:
+    """`kubectl wait --for=condition=Established` on the CRDs, asked again while it fails:
+    kubectl errors out at once (".status.conditions accessor error") on a CRD whose
+    status has no conditions yet, which a loaded API server leaves for a moment."""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = max(1, round(deadline - time.monotonic()))
+        names = [f"crd/{name}" for name in crd_names]
+        result = run(state, "wait", "--for=condition=Established", f"--timeout={remaining}s",
+                     *names, check=False)
+        if result.returncode == 0:
+            return
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"CRDs not Established within {timeout:.0f}s: "
+                                 f"{result.stderr.strip()}")
+        time.sleep(1)

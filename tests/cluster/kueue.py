@@ -236,8 +236,7 @@ def running(state: ClusterState, *, frameworks: Sequence[str] = ("batch/job",),
             processes.free_port() for _ in range(4))
         definitions = custom_resource_definitions(source)
         _apply(state, directory / "crds.json", definitions)
-        kubectl.run(state, "wait", "--for=condition=Established", "--timeout=60s",
-                    *(f"crd/{body['metadata']['name']}" for body in definitions))
+        kubectl.wait_established(state, [body["metadata"]["name"] for body in definitions])
         _apply(state, directory / "service.json", _service_objects(address, webhook_port))
         _apply(state, directory / "webhooks.json", hooks)
         config_path = directory / "configuration.yaml"
