@@ -28,15 +28,14 @@ class Row:
     nodes: int
 
 
-_SIX = "n1000-six-with-ceiling-qps5000-repeat3-lean.json"
 _FOUR_5000 = "n5000-four-qps5000-repeat3-lean.json"
+# Against kube-scheduler v1.37.2 on a v1.37.2 API server (the release column says which).
+_SIX_1_37 = "n1000-six-v1.37-qps5000-repeat3.json"
+_AFFINITY_CSI_1_37 = "n1000-affinity-csi-v1.37-qps5000-repeat3.json"
 CURRENT: tuple[Row, ...] = (
-    Row(_SIX, "basic", 1000),
-    Row(_SIX, "node-affinity", 1000),
-    Row(_SIX, "pod-anti-affinity", 1000),
-    Row(_SIX, "topology-spreading", 1000),
-    Row(_SIX, "unschedulable", 1000),
-    Row(_SIX, "preemption", 1000),
+    *(Row(_SIX_1_37, workload, 1000) for workload in (
+        "basic", "node-affinity", "pod-anti-affinity", "topology-spreading",
+        "unschedulable", "preemption")),
     Row("n5000-basic-with-ceiling-qps5000-repeat3-lean.json", "basic", 5000),
     Row(_FOUR_5000, "node-affinity", 5000),
     Row(_FOUR_5000, "pod-anti-affinity", 5000),
@@ -50,6 +49,9 @@ CURRENT: tuple[Row, ...] = (
     Row("n1000-gang-qps5000.json", "gang", 1000),
     Row("n1000-gang-blocked-qps5000.json", "gang-blocked", 1000),
     Row("n1000-basic-extender-qps5000.json", "basic-extender", 1000),
+    *(Row(_AFFINITY_CSI_1_37, workload, 1000) for workload in (
+        "pod-affinity", "preferred-pod-affinity", "preferred-pod-anti-affinity",
+        "mixed-affinity", "anti-affinity-ns-selector", "csi-pvs")),
 )
 
 
@@ -78,10 +80,10 @@ def _ratio(ours: float, theirs: float) -> str:
 
 def render(results: Path = RESULTS) -> str:
     """The table and, under it, the command of each file it reads (in order)."""
-    header = ("| workload (upstream) | nodes | pods/s kpysched | pods/s kube-scheduler | "
+    header = ("| workload (upstream) | nodes | release | pods/s kpysched | pods/s kube-scheduler | "
               "ratio | pods per CPU-s kpysched | kube-scheduler | ratio | repeats | date | "
               "command |")
-    lines = [header, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    lines = [header, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
     commands: list[str] = []
     for row in CURRENT:
         suite = suite_of(row, results)
@@ -93,7 +95,8 @@ def render(results: Path = RESULTS) -> str:
         per_core = [1000 / cpu if cpu > 0 else math.nan for cpu in (
             _median(suite, s, "cpu_ms_per_pod") for s in ("kpysched", "kube-scheduler"))]
         lines.append(
-            f"| {row.workload} ({meta['upstream']}) | {row.nodes:,} | {_number(rates[0])} | "
+            f"| {row.workload} ({meta['upstream']}) | {row.nodes:,} | "
+            f"{meta.get('kubernetes_version', '-')} | {_number(rates[0])} | "
             f"{_number(rates[1])} | {_ratio(*rates)} | {_number(per_core[0])} | "
             f"{_number(per_core[1])} | {_ratio(*per_core)} | {meta['repeat']} | "
             f"{meta['started_utc'][:10]} | [{commands.index(command) + 1}] |")

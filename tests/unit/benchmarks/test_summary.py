@@ -30,6 +30,7 @@ def test_ratios_and_per_core_figures_come_from_the_medians(tmp_path: Path) -> No
     document = {"suites": [{
         "meta": {"workload": "basic", "nodes": 1000, "upstream": "SchedulingBasic",
                  "repeat": 3, "started_utc": "2026-11-26T21:03:30Z",
+                 "kubernetes_version": "v1.37.2",
                  "command": "python -m benchmarks run --workload basic"},
         "summary": {"kpysched": figures(500.0, 2.0), "kube-scheduler": figures(250.0, 4.0)},
     }]}
@@ -41,8 +42,8 @@ def test_ratios_and_per_core_figures_come_from_the_medians(tmp_path: Path) -> No
     finally:
         summary.CURRENT = original
     row = rendered.splitlines()[2]
-    assert row == ("| basic (SchedulingBasic) | 1,000 | 500 | 250 | **2.00x** | 500 | 250 | "
-                   "**2.00x** | 3 | 2026-11-26 | [1] |")
+    assert row == ("| basic (SchedulingBasic) | 1,000 | v1.37.2 | 500 | 250 | **2.00x** | "
+                   "500 | 250 | **2.00x** | 3 | 2026-11-26 | [1] |")
     assert rendered.endswith("[1] `python -m benchmarks run --workload basic`")
 
 
