@@ -100,6 +100,8 @@ class ClaimTracker:
         self._devices: set[DeviceID] = set()
         self._shares: set[SharedDeviceID] = set()
         self._assumed: dict[str, resource.ResourceClaim] = {}  # namespace/name
+        # id(claim) -> (claim, holdings) of the assumed and in-flight claims last counted.
+        self._extra_holdings: dict[int, tuple[resource.ResourceClaim, _Holdings]] = {}
         self._in_flight: dict[str, _InFlight] = {}  # claim uid
         for claim in claims.values():
             self._observe(ActionType.ADD, None, claim)
@@ -167,14 +169,24 @@ class ClaimTracker:
         seen: set[str] = set()
         extra = [*self._assumed.values(),
                  *(in_flight.claim for in_flight in self._in_flight.values())]
+        # While the informer lags behind PreBind's writes, hundreds of claims can be
+        # assumed: what each holds is kept from the last cycle (by the claim object).
+        memo, kept = self._extra_holdings, {}
+        held_by_uid = self._held
         for claim in extra:
-            if claim.metadata.uid in self._held or claim.metadata.uid in seen:
+            uid = claim.metadata.uid
+            if uid in held_by_uid or uid in seen:
                 continue
-            seen.add(claim.metadata.uid)
-            held = holdings(claim)
+            seen.add(uid)
+            entry = memo.get(id(claim))
+            held = entry[1] if entry is not None and entry[0] is claim else holdings(claim)
+            kept[id(claim)] = (claim, held)
             snapshot.devices.update(held.devices)
-            snapshot.shared_device_ids.update(held.shares)
-            self._add_consumed(snapshot, held)
+            if held.shares:
+                snapshot.shared_device_ids.update(held.shares)
+            if held.consumed:
+                self._add_consumed(snapshot, held)
+        self._extra_holdings = kept
         return snapshot
 
     @staticmethod
