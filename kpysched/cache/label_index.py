@@ -85,6 +85,21 @@ class LabelColumn:
         found: BoolArray = self.codes != ABSENT
         return found
 
+    def weighted(self, weights: Mapping[str, int],
+                 rows: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
+        """Each row's weight by its value (0 without the key or for a value not in
+        `weights`), for every row or only `rows`. The table gains a last 0 entry, which
+        is where ABSENT (-1) indexes."""
+        table = np.zeros(len(self.values) + 1, dtype=np.int64)
+        code_of = self._code_of
+        for value, weight in weights.items():
+            code = code_of.get(value)
+            if code is not None:
+                table[code] = weight
+        codes = self.codes if rows is None else self.codes[rows]
+        picked: npt.NDArray[np.int64] = table[codes]
+        return picked
+
     def compared(self, greater: bool, bound: int) -> BoolArray:
         """Rows whose value reads as an integer (Python's int(), as the per-node matcher
         reads it) above (`greater`) or below `bound`; a value that does not read never

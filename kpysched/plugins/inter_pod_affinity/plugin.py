@@ -45,9 +45,10 @@ from kpysched.framework.interfaces import (
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
+    RowsScorePlugin,
     ScoreExtensions,
-    ScorePlugin,
     VectorFilterPlugin,
+    VectorNormalizePlugin,
 )
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
@@ -133,7 +134,8 @@ def _not_found(key: str, verb: str) -> Status:
 
 
 class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
-                       PreScorePlugin, ScorePlugin, ScoreExtensions):
+                       PreScorePlugin, RowsScorePlugin, ScoreExtensions,
+                       VectorNormalizePlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: InterPodAffinityArgs, handle: Handle) -> None:
@@ -270,6 +272,27 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
         if computed is None:
             return 0, _not_found(_PRE_SCORE_KEY, "failed to read")
         return scoring.node_score(computed, node), SUCCESS
+
+    def score_vector(self, state: CycleState, pod: PodInfo,
+                     snapshot: Snapshot) -> npt.NDArray[np.int64] | None:
+        computed: scoring.PreScoreState | None = state.get(_PRE_SCORE_KEY)
+        if computed is None:
+            return None  # the per-node form reports the missing state
+        return scoring.rows_score(computed, snapshot)
+
+    def score_rows(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
+                   rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64] | None:
+        computed: scoring.PreScoreState | None = state.get(_PRE_SCORE_KEY)
+        if computed is None:
+            return None
+        return scoring.rows_score(computed, snapshot, rows)
+
+    def normalize_vector(self, state: CycleState, pod: PodInfo,
+                         scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        computed: scoring.PreScoreState | None = state.get(_PRE_SCORE_KEY)
+        if computed is None or not computed.topology_score:
+            return scores.copy()
+        return scoring.normalize_rows(scores)
 
     def normalize_score(self, state: CycleState, pod: PodInfo, scores: list[NodeScore]) -> Status:
         computed: scoring.PreScoreState | None = state.get(_PRE_SCORE_KEY)

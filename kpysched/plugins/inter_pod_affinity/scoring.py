@@ -245,6 +245,30 @@ def node_score(state: PreScoreState, node: NodeInfo) -> int:
     return total
 
 
+def rows_score(state: PreScoreState, snapshot: Snapshot,
+               rows: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
+    """`node_score` of every snapshot row, or of `rows`, at once: each topology key's
+    pair weights looked up by the rows' value codes."""
+    size = len(snapshot.node_infos) if rows is None else len(rows)
+    total = np.zeros(size, dtype=np.int64)
+    for key, values in state.topology_score.items():
+        total += snapshot.labels.column(key).weighted(values, rows)
+    return total
+
+
+def normalize_rows(scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """`normalize` over an array: the same float64 steps in the same order, truncated."""
+    if not scores.size:
+        return scores.copy()
+    lowest = int(scores.min())
+    spread = int(scores.max()) - lowest
+    if spread <= 0:
+        return np.zeros(scores.shape, dtype=np.int64)
+    scaled = float(MAX_NODE_SCORE) * ((scores - lowest).astype(np.float64) / float(spread))
+    normalized: npt.NDArray[np.int64] = scaled.astype(np.int64)
+    return normalized
+
+
 def normalize(scores: list[NodeScore]) -> None:
     """Min-max scaling onto [0, 100] in float64, truncated; all equal scores become 0."""
     if not scores:

@@ -13,10 +13,12 @@ over every pod with affinity.
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.interfaces import NodeScore
 from kpysched.framework.status import Code
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
@@ -250,6 +252,43 @@ def test_preferred_terms_kept_per_node_score_as_the_walk_across_cycles(
         emptied.remove_pod(uid)
     snapshot.replace(emptied)
     agree()
+
+
+@_SETTINGS
+@given(data=st.data(), hard_weight=st.sampled_from((0, 1, 5)))
+def test_the_vector_score_and_normalize_are_the_per_node_ones(
+        data: st.DataObject, hard_weight: int) -> None:
+    """score_rows (over any subset of rows, as the cycle scores the feasible ones) and
+    normalize_vector give, row for row, what score and normalize_score give node by
+    node; score_vector is score_rows over every row."""
+    nodes, pods = data.draw(scoring_clusters())
+    snapshot = cluster(nodes, pods)
+    affinity_plugin = plugin(snapshot, hardPodAffinityWeight=hard_weight)
+    incoming = PodInfo.of(pod(
+        "incoming", labels={"app": data.draw(st.sampled_from(APPS))},
+        spec_affinity=affinity(
+            preferred=[weighted(data.draw(st.integers(1, 3)), found)
+                       for found in terms(data.draw, 2)],
+            preferred_anti=[weighted(data.draw(st.integers(1, 3)), found)
+                            for found in terms(data.draw, 2)])))
+    state = CycleState()
+    if not affinity_plugin.pre_score(state, incoming, snapshot.node_infos).ok:
+        return  # skipped: no plugin score at all
+    picked = sorted(data.draw(st.sets(st.integers(0, len(snapshot.node_infos) - 1),
+                                      min_size=1)))
+    rows = np.array(picked, dtype=np.int64)
+    by_node = [NodeScore(snapshot.node_infos[row].name,
+                         affinity_plugin.score(state, incoming, snapshot.node_infos[row])[0])
+               for row in picked]
+    raw = affinity_plugin.score_rows(state, incoming, snapshot, rows)
+    assert raw is not None
+    assert raw.tolist() == [entry.score for entry in by_node]
+    every_row = affinity_plugin.score_vector(state, incoming, snapshot)
+    assert every_row is not None
+    assert every_row[rows].tolist() == raw.tolist()
+    assert affinity_plugin.normalize_score(state, incoming, by_node).ok
+    assert (affinity_plugin.normalize_vector(state, incoming, raw).tolist()
+            == [entry.score for entry in by_node])
 
 
 def test_pairs_whose_weights_cancel_are_kept() -> None:
