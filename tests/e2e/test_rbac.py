@@ -18,6 +18,13 @@ chart renders, so a new rule cannot skip the proof.
 
 list and watch of one resource are one rule: an informer needs both, and a list
 without a watch (or a watch without a list) is no informer.
+
+The chart is rendered for the cluster's release (helm's --kube-version), as `helm
+install` renders it for the cluster it installs into: on a v1.37 cluster it also
+grants list and watch on DeviceTaintRules, which kpysched watches only as 1.37. That
+resource is optional: without the rule kpysched schedules all the same, reading the
+rules as none, so its proof is the refusal in kpysched's log and the warning that says
+what going without it means, with the smoke passing.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from kpysched.api.client import RawApi
-from tests.cluster import kube
+from tests.cluster import kube, releases
 from tests.cluster.cluster import ClusterState, log_tail
 from tests.cluster.kpysched_process import KpyschedProcess
 from tests.e2e.test_deploy import (
@@ -58,6 +65,12 @@ BROKEN_STEP_SECONDS = 6.0
 LEASE = "<lease>"  # stands for the Lease name in RULES
 # After the smoke steps: GET /metrics with a scraper's token answers 200.
 SCRAPE_STEP = "metrics-scraped"
+# The module's release is the selected one (it carries no release marker); the chart
+# is rendered for it.
+RELEASE = releases.selected()
+FOR_THE_CLUSTER = ("--kube-version", RELEASE.kubernetes_version)
+# kpysched's warning when an optional resource's list is refused (or not served).
+OPTIONAL_UNAVAILABLE = "informer.optional_unavailable"
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +78,9 @@ class Rule:
     id: str
     kind: str  # ClusterRole or Role
     rule: Mapping[str, Any]
-    breaks: str  # the smoke step that fails without it
+    # The smoke step that fails without it; None for an optional resource, without
+    # which the smoke passes (kpysched warns that it reads the resource as empty).
+    breaks: str | None
     refused: tuple[str, str]  # (verb, resource) the API server then refuses
 
     def matches(self, rendered: Mapping[str, Any], lease: str) -> bool:
@@ -148,6 +163,10 @@ RULES = [
          {"apiGroups": ["authorization.k8s.io"], "resources": ["subjectaccessreviews"],
           "verbs": ["create"]},
          SCRAPE_STEP, ("create", "subjectaccessreviews")),
+    *([Rule("devicetaintrules-list-watch", "ClusterRole",
+            {"apiGroups": ["resource.k8s.io"], "resources": ["devicetaintrules"],
+             "verbs": ["list", "watch"]},
+            None, ("list", "devicetaintrules"))] if RELEASE.minor >= 37 else []),
     Rule("lease-create", "Role",
          {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["create"]},
          "lease-acquired", ("create", "leases")),
@@ -163,7 +182,7 @@ RULES = [
 
 
 def test_the_table_names_every_rule_the_chart_grants() -> None:
-    objects = render("table", "table-ns")
+    objects = render("table", "table-ns", *FOR_THE_CLUSTER)
     lease = scheduler_config(objects)["leaderElection"]["resourceName"]
     for kind in ("ClusterRole", "Role"):
         (role,) = find(objects, kind)
@@ -284,7 +303,8 @@ async def install(cluster: ClusterState, api: client.ApiClient,
     async def apply(without: str | None) -> Release:
         namespace = await kube.create_namespace(api, prefix="kpysched-rbac")
         namespaces.append(namespace)
-        objects = render(f"rbac-{secrets.token_hex(3)}", namespace, *FAST_ELECTION)
+        objects = render(f"rbac-{secrets.token_hex(3)}", namespace, *FAST_ELECTION,
+                         *FOR_THE_CLUSTER)
         config = scheduler_config(objects)
         lease = config["leaderElection"]["resourceName"]
         removed = next((r for r in RULES if r.id == without), None)
@@ -382,9 +402,13 @@ async def test_without_the_rule_the_smoke_fails_where_that_rule_is_used(
                                       short_timeout=BROKEN_STEP_SECONDS)
             await _scrape(kp, release, outcome, BROKEN_STEP_SECONDS)
             refusals = _refusals(kp, release, *rule.refused)
+            warned = [e for e in kp.log_events() if e.get("event") == OPTIONAL_UNAVAILABLE
+                      and e.get("resource") == rule.refused[1]]
             tail = log_tail(kp.log_path)
     finally:
         await world.delete(api)
     assert outcome.failed == rule.breaks, f"{outcome.describe()}\n{tail}"
     assert refusals, (f"kpysched's log shows no refusal of {' '.join(rule.refused)} "
                       f"to {release.user}:\n{tail}")
+    # An optional resource: the smoke passed, and kpysched said why it went without.
+    assert rule.breaks is not None or warned, f"no {OPTIONAL_UNAVAILABLE} warning:\n{tail}"
