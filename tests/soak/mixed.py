@@ -183,4 +183,24 @@ async def installed(plan: SoakPlan, state: ClusterState,
                 log = Path(state.dir) / name / f"{name}.log"
                 if log.is_file():
                     shutil.copy(log, logs / log.name)
-            await asyncio.to_thread(stack.close)
+            await asyncio.to_thread(_close_keeping_state, stack, Path(state.dir))
+
+
+def _close_keeping_state(stack: contextlib.ExitStack, directory: Path) -> None:
+    """Stop Karpenter and Kueue, keeping the cluster's state.json current.
+
+    The faults restart kube-apiserver and etcd and save their new pids (and any addon
+    restart_apiserver had to start again) to state.json; Kueue's and Karpenter's
+    `running` save their own copy of the state on the way out, from before the faults,
+    and cluster.down would then stop the old processes and leave the new ones running
+    (three kube-apiservers outlived the first mixed runs). So the current state is read
+    first and saved again afterwards, without the two addons, whose processes (the pids
+    in it, which a restart may have changed) are stopped too."""
+    current = ClusterState.load(directory)
+    stack.close()
+    addons = (karpenter.NAME, kueue.NAME)
+    for component in current.components:
+        if component.name in addons:
+            processes.stop(component.pid)
+    current.components = [c for c in current.components if c.name not in addons]
+    current.save()
