@@ -1,12 +1,14 @@
 """The test cluster can run upstream's gang scheduling gates (issue 18).
 
-One cluster for the module, started as a person would: `python -m tests.cluster up`
-with the gates and runtime-config of `gates.GANG`. Its kube-apiserver then serves
-`scheduling.k8s.io/v1alpha2` and keeps a pod's `spec.schedulingGroup`, its
-kube-controller-manager lifts the PodGroup protection finalizer, and upstream
-kube-scheduler started with the same gates holds a gang below minCount in PreEnqueue
-and binds it once the gang is complete. The session cluster (upstream's defaults)
-serves none of it, so each check can fail.
+One cluster for the module, of the selected release (KPYSCHED_TEST_RELEASE, else the
+harness's default), started as a person would: `python -m tests.cluster up` with the
+gates and runtime-config of `gates.gang(release)` (1.36: GenericWorkload,
+GangScheduling and `scheduling.k8s.io/v1alpha2`; 1.37: GenericWorkload and
+`scheduling.k8s.io/v1beta1`). Its kube-apiserver then serves that version and keeps a
+pod's `spec.schedulingGroup`, its kube-controller-manager lifts the PodGroup
+protection finalizer, and upstream kube-scheduler started with the same gates holds a
+gang below minCount in PreEnqueue and binds it once the gang is complete. The session
+cluster (upstream's defaults) serves none of it, so each check can fail.
 """
 
 from __future__ import annotations
@@ -27,14 +29,20 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
 
 from tests.cluster import cluster as harness
-from tests.cluster import gates, kube, nodes, processes
+from tests.cluster import gates, kube, nodes, processes, releases
 from tests.cluster.state import ClusterState
 from tests.cluster.upstream import UpstreamScheduler
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
-GROUP, VERSION = "scheduling.k8s.io", "v1alpha2"
+# The module's release is the selected one (it carries no release marker).
+RELEASE = releases.selected().name
+GANG = gates.gang(RELEASE)
+# The release's PodGroup API version: what GANG's runtime-config turns on.
+GROUP, VERSION = GANG.runtime_config[0].partition("=")[0].split("/")
+# The condition kube-scheduler writes on a PodGroup it placed (v1beta1 renames it).
+SCHEDULED_CONDITION = {"1.36": "PodGroupScheduled", "1.37": "PodGroupInitiallyScheduled"}[RELEASE]
 PROTECTION_FINALIZER = "scheduling.k8s.io/podgroup-protection"
 # kube-scheduler's queue metric for pods a PreEnqueue plugin holds back.
 GATED_PODS = re.compile(r'^scheduler_pending_pods\{queue="gated"\} (\S+)$', re.MULTILINE)
@@ -52,9 +60,10 @@ def _harness(*args: str) -> subprocess.CompletedProcess[str]:
 def gang_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterState]:
     directory = tmp_path_factory.mktemp("gang-cluster") / "state"
     try:
-        started = _harness("up", "--dir", str(directory),
-                           "--feature-gates", "GenericWorkload=true,GangScheduling=true",
-                           "--runtime-config", "scheduling.k8s.io/v1alpha2=true")
+        started = _harness("up", "--dir", str(directory), "--release", RELEASE,
+                           "--feature-gates",
+                           ",".join(f"{name}=true" for name in GANG.feature_gates),
+                           "--runtime-config", ",".join(GANG.runtime_config))
         assert started.returncode == 0, f"{started.stdout}\n{started.stderr}"
         yield ClusterState.load(directory)
     finally:
@@ -151,6 +160,11 @@ def test_gang_preset_flags() -> None:
     assert gates.runtime_config_args(gates.GANG.runtime_config) == [
         "--runtime-config=scheduling.k8s.io/v1alpha2=true"]
     assert gates.feature_gates_args({}) == gates.runtime_config_args(()) == []
+    # 1.37 folds GangScheduling into GenericWorkload and serves the beta version.
+    later = gates.gang("1.37")
+    assert gates.feature_gates_args(later.feature_gates) == ["--feature-gates=GenericWorkload=true"]
+    assert gates.runtime_config_args(later.runtime_config) == [
+        "--runtime-config=scheduling.k8s.io/v1beta1=true"]
 
 
 def test_cli_up_refuses_a_malformed_gate_before_starting(tmp_path: Path) -> None:
@@ -162,11 +176,12 @@ def test_cli_up_refuses_a_malformed_gate_before_starting(tmp_path: Path) -> None
 
 
 def test_gates_reach_state_and_every_control_plane_command(gang_cluster: ClusterState) -> None:
-    assert gang_cluster.feature_gates == dict(gates.GANG.feature_gates)
-    assert gang_cluster.runtime_config == list(gates.GANG.runtime_config)
-    gate_flag = "--feature-gates=GangScheduling=true,GenericWorkload=true"
+    assert gang_cluster.release == RELEASE
+    assert gang_cluster.feature_gates == dict(GANG.feature_gates)
+    assert gang_cluster.runtime_config == list(GANG.runtime_config)
+    [gate_flag] = gates.feature_gates_args(GANG.feature_gates)
     assert gate_flag in gang_cluster.apiserver_command
-    assert "--runtime-config=scheduling.k8s.io/v1alpha2=true" in gang_cluster.apiserver_command
+    assert f"--runtime-config={GROUP}/{VERSION}=true" in gang_cluster.apiserver_command
     manager = gang_cluster.component("kube-controller-manager")
     assert manager is not None and gate_flag in manager.command
 
@@ -254,10 +269,10 @@ async def test_upstream_kube_scheduler_holds_a_gang_below_min_count(
             async def scheduled_condition() -> dict[str, Any] | None:
                 group = await _read_pod_group(gang_api, gang_namespace, "gang")
                 conditions = group.get("status", {}).get("conditions", [])
-                return next((c for c in conditions if c["type"] == "PodGroupScheduled"), None)
+                return next((c for c in conditions if c["type"] == SCHEDULED_CONDITION), None)
 
             condition = await kube.wait_for(scheduled_condition, 30,
-                                            "the PodGroupScheduled condition")
+                                            f"the {SCHEDULED_CONDITION} condition")
             for name in bound:
                 # kube-scheduler's event broadcaster writes a moment after the binding.
                 events = await kube.wait_for(
@@ -290,6 +305,6 @@ def test_restart_apiserver_keeps_the_gates(gang_cluster: ClusterState) -> None:
     # Last in the module: tests after it would meet clients still reconnecting.
     restarted = harness.restart_apiserver(Path(gang_cluster.dir))
     assert restarted.apiserver_pid != gang_cluster.apiserver_pid
-    assert restarted.feature_gates == dict(gates.GANG.feature_gates)
+    assert restarted.feature_gates == dict(GANG.feature_gates)
     resources = _get_json(restarted, f"/apis/{GROUP}/{VERSION}")["resources"]
     assert "podgroups" in {r["name"] for r in resources}
