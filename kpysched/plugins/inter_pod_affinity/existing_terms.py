@@ -121,5 +121,8 @@ def sums_by_value(column: LabelColumn, held: TermRows,
         return
     seen = np.bincount(codes, minlength=len(column.values))
     sums = np.bincount(codes, weights=pods * weight, minlength=len(column.values))
-    for code in np.flatnonzero(seen).tolist():
-        yield column.values[code], int(sums[code])
+    found = np.flatnonzero(seen)
+    # Whole lists, not a numpy scalar per domain: per-hostname keys have a domain per node.
+    values = column.values
+    yield from zip([values[code] for code in found.tolist()],
+                   sums[found].astype(np.int64).tolist(), strict=True)

@@ -57,6 +57,18 @@ def _add(scores: TopologyScore, key: str, value: str, weight: int) -> None:
     values[value] = values.get(value, 0) + weight
 
 
+def _add_all(scores: TopologyScore, key: str, pairs: Iterable[tuple[str, int]]) -> None:
+    """`_add` for many pairs of one key: a key not seen yet takes them in one go."""
+    values = scores.get(key)
+    if values is None:
+        taken = dict(pairs)  # each value once: the pairs come one per domain
+        if taken:
+            scores[key] = taken
+        return
+    for value, weight in pairs:
+        values[value] = values.get(value, 0) + weight
+
+
 def _add_incoming_terms(scores: TopologyScore, existing: PodInfo, labels: Mapping[str, str],
                         preferred: tuple[IncomingTerm, ...],
                         preferred_anti: tuple[IncomingTerm, ...]) -> None:
@@ -151,9 +163,11 @@ def incoming_terms_rows_score(snapshot: Snapshot, preferred: tuple[IncomingTerm,
             held = (column.codes != ABSENT) & (matching > 0)
             sums = np.bincount(column.codes[held], weights=matching[held],
                                minlength=len(column.values))
-            weight = sign * term.weight
-            for code in np.flatnonzero(sums).tolist():
-                _add(scores, key, column.values[code], int(sums[code]) * weight)
+            found = np.flatnonzero(sums)
+            values = column.values
+            _add_all(scores, key, zip(
+                [values[code] for code in found.tolist()],
+                (sums[found].astype(np.int64) * (sign * term.weight)).tolist(), strict=True))
     return scores
 
 
@@ -230,8 +244,7 @@ def existing_terms_score(incoming: PodInfo, snapshot: Snapshot,
     for term, weight, held in existing.current(snapshot.node_infos):
         if term.matches(pod, namespace_labels):
             key = term.topology_key
-            for value, total in sums_by_value(snapshot.labels.column(key), held, weight):
-                _add(scores, key, value, total)
+            _add_all(scores, key, sums_by_value(snapshot.labels.column(key), held, weight))
     return scores
 
 
