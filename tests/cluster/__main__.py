@@ -1,7 +1,7 @@
 """`python -m tests.cluster build|up|down|restart-apiserver|nodes|addon [--dir DIR]`.
 
 `build` and `up` take `--release 1.36|1.37` (tests/cluster/releases.py): the Kubernetes
-release of the control plane (default: KPYSCHED_TEST_RELEASE, else 1.36).
+release of the control plane (default: KPYSCHED_TEST_RELEASE, else 1.37).
 """
 
 from __future__ import annotations

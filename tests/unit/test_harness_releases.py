@@ -28,10 +28,10 @@ def test_selection_is_the_argument_then_the_environment_then_the_default(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv(releases.ENV_VAR, raising=False)
-    assert releases.selected().name == releases.DEFAULT == "1.36"
-    monkeypatch.setenv(releases.ENV_VAR, "1.37")
-    assert releases.selected().name == "1.37"
-    assert releases.selected("1.36").name == "1.36"
+    assert releases.selected().name == releases.DEFAULT == "1.37"
+    monkeypatch.setenv(releases.ENV_VAR, "1.36")
+    assert releases.selected().name == "1.36"
+    assert releases.selected("1.37").name == "1.37"
     monkeypatch.setenv(releases.ENV_VAR, "2.0")
     with pytest.raises(ValueError, match=releases.ENV_VAR):
         releases.selected()
@@ -45,7 +45,8 @@ def test_each_release_has_its_own_control_plane_and_shares_the_rest(
     for name in build.PER_RELEASE:
         assert build._binary(name, "1.37").path == tmp_path / "k8s-v1.37.2" / "bin" / name
         assert build._binary(name, "1.37").module_dir == releases.get("1.37").module_dir
-        default_dir = tmp_path / f"k8s-{build.KUBERNETES_VERSION}" / "bin"
+        default_version = releases.RELEASES[releases.DEFAULT].kubernetes_version
+        default_dir = tmp_path / f"k8s-{default_version}" / "bin"
         assert build._binary(name).path == default_dir / name
     assert build._binary("etcd", "1.37") == build._binary("etcd", "1.36")
     monkeypatch.setenv(releases.ENV_VAR, "1.37")

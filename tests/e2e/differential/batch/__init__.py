@@ -13,8 +13,9 @@ release).
 
 The release is the cluster's (tests/cluster/releases.py): kube-scheduler is that
 release's binary, and kpysched, started with no version flag, takes the release the
-API server reports. For another release than the default:
+API server reports. test_batch.py runs on the default release (1.37),
+test_batch_1_36.py on 1.36; for another release than the default:
 
-    KPYSCHED_TEST_RELEASE=1.37 .venv/bin/pytest -q -p no:cacheprovider \\
+    KPYSCHED_TEST_RELEASE=1.36 .venv/bin/pytest -q -p no:cacheprovider \\
         tests/e2e/differential/batch/test_batch.py
 """

@@ -3,7 +3,9 @@ each started once for all of them, on one cluster (see runner.py); each scenario
 two outcomes (node by role, first FailedScheduling text, victims) must be equal,
 and upstream's must be what the scenario means and must not rest on a score tie.
 
-The release is the cluster's: kube-scheduler is the control plane's own binary."""
+The release is the cluster's: kube-scheduler is the control plane's own binary. This
+module runs on the harness's default release (v1.37.2), test_batch_1_36.py on v1.36.4
+(the compatibility set)."""
 
 from __future__ import annotations
 
