@@ -2,7 +2,7 @@
 claims, a real StatefulSet controller makes the pods and their claims, and the
 scheduler under test places them.
 
-Each test runs twice: with kpysched, and with kube-scheduler v1.36.4 as the
+Each test runs twice: with kpysched, and with the cluster's kube-scheduler as the
 yardstick that shows the test asks for upstream's behaviour (same expectations,
 same texts).
 """
@@ -29,11 +29,16 @@ CLAIM_SETTLE_SECONDS = 2.0
 NO_ELECTION = scheduler_config(leaderElection={"leaderElect": False})
 # kube-controller-manager runs each controller as its own ServiceAccount.
 PV_CONTROLLER = "system:serviceaccount:kube-system:persistent-volume-binder"
-RWOP_PENDING = (
-    "0/2 nodes are available: 2 node(s) unavailable due to PersistentVolumeClaim with "
-    "ReadWriteOncePod access mode already in-use by another pod. no new claims to "
-    "deallocate, preemption: 0/2 nodes are available: 2 No preemption victims found for "
-    "incoming pod.")
+
+
+def rwop_pending(release: str) -> str:
+    """The text of a pod whose ReadWriteOncePod claim is in use: v1.36 words
+    DynamicResources' PostFilter in it, v1.37 only preemption's."""
+    dra_post_filter = "no new claims to deallocate, " if release == "1.36" else ""
+    return ("0/2 nodes are available: 2 node(s) unavailable due to PersistentVolumeClaim "
+            "with ReadWriteOncePod access mode already in-use by another pod. "
+            f"{dra_post_filter}preemption: 0/2 nodes are available: 2 No preemption "
+            "victims found for incoming pod.")
 
 
 @pytest.fixture(params=["kpysched", "default-scheduler"], ids=["kpysched", "kube-scheduler"])
@@ -168,7 +173,7 @@ async def test_statefulset_replicas_follow_their_zonal_volumes(
 
 
 async def test_read_write_once_pod_claim_in_use_keeps_the_second_pod_pending(
-    scheduler: str, api: client.ApiClient, namespace: str, made: Made,
+    scheduler: str, cluster: ClusterState, api: client.ApiClient, namespace: str, made: Made,
 ) -> None:
     await _nodes(api, made, {"n0": "a", "n1": "a"})
     storage_class = await _storage_class(api, made)
@@ -185,7 +190,7 @@ async def test_read_write_once_pod_claim_in_use_keeps_the_second_pod_pending(
 
     notes = await kube.wait_for(lambda: _failed_scheduling(api, namespace, "second"), 30,
                                 "the second pod's FailedScheduling event")
-    assert notes[0] == RWOP_PENDING
+    assert notes[0] == rwop_pending(cluster.release)
     pod = await client.CoreV1Api(api).read_namespaced_pod("second", namespace)
     assert not pod.spec.node_name
 
