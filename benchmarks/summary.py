@@ -32,10 +32,14 @@ _FOUR_5000 = "n5000-four-qps5000-repeat3-lean.json"
 # Against kube-scheduler v1.37.2 on a v1.37.2 API server (the release column says which).
 _SIX_1_37 = "n1000-six-v1.37-qps5000-repeat3.json"
 _AFFINITY_CSI_1_37 = "n1000-affinity-csi-v1.37-qps5000-repeat3.json"
+# The same on a quiet machine (load average 1-2.3), after InterPodAffinity's kept
+# preferred-term counts and vector Score (f9a381e, dc9fb64, 85a0b1d).
+_QUIET_1_37 = "n1000-basic-preferred-affinity-v1.37-qps5000-repeat3.json"
 CURRENT: tuple[Row, ...] = (
+    Row(_QUIET_1_37, "basic", 1000),
     *(Row(_SIX_1_37, workload, 1000) for workload in (
-        "basic", "node-affinity", "pod-anti-affinity", "topology-spreading",
-        "unschedulable", "preemption")),
+        "node-affinity", "pod-anti-affinity", "topology-spreading", "unschedulable",
+        "preemption")),
     Row("n5000-basic-with-ceiling-qps5000-repeat3-lean.json", "basic", 5000),
     Row(_FOUR_5000, "node-affinity", 5000),
     Row(_FOUR_5000, "pod-anti-affinity", 5000),
@@ -49,8 +53,10 @@ CURRENT: tuple[Row, ...] = (
     Row("n1000-gang-qps5000.json", "gang", 1000),
     Row("n1000-gang-blocked-qps5000.json", "gang-blocked", 1000),
     Row("n1000-basic-extender-qps5000.json", "basic-extender", 1000),
+    Row(_AFFINITY_CSI_1_37, "pod-affinity", 1000),
+    Row(_QUIET_1_37, "preferred-pod-affinity", 1000),
+    Row(_QUIET_1_37, "preferred-pod-anti-affinity", 1000),
     *(Row(_AFFINITY_CSI_1_37, workload, 1000) for workload in (
-        "pod-affinity", "preferred-pod-affinity", "preferred-pod-anti-affinity",
         "mixed-affinity", "anti-affinity-ns-selector", "csi-pvs")),
 )
 
