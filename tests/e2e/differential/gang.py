@@ -190,8 +190,13 @@ async def _observe(api: client.ApiClient, scenario: GangScenario, names: _Names,
         listed = {p.metadata.name: p for p in
                   (await core.list_namespaced_pod(names.namespace)).items}
         notes = await first_failures(api, names)
+        # A pod upstream must bind counts as decided once bound, not at its first
+        # FailedScheduling note: a scenario whose last step (a node added) lets a
+        # failed gang fit waits for the retry, however long each scheduler's backoff
+        # makes it, instead of reading the outcome a settling spell after the note.
         decided = [role for role in roles
-                   if listed[role].spec.node_name or role in notes]
+                   if listed[role].spec.node_name
+                   or (role in notes and not scenario.expect_bound.get(role, False))]
         if len(decided) == len(roles):
             break
         if not notes and loop.time() - started >= QUIET_SECONDS and not any(
