@@ -91,26 +91,9 @@ def _custom(api: client.ApiClient) -> Any:
 async def _node_pool(api: client.ApiClient, name: str) -> None:
     """A KWOKNodeClass and a NodePool whose nodes carry POOL_LABEL; empty nodes go
     after 5 s."""
-    await _custom(api).create_cluster_custom_object(
-        "karpenter.kwok.sh", "v1alpha1", "kwoknodeclasses",
-        {"apiVersion": "karpenter.kwok.sh/v1alpha1", "kind": "KWOKNodeClass",
-         "metadata": {"name": name}})
-    await _custom(api).create_cluster_custom_object("karpenter.sh", "v1", "nodepools", {
-        "apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": name},
-        "spec": {
-            "template": {
-                "metadata": {"labels": {POOL_LABEL: POOL}},
-                "spec": {
-                    "requirements": [
-                        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
-                        {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]},
-                        {"key": "karpenter.sh/capacity-type", "operator": "In",
-                         "values": ["on-demand"]}],
-                    "nodeClassRef": {"group": "karpenter.kwok.sh", "kind": "KWOKNodeClass",
-                                     "name": name},
-                    "expireAfter": "Never"}},
-            "limits": {"cpu": "64"},
-            "disruption": {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "5s"}}})
+    for group, version, plural, body in karpenter.node_pool(
+            name, labels={POOL_LABEL: POOL}, cpu_limit="64", consolidate_after="5s"):
+        await _custom(api).create_cluster_custom_object(group, version, plural, body)
 
 
 async def _delete_node_pool(api: client.ApiClient, name: str) -> None:
