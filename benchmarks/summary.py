@@ -49,7 +49,7 @@ CURRENT: tuple[Row, ...] = (
     Row("n15000-basic-growth-qps5000-lean.json", "basic", 15000),
     Row("n1000-in-tree-pvs-v1.37-qps5000-repeat2.json", "in-tree-pvs", 1000),
     Row("n200-in-tree-pvs-issue33.json", "in-tree-pvs", 200),
-    Row("n200-dra-claim-templates-issue33.json", "dra-claim-templates", 200),
+    Row("n200-dra-claim-templates-v1.37-qps5000.json", "dra-claim-templates", 200),
     Row("n1000-gang-qps5000.json", "gang", 1000),
     Row("n1000-gang-blocked-qps5000.json", "gang-blocked", 1000),
     Row("n1000-basic-extender-qps5000.json", "basic-extender", 1000),
