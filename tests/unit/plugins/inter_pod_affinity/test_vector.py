@@ -17,6 +17,7 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import NodeScore
 from kpysched.framework.status import Code
@@ -162,6 +163,20 @@ def scoring_clusters(draw: st.DrawFn) -> tuple[dict[str, dict[str, str]], list[a
     return nodes, pods
 
 
+def replace_a_node_s_pods(data: st.DataObject, snapshot: Snapshot, joining: int) -> None:
+    """The next cycle's snapshot: one drawn node lost a pod and gained up to `joining`
+    drawn pods (with their own affinity), as a new NodeInfo in its row."""
+    row = data.draw(st.integers(0, len(snapshot.node_infos) - 1))
+    changed = snapshot.node_infos[row].clone()
+    for uid in list(changed.pods)[:1]:
+        changed.remove_pod(uid)
+    _, more = data.draw(scoring_clusters())
+    for extra in more[:joining]:
+        extra.spec.node_name = changed.name
+        changed.add_pod(PodInfo.of(extra))
+    snapshot.replace(changed)
+
+
 @_SETTINGS
 @given(data=st.data(), hard_weight=st.sampled_from((0, 1, 5)))
 def test_existing_terms_score_is_the_walk_over_pods_with_affinity(
@@ -181,15 +196,7 @@ def test_existing_terms_score_is_the_walk_over_pods_with_affinity(
         assert scoring.existing_terms_score(incoming, snapshot, existing, {}) == walked
 
     agree()
-    row = data.draw(st.integers(0, len(snapshot.node_infos) - 1))
-    changed = snapshot.node_infos[row].clone()
-    for uid in list(changed.pods)[:1]:
-        changed.remove_pod(uid)
-    _, more = data.draw(scoring_clusters())
-    for extra in more[:2]:
-        extra.spec.node_name = changed.name
-        changed.add_pod(PodInfo.of(extra))
-    snapshot.replace(changed)
+    replace_a_node_s_pods(data, snapshot, joining=2)
     agree()
 
 
@@ -236,15 +243,7 @@ def test_preferred_terms_kept_per_node_score_as_the_walk_across_cycles(
             assert state.get("PreScoreInterPodAffinity").topology_score == walked
 
     agree()
-    row = data.draw(st.integers(0, len(snapshot.node_infos) - 1))
-    changed = snapshot.node_infos[row].clone()
-    for uid in list(changed.pods)[:1]:
-        changed.remove_pod(uid)
-    _, more = data.draw(scoring_clusters())
-    for extra in more[:3]:
-        extra.spec.node_name = changed.name
-        changed.add_pod(PodInfo.of(extra))
-    snapshot.replace(changed)
+    replace_a_node_s_pods(data, snapshot, joining=3)
     agree()
     emptied = snapshot.node_infos[data.draw(st.integers(0, len(snapshot.node_infos) - 1))]
     emptied = emptied.clone()
