@@ -43,6 +43,7 @@ from kpysched.plugins.dynamic_resources.request_data import (
     Candidate,
     taint_prevents_allocation,
 )
+from kpysched.plugins.dynamic_resources.results import device_placement
 
 IntArray = npt.NDArray[np.int64]
 
@@ -92,12 +93,8 @@ def plain_claims(claims: Sequence[ResourceClaim]) -> PlainClaims | None:
 def _node_selector_refused(candidate: Candidate) -> bool:
     """Whether an allocation result with this device could fail to make its node
     selector (results.py: a selector of several terms, no device local to the node)."""
-    spec, device = candidate.slice.spec, candidate.device
-    if spec.per_device_node_selection:
-        local_to, selector = device.node_name, device.node_selector
-    else:
-        local_to, selector = spec.node_name, spec.node_selector
-    if local_to is not None or device.binds_to_node:
+    local_to, selector = device_placement(candidate)
+    if local_to is not None or candidate.device.binds_to_node:
         return False
     return selector is not None and len(selector.node_selector_terms) > 1
 

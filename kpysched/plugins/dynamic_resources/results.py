@@ -20,6 +20,7 @@ from kpysched.objects.dra import (
 from kpysched.plugins.dynamic_resources.allocation_state import Features
 from kpysched.plugins.dynamic_resources.request_data import (
     AllocationError,
+    Candidate,
     DeviceResult,
     RequestData,
 )
@@ -169,17 +170,22 @@ def _contains(requirements: list[api.NodeSelectorRequirement],
                and set(r.values) == values for r in requirements)
 
 
+def device_placement(candidate: Candidate) -> tuple[str | None, api.NodeSelector | None]:
+    """The node a candidate device is local to (None when none) and the node selector
+    that says where it is reachable otherwise: the device's own with per-device node
+    selection, else its slice's."""
+    spec, device = candidate.slice.spec, candidate.device
+    if spec.per_device_node_selection:
+        return device.node_name, device.node_selector
+    return spec.node_name, spec.node_selector
+
+
 def _node_selector_error(results: list[DeviceResult]) -> str | None:
     """Why node_selector_for cannot make the selector: the first slice (or device)
     selector with several terms before any device local to the node."""
     for result in results:
-        spec = result.candidate.slice.spec
-        device = result.candidate.device
-        if spec.per_device_node_selection:
-            local_to, selector = device.node_name, device.node_selector
-        else:
-            local_to, selector = spec.node_name, spec.node_selector
-        if local_to is not None or device.binds_to_node:
+        local_to, selector = device_placement(result.candidate)
+        if local_to is not None or result.candidate.device.binds_to_node:
             return None
         if selector is not None and len(selector.node_selector_terms) > 1:
             return (f"unsupported ResourceSlice.NodeSelector with "
@@ -208,13 +214,8 @@ def node_selector_for(results: list[DeviceResult], node_name: str) -> api.NodeSe
     fields: list[api.NodeSelectorRequirement] = []
     expressions: list[api.NodeSelectorRequirement] = []
     for result in results:
-        spec = result.candidate.slice.spec
-        device = result.candidate.device
-        if spec.per_device_node_selection:
-            local_to, selector = device.node_name, device.node_selector
-        else:
-            local_to, selector = spec.node_name, spec.node_selector
-        if local_to is not None or device.binds_to_node:
+        local_to, selector = device_placement(result.candidate)
+        if local_to is not None or result.candidate.device.binds_to_node:
             return _local_node_selector(node_name)
         if selector is None or not selector.node_selector_terms:
             continue
