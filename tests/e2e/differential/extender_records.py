@@ -120,9 +120,14 @@ class Calls:
                 lines.append(f"{key} first request differs (upstream vs kpysched):")
                 lines += [f"   {line}" for line in _paths(_load(mine), _load(theirs))]
             elif self.distinct.get(key) != other.distinct.get(key):
-                extra = self.distinct.get(key, frozenset()) ^ other.distinct.get(
-                    key, frozenset())
-                lines.append(f"{key}: the requests after the first differ: {sorted(extra)}")
+                mine_all = self.distinct.get(key, frozenset())
+                theirs_all = other.distinct.get(key, frozenset())
+                lines.append(f"{key}: the requests after the first differ")
+                for side, extra in (("upstream", mine_all - theirs_all),
+                                    ("kpysched", theirs_all - mine_all)):
+                    for body in sorted(extra):
+                        lines.append(f"  only {side}'s, against its first request:")
+                        lines += [f"     {line}" for line in _paths(_load(mine), _load(body))]
         return lines
 
 
