@@ -1,9 +1,10 @@
 """Wire shapes of upstream's PodGroups (GenericWorkload, off by default): served as
 scheduling.k8s.io/v1alpha2 by v1.36 (alpha) and as scheduling.k8s.io/v1beta1 by v1.37
 (beta), read only when the gate is on: the API server serves them only then. The
-fields scheduling reads are the same in both versions (v1beta1 adds composite groups,
-a workloadRef and a preemptionPolicy, none of which kpysched acts on). Decoded with
-msgspec like objects/api.py, only the fields scheduling uses."""
+fields scheduling reads are the same in both versions but one: v1beta1 adds composite
+groups, a workloadRef and a preemptionPolicy, which kpysched does not act on, and a
+disruptionMode, which v1.37's preemption reads. Decoded with msgspec like
+objects/api.py, only the fields scheduling uses."""
 
 from __future__ import annotations
 
@@ -63,12 +64,24 @@ class PodGroupSchedulingConstraints(_Wire):
     topology: list[TopologyConstraint] = []
 
 
+class AllDisruptionMode(_Wire):
+    pass
+
+
+class DisruptionMode(_Wire):
+    """v1beta1: whether preemption may take the group's members one by one (single) or
+    only all together (all)."""
+
+    all: AllDisruptionMode | None = None
+
+
 class PodGroupSpec(_Wire):
     scheduling_policy: PodGroupSchedulingPolicy = msgspec.field(
         default_factory=PodGroupSchedulingPolicy)
     scheduling_constraints: PodGroupSchedulingConstraints | None = None
     priority_class_name: str = ""
     priority: int | None = None
+    disruption_mode: DisruptionMode | None = None
 
 
 class Condition(_Wire):

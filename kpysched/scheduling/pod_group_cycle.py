@@ -41,17 +41,26 @@ import structlog
 
 from kpysched.api.times import api_time
 from kpysched.cache.pod_groups import PodGroupState, group_name
+from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects import scheduling
+from kpysched.objects.scheduling import PodGroup
 from kpysched.scheduling import pod_group_placement as placement
 from kpysched.scheduling.attempt import Attempt, Attempts, GroupOutcome, MemberResult
 from kpysched.scheduling.binding_cycle import BindingCycle, assumed_copy
 from kpysched.scheduling.context import CycleContext
 from kpysched.scheduling.coscheduling_groups import CoschedulingGroups
-from kpysched.scheduling.group_preemption import GroupPreemption
+from kpysched.scheduling.group_preemption import GroupPreemption as CoschedulingPreemption
+from kpysched.scheduling.pod_group_preemption import (
+    CLUSTER,
+    Assignment,
+    GroupPreemption,
+    preempt_for_group,
+)
+from kpysched.scheduling.preemption_sink import ImmediatePreemption
 
 log = structlog.get_logger(__name__)
 
@@ -77,7 +86,7 @@ class PodGroupCycle:
         # members' informer feeds it too (the application connects it).
         self.coscheduling = coscheduling
         # The current Coscheduling group's preemptions, held until its fate is known.
-        self._preemption: GroupPreemption | None = None
+        self._preemption: CoschedulingPreemption | None = None
         # Each group's last cycle (result, message, time), for explain; bounded, the
         # groups tried longest ago forgotten first.
         self.last_cycles: OrderedDict[str, dict[str, str]] = OrderedDict()
@@ -203,7 +212,7 @@ class PodGroupCycle:
         if group_name(first.pod) is not None:
             coscheduling = None  # upstream's PodGroup: upstream's rules
         # A Coscheduling group preempts only if that places it (group_preemption.py).
-        self._preemption = GroupPreemption(context) if coscheduling is not None else None
+        self._preemption = CoschedulingPreemption(context) if coscheduling is not None else None
         try:
             context.cache.update_snapshot(context.snapshot)
             group = groups.get(first.namespace, name).copy()
@@ -233,7 +242,7 @@ class PodGroupCycle:
             # Held back in the group's words, which name no Permit (upstream's
             # Unschedulable status with the group's message after its error).
             held_back = Status.unschedulable(POD_GROUP_UNSCHEDULABLE, outcome.status.message())
-            self._submit(attempts, outcome, lambda _: held_back)
+            self._submit(attempts, outcome, lambda _: held_back, as_37=True)
             key = f"{first.namespace}/{name}"
             stale_copy = key in self._stale_copy
             self._stale_copy.discard(key)
@@ -301,13 +310,59 @@ class PodGroupCycle:
             lambda attempt, undo: self._try_member(framework, attempt, group, undo,
                                                    as_37=True))
         if outcome.status.code == Code.UNSCHEDULABLE:
-            after = placement.post_filter(framework, self._context.snapshot, pod_group,
-                                          attempts)
+            after, nominations = placement.post_filter(
+                framework, attempts,
+                lambda: self._preempt_for_group(framework, attempts, pod_group, name))
             if after.code == Code.ERROR:
                 outcome.status = after
             else:
                 outcome.status.reasons.append(after.message())
+            if after.ok:
+                # The group preempted (or its preemption is under way): its members
+                # wait for the victims to go, nominated where the dry run put them.
+                outcome.waiting_on_preemption = True
+                for member in outcome.members:
+                    member.nominated = (nominations or {}).get(
+                        member.attempt.queued.pod_info.uid)
         return outcome
+
+    def _preempt_for_group(self, framework: Framework, attempts: list[Attempt],
+                           pod_group: PodGroup | None, name: str) -> GroupPreemption:
+        """DefaultPreemption's PodGroupPostFilter: the dry run, then the victims' eviction
+        in the PodGroup's name."""
+        assert pod_group is not None, "a v1.37 group's cycle runs with its PodGroup"
+        context = self._context
+        handle = framework.handle
+        members = [attempt.queued.pod_info for attempt in attempts]
+        priority = placement.group_priority(pod_group)
+        found = preempt_for_group(
+            framework, context.snapshot, priority, members, handle.pod_group, handle.pdbs(),
+            lambda: self._schedule_again(framework, attempts, pod_group, name))
+        if found.status.ok and found.victims:
+            sink = context.preemptions
+            assert isinstance(sink, ImmediatePreemption), "no Coscheduling trial here"
+            sink.preempt_for_group(pod_group, handle.features.release, members, priority,
+                                   CLUSTER, found.victims, placement.DEFAULT_PREEMPTION)
+        return found
+
+    def _schedule_again(self, framework: Framework, attempts: list[Attempt],
+                        pod_group: PodGroup, name: str) -> tuple[list[Assignment], Status]:
+        """The group's algorithm once more on the snapshot as preemption left it (its
+        victims taken off), each member with a fresh cycle state; every assumption is
+        undone before it returns."""
+        groups = self._context.cache.pod_groups
+        assert groups is not None
+        namespace = attempts[0].queued.pod_info.namespace
+        group = groups.get(namespace, name).copy()
+        again = [Attempt(framework, a.queued, CycleState(), a.started, a.pod)
+                 for a in attempts]
+        outcome = placement.decide(
+            framework, again, group, pod_group,
+            lambda attempt, undo: self._try_member(framework, attempt, group, undo,
+                                                   as_37=True))
+        placed = [Assignment(m.attempt.queued.pod_info, m.result.node_name, m.attempt.state)
+                  for m in outcome.members if m.status.ok and m.result is not None]
+        return placed, outcome.status
 
     def _try_member(self, framework: Framework, attempt: Attempt, group: PodGroupState,
                     undo: list[Callable[[], None]], *, as_37: bool = False) -> MemberResult:
@@ -374,13 +429,13 @@ class PodGroupCycle:
     # --- acting on the decision -------------------------------------------------------
 
     def _submit(self, attempts: list[Attempt], outcome: GroupOutcome,
-                held_back: Callable[[MemberResult], Status]) -> None:
+                held_back: Callable[[MemberResult], Status], *, as_37: bool = False) -> None:
         """Upstream's submitPodGroupAlgorithmResult: bind the group or requeue it.
         `held_back` gives the failure of a member that fit while its group did not."""
         for index, attempt in enumerate(attempts):
             member = outcome.members[index] if index < len(outcome.members) else None
             try:
-                self._submit_member(attempt, member, outcome, held_back)
+                self._submit_member(attempt, member, outcome, held_back, as_37=as_37)
             except Exception as error:
                 # A bug in the core fails this member, never the loop or the others.
                 log.exception("pod_group_cycle.submit_crashed", pod=attempt.queued.pod_info.key)
@@ -388,8 +443,8 @@ class PodGroupCycle:
                     f"pod group scheduling cycle failed: {type(error).__name__}: {error}"), "")
 
     def _submit_member(self, attempt: Attempt, member: MemberResult | None,
-                       outcome: GroupOutcome,
-                       held_back: Callable[[MemberResult], Status]) -> None:
+                       outcome: GroupOutcome, held_back: Callable[[MemberResult], Status],
+                       *, as_37: bool = False) -> None:
         attempts = self._attempts
         group_status = outcome.status
         if group_status.code == Code.ERROR:
@@ -404,7 +459,9 @@ class PodGroupCycle:
                 assert member.result is not None
                 self._binding.assume_and_bind(attempt, member.result)
             elif outcome.waiting_on_preemption:
-                attempts.failed(attempt, group_status, member.node)
+                # As v1.37 the nomination is the group preemption's (None: unchanged).
+                attempts.failed(attempt, group_status,
+                                member.nominated if as_37 else member.node)
             else:
                 attempts.failed(attempt, held_back(member), "")
         elif member.requires_preemption and not outcome.waiting_on_preemption:

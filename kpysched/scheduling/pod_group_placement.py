@@ -12,9 +12,9 @@ kube-scheduler v1.37.2 (GenericWorkload on) changed how a pod group's cycle deci
   asked by Permit inside the cycle, and a member that fits nowhere does not preempt
   there (no PostFilter), so its note is the bare "0/N nodes are available: ...".
 - When the group is Unschedulable, the PodGroupPostFilter plugins run once for the
-  whole group (DynamicResources, then DefaultPreemption), and what they say is
-  appended to the group's message, which every held-back member and the PodGroup's
-  condition carry.
+  whole group (DynamicResources, then DefaultPreemption, which may preempt for the
+  whole group: pod_group_preemption.py), and what they say is appended to the
+  group's message, which every held-back member and the PodGroup's condition carry.
 
 v1.36 keeps its own rules (pod_group_cycle.py); this module is used only as 1.37.
 """
@@ -25,12 +25,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from kpysched.cache.pod_groups import PodGroupState
-from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.scheduling.attempt import Attempt, GroupOutcome, MemberResult
+from kpysched.scheduling.pod_group_preemption import GroupPreemption
 
 # The release from which a pod group's cycle follows these rules.
 PLACEMENT_FEASIBLE_FROM = 37
@@ -50,12 +50,6 @@ POD_GROUP_UNSCHEDULABLE = "pod group is unschedulable"
 # Unschedulable whatever it did).
 CLAIMS_CLEANED_UP = "deallocation and deletion of ResourceClaims completed"
 PREEMPTION_PREFIX = "pod group preemption: "
-NOT_ELIGIBLE = "not eligible due to preemptionPolicy=Never."
-NO_VICTIMS = "No preemption victims found for incoming preemptor"
-# kpysched's own words where upstream would look for victims for the whole group:
-# v1.37's workload-aware preemption is not ported (docs/features.md).
-GROUP_PREEMPTION_NOT_PORTED = ("lower-priority pods exist, but kpysched does not "
-                               "preempt for a pod group as v1.37 does")
 
 TryMember = Callable[[Attempt, list[Callable[[], None]]], MemberResult]
 
@@ -137,30 +131,42 @@ def _complete(outcome: GroupOutcome, attempts: list[Attempt]) -> GroupOutcome:
     return outcome
 
 
-def post_filter(framework: Framework, snapshot: Snapshot, pod_group: PodGroup | None,
-                attempts: Sequence[Attempt]) -> Status:
+# DefaultPreemption's PodGroupPostFilter for this cycle's group (pod_group_preemption.py).
+PreemptGroup = Callable[[], GroupPreemption]
+
+
+def post_filter(framework: Framework, attempts: Sequence[Attempt],
+                preempt: PreemptGroup) -> tuple[Status, dict[str, str] | None]:
     """The PodGroupPostFilter point for an Unschedulable group (upstream's
-    RunPodGroupPostFilterPlugins): an Error or the first Unresolvable answer wins, else
-    the Unschedulable ones' reasons together."""
+    RunPodGroupPostFilterPlugins): the first Success (with its nominations, member uid
+    to node) or Unresolvable answer wins, an Error fails the group, else the
+    Unschedulable ones' reasons together."""
     reasons: list[str] = []
     rejector = ""
-    members = [attempt.queued.pod_info for attempt in attempts]
     for plugin in framework.post_filter_plugins:
+        nominations = None
         if plugin.NAME == DYNAMIC_RESOURCES:
-            if not any(a.state.get(DRA_PRE_FILTER_STATE) is not None for a in attempts):
-                # Its group state is written by the first member's PreFilter.
-                return Status.error(f'error in "{DYNAMIC_RESOURCES}" PodGroupPostFilter '
-                                    "plugins: not found", plugin=DYNAMIC_RESOURCES)
-            status = Status.unschedulable(CLAIMS_CLEANED_UP)
+            # Its group state is written by the first member's PreFilter.
+            found = any(a.state.get(DRA_PRE_FILTER_STATE) is not None for a in attempts)
+            status = (Status.unschedulable(CLAIMS_CLEANED_UP) if found
+                      else Status.error("not found"))
         elif plugin.NAME == DEFAULT_PREEMPTION:
-            status = _preemption(snapshot, pod_group, members)
+            preemption = preempt()
+            status, nominations = preemption.status, preemption.nominations
+            if status.message():
+                status = Status(status.code, [PREEMPTION_PREFIX + status.message()])
         else:
             continue  # only these two implement the point upstream
+        if status.ok:
+            return status, nominations
         if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
-            return status.with_plugin(plugin.NAME)
+            return status.with_plugin(plugin.NAME), None
+        if status.code != Code.UNSCHEDULABLE:
+            return Status.error(f'error in "{plugin.NAME}" PodGroupPostFilter plugins: '
+                                f"{status.message()}", plugin=plugin.NAME), None
         reasons.extend(status.reasons)
         rejector = rejector or plugin.NAME
-    return Status.unschedulable(*reasons, plugin=rejector)
+    return Status.unschedulable(*reasons, plugin=rejector), None
 
 
 def group_priority(pod_group: PodGroup | None) -> int:
@@ -168,21 +174,6 @@ def group_priority(pod_group: PodGroup | None) -> int:
     if pod_group is None or pod_group.spec.priority is None:
         return 0
     return pod_group.spec.priority
-
-
-def _preemption(snapshot: Snapshot, pod_group: PodGroup | None,
-                members: list[PodInfo]) -> Status:
-    """DefaultPreemption's PodGroupPostFilter, as far as kpysched goes: a group whose
-    members may not preempt, or with no lower-priority pod anywhere to preempt."""
-    # PodGroupPreemptionPolicy off: one member that may not preempt holds the group.
-    if any(m.pod.spec.preemption_policy == "Never" for m in members):
-        return Status.unschedulable(PREEMPTION_PREFIX + NOT_ELIGIBLE)
-    priority = group_priority(pod_group)
-    lower = any(pod.priority < priority for info in snapshot.node_infos
-                for pod in info.pods.values())
-    if not lower:
-        return Status.unresolvable(PREEMPTION_PREFIX + NO_VICTIMS)
-    return Status.unschedulable(PREEMPTION_PREFIX + GROUP_PREEMPTION_NOT_PORTED)
 
 
 def invalid_group(members: Iterable[PodInfo], placed: Iterable[PodInfo],

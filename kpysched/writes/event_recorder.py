@@ -29,7 +29,7 @@ import datetime as dt
 import random
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -131,12 +131,15 @@ class EventRecorder:
     # --- what callers record ------------------------------------------------------
 
     def event(self, pod: api.Pod, controller: str, type_: str, reason: str, action: str,
-              note: str, related: api.Pod | None = None) -> None:
+              note: str, related: api.Pod | Mapping[str, str] | None = None) -> None:
+        """`related`: a pod, or any object's reference (a PodGroup's, say)."""
         body = self._body("Pod", "v1", pod.metadata, controller, type_, reason, action, note)
-        if related is not None:
+        if isinstance(related, api.Pod):
             body["related"] = {"kind": "Pod", "apiVersion": "v1",
                                "namespace": related.metadata.namespace,
                                "name": related.metadata.name, "uid": related.metadata.uid}
+        elif related is not None:
+            body["related"] = dict(related)
         self.record(body)
 
     def object_event(self, kind: str, api_version: str, meta: api.ObjectMeta,

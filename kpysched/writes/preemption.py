@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
@@ -21,6 +22,26 @@ from kpysched.writes.event_recorder import EventRecorder
 from kpysched.writes.pod_status import PodStatusWriter
 
 log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Preemptor:
+    """Who the room is made for, as the writes name it: a pod, or (v1.37) a pod group
+    (upstream's podGroupExecutorPreemptor, its kind "podgroup")."""
+
+    uid: str
+    key: str
+    scheduler_name: str
+    priority: int
+    kind: str  # upstream's preemptor type: "pod" or "podgroup"
+    related: dict[str, str]  # the Preempted event's related object
+
+    @classmethod
+    def of_pod(cls, pod: PodInfo) -> Preemptor:
+        meta = pod.pod.metadata
+        return cls(pod.uid, pod.key, pod.pod.spec.scheduler_name, pod.priority, "pod",
+                   {"kind": "Pod", "apiVersion": "v1", "namespace": meta.namespace,
+                    "name": meta.name, "uid": meta.uid})
 
 
 class PreemptionExecutor:
@@ -40,19 +61,21 @@ class PreemptionExecutor:
     def is_running(self, uid: str) -> bool:
         return uid in self._running
 
-    def preempt(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
-                plugin: str, in_memory: Sequence[PodInfo] = (),
+    def preempt(self, preemptor: PodInfo | Preemptor, node_name: str,
+                victims: Sequence[PodInfo], plugin: str, in_memory: Sequence[PodInfo] = (),
                 on_failed: Callable[[], object] | None = None) -> None:
         """Delete `victims`; `in_memory` ones were only waiting at Permit or in PreBind
         and were already sent back to the queue, so they just get the Preempted event.
         `on_failed` runs when a victim could not be removed: the preemptor, parked
         among the unschedulable, would otherwise wait for an unrelated event or the
         5-minute flush (upstream's prepareCandidateAsync activates it)."""
+        if isinstance(preemptor, PodInfo):
+            preemptor = Preemptor.of_pod(preemptor)
         for victim in in_memory:
             self._recorder.event(
-                victim.pod, preemptor.pod.spec.scheduler_name, "Normal", "Preempted",
+                victim.pod, preemptor.scheduler_name, "Normal", "Preempted",
                 "Preempting", f"{_preempted_by(preemptor, node_name)} (in kube-scheduler memory).",
-                related=preemptor.pod)
+                related=preemptor.related)
         # Lower-priority pods nominated here would compete for the room being freed.
         for other in self._nominator.pods_for_node(node_name):
             if other.uid != preemptor.uid and other.priority < preemptor.priority:
@@ -68,7 +91,7 @@ class PreemptionExecutor:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, preemptor: PodInfo, node_name: str, victims: Sequence[PodInfo],
+    async def _run(self, preemptor: Preemptor, node_name: str, victims: Sequence[PodInfo],
                    on_failed: Callable[[], object] | None) -> None:
         *first, last = victims
         try:
@@ -89,14 +112,15 @@ class PreemptionExecutor:
         if not removed and on_failed is not None:
             on_failed()
 
-    async def _preempt_one(self, preemptor: PodInfo, node_name: str, victim: PodInfo) -> bool:
+    async def _preempt_one(self, preemptor: Preemptor, node_name: str, victim: PodInfo) -> bool:
         """True once the victim is gone or going (404 counts: already deleted)."""
         meta = victim.pod.metadata
         path = f"/api/v1/namespaces/{meta.namespace}/pods/{meta.name}"
-        scheduler_name = preemptor.pod.spec.scheduler_name
+        scheduler_name = preemptor.scheduler_name
         condition: dict[str, Any] = {
             "type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler",
-            "message": f"{scheduler_name}: preempting to accommodate a higher priority pod",
+            "message": (f"{scheduler_name}: preempting to accommodate a higher priority "
+                        f"{preemptor.kind}"),
             "lastTransitionTime": api_time(),
         }
         patched = await self._raw.request(
@@ -121,7 +145,7 @@ class PreemptionExecutor:
                  node=node_name)
         self._recorder.event(
             victim.pod, scheduler_name, "Normal", "Preempted", "Preempting",
-            _preempted_by(preemptor, node_name), related=preemptor.pod)
+            _preempted_by(preemptor, node_name), related=preemptor.related)
         return True
 
     async def drain(self, timeout: float) -> None:
@@ -137,5 +161,5 @@ class PreemptionExecutor:
             await asyncio.wait(tasks)
 
 
-def _preempted_by(preemptor: PodInfo, node_name: str) -> str:
-    return f"Preempted by pod {preemptor.uid} on node {node_name}"
+def _preempted_by(preemptor: Preemptor, node_name: str) -> str:
+    return f"Preempted by {preemptor.kind} {preemptor.uid} on node {node_name}"

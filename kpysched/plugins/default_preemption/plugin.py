@@ -15,10 +15,10 @@ to the FailedScheduling message after the Filter summary.
 Subclasses may override `is_eligible_pod` and `more_important_pod`, the same two
 customisation points upstream's plugin exposes.
 
-Not carried over: scheduler extenders (kpysched has none), pod-group preemption and
-topology-aware workload scheduling (alpha, off in v1.36), and for now PreEnqueue,
-which upstream uses to hold the preemptor back while its victims are being deleted:
-it needs the handle to report whether a pod's preemption is still running.
+A v1.37 pod group preempts for the whole group at PodGroupPostFilter, which the core
+runs (scheduling/pod_group_preemption.py, with victims.py's whole-group victims);
+PreEnqueue holds its members while that preemption runs. Not carried over:
+topology-aware workload scheduling and composite pod groups (alpha).
 """
 
 from __future__ import annotations
@@ -144,6 +144,7 @@ def _extension_error(verb: str, status: Status) -> Status:
 
 # Upstream's PreEnqueue answer while this pod's victims are still being removed.
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
+WAITING_FOR_GROUP_PREEMPTION = "waiting for the preemption for this pod group to be finished"
 
 
 def _never_on_its_own(pod: PodInfo, old: object, new: object) -> QueueingHint:
@@ -191,6 +192,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         self._now = clock()
         # Behaving as v1.37 (its success message, its PDB accounting).
         self._v137 = handle.features.release >= _V1_37
+        # v1.37 with GenericWorkload: pod groups preempt as one (pod_group_preemption.py).
+        self._group_preemption = self._v137 and handle.features.enabled("GenericWorkload")
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         # Only the PreEnqueue hold below rejects; its hint defers to the other rejectors.
@@ -198,7 +201,16 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
 
     def pre_enqueue(self, pod: PodInfo) -> Status:
         """Hold a preemptor back while its preemption is still being carried out, so it
-        cannot preempt a second set of victims before the first are gone."""
+        cannot preempt a second set of victims before the first are gone. As v1.37
+        with GenericWorkload on, a pod group's member is held while its group's
+        preemption runs (the group preempts as one, in the PodGroup's name)."""
+        group = pod.pod.spec.scheduling_group
+        if self._group_preemption and group is not None and group.pod_group_name:
+            found = self._handle.pod_group(pod.namespace, group.pod_group_name)
+            if found is not None and self._handle.is_pod_running_preemption(
+                    found.metadata.uid):
+                return Status.unresolvable(WAITING_FOR_GROUP_PREEMPTION)
+            return SUCCESS
         if self._handle.is_pod_running_preemption(pod.uid):
             return Status.unresolvable(WAITING_FOR_PREEMPTION)
         return SUCCESS

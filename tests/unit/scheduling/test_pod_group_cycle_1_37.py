@@ -1,7 +1,8 @@
 """The pod-group scheduling cycle as v1.37 (GenericWorkload on, which brings the
 GangScheduling plugin): the gang's feasibility is checked before and after each member
 and ends the cycle early, members neither preempt nor wait at Permit inside it, an
-unschedulable group runs PodGroupPostFilter once, and the PodGroup gets
+unschedulable group runs PodGroupPostFilter once (its whole-group preemption:
+test_pod_group_preemption.py), and the PodGroup gets
 PodGroupInitiallyScheduled on scheduling.k8s.io/v1beta1.
 
 The same scenarios as v1.36 (test_pod_group_cycle.py) where the words differ; the
@@ -148,24 +149,6 @@ async def test_a_member_without_the_groups_priority_fails_the_group() -> None:
              "group's priority, got 0 and 10")
     assert set(harness.failed().values()) == {error}
     assert harness.conditions() == [("False", "SchedulerError", error)]
-
-
-async def test_with_lower_priority_pods_about_kpysched_says_it_does_not_preempt() -> None:
-    harness = make_harness(node("n1", "2"))
-    low = make_pod("low").req(cpu="2").obj()
-    low.spec.scheduler_name = "kpysched"
-    harness.pods.on_add(low)
-    await harness.schedule_all()
-    assert harness.bound() == {"low": "n1"}
-    harness.group("g", 2, priority=100)
-    harness.member("a", "g", cpu="1", priority=100)
-    harness.member("b", "g", cpu="1", priority=100)
-    await harness.schedule_all()
-    assert list(harness.bound()) == ["low"]
-    assert harness.api.sent("DELETE", "/low") == []
-    message = harness.conditions()[0][2]
-    assert message.endswith("pod group preemption: " + placement.GROUP_PREEMPTION_NOT_PORTED)
-
 
 
 async def test_a_gang_that_may_not_preempt_hears_both_pod_group_post_filters() -> None:

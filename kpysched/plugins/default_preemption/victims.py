@@ -1,0 +1,152 @@
+"""Preemption victims as v1.37 sees them with GenericWorkload on: a unit that goes whole.
+
+A pod that is a member of a PodGroup whose disruptionMode is `all` cannot be evicted
+alone: every placed member of its group is one victim, wherever each runs. Any other
+pod is a victim of its own. A victim's priority is its PodGroup's (spec.priority, 0
+when unset) for a member of an existing group, else the pod's own.
+
+Ordering (upstream's MoreImportantVictim): higher priority first; then a pod group's
+members before plain pods; then the larger unit; then the one that started earlier.
+PDB accounting is per victim: one pod of it over a budget makes the whole unit
+violating (a group cannot be reprieved in part).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.pod_groups import group_name
+from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
+from kpysched.objects.scheduling import PodGroup
+from kpysched.plugins.default_preemption.selection import pod_start_nanos, split_by_pdb_violation
+
+# Upstream's victim ranks (victimRank): a pod group's member outranks a plain pod.
+_RANK_POD = 1
+_RANK_POD_GROUP = 2
+
+# A pod's PodGroup by namespace and name (the informer's), or None.
+PodGroupLookup = Callable[[str, str], PodGroup | None]
+
+
+@dataclass(slots=True)
+class Victim:
+    pods: list[PodInfo]
+    priority: int
+    rank: int
+    earliest_start: int  # nanoseconds; a pod not started counts as started "now"
+
+    @property
+    def is_group(self) -> bool:
+        return self.rank == _RANK_POD_GROUP
+
+
+def group_priority(group: PodGroup) -> int:
+    """Upstream's PodGroupPriority: spec.priority, 0 when unset."""
+    return group.spec.priority if group.spec.priority is not None else 0
+
+
+def pod_priority(pod: PodInfo, lookup: PodGroupLookup) -> int:
+    """Upstream's GetPodPriority: a member of an existing PodGroup has the group's."""
+    name = group_name(pod.pod)
+    if name is None:
+        return pod.priority
+    group = lookup(pod.namespace, name)
+    return pod.priority if group is None else group_priority(group)
+
+
+def _whole_group(pod: PodInfo, lookup: PodGroupLookup) -> tuple[str, str] | None:
+    """The group `pod` goes with (disruptionMode all), or None."""
+    name = group_name(pod.pod)
+    if name is None:
+        return None
+    group = lookup(pod.namespace, name)
+    if group is None or group.spec.disruption_mode is None \
+            or group.spec.disruption_mode.all is None:
+        return None
+    return pod.namespace, name
+
+
+def _victim(pods: list[PodInfo], priority: int, rank: int, now: int) -> Victim:
+    # Upstream keeps the first pod's start, then any earlier one.
+    earliest = min(pod_start_nanos(pod, now) for pod in pods)
+    return Victim(pods, priority, rank, earliest)
+
+
+def victims_on(nodes: Iterable[NodeInfo], lookup: PodGroupLookup, now: int,
+               placed_members: Callable[[str, str], Sequence[PodInfo]]) -> list[Victim]:
+    """Every pod on `nodes` as victims, in node and pod order: a member of a group with
+    disruptionMode all brings its group's placed members (`placed_members`, wherever
+    they run) along as one victim."""
+    seen: set[tuple[str, str]] = set()
+    victims: list[Victim] = []
+    for info in nodes:
+        for pod in info.pods.values():
+            whole = _whole_group(pod, lookup)
+            priority = pod_priority(pod, lookup)
+            if whole is None:
+                rank = _RANK_POD if group_name(pod.pod) is None else _RANK_POD_GROUP
+                victims.append(_victim([pod], priority, rank, now))
+                continue
+            if whole in seen:
+                continue
+            seen.add(whole)
+            members = list(placed_members(*whole)) or [pod]
+            victims.append(_victim(members, priority, _RANK_POD_GROUP, now))
+    return victims
+
+
+def placed_on(nodes: Iterable[NodeInfo]) -> Callable[[str, str], list[PodInfo]]:
+    """`placed_members` for victims_on when `nodes` are the whole cluster: each group's
+    members as they sit on those nodes."""
+    by_group: dict[tuple[str, str], list[PodInfo]] = {}
+    for info in nodes:
+        for pod in info.pods.values():
+            name = group_name(pod.pod)
+            if name is not None:
+                by_group.setdefault((pod.namespace, name), []).append(pod)
+    return lambda namespace, name: by_group.get((namespace, name), [])
+
+
+def _compare(first: Victim, second: Victim) -> int:
+    """-1 when `first` is more important (kept over `second`), 1 when less, else 0."""
+    if first.priority != second.priority:
+        return -1 if first.priority > second.priority else 1
+    if first.rank != second.rank:
+        return -1 if first.rank > second.rank else 1
+    if len(first.pods) != len(second.pods):
+        return -1 if len(first.pods) > len(second.pods) else 1
+    if first.earliest_start != second.earliest_start:
+        return -1 if first.earliest_start < second.earliest_start else 1
+    return 0
+
+
+_IMPORTANCE = functools.cmp_to_key(_compare)
+
+
+def by_importance(victims: Iterable[Victim]) -> list[Victim]:
+    """Most important first (upstream's MoreImportantVictim)."""
+    return sorted(victims, key=_IMPORTANCE)
+
+
+def split_victims_by_pdb_violation(
+    victims: Sequence[Victim], pdbs: Sequence[api.PodDisruptionBudget],
+) -> tuple[list[tuple[Victim, int]], list[Victim]]:
+    """(violating with how many of their pods violate, non-violating), each in input
+    order; budgets are spent pod by pod across the victims in order, as v1.37's
+    FilterVictimsWithPDBViolation does."""
+    pods = [pod for victim in victims for pod in victim.pods]
+    violating_pods, _ = split_by_pdb_violation(pods, pdbs, first_violation_ends=True)
+    over = {pod.uid for pod in violating_pods}
+    violating: list[tuple[Victim, int]] = []
+    non_violating: list[Victim] = []
+    for victim in victims:
+        count = sum(1 for pod in victim.pods if pod.uid in over)
+        if count:
+            violating.append((victim, count))
+        else:
+            non_violating.append(victim)
+    return violating, non_violating
