@@ -23,8 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Protocol, runtime_checkable
 
 from kpysched.cache.pod_groups import PodGroupState
+from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.pod import PodInfo
@@ -135,6 +137,15 @@ def _complete(outcome: GroupOutcome, attempts: list[Attempt]) -> GroupOutcome:
 PreemptGroup = Callable[[], GroupPreemption]
 
 
+@runtime_checkable
+class ClaimCleanUp(Protocol):
+    """DynamicResources' PodGroupPostFilter (plugins/dynamic_resources): what the
+    members tried in the cycle hold is freed as their PostFilter would."""
+
+    def pod_group_post_filter(self, members: Sequence[tuple[PodInfo, CycleState]]
+                              ) -> Status: ...
+
+
 def post_filter(framework: Framework, attempts: Sequence[Attempt],
                 preempt: PreemptGroup) -> tuple[Status, dict[str, str] | None]:
     """The PodGroupPostFilter point for an Unschedulable group (upstream's
@@ -148,8 +159,13 @@ def post_filter(framework: Framework, attempts: Sequence[Attempt],
         if plugin.NAME == DYNAMIC_RESOURCES:
             # Its group state is written by the first member's PreFilter.
             found = any(a.state.get(DRA_PRE_FILTER_STATE) is not None for a in attempts)
-            status = (Status.unschedulable(CLAIMS_CLEANED_UP) if found
-                      else Status.error("not found"))
+            if not found:
+                status = Status.error("not found")
+            elif isinstance(plugin, ClaimCleanUp):
+                status = plugin.pod_group_post_filter(
+                    [(a.queued.pod_info, a.state) for a in attempts])
+            else:
+                status = Status.unschedulable(CLAIMS_CLEANED_UP)
         elif plugin.NAME == DEFAULT_PREEMPTION:
             preemption = preempt()
             status, nominations = preemption.status, preemption.nominations

@@ -63,7 +63,7 @@ from kpysched.framework.interfaces import (
 )
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime.loop_thread import LoopThread
-from kpysched.framework.status import SUCCESS, Status
+from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects import api
 from kpysched.objects import dra as resource
 from kpysched.objects.labels import node_selector_matches
@@ -104,6 +104,8 @@ NO_CLAIMS_TO_DEALLOCATE = "no new claims to deallocate"
 DEALLOCATED = "deallocation of ResourceClaim completed"
 EXTENDED_CLAIM_DELETED = "deletion of ResourceClaim completed"
 STILL_NOT_SCHEDULABLE = "still not schedulable"
+# v1.37's PodGroupPostFilter answer, whatever it freed.
+POD_GROUP_CLAIMS_CLEANED_UP = "deallocation and deletion of ResourceClaims completed"
 # The event PreBind records before it waits for devices' binding conditions.
 BINDING_CONDITIONS_PENDING = "BindingConditionsPending"
 # Connections of PostFilter's own for the writes it waits for.
@@ -495,6 +497,19 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
                 return None, failure
             return None, Status.unschedulable(EXTENDED_CLAIM_DELETED)
         return None, self._nothing_freed(STILL_NOT_SCHEDULABLE)
+
+    def pod_group_post_filter(self, members: Sequence[tuple[PodInfo, CycleState]]) -> Status:
+        """v1.37's PodGroupPostFilter for a group that did not fit: each member tried in
+        the cycle frees what its own PostFilter would (one claim each at most), an
+        Error ends it; then it answers Unschedulable, whatever it freed. (PodGroup-level
+        claims, DRAWorkloadResourceClaims, are not followed.)"""
+        for pod, state in members:
+            if state.get(_STATE_KEY) is None:
+                continue  # not tried in this cycle: nothing of its own is known
+            _, status = self.post_filter(state, pod, {})
+            if status.code == Code.ERROR:
+                return status
+        return Status.unschedulable(POD_GROUP_CLAIMS_CLEANED_UP)
 
     def _nothing_freed(self, reason: str) -> Status:
         """PostFilter's answer when it freed nothing: v1.36 says why (the reason ends up
