@@ -270,6 +270,12 @@ class SharedHandle(Protocol):
         """Labels of a Namespace (namespace informer); None when it is unknown."""
         ...
 
+    def namespace_labels_version(self) -> int:
+        """A number that changes whenever a Namespace is added, updated or deleted: while
+        it stays the same, so does every namespace_labels() answer (lets a plugin keep
+        figures that depend on namespace labels across cycles)."""
+        ...
+
     def default_spread_selector(self, pod: api.Pod) -> api.LabelSelector | None:
         """Upstream's DefaultSelector: the selectors of the Services that select the pod
         and of its owning ReplicationController, ReplicaSet or StatefulSet, merged into

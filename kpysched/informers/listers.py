@@ -47,8 +47,12 @@ class Index(Generic[T]):
         # date incrementally (DynamicResources' allocated devices) is current by the
         # time the change requeues the pods it may help.
         self.observers: list[OnChange] = []
+        # Bumped by every add, update and delete: while it stays the same, so does every
+        # object (lets a reader keep what it derived from them, say namespace labels).
+        self.generation = 0
 
     def _changed(self, action: ActionType, old: T | None, new: T | None) -> None:
+        self.generation += 1
         for observer in self.observers:
             observer(action, old, new)
         if self.on_change is not None:

@@ -155,6 +155,9 @@ class SchedulerHandle:
         found = self._listers.namespaces.get(namespace)
         return found.metadata.labels if found is not None else None
 
+    def namespace_labels_version(self) -> int:
+        return self._listers.namespaces.generation
+
     def default_spread_selector(self, pod: api.Pod) -> api.LabelSelector | None:
         listers = self._listers
         namespace = pod.metadata.namespace

@@ -295,6 +295,10 @@ class FakeHandle:
     events: list[tuple[str, str, str, str, str, str]] = field(default_factory=list)
     # The release and gates plugins see (handle.features).
     features_value: Features = field(default_factory=Features)
+    # namespace_labels_version()'s count and the namespaces it last saw.
+    _namespaces_version: int = field(default=0, init=False, repr=False)
+    _namespaces_seen: dict[str, dict[str, str]] = field(default_factory=dict, init=False,
+                                                        repr=False)
 
     @property
     def snapshot(self) -> Snapshot:
@@ -366,6 +370,15 @@ class FakeHandle:
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.namespaces.get(namespace)
+
+    def namespace_labels_version(self) -> int:
+        """Bumped when `namespaces` differs from what the previous call saw: tests relabel
+        a namespace by changing that dict, where the informer's Index counts changes."""
+        now = {name: dict(labels) for name, labels in self.namespaces.items()}
+        if now != self._namespaces_seen:
+            self._namespaces_seen = now
+            self._namespaces_version += 1
+        return self._namespaces_version
 
     def default_spread_selector(self, pod: api.Pod) -> api.LabelSelector | None:
         return self.spread_selectors.get(f"{pod.metadata.namespace}/{pod.metadata.name}")

@@ -97,6 +97,9 @@ class ProfileHandle:
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self._shared.namespace_labels(namespace)
 
+    def namespace_labels_version(self) -> int:
+        return self._shared.namespace_labels_version()
+
     def default_spread_selector(self, pod: api.Pod) -> api.LabelSelector | None:
         return self._shared.default_spread_selector(pod)
 

@@ -65,15 +65,21 @@ class RowCountsCache:
 
     def __init__(self, capacity: int = 64) -> None:
         self._capacity = capacity
-        self._found: OrderedDict[Hashable, RowCounts] = OrderedDict()
+        self._found: OrderedDict[Hashable, tuple[RowCounts, Hashable]] = OrderedDict()
 
-    def get(self, key: Hashable, count: Callable[[NodeInfo], int]) -> RowCounts:
-        """The RowCounts for `key`, made with `count` the first time."""
+    def get(self, key: Hashable, count: Callable[[NodeInfo], int],
+            version: Hashable = None) -> RowCounts:
+        """The RowCounts for `key`, made with `count` the first time. `version` names
+        what the figures depend on beside the rows' NodeInfo (say, the namespaces' labels
+        a term reads): when it is not the one they were counted under, they are dropped
+        and counted afresh with this `count`, which sees the world as it is now."""
         found = self._found.get(key)
-        if found is None:
-            found = self._found[key] = RowCounts(count)
+        if found is None or found[1] != version:
+            counts = RowCounts(count)
+            self._found[key] = (counts, version)
+            self._found.move_to_end(key)
             if len(self._found) > self._capacity:
                 self._found.popitem(last=False)
-        else:
-            self._found.move_to_end(key)
-        return found
+            return counts
+        self._found.move_to_end(key)
+        return found[0]

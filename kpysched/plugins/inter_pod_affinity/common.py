@@ -106,9 +106,18 @@ def incoming_weighted_terms(terms: Iterable[WeightedAffinityTerm],
 
 def reads_namespace_labels(term: IncomingTerm) -> bool:
     """Whether the term picks namespaces by their labels, which may change without any
-    node's pods changing (so counts per node cannot be kept for it)."""
+    node's pods changing."""
     selector = term.term.namespace_selector
     return not (selector.empty or selector.nothing)
+
+
+def counted_under(terms: Iterable[IncomingTerm], namespaces_version: int) -> int | None:
+    """What the terms' per-node counts depend on beside the nodes' pods (RowCountsCache's
+    version): the namespaces' labels (`namespaces_version`, the handle's
+    namespace_labels_version) when a term picks namespaces by them, else nothing. A term's
+    verdict on a namespace is remembered (IncomingTerm), so counts kept for it hold only
+    while no namespace changed."""
+    return namespaces_version if any(map(reads_namespace_labels, terms)) else None
 
 
 def matching_one(term: IncomingTerm) -> Callable[[NodeInfo], int]:

@@ -32,10 +32,10 @@ from kpysched.plugins.inter_pod_affinity.common import (
     NamespaceGate,
     NamespaceLabels,
     TopologyCounts,
+    counted_under,
     incoming_terms,
     matches_all,
     matching_one,
-    reads_namespace_labels,
 )
 from kpysched.plugins.inter_pod_affinity.existing_terms import (
     ExistingTerms,
@@ -179,25 +179,26 @@ def _add_by_domain(counts: TopologyCounts, key: str, column: LabelColumn,
 
 def _incoming_counts_rows(required: tuple[IncomingTerm, ...],
                           required_anti: tuple[IncomingTerm, ...], snapshot: Snapshot,
-                          row_counts: RowCountsCache
-                          ) -> tuple[TopologyCounts, TopologyCounts] | None:
+                          row_counts: RowCountsCache, namespaces_version: int
+                          ) -> tuple[TopologyCounts, TopologyCounts]:
     """`_incoming_counts` over every snapshot row: matching pods counted per node once
-    and kept while the node's pods stay the same, then summed per domain over the
-    label columns. None when a term reads namespace labels."""
-    if any(map(reads_namespace_labels, (*required, *required_anti))):
-        return None
+    and kept while the node's pods stay the same (and, for a term that picks namespaces
+    by their labels, while no namespace changed: `namespaces_version`), then summed per
+    domain over the label columns."""
     rows, labels = snapshot.node_infos, snapshot.labels
     affinity, anti = TopologyCounts(), TopologyCounts()
     if required:
         matching_all = row_counts.get(
             ("all", tuple(term.term for term in required)),
             lambda node: sum(1 for other in node.pods.values()
-                             if matches_all(required, other.pod))).counts(rows)
+                             if matches_all(required, other.pod)),
+            counted_under(required, namespaces_version)).counts(rows)
         for term in required:
             _add_by_domain(affinity, term.topology_key, labels.column(term.topology_key),
                            matching_all)
     for term in required_anti:
-        matching = row_counts.get(("one", term.term), matching_one(term)).counts(rows)
+        matching = row_counts.get(("one", term.term), matching_one(term),
+                                  counted_under((term,), namespaces_version)).counts(rows)
         _add_by_domain(anti, term.topology_key, labels.column(term.topology_key), matching)
     return affinity, anti
 
@@ -211,15 +212,11 @@ def _columns_pay(required: tuple[IncomingTerm, ...],
                  required_anti: tuple[IncomingTerm, ...]) -> bool:
     """Whether to count over pod columns rather than pod by pod. Counts kept per node
     across cycles beat both for the replicas of a workload (only changed nodes are
-    counted again), so columns are for what they cannot keep: a term reading namespace
-    labels (which walks every pod for every term), or more terms than are kept (each
-    term counted afresh every cycle; a tenant's pod may bring thousands). Columns
+    counted again), so columns are for what they cannot keep: more terms than are kept
+    (each term counted afresh every cycle; a tenant's pod may bring thousands). Columns
     cost a read of every pod, so they pay from a few terms on (pod_columns.COLUMN_TERMS)."""
     terms = len(required) + len(required_anti)
-    if terms < COLUMN_TERMS:
-        return False
-    return (len(required_anti) + bool(required) > KEPT_ROW_COUNTS
-            or any(map(reads_namespace_labels, (*required, *required_anti))))
+    return terms >= COLUMN_TERMS and len(required_anti) + bool(required) > KEPT_ROW_COUNTS
 
 
 def _incoming_counts_columns(required: tuple[IncomingTerm, ...],
@@ -249,12 +246,14 @@ def compute_state(pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot,
                   namespace_labels: NamespaceLabels,
                   row_counts: RowCountsCache | None = None,
                   existing: ExistingTerms[AffinityTerm] | None = None, *,
-                  unresolved_selectors: bool = False) -> PreFilterState:
+                  unresolved_selectors: bool = False,
+                  namespaces_version: int = 0) -> PreFilterState:
     """PreFilter's counts; over the label columns when `nodes` are the snapshot's rows
     (the incoming pod's terms over pod columns when that pays, else kept per node in
-    `row_counts` when given; `existing` when given), else node by node.
-    `unresolved_selectors`: v1.36's reading of the incoming terms' namespaceSelector
-    (common.py)."""
+    `row_counts` when given, valid while `namespaces_version` (the handle's
+    namespace_labels_version, read before `namespace_labels` is) stays the same;
+    `existing` when given), else node by node. `unresolved_selectors`: v1.36's reading
+    of the incoming terms' namespaceSelector (common.py)."""
     own_labels = namespace_labels(pod.namespace)
     own_labels = own_labels if own_labels is not None else {}
     required = incoming_terms(pod.pod_affinity.required, namespace_labels,
@@ -265,7 +264,8 @@ def compute_state(pod: PodInfo, nodes: Sequence[NodeInfo], snapshot: Snapshot,
     if nodes is snapshot.node_infos and _columns_pay(required, required_anti):
         counted = _incoming_counts_columns(required, required_anti, snapshot)
     elif row_counts is not None and nodes is snapshot.node_infos and (required or required_anti):
-        counted = _incoming_counts_rows(required, required_anti, snapshot, row_counts)
+        counted = _incoming_counts_rows(required, required_anti, snapshot, row_counts,
+                                        namespaces_version)
     affinity, anti = counted or _incoming_counts(required, required_anti, nodes)
     holding = len(snapshot.have_pods_with_required_anti_affinity)
     existing_counts = (

@@ -167,10 +167,14 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
         terms = pod.pod_affinity
         if terms.parse_error:
             return None, Status.unresolvable(f"parsing pod: {terms.parse_error}", plugin=NAME)
+        # Read before any namespace's labels are: counts kept under it never mix in
+        # labels older than it says.
+        namespaces_version = self._handle.namespace_labels_version()
         computed = filtering.compute_state(pod, nodes, self._handle.snapshot,
                                            self._handle.namespace_labels, self._row_counts,
                                            self._existing_anti,
-                                           unresolved_selectors=self._unresolved_selectors)
+                                           unresolved_selectors=self._unresolved_selectors,
+                                           namespaces_version=namespaces_version)
         if (not computed.existing_anti_affinity_counts and not terms.required
                 and not terms.required_anti):
             return None, Status.skip()
@@ -226,6 +230,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
         terms = pod.pod_affinity
         if terms.parse_error:
             return Status.error(f"failed to parse pod: {terms.parse_error}", plugin=NAME)
+        namespaces_version = self._handle.namespace_labels_version()  # as in pre_filter
         lookup = self._handle.namespace_labels
         own_labels = self._own_namespace_labels(pod)
         # Upstream scores over every node of the snapshot, not only the feasible ones.
@@ -238,7 +243,7 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
             topology_score = self._existing_pods_score(pod, snapshot, own_labels)
         elif scoring.rows_pay(preferred, preferred_anti):
             topology_score = scoring.incoming_terms_rows_score(
-                snapshot, preferred, preferred_anti, self._row_counts)
+                snapshot, preferred, preferred_anti, self._row_counts, namespaces_version)
             scoring.add_scores(topology_score,
                                self._existing_pods_score(pod, snapshot, own_labels))
         elif scoring.columns_pay(preferred, preferred_anti):

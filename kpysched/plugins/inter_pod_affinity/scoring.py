@@ -11,10 +11,11 @@ each pod contributes at its own node's label values:
 Unless the incoming pod has preferred terms, only pods with affinity can add
 anything, so only they (on the nodes hosting them) are visited. The incoming pod's
 preferred terms are counted per node and kept across cycles (a workload's replicas
-bring the same terms), or, for terms that read namespace labels or for more terms than
-are kept, judged over every pod at once in numpy (pod_columns.py) instead of pod by
-pod. Every node of the snapshot counts, not just the feasible ones. Score adds
-up the pairs of a node; NormalizeScore maps [min, max] onto [0, 100].
+bring the same terms; a term that picks namespaces by their labels until a namespace
+changes), or, for more terms than are kept, judged over every pod at once in numpy
+(pod_columns.py) instead of pod by pod. Every node of the snapshot counts, not just
+the feasible ones. Score adds up the pairs of a node; NormalizeScore maps [min, max]
+onto [0, 100].
 """
 
 from __future__ import annotations
@@ -36,8 +37,8 @@ from kpysched.plugins._shared.row_counts import RowCountsCache
 from kpysched.plugins.inter_pod_affinity.common import (
     IncomingTerm,
     NamespaceGate,
+    counted_under,
     matching_one,
-    reads_namespace_labels,
 )
 from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, sums_by_value
 from kpysched.plugins.inter_pod_affinity.pod_columns import COLUMN_TERMS, PodColumns
@@ -140,24 +141,28 @@ def rows_pay(preferred: tuple[IncomingTerm, ...],
              preferred_anti: tuple[IncomingTerm, ...]) -> bool:
     """Whether to count the incoming pod's preferred terms per node, kept across cycles
     (`incoming_terms_rows_score`): the replicas of a workload bring the same terms cycle
-    after cycle, so only the nodes whose pods changed are counted again. Not for a term
-    that picks namespaces by their labels (they change without any node changing)."""
-    terms = (*preferred, *preferred_anti)
-    return 0 < len(terms) <= ROW_TERMS and not any(map(reads_namespace_labels, terms))
+    after cycle, so only the nodes whose pods changed are counted again (all of them
+    after a namespace changed, for a term that picks namespaces by their labels)."""
+    return 0 < len(preferred) + len(preferred_anti) <= ROW_TERMS
 
 
 def incoming_terms_rows_score(snapshot: Snapshot, preferred: tuple[IncomingTerm, ...],
                               preferred_anti: tuple[IncomingTerm, ...],
-                              row_counts: RowCountsCache) -> TopologyScore:
+                              row_counts: RowCountsCache,
+                              namespaces_version: int) -> TopologyScore:
     """What `_add_incoming_terms` adds over every pod of the snapshot, from each term's
     matching pods per node (kept in `row_counts`, shared with PreFilter's counts of the
-    same terms) summed per domain of its topology key. A domain any matching pod sits
-    under is kept even when the terms' weights cancel there, as the walk keeps it."""
+    same terms, under `namespaces_version` (the handle's namespace_labels_version) for a
+    term that reads namespace labels) summed per domain of its topology key. A domain
+    any matching pod sits under is kept even when the terms' weights cancel there, as
+    the walk keeps it."""
     scores: TopologyScore = {}
     rows, labels = snapshot.node_infos, snapshot.labels
     for sign, terms in ((1, preferred), (-1, preferred_anti)):
         for term in terms:
-            matching = row_counts.get(("one", term.term), matching_one(term)).counts(rows)
+            matching = row_counts.get(("one", term.term), matching_one(term),
+                                      counted_under((term,), namespaces_version)
+                                      ).counts(rows)
             key = term.topology_key
             column = labels.column(key)
             held = (column.codes != ABSENT) & (matching > 0)

@@ -28,6 +28,20 @@ def test_index_reports_each_change_with_its_objects() -> None:
     assert index.get("team-a") is None
 
 
+def test_index_generation_counts_every_change() -> None:
+    """InterPodAffinity keeps counts that depend on namespace labels while the namespaces
+    index's generation stays the same (SchedulerHandle.namespace_labels_version)."""
+    index: Index[api.Namespace] = Index()
+    team = api.Namespace(metadata=api.ObjectMeta(name="team-a"))
+    relabelled = api.Namespace(metadata=api.ObjectMeta(name="team-a", labels={"team": "a"}))
+    seen = [index.generation]
+    for change in (lambda: index.on_add(team), lambda: index.on_update(team, relabelled),
+                   lambda: index.on_delete(relabelled)):
+        change()
+        seen.append(index.generation)
+    assert seen == sorted(set(seen))  # it grew with each change
+
+
 def test_storage_changes_become_their_resources_events() -> None:
     moves: list[tuple[ClusterEvent, object, object]] = []
     listers = StorageListers()
