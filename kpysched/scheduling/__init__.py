@@ -10,9 +10,13 @@
   Bind, PostBind) and its failure.
 - `algorithm.py`: filter and score one pod over the snapshot (upstream's
   schedulePod / findNodesThatFitPod / prioritizeNodes).
-- `pod_group_cycle.py`, `group_preemption.py`, `coscheduling_groups.py`: a pod group
-  decided in one snapshot; a Coscheduling group's all-or-nothing preemption; what
-  scheduler-plugins' PodGroups are told.
+- `pod_group_cycle.py` (with `pod_group_members.py`, `pod_group_trial.py`,
+  `pod_group_placement.py`, `pod_group_cycle_37.py`, `pod_group_results.py`),
+  `pod_group_preemption.py`, `group_preemption.py`, `coscheduling_groups.py`: a pod
+  group decided in one snapshot (which members, trying each, v1.37's rules and
+  PodGroupPostFilter, acting on the decision); v1.37's whole-group preemption; a
+  Coscheduling group's all-or-nothing preemption; what scheduler-plugins' PodGroups
+  are told.
 - `preemption_sink.py`: where a preemption PostFilter decided goes (at once, or held
   for a group).
 - `event_handlers.py`: informer callbacks into the cache and the queue.
@@ -22,7 +26,8 @@ framework's: framework/runtime/cooperative.py and loop_thread.py.)
 
 May import: objects, cache, framework, queue, decisions, writes, metrics,
 informers' listers (the handle reads them), api's data modules (api.response,
-api.times; never the transport: writes are handed in through `writes`), and one
-plugin, pod_topology_spread, for the handle's default spread selector. Never app,
-cli or serving.
+api.times; never the transport: writes are handed in through `writes`), and two
+plugins' pure helpers: pod_topology_spread's, for the handle's default spread
+selector, and default_preemption's victims and ordering, for v1.37's whole-group
+preemption. Never app, cli or serving.
 """

@@ -1,0 +1,102 @@
+"""Which pods a pod group's scheduling cycle decides for, and under which profile.
+
+When the loop pops a member of a group, every other member still waiting in the queue
+is taken out with it, in upstream's order (higher priority first, then the longest
+waiting). The whole group must have one profile; as v1.37 also the group's priority
+and one preemption policy (pod_group_placement.invalid_group), an error written on the
+PodGroup too. Members being deleted, or already assumed or bound, are not tried again.
+"""
+
+from __future__ import annotations
+
+from kpysched.cache.pod_groups import group_name
+from kpysched.framework.interfaces import QueuedPodInfo
+from kpysched.framework.runtime import Framework
+from kpysched.framework.status import Status
+from kpysched.objects import scheduling
+from kpysched.scheduling import pod_group_placement as placement
+from kpysched.scheduling.attempt import Attempts
+from kpysched.scheduling.context import CycleContext
+
+
+class GroupMembers:
+    def __init__(self, context: CycleContext, attempts: Attempts) -> None:
+        self._context = context
+        self._attempts = attempts
+
+    def take(self, first: QueuedPodInfo) -> list[QueuedPodInfo]:
+        context = self._context
+        pod = first.pod_info
+        groups = context.cache.pod_groups
+        assert groups is not None, "pod-group cycles run only with GenericWorkload on"
+        live = groups.get(pod.namespace, groups.name_of(pod.pod) or "")
+        members = [first]
+        for other in live.unscheduled_pods():
+            if other.uid == pod.uid:
+                continue
+            taken = context.queue.pop_specific(other.uid)
+            if taken is not None:
+                members.append(taken)
+        # Upstream's order: higher priority first, then the longest waiting.
+        members.sort(key=lambda q: (-q.pod_info.priority,
+                                    q.initial_attempt_timestamp or 0.0))
+        return members
+
+    def framework(self, members: list[QueuedPodInfo]) -> Framework | None:
+        """The one profile of the whole group; members of a mixed group all fail."""
+        frameworks = self._context.frameworks
+        names = list(dict.fromkeys(m.pod_info.pod.spec.scheduler_name for m in members))
+        if len(names) == 1 and names[0] in frameworks:
+            chosen = frameworks[names[0]]
+            invalid = self._invalid_as_37(chosen, members)
+            if invalid is None:
+                return chosen
+            reason = invalid
+        else:
+            reason = (f"all pods in a single pod group should have the same "
+                      f'.spec.schedulerName set, got: "{names[-1]}" and "{names[0]}"'
+                      if len(names) > 1
+                      else f'profile not found for scheduler name "{names[0]}"')
+        for member in members:
+            framework = frameworks.get(member.pod_info.pod.spec.scheduler_name)
+            if framework is None:
+                self._context.queue.done(member.pod_info.uid)
+                continue
+            self._attempts.failed(self._attempts.new(framework, member),
+                                  Status.error(reason), "")
+        return None
+
+    def _invalid_as_37(self, framework: Framework,
+                       members: list[QueuedPodInfo]) -> str | None:
+        """v1.37 also requires the group's priority and one preemption policy of every
+        member; the error is written on the PodGroup too. None when valid (or 1.36)."""
+        if (framework.handle.features.release < placement.PLACEMENT_FEASIBLE_FROM
+                or group_name(members[0].pod_info.pod) is None):
+            return None
+        first = members[0].pod_info
+        groups = self._context.cache.pod_groups
+        assert groups is not None
+        name = group_name(first.pod) or ""
+        pod_group = framework.handle.pod_group(first.namespace, name)
+        invalid = placement.invalid_group(
+            (m.pod_info for m in members), groups.get(first.namespace, name).placed_pods(),
+            pod_group)
+        writer = self._context.writes.pod_groups
+        if invalid is not None and pod_group is not None and writer is not None:
+            writer.set_scheduled_condition(pod_group, "False",
+                                           scheduling.REASON_SCHEDULER_ERROR, invalid)
+        return invalid
+
+    def without_skipped(self, members: list[QueuedPodInfo]) -> list[QueuedPodInfo]:
+        """Members being deleted, or already assumed or bound, are not tried again."""
+        context = self._context
+        kept = []
+        for member in members:
+            pod = member.pod_info
+            if pod.terminating or context.cache.has_pod(pod.uid):
+                if pod.terminating:
+                    self._attempts.skip_terminating(pod, pod.pod.spec.scheduler_name)
+                context.queue.done(pod.uid)
+            else:
+                kept.append(member)
+        return kept
