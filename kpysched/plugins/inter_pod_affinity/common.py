@@ -172,5 +172,16 @@ class TopologyCounts:
             if not values:
                 del self._by_key[key]
 
+    def add_all(self, key: str, pairs: Iterable[tuple[str, int]]) -> None:
+        """`add` for many pairs of one key, each value once (a domain sum per value): a key
+        not counted yet takes them in one go (per-hostname keys have a domain per node)."""
+        if key in self._by_key:
+            for value, delta in pairs:
+                self.add(key, value, delta)
+            return
+        taken = {value: delta for value, delta in pairs if delta}
+        if taken:
+            self._by_key[key] = taken
+
     def copy(self) -> TopologyCounts:
         return TopologyCounts({key: dict(values) for key, values in self._by_key.items()})

@@ -132,8 +132,7 @@ def _existing_anti_affinity_counts_rows(pod: api.Pod, namespace_labels: Mapping[
     for term, _, held in existing.current(snapshot.node_infos):
         if term.matches(pod, namespace_labels):
             key = term.topology_key
-            for value, total in sums_by_value(snapshot.labels.column(key), held, 1):
-                counts.add(key, value, total)
+            counts.add_all(key, sums_by_value(snapshot.labels.column(key), held, 1))
     return counts
 
 
@@ -173,8 +172,10 @@ def _add_by_domain(counts: TopologyCounts, key: str, column: LabelColumn,
     present = column.codes != ABSENT
     sums = np.bincount(column.codes[present], weights=per_row[present],
                        minlength=len(column.values))
-    for code in np.flatnonzero(sums).tolist():
-        counts.add(key, column.values[code], int(sums[code]))
+    found = np.flatnonzero(sums)
+    values = column.values
+    counts.add_all(key, zip([values[code] for code in found.tolist()],
+                            sums[found].astype(np.int64).tolist(), strict=True))
 
 
 def _incoming_counts_rows(required: tuple[IncomingTerm, ...],
