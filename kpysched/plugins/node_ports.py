@@ -29,6 +29,7 @@ from kpysched.framework.interfaces import FilterPlugin, Handle, PreFilterPlugin,
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import HostPort, PodInfo
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 
 NAME = "NodePorts"
 
@@ -62,18 +63,25 @@ _EVENTS = (
 class NodePorts(PreFilterPlugin, FilterPlugin):
     NAME: ClassVar[str] = NAME
 
+    def __init__(self, *, deferred_resize: bool = False) -> None:
+        self._deferred_resize = deferred_resize  # InPlacePodVerticalScalingSchedulerPreemption
+
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
 
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return None, Status.skip()  # a deferred resize stays where it runs
         if not pod.host_ports:
             return None, Status.skip()
         state.write(_PRE_FILTER_KEY, pod.host_ports)
         return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return SUCCESS
         wanted: tuple[HostPort, ...] | None = state.get(_PRE_FILTER_KEY)
         if wanted is None:
             return Status.error(f"reading {_PRE_FILTER_KEY!r} from cycleState: not found",
@@ -84,7 +92,7 @@ class NodePorts(PreFilterPlugin, FilterPlugin):
 
 
 def new(args: None, handle: Handle) -> NodePorts:
-    return NodePorts()
+    return NodePorts(deferred_resize=handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE))
 
 
 SPEC = PluginSpec(NAME, NodePorts, new, None)

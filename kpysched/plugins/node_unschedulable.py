@@ -29,6 +29,7 @@ from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.taints import NO_SCHEDULE, tolerates
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 
 NAME = "NodeUnschedulable"
 
@@ -73,17 +74,26 @@ _EVENTS = (
 class NodeUnschedulable(VectorFilterPlugin, NodeOnlyFilterPlugin):
     NAME: ClassVar[str] = NAME
 
+    def __init__(self, *, deferred_resize: bool = False) -> None:
+        # InPlacePodVerticalScalingSchedulerPreemption: upstream's PreFilter skips a
+        # deferred resize; passing it at Filter has the same outcome.
+        self._deferred_resize = deferred_resize
+
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
 
     def filter_vector(self, state: CycleState, pod: PodInfo,
                       snapshot: Snapshot) -> npt.NDArray[np.bool_] | None:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return np.ones(len(snapshot.node_infos), dtype=np.bool_)
         if any(tolerates(t, _UNSCHEDULABLE_TAINT) for t in pod.pod.spec.tolerations):
             return np.ones(len(snapshot.node_infos), dtype=np.bool_)
         passed: npt.NDArray[np.bool_] = ~snapshot.columns.unschedulable
         return passed
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return SUCCESS  # a deferred resize stays where it runs
         if node.node is None or not node.node.spec.unschedulable:
             return SUCCESS
         if any(tolerates(t, _UNSCHEDULABLE_TAINT) for t in pod.pod.spec.tolerations):
@@ -92,7 +102,8 @@ class NodeUnschedulable(VectorFilterPlugin, NodeOnlyFilterPlugin):
 
 
 def new(args: None, handle: Handle) -> NodeUnschedulable:
-    return NodeUnschedulable()
+    return NodeUnschedulable(
+        deferred_resize=handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE))
 
 
 SPEC = PluginSpec(NAME, NodeUnschedulable, new, None)

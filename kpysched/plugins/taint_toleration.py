@@ -50,6 +50,7 @@ from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.taints import PREFER_NO_SCHEDULE, find_untolerated_taint, tolerates
 from kpysched.plugins._shared.go_math import default_normalize_score, default_normalize_vector
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 
 NAME = "TaintToleration"
 
@@ -108,10 +109,17 @@ class TaintToleration(VectorFilterPlugin, NodeOnlyFilterPlugin, PreScorePlugin,
                       VectorScorePlugin, ScoreExtensions, VectorNormalizePlugin):
     NAME: ClassVar[str] = NAME
 
+    def __init__(self, *, deferred_resize: bool = False) -> None:
+        # InPlacePodVerticalScalingSchedulerPreemption: upstream's PreFilter skips a
+        # deferred resize; passing it at Filter has the same outcome.
+        self._deferred_resize = deferred_resize
+
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return SUCCESS  # a deferred resize stays where it runs
         taints = _taints(node)
         if not taints or find_untolerated_taint(taints, pod.pod.spec.tolerations) is None:
             return SUCCESS
@@ -137,6 +145,8 @@ class TaintToleration(VectorFilterPlugin, NodeOnlyFilterPlugin, PreScorePlugin,
     def filter_vector(self, state: CycleState, pod: PodInfo,
                       snapshot: Snapshot) -> npt.NDArray[np.bool_] | None:
         """Untainted nodes pass outright; only tainted rows take the per-node check."""
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return np.ones(len(snapshot.node_infos), dtype=np.bool_)
         tainted = snapshot.columns.taint_count > 0
         verdict: npt.NDArray[np.bool_] = ~tainted
         for row in np.flatnonzero(tainted).tolist():
@@ -164,7 +174,8 @@ class TaintToleration(VectorFilterPlugin, NodeOnlyFilterPlugin, PreScorePlugin,
 
 
 def new(args: None, handle: Handle) -> TaintToleration:
-    return TaintToleration()
+    return TaintToleration(
+        deferred_resize=handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE))
 
 
 SPEC = PluginSpec(NAME, TaintToleration, new, None)

@@ -40,6 +40,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 from kpysched.plugins._shared.volume_helpers import PVC_RESOURCE, namespaced, not_found
 
 NAME = "VolumeRestrictions"
@@ -161,6 +162,8 @@ class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
 
     def __init__(self, handle: Handle) -> None:
         self._handle = handle
+        # InPlacePodVerticalScalingSchedulerPreemption: a deferred resize is passed over.
+        self._deferred_resize = handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
@@ -168,6 +171,8 @@ class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return None, Status.skip()  # a deferred resize stays where it runs
         needs_check = any(_needs_disk_check(volume) for volume in pod.pod.spec.volumes)
         claims, status = self._read_write_once_pod_claims(pod)
         if claims is None:
@@ -224,6 +229,8 @@ class VolumeRestrictions(PreFilterPlugin, PreFilterExtensions, FilterPlugin):
         return SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return SUCCESS
         if not _satisfies_disk_conflicts(pod, node.pods.values()):
             return Status.unschedulable(REASON_DISK_CONFLICT, plugin=NAME)
         computed: _PreFilterState | None = state.get(_PRE_FILTER_KEY)

@@ -35,6 +35,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import storage
 from kpysched.objects.pod import PodInfo
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 from kpysched.plugins._shared.volume_helpers import (
     PV_RESOURCE,
     PVC_RESOURCE,
@@ -143,6 +144,8 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
 
     def __init__(self, handle: Handle) -> None:
         self._storage = handle.storage
+        # InPlacePodVerticalScalingSchedulerPreemption: a deferred resize is passed over.
+        self._deferred_resize = handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return _EVENTS
@@ -150,6 +153,8 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return None, Status.skip()  # a deferred resize stays where it runs
         topologies, status = self._topologies_of(pod)
         if not status.ok:
             return None, status
@@ -199,6 +204,8 @@ class VolumeZone(PreFilterPlugin, FilterPlugin):
         return Status.unresolvable("PersistentVolume had no name")
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return SUCCESS
         if not pod.pod.spec.volumes:
             return SUCCESS
         topologies: tuple[_PVTopology, ...] | None = state.get(_PRE_FILTER_KEY)

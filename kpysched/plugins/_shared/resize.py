@@ -1,4 +1,5 @@
-"""In-place resize as the scheduler sees it (component-helpers' IsPodResizeDeferred).
+"""In-place resize as the plugins see it (the predicate is the framework's,
+kpysched.framework.deferred_resize).
 
 With InPlacePodVerticalScalingSchedulerPreemption (alpha, off in v1.37) a pod already
 on a node whose resize the kubelet deferred comes back to the scheduler: it is
@@ -8,21 +9,23 @@ where a pod may go, not whether its resources fit, skip it.
 
 from __future__ import annotations
 
-from typing import Final
-
+from kpysched.framework.deferred_resize import (
+    IN_PLACE_RESIZE_PREEMPTION_GATE,
+    POD_RESIZE_PENDING,
+    REASON_DEFERRED,
+    is_pod_resize_deferred,
+)
 from kpysched.objects import api
 
-IN_PLACE_RESIZE_PREEMPTION_GATE: Final = "InPlacePodVerticalScalingSchedulerPreemption"
-POD_RESIZE_PENDING: Final = "PodResizePending"
-REASON_DEFERRED: Final = "Deferred"
+__all__ = ["IN_PLACE_RESIZE_PREEMPTION_GATE", "POD_RESIZE_PENDING", "REASON_DEFERRED",
+           "is_pod_resize_deferred", "resize_preemption_disabled", "skips_deferred_pod"]
 
 
-def is_pod_resize_deferred(pod: api.Pod) -> bool:
-    """The pod's first PodResizePending condition says the kubelet deferred the resize."""
-    for condition in pod.status.conditions:
-        if condition.type == POD_RESIZE_PENDING:
-            return condition.reason == REASON_DEFERRED
-    return False
+def skips_deferred_pod(enabled: bool, pod: api.Pod) -> bool:
+    """Whether a plugin that judges where a pod may go (not whether its resources fit)
+    passes this pod over: PreFilter answers Skip, Filter Success (as upstream's plugins
+    do for a deferred resize with the gate on; `enabled` is the gate)."""
+    return enabled and is_pod_resize_deferred(pod)
 
 
 def resize_preemption_disabled(node: api.Node) -> bool:

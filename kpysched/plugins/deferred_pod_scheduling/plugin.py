@@ -10,6 +10,11 @@ the cycle: there is nothing to bind, the kubelet will carry the resize out. The
 config layer places the plugin just before NodeResourcesFit when the gate is on, so a
 node that opted out is what the pod is rejected for (and this plugin's hints requeue
 it when the node opts back in).
+
+Upstream's Permit is never reached in practice: the cycle assumes the chosen node
+first, and the cache refuses to assume a pod it already holds, so a resize that fits
+ends that cycle as an error (kpysched.scheduling.binding_cycle does the same). The
+event handlers queue and unqueue deferred pods (kpysched.scheduling.deferred_handlers).
 """
 
 from __future__ import annotations
@@ -65,10 +70,9 @@ class DeferredPodScheduling(PreFilterPlugin, FilterPlugin, PermitPlugin):
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return (
-            # Upstream registers UpdateNodePreemptionPolicy alone; until the framework
-            # tells that update apart, every node update is heard and the hint decides.
-            ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.UPDATE),
-                                 self.schedulable_after_node_change),
+            ClusterEventWithHint(
+                ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_PREEMPTION_POLICY),
+                self.schedulable_after_node_change),
             ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD),
                                  self.schedulable_after_node_add),
         )

@@ -69,6 +69,7 @@ from kpysched.objects import dra as resource
 from kpysched.objects.labels import node_selector_matches
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins._shared.go_math import default_normalize_score, default_normalize_vector
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 from kpysched.plugins.dynamic_resources import claims as pod_claims_mod
 from kpysched.plugins.dynamic_resources import extended_resources as er
 from kpysched.plugins.dynamic_resources import hints
@@ -210,6 +211,9 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
         self._cel = CelCache(CEL_CACHE_SIZE)
         self._release = handle.features.release
         self._features = Features(release=self._release)
+        # InPlacePodVerticalScalingSchedulerPreemption: a deferred resize is passed over
+        # (its claims were allocated when it was first placed).
+        self._deferred_resize = handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE)
         # What the allocator derives from the slices alone, kept until one changes.
         self._slice_catalog: SliceCatalog | None = None
         # Each node's devices a plain claim may take, for the vector Filter.
@@ -280,6 +284,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
 
     def pre_filter(self, state: CycleState, pod: PodInfo,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status]:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return None, Status.skip()
         # Written before any verdict, as upstream does: PostFilter tells "PreFilter ran
         # and found no claims" from "PreFilter never ran" by this key.
         data = _State()
@@ -378,6 +384,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
     # ---- Filter ----------------------------------------------------------------------
 
     def filter(self, state: CycleState, pod: PodInfo, node_info: NodeInfo) -> Status:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return SUCCESS
         data: _State | None = state.get(_STATE_KEY)
         if data is None:
             return Status.error(STATE_NOT_FOUND)
@@ -469,6 +477,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
 
     def post_filter(self, state: CycleState, pod: PodInfo,
                     statuses: dict[str, Status]) -> tuple[PostFilterResult | None, Status]:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return None, Status.unschedulable()  # no claim of its own to free
         data: _State | None = state.get(_STATE_KEY)
         if data is None:
             return None, Status.error(STATE_NOT_FOUND)

@@ -66,6 +66,7 @@ from kpysched.plugins._shared.args import (
     unknown_fields,
 )
 from kpysched.plugins._shared.go_math import default_normalize_score
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 from kpysched.plugins.node_affinity import masks
 
 NAME = "NodeAffinity"
@@ -278,7 +279,8 @@ class NodeAffinity(PreFilterPlugin, VectorReasonsPlugin, NodeOnlyFilterPlugin, P
                    VectorScorePlugin, ScoreExtensions, VectorNormalizePlugin):
     NAME: ClassVar[str] = NAME
 
-    def __init__(self, args: NodeAffinityArgs) -> None:
+    def __init__(self, args: NodeAffinityArgs, *, deferred_resize: bool = False) -> None:
+        self._deferred_resize = deferred_resize  # InPlacePodVerticalScalingSchedulerPreemption
         self._added_terms: tuple[api.NodeSelectorTerm, ...] | None = None
         self._added_preferred: tuple[tuple[int, api.NodeSelectorTerm], ...] = ()
         affinity = args.added_affinity
@@ -314,6 +316,8 @@ class NodeAffinity(PreFilterPlugin, VectorReasonsPlugin, NodeOnlyFilterPlugin, P
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return None, Status.skip()  # a deferred resize stays where it runs
         selector = _required_affinity(pod.pod)
         if selector is None and self._added_terms is None and not pod.pod.spec.node_selector:
             return None, Status.skip()
@@ -328,6 +332,8 @@ class NodeAffinity(PreFilterPlugin, VectorReasonsPlugin, NodeOnlyFilterPlugin, P
         return PreFilterResult(names), SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return SUCCESS
         if self._added_terms is not None and not any(
             node_selector_term_matches(term, node.labels, node.name) for term in self._added_terms
         ):
@@ -420,7 +426,8 @@ class NodeAffinity(PreFilterPlugin, VectorReasonsPlugin, NodeOnlyFilterPlugin, P
 
 
 def new(args: NodeAffinityArgs | None, handle: Handle) -> NodeAffinity:
-    return NodeAffinity(args if args is not None else NodeAffinityArgs())
+    return NodeAffinity(args if args is not None else NodeAffinityArgs(),
+                        deferred_resize=handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE))
 
 
 SPEC = PluginSpec(NAME, NodeAffinity, new, NodeAffinityArgs)

@@ -39,6 +39,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 from kpysched.plugins.node_declared_features.features import (
     REGISTRIES,
     REGISTRY,
@@ -73,9 +74,10 @@ class NodeDeclaredFeatures(PreFilterPlugin, NodeOnlyFilterPlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, registry: Sequence[Feature] = REGISTRY,
-                 version: Version = SCHEDULER_VERSION) -> None:
+                 version: Version = SCHEDULER_VERSION, *, deferred_resize: bool = False) -> None:
         self._registry = registry
         self._version = version
+        self._deferred_resize = deferred_resize  # InPlacePodVerticalScalingSchedulerPreemption
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return (
@@ -104,6 +106,8 @@ class NodeDeclaredFeatures(PreFilterPlugin, NodeOnlyFilterPlugin):
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return None, Status.skip()  # a deferred resize stays where it runs
         required = required_for_scheduling(pod.pod.spec, self._version, self._registry)
         if not required:
             return None, Status.skip()
@@ -111,6 +115,8 @@ class NodeDeclaredFeatures(PreFilterPlugin, NodeOnlyFilterPlugin):
         return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return SUCCESS
         required: frozenset[str] | None = state.get(PRE_FILTER_KEY)
         if required is None:
             return Status.error(f'error reading "{PRE_FILTER_KEY}" from cycle-state: not found',
@@ -123,7 +129,9 @@ class NodeDeclaredFeatures(PreFilterPlugin, NodeOnlyFilterPlugin):
 
 def new(args: None, handle: Handle) -> NodeDeclaredFeatures:
     registry, version = REGISTRIES[handle.features.release]
-    return NodeDeclaredFeatures(registry, version)
+    return NodeDeclaredFeatures(
+        registry, version,
+        deferred_resize=handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE))
 
 
 SPEC = PluginSpec(NAME, NodeDeclaredFeatures, new, None)

@@ -22,6 +22,11 @@ mapping a requested name requeues the pod. Named in scoringStrategy.resources, s
 resource is scored on a node without it in allocatable by the ResourceSlice devices
 the class selects there and how many claims hold (dra_scoring.py).
 
+With InPlacePodVerticalScalingSchedulerPreemption (v1.37, alpha, off) a bound pod
+checked against its own node (a deferred resize) needs room there only for what it
+asks beyond what the cache already counts for it; the hints then listen to its own
+node only, and to pods there growing (fit_hints.py).
+
 Vectorised forms: `filter_vector` and `score_vector` return a value for every
 node of the snapshot (row order), or None when the per-node form must be used.
 """
@@ -53,7 +58,9 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects.dra import DeviceClass
 from kpysched.objects.pod import PodInfo
+from kpysched.objects.resource_vectors import Resource
 from kpysched.plugins._shared.args import UtilizationShapePoint
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE
 from kpysched.plugins._shared.resource_names import (
     is_extended_resource_name,
 )
@@ -168,7 +175,8 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
 
     def __init__(self, args: NodeResourcesFitArgs,
                  device_class_for: Callable[[str], DeviceClass | None] | None = None,
-                 dra: DraExtendedResources | None = None) -> None:
+                 dra: DraExtendedResources | None = None, *,
+                 deferred_resize: bool = False) -> None:
         self._ignored_resources = frozenset(args.ignored_resources)
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         self._scorer = _build_scorer(args.scoring_strategy)
@@ -176,7 +184,12 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
         self._dra = dra
         # Extended resource name -> the DeviceClass backing it (None: no DRA at all).
         self._device_class_for = device_class_for
-        self._events = events(device_class_for) if device_class_for is not None else events()
+        # InPlacePodVerticalScalingSchedulerPreemption: a bound pod checked against its
+        # own node needs room only for its growth (see _held).
+        self._deferred_resize = deferred_resize
+        self._events = (events(device_class_for, deferred_resize=deferred_resize)
+                        if device_class_for is not None
+                        else events(deferred_resize=deferred_resize))
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         return self._events
@@ -202,12 +215,25 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
         state.write(_PRE_FILTER_KEY, self._compute_request(pod))
         return None, SUCCESS
 
+    def _held(self, pod: PodInfo, node: NodeInfo) -> Resource | None:
+        """What `node` already counts for `pod` itself: with the gate on, a bound pod
+        (a deferred resize) checked against its own node, where the cache holds it
+        (upstream's adjustDeltasToAccomodateCacheDiscrepancy). None otherwise."""
+        if not self._deferred_resize or not pod.node_name or pod.node_name != node.name:
+            return None
+        cached = node.pods.get(pod.uid)
+        return cached.requests if cached is not None else None
+
+    def _per_node_only(self, pod: PodInfo) -> bool:
+        """The columns know nothing of a bound pod's own share of its node."""
+        return self._deferred_resize and bool(pod.node_name)
+
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         request: PodRequest | None = state.get(_PRE_FILTER_KEY)
         if request is None:
             return Status.error(f"error reading {_PRE_FILTER_KEY!r} from cycleState: not found",
                                 plugin=NAME)
-        return _verdict(fits_request(request, node))
+        return _verdict(fits_request(request, node, self._held(pod, node)))
 
     def filter_with_pod_totals(self, state: CycleState, pod: PodInfo, node: NodeInfo,
                                totals: PodTotals) -> Status:
@@ -217,7 +243,7 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
             return Status.error(f"error reading {_PRE_FILTER_KEY!r} from cycleState: not found",
                                 plugin=NAME)
         return _verdict(fits_usage(request, node.allocatable, totals.requested,
-                                   totals.pod_count))
+                                   totals.pod_count, self._held(pod, node)))
 
     def filter_with_pod_totals_vector(self, state: CycleState, pod: PodInfo,
                                       snapshot: Snapshot, totals: TotalsColumns
@@ -225,7 +251,7 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
         """filter_with_pod_totals's pass or fail for many rows at once; None when the pod
         requests scalar resources, which have no columns."""
         request: PodRequest | None = state.get(_PRE_FILTER_KEY)
-        if request is None or request.scalars:
+        if request is None or request.scalars or self._per_node_only(pod):
             return None
         columns, rows = snapshot.columns, totals.rows
         return _fit_mask(request, (columns.allowed_pods[rows], columns.allocatable_cpu[rows],
@@ -237,9 +263,10 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
     def filter_vector(
         self, state: CycleState, pod: PodInfo, snapshot: Snapshot
     ) -> BoolArray | None:
-        """Which snapshot rows pass Filter; None when the pod requests scalar resources."""
+        """Which snapshot rows pass Filter; None when the pod requests scalar resources
+        (or is bound: a deferred resize)."""
         request: PodRequest | None = state.get(_PRE_FILTER_KEY)
-        if request is None or request.scalars:
+        if request is None or request.scalars or self._per_node_only(pod):
             return None
         columns = snapshot.columns
         return _fit_mask(request, (columns.allowed_pods, columns.allocatable_cpu,
@@ -251,9 +278,9 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
                         rows: npt.NDArray[np.int64]) -> list[Status] | None:
         """`filter`'s status for each of `rows` from the resource columns (rows short of
         the same resources share their reasons). None when the pod requests scalar
-        resources, which have no columns."""
+        resources, which have no columns, or is bound (a deferred resize)."""
         request: PodRequest | None = state.get(_PRE_FILTER_KEY)
-        if request is None or request.scalars:
+        if request is None or request.scalars or self._per_node_only(pod):
             return None
         columns = snapshot.columns
         # Per resource, in upstream's order: its reason, the rows short of it, and the
@@ -325,7 +352,9 @@ def new(args: NodeResourcesFitArgs | None, handle: Handle) -> NodeResourcesFit:
     args = args if args is not None else NodeResourcesFitArgs()
     names = [spec.name for spec in args.scoring_strategy.resources]
     return NodeResourcesFit(args, handle.resources.device_class_for_extended_resource,
-                            dra_extended_resources(handle, names))
+                            dra_extended_resources(handle, names),
+                            deferred_resize=handle.features.enabled(
+                                IN_PLACE_RESIZE_PREEMPTION_GATE))
 
 
 SPEC = PluginSpec(NAME, NodeResourcesFit, new, NodeResourcesFitArgs)

@@ -18,11 +18,16 @@ from kpysched.objects.dra import DeviceClass
 from kpysched.objects.extended_resource_classes import implicit_extended_resource_name
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.resource_vectors import Resource as Resources
+from kpysched.plugins._shared.resize import is_pod_resize_deferred
 from kpysched.plugins.node_resources.fits_request import PodRequest, fits_request
 
 # In-place resize is GA, so a pod scaled down may free room as a deleted one does.
 _POD_EVENT = ClusterEvent(Resource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN)
 _NODE_EVENT = ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE)
+# With InPlacePodVerticalScalingSchedulerPreemption: a pod growing on a deferred
+# resize's node, or the resize asking for more still.
+_ASSIGNED_POD_SCALE_UP = ClusterEvent(Resource.ASSIGNED_POD, ActionType.UPDATE_POD_SCALE_UP)
+_TARGET_POD_SCALE_UP = ClusterEvent(Resource.TARGET_POD, ActionType.UPDATE_POD_SCALE_UP)
 # A pod may wait for a class that maps an extended resource it requests.
 _DEVICE_CLASS_EVENT = ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE)
 
@@ -73,12 +78,19 @@ def _requested_resources_grew(pod: PodInfo, old: api.Node, new: api.Node,
         for name, amount in wanted.scalar.items())
 
 
-def _scale_down_helps(target: PodInfo, old: PodInfo, new: PodInfo) -> bool:
+def _elsewhere(target: PodInfo, node_name: str, deferred_resize: bool) -> bool:
+    """With the gate on, a deferred resize can only gain from its own node."""
+    return (deferred_resize and is_pod_resize_deferred(target.pod)
+            and node_name != target.node_name)
+
+
+def _scale_down_helps(target: PodInfo, old: PodInfo, new: PodInfo,
+                      deferred_resize: bool = False) -> bool:
     """Upstream's isSchedulableAfterPodScaleDown: the rejected pod itself shrank, or a
     scheduled pod now requests less of something the rejected pod requests."""
     if new.uid == target.uid:
         return True
-    if not new.node_name:
+    if not new.node_name or _elsewhere(target, new.node_name, deferred_resize):
         return False
     before, after, wanted = old.requests, new.requests, target.requests
     if wanted.milli_cpu and before.milli_cpu > after.milli_cpu:
@@ -91,7 +103,8 @@ def _scale_down_helps(target: PodInfo, old: PodInfo, new: PodInfo) -> bool:
                for name, amount in wanted.scalar.items())
 
 
-def schedulable_after_pod_event(pod: PodInfo, old: object, new: object) -> QueueingHint:
+def schedulable_after_pod_event(pod: PodInfo, old: object, new: object,
+                                deferred_resize: bool = False) -> QueueingHint:
     """A pod deleted or scaled down: may it have freed what `pod` lacked?"""
     original, modified = objects_as(PodInfo, old, new)
     if modified is None:
@@ -99,19 +112,43 @@ def schedulable_after_pod_event(pod: PodInfo, old: object, new: object) -> Queue
             raise ValueError("a pod deletion without the deleted pod")
         if not original.node_name and not original.pod.status.nominated_node_name:
             return QueueingHint.QUEUE_SKIP  # it held no room anywhere
+        if _elsewhere(pod, original.node_name, deferred_resize):
+            return QueueingHint.QUEUE_SKIP
         return QueueingHint.QUEUE
-    if original is None or not _scale_down_helps(pod, original, modified):
+    if original is None or not _scale_down_helps(pod, original, modified, deferred_resize):
+        return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE
+
+
+def schedulable_after_target_pod_scale_up(pod: PodInfo, old: object,
+                                          new: object) -> QueueingHint:
+    """The pod itself asks for more: a deferred resize that fitted may not any more, and
+    preemption may be needed (registered with the gate on only)."""
+    return QueueingHint.QUEUE if is_pod_resize_deferred(pod.pod) else QueueingHint.QUEUE_SKIP
+
+
+def schedulable_after_assigned_pod_scale_up(pod: PodInfo, old: object,
+                                            new: object) -> QueueingHint:
+    """Another pod on a deferred resize's node grew: it may have taken the room the
+    resize waited for, so preemption is to be tried again (gate on only)."""
+    _, modified = objects_as(PodInfo, old, new)
+    if modified is None:
+        raise ValueError("a pod update without the new pod")
+    if not is_pod_resize_deferred(pod.pod) or modified.node_name != pod.node_name:
         return QueueingHint.QUEUE_SKIP
     return QueueingHint.QUEUE
 
 
 def schedulable_after_node_change(pod: PodInfo, old: object, new: object,
-                                  resolver: Resolver = _no_classes) -> QueueingHint:
+                                  resolver: Resolver = _no_classes,
+                                  deferred_resize: bool = False) -> QueueingHint:
     """A node added or its allocatable changed: could `pod` fit there now?
 
     An extended resource the node does not advertise but a DeviceClass maps counts as
     available (DynamicResources decides on it), as upstream's isFit does."""
     original, modified = objects_as(api.Node, old, new)
+    if modified is not None and _elsewhere(pod, modified.metadata.name, deferred_resize):
+        return QueueingHint.QUEUE_SKIP
     if modified is None or not _fits_empty_node(pod, modified, resolver):
         return QueueingHint.QUEUE_SKIP  # too small for the pod even when empty
     if original is None:
@@ -140,14 +177,24 @@ def schedulable_after_device_class_event(pod: PodInfo, old: object,
     return QueueingHint.QUEUE_SKIP
 
 
-def events(resolver: Resolver = _no_classes) -> tuple[ClusterEventWithHint, ...]:
+def events(resolver: Resolver = _no_classes, *,
+           deferred_resize: bool = False) -> tuple[ClusterEventWithHint, ...]:
     """NodeResourcesFit's registrations; `resolver` answers which DeviceClass backs an
-    extended resource (DRAExtendedResource, on by default in v1.36)."""
+    extended resource (DRAExtendedResource, on by default in v1.36); `deferred_resize`
+    is InPlacePodVerticalScalingSchedulerPreemption (v1.37, alpha)."""
     def node_hint(pod: PodInfo, old: object, new: object) -> QueueingHint:
-        return schedulable_after_node_change(pod, old, new, resolver)
+        return schedulable_after_node_change(pod, old, new, resolver, deferred_resize)
 
-    return (
-        ClusterEventWithHint(_POD_EVENT, schedulable_after_pod_event),
+    def pod_hint(pod: PodInfo, old: object, new: object) -> QueueingHint:
+        return schedulable_after_pod_event(pod, old, new, deferred_resize)
+
+    registered = (
+        ClusterEventWithHint(_POD_EVENT, pod_hint),
         ClusterEventWithHint(_NODE_EVENT, node_hint),
         ClusterEventWithHint(_DEVICE_CLASS_EVENT, schedulable_after_device_class_event),
     )
+    if not deferred_resize:
+        return registered
+    return (*registered,
+            ClusterEventWithHint(_ASSIGNED_POD_SCALE_UP, schedulable_after_assigned_pod_scale_up),
+            ClusterEventWithHint(_TARGET_POD_SCALE_UP, schedulable_after_target_pod_scale_up))

@@ -44,6 +44,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 from kpysched.plugins._shared.storage_epoch import storage_epoch
 from kpysched.plugins._shared.volume_helpers import PVC_RESOURCE, claim_class, namespaced, not_found
 from kpysched.plugins.node_volume_limits import hints, translation
@@ -99,6 +100,8 @@ class NodeVolumeLimits(PreFilterPlugin, VectorFilterPlugin):
     def __init__(self, handle: Handle) -> None:
         self._storage: StorageListers = handle.storage
         self._driver_must_be_installed = handle.features.enabled(VOLUME_LIMIT_SCALING)
+        # InPlacePodVerticalScalingSchedulerPreemption: a deferred resize is passed over.
+        self._deferred_resize = handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE)
         # Unbound claims count under "<prefix>-<ns>/<claim>": the random prefix keeps
         # them apart from real volume handles, and one claim shared by two pods the same.
         alphabet = string.ascii_lowercase + string.digits
@@ -114,6 +117,8 @@ class NodeVolumeLimits(PreFilterPlugin, VectorFilterPlugin):
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return None, Status.skip()  # a deferred resize stays where it runs
         if not any(hints.counts_here(volume) for volume in pod.pod.spec.volumes):
             return None, Status.skip()
         # Every Filter call may need its node's VolumeAttachments; index them once.
@@ -121,6 +126,8 @@ class NodeVolumeLimits(PreFilterPlugin, VectorFilterPlugin):
         return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return SUCCESS
         if not pod.pod.spec.volumes:
             return SUCCESS
         csi_node = self._storage.csi_nodes.get(node.name)

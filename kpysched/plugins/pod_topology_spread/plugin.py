@@ -33,6 +33,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 from kpysched.plugins.pod_topology_spread import filtering, scoring
 from kpysched.plugins.pod_topology_spread.args import SYSTEM_DEFAULTING, PodTopologySpreadArgs
 from kpysched.plugins.pod_topology_spread.common import (
@@ -73,6 +74,8 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin
 
     def __init__(self, args: PodTopologySpreadArgs, handle: Handle) -> None:
         self._handle = handle
+        # InPlacePodVerticalScalingSchedulerPreemption: a deferred resize is passed over.
+        self._deferred_resize = handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE)
         self._defaults = args.effective_defaults()
         self._system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self._counter = MatchCounter()
@@ -112,6 +115,8 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return None, Status.skip()  # a deferred resize stays where it runs
         try:
             constraints = self.constraints(pod.pod, DO_NOT_SCHEDULE)
         except SelectorError as error:
@@ -158,6 +163,8 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin
         return filtering.passing_rows(current, pod.pod, snapshot.labels)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return SUCCESS
         current: filtering.PreFilterState | None = state.get(PRE_FILTER_KEY)
         if current is None:
             return _not_found(PRE_FILTER_KEY)

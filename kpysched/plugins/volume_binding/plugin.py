@@ -35,6 +35,7 @@ from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api, storage
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.quantity import QuantityError, parse_quantity
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 from kpysched.plugins._shared.shape_score import scaled_shape
 from kpysched.plugins._shared.storage_epoch import storage_epoch
 from kpysched.plugins.volume_binding import hints
@@ -125,6 +126,8 @@ class VolumeBinding(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, RowsSco
     def __init__(self, args: VolumeBindingArgs, handle: Handle, *,
                  storage_capacity_scoring: bool = STORAGE_CAPACITY_SCORING) -> None:
         self._handle = handle
+        # InPlacePodVerticalScalingSchedulerPreemption: a deferred resize is passed over.
+        self._deferred_resize = handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE)
         self._bind_timeout = float(args.bind_timeout_seconds)
         self._capacity_scoring = storage_capacity_scoring
         self._scorer: VolumeCapacityScorer | None = None
@@ -167,6 +170,8 @@ class VolumeBinding(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, RowsSco
 
     def pre_filter(self, state: CycleState, pod: PodInfo,
                    nodes: Sequence[NodeInfo]) -> tuple[PreFilterResult | None, Status]:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return None, Status.skip()  # a deferred resize stays where it runs
         has_claims, problem = self._claims_problem(pod.pod)
         if problem is not None:
             return None, Status.unresolvable(problem)
@@ -184,6 +189,8 @@ class VolumeBinding(PreFilterPlugin, VectorFilterPlugin, PreScorePlugin, RowsSco
         return None, SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return SUCCESS
         data = state.get(STATE_KEY)
         if not isinstance(data, _State) or data.claims is None:
             return Status.error(STATE_NOT_FOUND)

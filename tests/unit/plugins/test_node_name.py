@@ -27,6 +27,7 @@ def test_filter(pod: PodBuilder, fits: bool) -> None:
 
 
 def test_spec_and_events() -> None:
-    assert nn.SPEC.extension_points() == ["filter"]
+    # PreFilter from v1.37 (it narrows a bound pod to its node; v1.36's lets all through).
+    assert nn.SPEC.extension_points() == ["preFilter", "filter"]
     assert nn.new(None, FakeHandle()).events_to_register() == (
         ClusterEvent(Resource.NODE, ActionType.ADD),)

@@ -152,10 +152,12 @@ def test_permit(pod: PodInfo, gate_on: bool, want: tuple[Code, list[str]]) -> No
     assert (outcome(status), timeout) == (want, 0.0)
 
 
-def test_events_hear_node_adds_and_updates() -> None:
+def test_events_hear_node_adds_and_preemption_policy_updates() -> None:
+    """As upstream's EventsToRegister: a node's preemption policy changing, or a node added."""
     registrations = with_hints(plugin(True).events_to_register())
     assert [r.event for r in registrations] == [
-        ClusterEvent(Resource.NODE, ActionType.UPDATE), ClusterEvent(Resource.NODE, ActionType.ADD)]
+        ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_PREEMPTION_POLICY),
+        ClusterEvent(Resource.NODE, ActionType.ADD)]
     assert all(r.hint is not None for r in registrations)
 
 
