@@ -39,6 +39,7 @@ from kpysched.plugins.default_preemption.victims import (
     PodGroupLookup,
     Victim,
     by_importance,
+    extension_error,
     placed_on,
     pod_priority,
     split_victims_by_pdb_violation,
@@ -209,6 +210,5 @@ class PreFilterExtensionError(Exception):
 
 def _must(status: Status, verb: str) -> None:
     if not status.ok:
-        raise PreFilterExtensionError(
-            f'running {verb} on PreFilter plugin "{status.plugin}": {status.message()}')
+        raise PreFilterExtensionError(extension_error(verb, status).message())
 

@@ -33,6 +33,7 @@ from typing import Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.pod_groups import group_name
 from kpysched.decisions.record import Preemption, PreemptionCandidate
 from kpysched.framework.cluster_events import (
     ActionType,
@@ -67,6 +68,13 @@ from kpysched.plugins.default_preemption.selection import (
     sort_by_importance,
     split_by_pdb_violation,
     terminating_by_preemption,
+)
+from kpysched.plugins.default_preemption.victims import (
+    extension_error,
+    placed_on,
+    pod_priority,
+    select_units,
+    victims_on,
 )
 
 NAME = "DefaultPreemption"
@@ -136,12 +144,6 @@ class DefaultPreemptionArgs(BaseModel):
         return self
 
 
-def _extension_error(verb: str, status: Status) -> Status:
-    """A PreFilter extension failure, worded as upstream's framework wraps it."""
-    return Status.error(f'running {verb} on PreFilter plugin "{status.plugin}": '
-                        f"{status.message()}")
-
-
 # Upstream's PreEnqueue answer while this pod's victims are still being removed.
 WAITING_FOR_PREEMPTION = "waiting for the preemption for this pod to be finished"
 WAITING_FOR_GROUP_PREEMPTION = "waiting for the preemption for this pod group to be finished"
@@ -194,6 +196,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         self._v137 = handle.features.release >= _V1_37
         # v1.37 with GenericWorkload: pod groups preempt as one (pod_group_preemption.py).
         self._group_preemption = self._v137 and handle.features.enabled("GenericWorkload")
+        # Each group's placed members, for one preemption attempt (_placed_members).
+        self._placed: Callable[[str, str], Sequence[PodInfo]] | None = None
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         # Only the PreEnqueue hold below rejects; its hint defers to the other rejectors.
@@ -241,6 +245,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         """Upstream's Evaluator.Preempt: None keeps the pod's nomination as it is; an empty
         nominated node name clears it; a node name nominates the pod there."""
         self._now = self._clock()
+        self._placed = None
         nominated = pod.pod.status.nominated_node_name
         eligible, reason = self.pod_eligible_to_preempt_others(
             pod, statuses.get(nominated, _ABSENT))
@@ -304,7 +309,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         return True, ""
 
     def _preemption_allowed(self, node: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
-        return victim.priority < preemptor.priority and self.is_eligible_pod(
+        priority = (pod_priority(victim, self._handle.pod_group) if self._group_preemption
+                    else victim.priority)
+        return priority < preemptor.priority and self.is_eligible_pod(
             node, victim, preemptor)
 
     def offset_and_num_candidates(self, num_nodes: int) -> tuple[int, int]:
@@ -366,7 +373,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         for start in range(0, total, chunk_size):
             chunk = [nodes[(offset + i) % total]
                      for i in range(start, min(start + chunk_size, total))]
-            batch = simulator.batch(chunk)
+            # A pod group's member is a victim of its own kind (victims.py): such nodes
+            # are worked out one by one.
+            batch = None if any(map(self._has_group_members, chunk)) else simulator.batch(chunk)
             found = None if batch is None else select_victims_on_nodes(
                 chunk, batch, lambda info: self._potential_victims(info, pod),
                 reprieve_order, self._by_importance, one_node)
@@ -393,16 +402,18 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         """The fewest pods, least important first, whose removal lets `pod` fit on `node`,
         and how many of them violate a PDB. `state` and `node` are left as they are: the
         simulation (the handle's, unless `simulate` is given) works on its own copies."""
+        if simulate is None:
+            simulate = self._handle.node_simulator(state, pod).node
+        if self._has_group_members(node):
+            return self._select_unit_victims_on_node(pod, node, pdbs, simulate)
         potential = self._potential_victims(node, pod)
         if not potential:
             return [], 0, Status.unresolvable(REASON_NO_VICTIMS)
-        if simulate is None:
-            simulate = self._handle.node_simulator(state, pod).node
         simulated = simulate(node)
 
         def remove(victim: PodInfo) -> Status:
             status = simulated.remove_pod(victim)
-            return status if status.ok else _extension_error("RemovePod", status)
+            return status if status.ok else extension_error("RemovePod", status)
 
         for victim in potential:
             status = remove(victim)
@@ -421,7 +432,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
             """Give the pod back; True if the preemptor still fits with it."""
             status = simulated.add_pod(candidate)
             if not status.ok:
-                return _extension_error("AddPod", status)
+                return extension_error("AddPod", status)
             # The node passed every Filter above; only its pods changed since.
             if simulated.filter(node_only_passed=True).ok:
                 return True
@@ -442,6 +453,41 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         if violating and non_violating:
             victims = self._by_importance(victims)
         return victims, num_violations, SUCCESS
+
+    # --- v1.37 with GenericWorkload: pod groups' members as victims -----------------
+
+    def _has_group_members(self, node: NodeInfo) -> bool:
+        """Whether victims on `node` follow v1.37's pod-group rules (victims.py)."""
+        return self._group_preemption and any(
+            group_name(other.pod) is not None for other in node.pods.values())
+
+    def _placed_members(self) -> Callable[[str, str], Sequence[PodInfo]]:
+        """Each group's members as they sit on the snapshot's nodes, worked out once per
+        preemption attempt (upstream reads the group's scheduled pods)."""
+        if self._placed is None:
+            self._placed = placed_on(self._handle.snapshot.node_infos)
+        return self._placed
+
+    def _select_unit_victims_on_node(
+        self, pod: PodInfo, node: NodeInfo, pdbs: Sequence[api.PodDisruptionBudget],
+        simulate: Callable[[NodeInfo], NodeSimulation],
+    ) -> NodeVictims:
+        """select_victims_on_node over victims.py's units: a member of a group with
+        disruptionMode all goes with its whole group (wherever its members run), a
+        member's priority is its group's, and units are ordered, reprieved and
+        counted against budgets whole. Members on other nodes are deleted with their
+        unit but not simulated: only this node's pods are taken off and given back
+        (upstream also runs the PreFilter extensions for them, which only spread and
+        affinity constraints read)."""
+        snapshot = self._handle.snapshot
+        units = [unit for unit in victims_on([node], self._handle.pod_group, self._now,
+                                             self._placed_members())
+                 if unit.priority < pod.priority and all(
+                     self.is_eligible_pod(snapshot.get(p.node_name) or node, p, pod)
+                     for p in unit.pods)]
+        if not units:
+            return [], 0, Status.unresolvable(REASON_NO_VICTIMS)
+        return select_units(units, node.name, simulate(node), pdbs)
 
     def _by_importance(self, pods: Sequence[PodInfo]) -> list[PodInfo]:
         if _unchanged(self.more_important_pod, DefaultPreemption.more_important_pod):

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.pod_groups import group_name
+from kpysched.framework.interfaces import NodeSimulation
+from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
@@ -150,3 +152,57 @@ def split_victims_by_pdb_violation(
         else:
             non_violating.append(victim)
     return violating, non_violating
+
+
+def extension_error(verb: str, status: Status) -> Status:
+    """A PreFilter extension failure, worded as upstream's framework wraps it."""
+    return Status.error(f'running {verb} on PreFilter plugin "{status.plugin}": '
+                        f"{status.message()}")
+
+
+def select_units(units: Sequence[Victim], node_name: str, simulated: NodeSimulation,
+                 pdbs: Sequence[api.PodDisruptionBudget]) -> tuple[list[PodInfo], int, Status]:
+    """SelectVictimsOnNode over units that may be preempted: all taken off `node_name`
+    (the simulated node), then given back most important first (those over a budget
+    first) while the preemptor still fits. The pods of the units that must go, most
+    important first, and how many of them violate a budget.
+
+    Members of a unit on other nodes go with it but are not simulated: only this
+    node's pods are taken off and given back (upstream also runs the PreFilter
+    extensions for the others, which only spread and affinity constraints read)."""
+    def here(unit: Victim) -> list[PodInfo]:
+        return [p for p in unit.pods if p.node_name == node_name]
+
+    def take(unit: Victim) -> Status:
+        for victim in here(unit):
+            status = simulated.remove_pod(victim)
+            if not status.ok:
+                return extension_error("RemovePod", status)
+        return SUCCESS
+
+    for unit in units:
+        status = take(unit)
+        if not status.ok:
+            return [], 0, status
+    status = simulated.filter()
+    if not status.ok:
+        return [], 0, status
+    violating, non_violating = split_victims_by_pdb_violation(by_importance(units), pdbs)
+    chosen: list[Victim] = []
+    num_violations = 0
+    for unit, count in [*violating, *((unit, 0) for unit in non_violating)]:
+        for victim in here(unit):
+            status = simulated.add_pod(victim)
+            if not status.ok:
+                return [], 0, extension_error("AddPod", status)
+        # The node passed every Filter above; only its pods changed since.
+        if simulated.filter(node_only_passed=True).ok:
+            continue  # reprieved
+        status = take(unit)
+        if not status.ok:
+            return [], 0, status
+        chosen.append(unit)
+        num_violations += count
+    if violating and non_violating:
+        chosen = by_importance(chosen)
+    return [p for unit in chosen for p in unit.pods], num_violations, SUCCESS

@@ -246,3 +246,45 @@ def test_a_member_is_held_at_pre_enqueue_while_its_groups_preemption_runs(
     assert (status.message() == WAITING_FOR_GROUP_PREEMPTION) is held
     handle.preempting.clear()
     assert plugin.pre_enqueue(member).ok
+
+
+# --- a single pod preempting pod groups' members (v1.37, GenericWorkload on) ----------
+
+
+async def test_a_plain_pod_takes_a_whole_group_whose_disruption_mode_is_all() -> None:
+    # One node's room would do, but the victim's group goes whole, on both nodes.
+    harness = make_harness(node("n1", "2"), node("n2", "2"))
+    harness.group("v", 2, 10, whole=True)
+    harness.pod("v-0", "2", 10, group="v", on="n1")
+    harness.pod("v-1", "2", 10, group="v", on="n2")
+    await harness.schedule_all()
+    harness.pod("high", "2", 1000)
+    await harness.schedule_all()
+    assert harness.deleted() == ["v-0", "v-1"]
+    assert harness.notes("FailedScheduling")["high"].endswith("preempting 2 victims")
+
+
+async def test_a_group_member_is_kept_over_a_plain_pod_of_the_same_priority() -> None:
+    # Equal priority: upstream's MoreImportantVictim ranks a pod group's member above
+    # a plain pod, so the member is given back first and the plain pod goes.
+    harness = make_harness(node("n1", "2"))
+    harness.group("v", 1, 10)
+    harness.pod("plain", "1", 10, on="n1")
+    harness.pod("member", "1", 10, group="v", on="n1")
+    await harness.schedule_all()
+    harness.pod("high", "1", 1000)
+    await harness.schedule_all()
+    assert harness.deleted() == ["plain"]
+
+
+async def test_a_members_priority_as_a_victim_is_its_groups() -> None:
+    # The member's own priority (10) is below the preemptor's, its group's (5000) is not.
+    harness = make_harness(node("n1", "2"))
+    harness.group("v", 1, 5000)
+    harness.pod("member", "2", 10, group="v", on="n1")
+    await harness.schedule_all()
+    harness.pod("high", "1", 1000)
+    await harness.schedule_all()
+    assert harness.deleted() == []
+    assert "No preemption victims found for incoming pod" in \
+        harness.notes("FailedScheduling")["high"]
