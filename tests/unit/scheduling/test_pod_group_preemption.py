@@ -99,47 +99,63 @@ def found_placement(victims: int) -> str:
     return f"pod group preemption: found a placement for podgroup, preempting {victims} victims"
 
 
-# (name, nodes (name, cpu), groups (name, minCount, priority, whole), initial pods
-#  (name, cpu, priority, group, node), preemptor pods (name, cpu), victims expected)
+# nodes (name, cpu), groups (name, minCount, priority, whole), initial pods (name,
+# cpu, priority, group, node), the members of pg1 (1 CPU each), the victims, and the
+# members the dry run places (None: all of them), nominated and then bound.
 CASES = [
     pytest.param([("n1", "3")], [("pg1", 3, 100, False)],
                  [("low-1", "1", 10, None, "n1"), ("low-2", "1", 10, None, "n1"),
                   ("low-3", "1", 10, None, "n1")],
-                 ["high-1", "high-2", "high-3"], ["low-1", "low-2", "low-3"],
+                 ["high-1", "high-2", "high-3"], ["low-1", "low-2", "low-3"], None,
                  id="full-pod-group-preemption"),
     pytest.param([("n1", "3")], [("pg1", None, 100, False)],
                  [("low-1", "1", 10, None, "n1"), ("low-2", "1", 10, None, "n1"),
                   ("low-3", "1", 10, None, "n1")],
-                 ["high-1", "high-2", "high-3"], ["low-1", "low-2", "low-3"],
+                 ["high-1", "high-2", "high-3"], ["low-1", "low-2", "low-3"], None,
                  id="full-preemption-for-basic-policy"),
     pytest.param([("n1", "2"), ("n2", "2")], [("pg1", 4, 100, False)],
                  [("low-1", "1", 10, None, "n1"), ("low-2", "1", 10, None, "n1"),
                   ("low-3", "1", 10, None, "n2"), ("low-4", "1", 10, None, "n2")],
                  ["high-1", "high-2", "high-3", "high-4"],
-                 ["low-1", "low-2", "low-3", "low-4"], id="multi-node-preemption"),
+                 ["low-1", "low-2", "low-3", "low-4"], None, id="multi-node-preemption"),
     pytest.param([("n1", "3")], [("pg1", 2, 100, False)],
                  [("mid-1", "1", 50, None, "n1"), ("low-1", "1", 10, None, "n1"),
                   ("low-2", "1", 10, None, "n1")],
-                 ["high-1", "high-2"], ["low-1", "low-2"],
+                 ["high-1", "high-2"], ["low-1", "low-2"], None,
                  id="priority-based-victim-selection"),
     pytest.param([("n1", "3")], [("pg1", 1, 100, False), ("pg2", 3, 10, True)],
                  [("low-1", "1", 10, "pg2", "n1"), ("low-2", "1", 10, "pg2", "n1"),
                   ("low-3", "1", 10, "pg2", "n1")],
-                 ["high-1"], ["low-1", "low-2", "low-3"],
+                 ["high-1"], ["low-1", "low-2", "low-3"], None,
                  id="preempt-the-whole-pod-group-even-if-one-pod-would-do"),
     pytest.param([("n1", "3")], [("pg1", 1, 100, False), ("pg2", 3, 10, False)],
                  [("low-1", "1", 10, "pg2", "n1"), ("low-2", "1", 10, "pg2", "n1"),
                   ("low-3", "1", 10, "pg2", "n1")],
-                 ["high-1"], ["low-3"],
+                 ["high-1"], ["low-3"], None,
                  id="single-disruption-mode-takes-one-member"),
+    pytest.param([("n1", "1"), ("n2", "1"), ("n3", "1")],
+                 [("victim-pg", 1, 50, True), ("pg1", 3, 100, False)],
+                 [("v1", "1", 50, "victim-pg", "n1"), ("v2", "1", 50, "victim-pg", "n2"),
+                  ("v3", "1", 10, None, "n3")],
+                 ["p-a", "p-b", "p-c"], ["v1", "v2", "v3"], None,
+                 id="gang-does-not-reprieve-a-lower-priority-victim-group"),
+    pytest.param([("n1", "1"), ("n2", "1"), ("n3", "1"), ("n4", "1")],
+                 [("pg1", 1, 100, False)],
+                 [("p1", "1", 10, None, "n1"), ("p2", "1", 10, None, "n2"),
+                  ("p3", "1", 200, None, "n3"), ("p4", "1", 200, None, "n4")],
+                 ["p-a", "p-b", "p-c"], ["p1", "p2"], ["p-a", "p-b"],
+                 id="as-many-as-possible-without-preempting-higher-priority-pods"),
 ]
 
 
-@pytest.mark.parametrize(("nodes", "groups", "initial", "preemptors", "victims"), CASES)
+@pytest.mark.parametrize(("nodes", "groups", "initial", "preemptors", "victims",
+                          "dry_run_places"),
+                         CASES)
 async def test_the_group_preempts_what_upstream_preempts_and_then_binds(
         nodes: list[tuple[str, str]], groups: list[tuple[str, int | None, int, bool]],
         initial: list[tuple[str, str, int, str | None, str]], preemptors: list[str],
-        victims: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        victims: list[str], dry_run_places: list[str] | None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     harness = make_harness(*(node(name, cpu) for name, cpu in nodes))
     for name, min_count, priority, whole in groups:
         harness.group(name, min_count, priority, whole=whole)
@@ -153,7 +169,8 @@ async def test_the_group_preempts_what_upstream_preempts_and_then_binds(
     assert harness.deleted() == victims
     assert harness.bound() == {}
     # Every member the dry run placed is nominated; the group waits for its victims.
-    assert sorted(harness.nominated()) == preemptors
+    placed_members = preemptors if dry_run_places is None else dry_run_places
+    assert sorted(harness.nominated()) == placed_members
     status, reason, message = harness.conditions()[-1]
     assert (status, reason) == ("False", "Unschedulable")
     assert message.endswith(found_placement(len(victims)))
@@ -166,7 +183,7 @@ async def test_the_group_preempts_what_upstream_preempts_and_then_binds(
     for victim in victims:
         harness.pods.on_delete(placed[victim])
     await harness.after_backoff(monkeypatch)
-    assert sorted(harness.bound()) == preemptors
+    assert sorted(harness.bound()) == placed_members
 
 
 async def test_a_pdb_violating_victim_is_reprieved_first() -> None:
