@@ -40,6 +40,7 @@ from kpysched.framework.cluster_events import (
     ClusterEventWithHint,
 )
 from kpysched.framework.cluster_events import Resource as EventResource
+from kpysched.framework.deferred_resize import IN_PLACE_RESIZE_PREEMPTION_GATE
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.runtime import Framework, ProfileSpec
 from kpysched.framework.status import Status
@@ -182,6 +183,7 @@ def _build_queue(config: SchedulerConfiguration, frameworks: Mapping[str, Framew
         pod_groups=features.generic_workload,
         namespace_labels=handle.namespace_labels,
         release=features.release,
+        deferred_resize=features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE),
     )
 
 

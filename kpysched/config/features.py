@@ -6,7 +6,9 @@ kube-scheduler, on a cluster whose API server serves that API. In v1.36 they are
 GenericWorkload (scheduling.k8s.io/v1alpha2 PodGroups, the pod's spec.schedulingGroup,
 the pod-group scheduling cycle) and GangScheduling (the plugin of that name in the
 default profile); v1.37 folds GangScheduling into GenericWorkload (beta, still off),
-which then brings the GangScheduling plugin by itself.
+which then brings the GangScheduling plugin by itself. v1.37's
+InPlacePodVerticalScalingSchedulerPreemption (alpha, off) may be turned on too: a bound
+pod whose in-place resize the kubelet deferred is then scheduled again on its node.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ NEWEST_RELEASE: Final = max(RELEASES)
 
 GENERIC_WORKLOAD: Final = "GenericWorkload"
 GANG_SCHEDULING: Final = "GangScheduling"
+IN_PLACE_RESIZE_PREEMPTION: Final = "InPlacePodVerticalScalingSchedulerPreemption"
 # Gates kpysched honours when turned on, per release; every other gate must keep its
 # default.
 RELEASE_SWITCHABLE: Final[Mapping[int, frozenset[str]]] = {
     36: frozenset({GENERIC_WORKLOAD, GANG_SCHEDULING}),
-    37: frozenset({GENERIC_WORKLOAD}),
+    37: frozenset({GENERIC_WORKLOAD, IN_PLACE_RESIZE_PREEMPTION}),
 }
 # Every name some release lets the command line switch (Settings' first check).
 SWITCHABLE: Final = frozenset().union(*RELEASE_SWITCHABLE.values())
@@ -90,13 +93,18 @@ class Features:
         "kube:")."""
         generic_workload = gates.get(GENERIC_WORKLOAD, False)
         gang = generic_workload if release >= 37 else gates.get(GANG_SCHEDULING, False)
-        return cls(generic_workload=generic_workload, gang_scheduling=gang, release=release)
+        others = {name: on for name, on in gates.items()
+                  if name not in (GENERIC_WORKLOAD, GANG_SCHEDULING)}
+        return cls(generic_workload=generic_workload, gang_scheduling=gang, release=release,
+                   overrides=others)
 
     def gates(self) -> dict[str, bool]:
         """The switchable gates that are on, as written on the command line."""
         written = [(GENERIC_WORKLOAD, self.generic_workload)]
         if GANG_SCHEDULING in RELEASE_SWITCHABLE[self.release]:
             written.append((GANG_SCHEDULING, self.gang_scheduling))
+        written += [(name, on) for name, on in self.overrides.items()
+                    if name in RELEASE_SWITCHABLE[self.release]]
         return {name: True for name, on in written if on}
 
     def all_gates(self) -> dict[str, tuple[str, bool]]:

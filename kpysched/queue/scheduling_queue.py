@@ -35,6 +35,7 @@ from kpysched.framework.cluster_events import (
     pod_update_events,
     release_label,
 )
+from kpysched.framework.deferred_resize import is_pod_resize_deferred
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
@@ -96,10 +97,14 @@ class SchedulingQueue:
         pod_groups: bool = False,
         namespace_labels: NamespaceLabels = lambda _: None,
         release: int = OLDEST_RELEASE,
+        deferred_resize: bool = False,
     ) -> None:
         self._less = less
         # The kube-scheduler minor this queue behaves as (pod updates' events differ).
         self.release = release
+        # InPlacePodVerticalScalingSchedulerPreemption: bound pods whose resize was
+        # deferred are queued too (the event handlers and the cycle read this as well).
+        self.deferred_resize = deferred_resize
         self._namespace_labels = namespace_labels
         # GenericWorkload: members of pod groups retry after backoff, whatever happened
         # while they were tried (upstream has no event-based requeue for groups yet).
@@ -344,7 +349,8 @@ class SchedulingQueue:
         # A pod group's member retries after its backoff whatever happens, and waits
         # that backoff out even when the scheduler is idle: taken at once, a group
         # that cannot fit would be tried back to back, burning a core for nothing.
-        group_member = self._pod_groups and group_name(info.pod_info.pod) is not None
+        group_member = (self._pod_groups and group_name(info.pod_info.pod) is not None
+                        and not self._deferred(info.pod_info))
         # A failure no plugin owns retries after backoff, or it would wait for the flush.
         if not rejected or group_member:
             strategy = Strategy.AFTER_BACKOFF
@@ -352,6 +358,11 @@ class SchedulingQueue:
             strategy = self._in_flight_strategy(info)
         self._in_flight_events.done(uid)
         self._requeue(info, strategy, SCHEDULE_ATTEMPT_FAILURE, early=not group_member)
+
+    def _deferred(self, pod: PodInfo) -> bool:
+        """A deferred resize is tried alone, never as its group's member (upstream's
+        isPodGroupMember): the pod is already running, only its size changes."""
+        return self.deferred_resize and is_pod_resize_deferred(pod.pod)
 
     def _in_flight_strategy(self, info: QueuedPodInfo) -> Strategy:
         """Upstream's determineSchedulingHintForInFlightPod: the strongest answer the
@@ -412,7 +423,9 @@ class SchedulingQueue:
         or whose required pod affinity selects it; the others are not even asked
         (a scale-down frees resources, so it asks them all). Placing a plain pod thus
         costs nothing per unschedulable pod, however many wait."""
-        if event.action is ActionType.UPDATE_POD_SCALE_DOWN:
+        if event.action in (ActionType.UPDATE_POD_SCALE_DOWN, ActionType.UPDATE_POD_SCALE_UP):
+            # A scale-up may take the room a deferred resize waits for (NodeResourcesFit
+            # hears it with InPlacePodVerticalScalingSchedulerPreemption).
             return self.move_on_event(event, old, new)
         if not self.hints.interested(event):
             return 0

@@ -20,6 +20,7 @@ import structlog
 from kpysched.decisions import record as decisions
 from kpysched.decisions.record import Decision
 from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.deferred_resize import is_pod_resize_deferred
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.runtime import Framework
@@ -152,12 +153,16 @@ class Attempts:
         # A pod deleted or bound by someone else meanwhile has left the queue's view:
         # say nothing about it and do not requeue it.
         still_pending = queue.where(pod.uid) == "in_flight"
-        if still_pending and nominated_node is not None:
+        # A deferred resize runs on its node already: it is requeued, but neither
+        # nominated nor reported (no event, no PodScheduled condition), as upstream's
+        # handleSchedulingFailure returns early for it.
+        deferred = queue.deferred_resize and is_pod_resize_deferred(attempt.pod.pod)
+        if still_pending and nominated_node is not None and not deferred:
             queue.nominator.add(pod, nominated_node)
         queue.add_unschedulable(queued, error=is_error)
         self.record(attempt, outcome=decisions.ERROR if is_error else decisions.UNSCHEDULABLE,
                     message=message, nominated_node=nominated_node)
-        if not still_pending:
+        if not still_pending or deferred:
             return
         log.info("pod.unschedulable" if not is_error else "pod.schedule_error",
                  pod=pod.key, reason=message)

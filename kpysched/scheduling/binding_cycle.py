@@ -52,6 +52,13 @@ class BindingCycle:
         framework, state = attempt.framework, attempt.state
         pod = attempt.pod
         node = result.node_name
+        if context.cache.has_pod(pod.uid):
+            # Only a deferred resize (bound, in the cache) gets here. Upstream's cache
+            # refuses to assume it, so a resize that fits ends as an error and the pod
+            # retries after backoff until the kubelet acts; Permit is never reached.
+            self._attempts.failed(attempt, Status.error(
+                f"pod {pod.uid}({pod.key}) is in the cache, so can't be assumed"))
+            return
         assumed = assumed_copy(pod, node)
         context.cache.assume_pod(assumed, node)
         context.queue.nominator.delete(pod.uid)

@@ -3,7 +3,9 @@
 As upstream's eventhandlers.go: pending pods of our profiles go to the queue;
 assigned pods (bound by anyone, the default scheduler included) count against
 their node in the cache; node and assigned-pod changes are cluster events that
-may move unschedulable pods back.
+may move unschedulable pods back. With InPlacePodVerticalScalingSchedulerPreemption a
+bound pod of ours whose resize the kubelet deferred is queued as well, and leaves the
+queue when the resize is no longer deferred (deferred_handlers.py).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from kpysched.framework import cluster_events as ev
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.quantity import QuantityError
+from kpysched.scheduling.deferred_handlers import DeferredResizes
 from kpysched.scheduling.scheduler import Scheduler
 from kpysched.writes.event_recorder import EventRecorder
 
@@ -68,6 +71,7 @@ class PodEventHandler:
         # their event waits until this replica leads.
         self._unreported: dict[str, tuple[api.Pod, str]] = {}
         self._leading = False
+        self._deferred = DeferredResizes(scheduler.queue, scheduler.responsible_for)
 
     def on_leading(self) -> None:
         """This replica now schedules: report the malformed pods it kept quiet about."""
@@ -113,6 +117,7 @@ class PodEventHandler:
                 return
             info = self._info(pod)
             if info is not None:
+                self._deferred.on_add(info)
                 self._scheduler.cache.add_or_update_pod(info)
                 self._scheduler.queue.move_on_assigned_pod(ev.ASSIGNED_POD_ADD, None, info)
         elif self._terminating_and_ours(pod):
@@ -157,11 +162,14 @@ class PodEventHandler:
                 # Gone for scheduling, as upstream's informer (which lists no finished
                 # pods) reports it: deleted, in its final state.
                 cache.remove_pod(new.metadata.uid)
+                self._deferred.on_delete(old)
                 queue.move_on_event(ev.ASSIGNED_POD_DELETE, self._quiet_info(new), None)
                 return
             info = self._info(new)
             if info is None:
                 return
+            if _is_assigned(old):
+                self._deferred.on_update(old, info)
             cache.add_or_update_pod(info)
             if not _is_assigned(old):
                 queue.move_on_assigned_pod(ev.ASSIGNED_POD_ADD, None, info)

@@ -19,10 +19,12 @@ from functools import partial
 
 import structlog
 
+from kpysched.framework.deferred_resize import is_pod_resize_deferred
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.runtime.cooperative import holding_the_loop, run_cooperatively, turns_given
 from kpysched.framework.status import Status
+from kpysched.objects.pod import PodInfo
 from kpysched.scheduling.attempt import Attempt, Attempts
 from kpysched.scheduling.binding_cycle import BindingCycle
 from kpysched.scheduling.context import CycleContext
@@ -116,14 +118,15 @@ class Scheduler:
     def schedule_one(self, queued: QueuedPodInfo) -> None:
         pod = queued.pod_info
         groups = self.cache.pod_groups
-        if (self.pod_groups is not None and groups is not None
+        deferred = self.queue.deferred_resize and is_pod_resize_deferred(pod.pod)
+        if (self.pod_groups is not None and groups is not None and not deferred
                 and groups.name_of(pod.pod) is not None):
             # A group's trial assumes and undoes members as one step: no turn inside.
             with holding_the_loop():
                 self.pod_groups.run(queued)
             return
         framework = self.frameworks.get(pod.pod.spec.scheduler_name)
-        if framework is None or pod.terminating or self.cache.has_pod(pod.uid):
+        if framework is None or pod.terminating or self._placed(pod, deferred):
             # Not ours any more, being deleted, or already assumed/bound: nothing to do.
             if framework is not None and pod.terminating:
                 self.attempts.skip_terminating(pod, framework.profile_name)
@@ -171,14 +174,22 @@ class Scheduler:
             return
         self.binding.assume_and_bind(attempt, outcome)
 
+    def _placed(self, pod: PodInfo, deferred: bool) -> bool:
+        """Already assumed or bound, so not to be scheduled. A deferred resize is bound
+        by definition: only a copy assumed by an earlier cycle stops it (upstream's
+        skipPodSchedule asks only whether the pod is assumed)."""
+        return self.cache.is_assumed(pod.uid) if deferred else self.cache.has_pod(pod.uid)
+
     def _gone_during_cycle(self, attempt: Attempt) -> bool:
         """Whether the pod was deleted, began terminating or was bound elsewhere while
         the cycle gave the loop a turn (as upstream's cycle may find, its informers
         never waiting for it): then the decision is dropped, as schedule_one drops such
         a pod before a cycle, and nothing is assumed or written for it."""
         uid = attempt.pod.uid
-        if (self.queue.where(uid) == "in_flight" and not attempt.queued.pod_info.terminating
-                and not self.cache.has_pod(uid)):
+        latest = attempt.queued.pod_info
+        deferred = self.queue.deferred_resize and is_pod_resize_deferred(latest.pod)
+        if (self.queue.where(uid) == "in_flight" and not latest.terminating
+                and not self._placed(latest, deferred)):
             return False
         log.info("scheduling_cycle.pod_gone", pod=attempt.pod.key,
                  reason="deleted, terminating or bound while the cycle paused")

@@ -90,6 +90,7 @@ def test_a_node_update_changing_several_properties_reaches_each_registration() -
 class RecordingQueue:
     def __init__(self, release: int = 36) -> None:
         self.release = release  # the kube-scheduler minor the handlers label events for
+        self.deferred_resize = False  # InPlacePodVerticalScalingSchedulerPreemption
         self.events: list[tuple[str, PreCheck | None]] = []
         self.objects: list[tuple[object, object]] = []  # (old, new) for the queueing hints
         self.deleted: list[str] = []
