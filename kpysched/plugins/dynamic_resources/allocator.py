@@ -48,7 +48,7 @@ from kpysched.plugins.dynamic_resources.allocation_state import (
     SharedDeviceID,
 )
 from kpysched.plugins.dynamic_resources.capacity import DeviceID, parse_amount
-from kpysched.plugins.dynamic_resources.cel import SelectorError, SelectorTimeoutError
+from kpysched.plugins.dynamic_resources.cel_errors import SelectorError, SelectorTimeoutError
 from kpysched.plugins.dynamic_resources.pools import (
     NodeSelectionError,
     Pool,

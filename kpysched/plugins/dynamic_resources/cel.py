@@ -39,6 +39,7 @@ from kpysched.plugins.dynamic_resources.cel_adapt import (
 from kpysched.plugins.dynamic_resources.cel_ast import Checked, decode_checked, encode_checked
 from kpysched.plugins.dynamic_resources.cel_bound import Bound
 from kpysched.plugins.dynamic_resources.cel_cost import COST_LIMIT, COST_LIMIT_EXCEEDED
+from kpysched.plugins.dynamic_resources.cel_errors import SelectorError, SelectorTimeoutError
 from kpysched.plugins.dynamic_resources.cel_library import (
     go_quantity_error,
     new_checker_env,
@@ -84,15 +85,6 @@ DEADLINE_EXCEEDED = f"{INTERRUPTED}: context deadline exceeded"
 # cel-cpp's budget, when no loop of the frame that ran out can be driven from Python
 # (cel_rewrite.py); upstream has no such limit.
 ITERATION_BUDGET_EXCEEDED = "comprehension iteration budget (10000) of the CEL runtime exceeded"
-
-
-class SelectorError(Exception):
-    """A selector that does not compile or fails at runtime; str() is upstream's text."""
-
-
-class SelectorTimeoutError(SelectorError, TimeoutError):
-    """The deadline passed while the selector ran (upstream: the context's deadline
-    interrupts the evaluation)."""
 
 
 # --- messages in cel-go's words --------------------------------------------------------

@@ -85,7 +85,7 @@ from kpysched.plugins.dynamic_resources.binding_conditions import (
     claim_ready_for_binding,
     has_binding_conditions,
 )
-from kpysched.plugins.dynamic_resources.cel import CelCache
+from kpysched.plugins.dynamic_resources.cel_lazy import LazyCelCache
 from kpysched.plugins.dynamic_resources.claim_writes import FINALIZER, ClaimWriteError, ClaimWriter
 from kpysched.plugins.dynamic_resources.claims import ClaimUnavailableError
 from kpysched.plugins.dynamic_resources.device_counts import DeviceCounts, plain_claims
@@ -208,7 +208,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
         self._args = args
         self._listers = handle.resources
         self._tracker = tracker_for(handle.resources.resource_claims)
-        self._cel = CelCache(CEL_CACHE_SIZE)
+        self._cel = LazyCelCache(CEL_CACHE_SIZE)
         self._release = handle.features.release
         self._features = Features(release=self._release)
         # InPlacePodVerticalScalingSchedulerPreemption: a deferred resize is passed over

@@ -33,7 +33,7 @@ from kpysched.plugins.dynamic_resources.capacity import (
     remove_consumed,
     request_fits_capacity,
 )
-from kpysched.plugins.dynamic_resources.cel import SelectorError, SelectorTimeoutError
+from kpysched.plugins.dynamic_resources.cel_errors import SelectorError, SelectorTimeoutError
 from kpysched.plugins.dynamic_resources.constraints import (
     Constraint,
     DistinctAttributeConstraint,

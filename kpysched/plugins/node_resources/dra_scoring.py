@@ -23,8 +23,10 @@ from kpysched.objects import api
 from kpysched.objects.dra import Device, DeviceClass, ResourceSlice
 from kpysched.plugins._shared.resource_names import is_dra_extended_resource_name
 from kpysched.plugins.dynamic_resources.capacity import DeviceID
-from kpysched.plugins.dynamic_resources.cel import CelCache, SelectorError
+from kpysched.plugins.dynamic_resources.cel_errors import SelectorError
+from kpysched.plugins.dynamic_resources.cel_lazy import LazyCelCache
 from kpysched.plugins.dynamic_resources.pools import NodeSelectionError, node_matches
+from kpysched.plugins.dynamic_resources.request_data import SelectorCompiler
 from kpysched.plugins.dynamic_resources.tracker import AllocatedSnapshot, tracker_for
 
 log = structlog.get_logger(__name__)
@@ -44,7 +46,7 @@ class DraCounts:
     allocated: AllocatedSnapshot
     slices: Sequence[ResourceSlice]
     class_for: Callable[[str], DeviceClass | None]
-    cel: CelCache
+    cel: SelectorCompiler
     _totals: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
     # A slice naming its node serves that node only: looked up, not scanned per node.
     _by_node: dict[str, list[ResourceSlice]] = field(default_factory=dict)
@@ -143,7 +145,7 @@ class DraExtendedResources:
         # DynamicResources' view: the informer's allocations, PreBind's writes the
         # informer has yet to deliver and the allocations in flight (Reserve to PreBind).
         self._tracker = tracker_for(listers.resource_claims)
-        self._cel = CelCache(CEL_CACHE_SIZE)
+        self._cel = LazyCelCache(CEL_CACHE_SIZE)
 
     def prepare(self, resource_names: Sequence[str]) -> DraCounts | None:
         """PreScore: None unless a DeviceClass backs one of the scored names."""
