@@ -305,3 +305,28 @@ async def test_a_members_priority_as_a_victim_is_its_groups() -> None:
     assert harness.deleted() == []
     assert "No preemption victims found for incoming pod" in \
         harness.notes("FailedScheduling")["high"]
+
+
+async def test_a_group_whose_victims_are_still_going_keeps_its_nominations() -> None:
+    # Upstream's isOngoingPreemption: a member's nominated node still has a
+    # lower-priority pod terminating by preemption, so nobody new is preempted and
+    # the members stay nominated where they were.
+    harness = make_harness(node("n1", "2"), node("n2", "2"))
+    harness.group("pg1", 2, 100)
+    going = make_pod("going").req(cpu="2").priority(10).node("n1").terminating().obj()
+    going.status.conditions = [api.PodCondition(
+        type="DisruptionTarget", status="True", reason="PreemptionByScheduler")]
+    going.spec.scheduler_name = "kpysched"
+    harness.pods.on_add(going)
+    harness.pod("low", "2", 10, on="n2")
+    await harness.schedule_all()
+    for name in ("a", "b"):
+        pod = make_pod(name).group("pg1").req(cpu="1").priority(100).obj()
+        pod.spec.scheduler_name = "kpysched"
+        pod.status.nominated_node_name = "n1"
+        harness.pods.on_add(pod)
+    await harness.schedule_all()
+    assert harness.deleted() == []
+    assert harness.conditions()[-1][2].endswith(
+        "pod group preemption: ongoing preemption on nominated nodes")
+    assert all(node_name == "n1" for node_name in harness.nominated().values())
