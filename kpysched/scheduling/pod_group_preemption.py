@@ -77,7 +77,6 @@ class GroupPreemption:
     # Member uid -> node to nominate it to ("" clears it); None leaves nominations be.
     nominations: dict[str, str] | None = None
     victims: list[PodInfo] = field(default_factory=list)
-    pdb_violations: int = 0
 
 
 def preempt_for_group(
@@ -136,11 +135,9 @@ class _Dry:
             violating, non_violating = split_victims_by_pdb_violation(
                 by_importance(potential), pdbs)
             chosen: list[Victim] = []
-            violations = 0
-            for victim, count in violating:
+            for victim, _ in violating:
                 if not self._reprieve(victim, assignments):
                     chosen.append(victim)
-                    violations += count
             for victim in non_violating:
                 if not self._reprieve(victim, assignments):
                     chosen.append(victim)
@@ -154,7 +151,7 @@ class _Dry:
         return GroupPreemption(
             Status(Code.SUCCESS, [f"found a placement for podgroup, preempting "
                                   f"{len(pods)} victims"]),
-            {a.pod.uid: a.node for a in assignments}, pods, violations)
+            {a.pod.uid: a.node for a in assignments}, pods)
 
     def _take_off(self, victim: Victim) -> None:
         by_node: dict[str, set[str]] = {}
