@@ -54,6 +54,7 @@ from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins._shared.args import invalid
+from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 from kpysched.plugins._shared.row_counts import RowCountsCache
 from kpysched.plugins.inter_pod_affinity import filtering, hints, scoring
 from kpysched.plugins.inter_pod_affinity.common import incoming_weighted_terms
@@ -144,6 +145,8 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
         # v1.36 matches the incoming pod's namespaceSelector against no labels beside the
         # names it resolved to (common.py); v1.37 fixed that (ungated).
         self._unresolved_selectors = handle.features.release < RESOLVED_SELECTORS_FROM
+        # InPlacePodVerticalScalingSchedulerPreemption: a deferred resize is passed over.
+        self._deferred_resize = handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE)
         # Pods matching the incoming pods' terms, per node, across cycles.
         self._row_counts = RowCountsCache(filtering.KEPT_ROW_COUNTS)
         # Existing pods' required anti-affinity terms by the rows holding them.
@@ -164,6 +167,8 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
     def pre_filter(
         self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status]:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return None, Status.skip()  # a deferred resize stays where it runs
         terms = pod.pod_affinity
         if terms.parse_error:
             return None, Status.unresolvable(f"parsing pod: {terms.parse_error}", plugin=NAME)
@@ -208,6 +213,8 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
         return filtering.passing_rows(computed, snapshot.labels)
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
+        if skips_deferred_pod(self._deferred_resize, pod.pod):
+            return SUCCESS
         computed: filtering.PreFilterState | None = state.get(_PRE_FILTER_KEY)
         if computed is None:
             return _not_found(_PRE_FILTER_KEY, "error reading")

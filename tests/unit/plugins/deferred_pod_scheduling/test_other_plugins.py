@@ -59,7 +59,7 @@ REJECTING: list[tuple[str, Callable[[], Any], Callable[[], api.Node]]] = [
 ]
 
 # Plugins whose PreFilter upstream makes skip a deferred resize.
-SKIPPING = ["NodeAffinity", "NodePorts", "PodTopologySpread", "VolumeZone",
+SKIPPING = ["NodeAffinity", "NodePorts", "PodTopologySpread", "InterPodAffinity", "VolumeZone",
             "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
             "NodeDeclaredFeatures", "DynamicResources"]
 
