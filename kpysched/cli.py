@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from pydantic import ValidationError
 
-from kpysched import __version__
+from kpysched import __version__, gc_policy
 
 if TYPE_CHECKING:
     from kpysched.config import Settings
@@ -75,16 +75,17 @@ def _version(raw: bool, release: int | None = None) -> str:
 
 
 def _run(argv: Sequence[str]) -> int:
-    # Imported here so `kpysched version` stays instant.
-    from kpysched import app, logs
-    from kpysched.config import ConfigError, Settings, kubeconfig_path, load_config
-    from kpysched.config.flags import FlagError, interpret
-    from kpysched.config.release import ReleaseError
-    from kpysched.config.written import write_config
-    from kpysched.framework.registry import RegistryError, full_registry
-    from kpysched.plugins import IN_TREE
-    from kpysched.serving import ServingError
-    from kpysched.serving.limits import raise_open_files_limit
+    # Imported here so `kpysched version` stays instant; uncollected (gc_policy).
+    with gc_policy.paused():
+        from kpysched import app, logs
+        from kpysched.config import ConfigError, Settings, kubeconfig_path, load_config
+        from kpysched.config.flags import FlagError, interpret
+        from kpysched.config.release import ReleaseError
+        from kpysched.config.written import write_config
+        from kpysched.framework.registry import RegistryError, full_registry
+        from kpysched.plugins import IN_TREE
+        from kpysched.serving import ServingError
+        from kpysched.serving.limits import raise_open_files_limit
 
     try:
         invocation = interpret(argv)

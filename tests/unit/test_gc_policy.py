@@ -51,3 +51,20 @@ def test_decoded_objects_are_not_tracked() -> None:
 def test_every_wire_base_is_untracked(module: object) -> None:
     base = module._Wire  # type: ignore[attr-defined]
     assert base.__struct_config__.gc is False
+
+
+def test_paused_collects_nothing_inside_and_restores_the_collector() -> None:
+    assert gc.isenabled()
+    with gc_policy.paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_policy.paused():
+            pass
+        assert not gc.isenabled()  # one that was off stays off
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError), gc_policy.paused():
+        raise ValueError("an import that fails")
+    assert gc.isenabled()
