@@ -19,7 +19,7 @@ from kpysched.framework.deferred_resize import IN_PLACE_RESIZE_PREEMPTION_GATE
 from kpysched.informers.listers import Listers
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from tests.unit.builders import make_node, make_pod
+from tests.unit.builders import make_node, make_pod, make_pod_group
 from tests.unit.scheduler_harness import SchedulerHarness, build_harness
 
 GATE_ON = Features.from_gates({IN_PLACE_RESIZE_PREEMPTION_GATE: True}, release=37)
@@ -192,3 +192,27 @@ async def test_a_pod_growing_on_the_same_node_brings_a_waiting_resize_back() -> 
     built.pods.on_add(neighbour)
     built.pods.on_update(neighbour, bound_pod("neighbour", cpu="2"))
     assert queue.where("pod1") in ("active", "backoff")
+
+
+async def test_a_deferred_member_of_a_pod_group_is_scheduled_alone() -> None:
+    """TestPriorityQueue_DeferredPodGroupCompatibility: with GenericWorkload on too, a
+    deferred resize whose pod names a PodGroup is tried as a pod of its own (it already
+    runs; only its size changes), so it preempts as any deferred resize does."""
+    features = Features.from_gates(
+        {IN_PLACE_RESIZE_PREEMPTION_GATE: True, "GenericWorkload": True}, release=37)
+    built = build_harness({"schedulerName": "kpysched"}, features,
+                          Listers(generic_workload=True, release=37), node("node1"))
+    assert built.listers.workloads is not None
+    group = make_pod_group("pg1")  # basic policy: no minCount to wait for
+    group.spec.priority = 100
+    built.listers.workloads.pod_groups.on_add(group)
+    built.pods.on_add(bound_pod("low", cpu="2"))
+    before = bound_pod("pod1", cpu="1", priority=100)
+    before.spec.scheduling_group = api.PodSchedulingGroup(pod_group_name="pg1")
+    built.pods.on_add(before)
+    after = bound_pod("pod1", cpu="3", priority=100, deferred=True)
+    after.spec.scheduling_group = api.PodSchedulingGroup(pod_group_name="pg1")
+    built.pods.on_update(before, after)
+    await built.schedule_all()
+    assert built.notes("Preempted") == {"low": "Preempted by pod pod1 on node node1"}
+    assert built.notes("FailedScheduling") == {}
