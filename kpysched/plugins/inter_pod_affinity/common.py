@@ -17,11 +17,16 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
+from kpysched.cache.label_index import LabelColumn
 from kpysched.cache.node_info import NodeInfo
 from kpysched.objects import api
 from kpysched.objects.pod_affinity import AffinityTerm, WeightedAffinityTerm
 
 NamespaceLabels = Callable[[str], Mapping[str, str] | None]
+BoolArray = npt.NDArray[np.bool_]
 
 
 @dataclass(slots=True, eq=False)
@@ -134,36 +139,59 @@ def matches_all(terms: tuple[IncomingTerm, ...], pod: api.Pod) -> bool:
 
 class TopologyCounts:
     """Counts per (topology key, value); pairs that drop to zero are forgotten, so an
-    empty counter means no pair counts at all."""
+    empty counter means no pair counts at all.
 
-    __slots__ = ("_by_key",)
+    A key counted over the snapshot's label columns may stay a sum per domain code of
+    its column (`add_domain_sums`): the vector Filter reads those as they are
+    (`rows_counted`), and only a reader by value (the per-node Filter, AddPod/RemovePod,
+    a diagnosis) turns them into counts per value, once. Per-hostname keys have a domain
+    per node, so the round trip through values cost more than the counting."""
+
+    __slots__ = ("_by_code", "_by_key")
 
     def __init__(self, by_key: dict[str, dict[str, int]] | None = None) -> None:
         self._by_key: dict[str, dict[str, int]] = by_key if by_key is not None else {}
+        # Keys not yet read by value: their column and the (positive) count per code.
+        self._by_code: dict[str, tuple[LabelColumn, npt.NDArray[np.int64]]] = {}
 
     def __bool__(self) -> bool:
-        return bool(self._by_key)
+        return bool(self._by_key) or bool(self._by_code)
 
     def __repr__(self) -> str:
         return f"TopologyCounts({self.pairs()!r})"
 
+    def _by_value(self) -> dict[str, dict[str, int]]:
+        """The counts per value, the keys kept by code turned into them first."""
+        if self._by_code:
+            pending, self._by_code = self._by_code, {}
+            for key, (column, sums) in pending.items():
+                found = np.flatnonzero(sums)
+                values = column.values
+                self.add_all(key, zip([values[code] for code in found.tolist()],
+                                      sums[found].tolist(), strict=True))
+        return self._by_key
+
     def get(self, key: str, value: str) -> int:
-        values = self._by_key.get(key)
+        values = self._by_value().get(key)
         return 0 if values is None else values.get(value, 0)
 
     def values_of(self, key: str) -> Mapping[str, int] | None:
         """Counts per value under one topology key (None when none counts)."""
-        return self._by_key.get(key)
+        return self._by_value().get(key)
 
     def items(self) -> Iterable[tuple[str, dict[str, int]]]:
-        return self._by_key.items()
+        return self._by_value().items()
+
+    def counted_keys(self) -> tuple[str, ...]:
+        """The keys with a count, without turning counts by code into counts by value."""
+        return (*self._by_key, *self._by_code)
 
     def pairs(self) -> dict[tuple[str, str], int]:
-        return {(key, value): count for key, values in self._by_key.items()
+        return {(key, value): count for key, values in self._by_value().items()
                 for value, count in values.items()}
 
     def add(self, key: str, value: str, delta: int) -> None:
-        values = self._by_key.setdefault(key, {})
+        values = self._by_value().setdefault(key, {})
         count = values.get(value, 0) + delta
         if count:
             values[value] = count
@@ -175,7 +203,7 @@ class TopologyCounts:
     def add_all(self, key: str, pairs: Iterable[tuple[str, int]]) -> None:
         """`add` for many pairs of one key, each value once (a domain sum per value): a key
         not counted yet takes them in one go (per-hostname keys have a domain per node)."""
-        if key in self._by_key:
+        if key in self._by_key or key in self._by_code:
             for value, delta in pairs:
                 self.add(key, value, delta)
             return
@@ -183,5 +211,38 @@ class TopologyCounts:
         if taken:
             self._by_key[key] = taken
 
+    def add_domain_sums(self, key: str, column: LabelColumn,
+                        sums: npt.NDArray[np.int64]) -> None:
+        """Add a count (>= 0) per domain code of `column`, the key's label column in the
+        snapshot (`sums[code]` for `column.values[code]`), kept so until read by value."""
+        if not sums.any():
+            return
+        if key in self._by_key:
+            found = np.flatnonzero(sums)
+            values = column.values
+            self.add_all(key, zip([values[code] for code in found.tolist()],
+                                  sums[found].tolist(), strict=True))
+            return
+        kept = self._by_code.get(key)
+        if kept is None:
+            self._by_code[key] = (column, sums)
+        elif kept[0] is column and len(kept[1]) == len(sums):
+            self._by_code[key] = (column, kept[1] + sums)
+        else:
+            self._by_value()
+            self.add_domain_sums(key, column, sums)
+
+    def rows_counted(self, key: str, column: LabelColumn) -> BoolArray:
+        """Rows whose value under `key` (`column`, its label column) has a positive count;
+        rows without the key never do."""
+        kept = self._by_code.get(key)
+        if kept is not None and kept[0] is column and len(kept[1]) == len(column.values):
+            # One more False entry: where ABSENT (-1) indexes.
+            table = np.append(kept[1] > 0, False)
+            found: BoolArray = table[column.codes]
+            return found
+        counts = self._by_value().get(key) or {}
+        return column.any_of([value for value, count in counts.items() if count > 0])
+
     def copy(self) -> TopologyCounts:
-        return TopologyCounts({key: dict(values) for key, values in self._by_key.items()})
+        return TopologyCounts({key: dict(values) for key, values in self._by_value().items()})

@@ -39,7 +39,7 @@ from kpysched.plugins.inter_pod_affinity.common import (
 )
 from kpysched.plugins.inter_pod_affinity.existing_terms import (
     ExistingTerms,
-    sums_by_value,
+    counts_by_code,
     worth_keeping,
 )
 from kpysched.plugins.inter_pod_affinity.pod_columns import COLUMN_TERMS, PodColumns
@@ -132,7 +132,8 @@ def _existing_anti_affinity_counts_rows(pod: api.Pod, namespace_labels: Mapping[
     for term, _, held in existing.current(snapshot.node_infos):
         if term.matches(pod, namespace_labels):
             key = term.topology_key
-            counts.add_all(key, sums_by_value(snapshot.labels.column(key), held, 1))
+            column = snapshot.labels.column(key)
+            counts.add_domain_sums(key, column, counts_by_code(column, held))
     return counts
 
 
@@ -172,10 +173,7 @@ def _add_by_domain(counts: TopologyCounts, key: str, column: LabelColumn,
     present = column.codes != ABSENT
     sums = np.bincount(column.codes[present], weights=per_row[present],
                        minlength=len(column.values))
-    found = np.flatnonzero(sums)
-    values = column.values
-    counts.add_all(key, zip([values[code] for code in found.tolist()],
-                            sums[found].astype(np.int64).tolist(), strict=True))
+    counts.add_domain_sums(key, column, sums.astype(np.int64))
 
 
 def _incoming_counts_rows(required: tuple[IncomingTerm, ...],
@@ -320,13 +318,6 @@ def satisfies_existing_pods_anti_affinity(state: PreFilterState,
 BoolArray = npt.NDArray[np.bool_]
 
 
-def _rows_counted(column: LabelColumn, counts: Mapping[str, int] | None) -> BoolArray:
-    """Rows whose value under the column's key has a positive count (rows without the
-    key never do). Only the counted values are looked up, however many domains exist
-    (one per node under the hostname key)."""
-    return column.any_of([value for value, count in (counts or {}).items() if count > 0])
-
-
 def passing_rows(state: PreFilterState, labels: LabelIndex) -> BoolArray:
     """The three Filter checks for every snapshot row at once, from the label columns
     and PreFilter's counts: the same verdicts as running them node by node."""
@@ -336,15 +327,15 @@ def passing_rows(state: PreFilterState, labels: LabelIndex) -> BoolArray:
         for term in state.required:
             column = labels.column(term.topology_key)
             passing &= column.present()  # every topology key of the terms is needed
-            pods_exist &= _rows_counted(column, state.affinity_counts.values_of(
-                term.topology_key))
+            pods_exist &= state.affinity_counts.rows_counted(term.topology_key, column)
         # The first pod of a group selecting itself may go where no match exists yet.
         if state.affinity_counts or not state.matches_itself:
             passing &= pods_exist
     if state.anti_affinity_counts:
         for term in state.required_anti:
-            passing &= ~_rows_counted(labels.column(term.topology_key),
-                                      state.anti_affinity_counts.values_of(term.topology_key))
-    for key, values in state.existing_anti_affinity_counts.items():
-        passing &= ~_rows_counted(labels.column(key), values)
+            passing &= ~state.anti_affinity_counts.rows_counted(
+                term.topology_key, labels.column(term.topology_key))
+    existing = state.existing_anti_affinity_counts
+    for key in existing.counted_keys():
+        passing &= ~existing.rows_counted(key, labels.column(key))
     return passing
