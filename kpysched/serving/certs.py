@@ -19,11 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
 from kpysched.config.tls import TLS_VERSIONS
 from kpysched.serving.errors import ServingError
 
@@ -52,6 +47,13 @@ class TlsOptions:
 def self_signed_pair(host: str, alternate_ips: tuple[str, ...] = (),
                      alternate_dns: tuple[str, ...] = ()) -> tuple[bytes, bytes]:
     """A PEM certificate and key for `host` (plus the alternates), signed by itself."""
+    # cryptography's x509 costs start-up ~20-30 ms of CPU to import: only here, where it
+    # is used (an --insecure-serving start never is).
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     now = datetime.datetime.now(datetime.UTC)
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,

@@ -26,10 +26,9 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import structlog
-from cryptography import x509
 
 from kpysched.serving.access import AccessControl, DelegationOptions, trusted_client_cas
 from kpysched.serving.certs import PemPair, TlsOptions, serving_flags, serving_pair, tls_context
@@ -37,6 +36,9 @@ from kpysched.serving.errors import ServingError
 from kpysched.serving.published import INTERVAL_SECONDS as PUBLISHED_INTERVAL_SECONDS
 from kpysched.serving.published import Published
 from kpysched.serving.requestheader import RequestHeaderAuthenticator
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 log = structlog.get_logger(__name__)
 
@@ -254,12 +256,16 @@ class TlsReloader:
 def _parse_cas(pem: bytes) -> tuple[x509.Certificate, ...]:
     """ValueError unless `pem` holds at least one certificate (as upstream's
     NewPoolFromBytes: a bundle of none is an error, not "trust nobody")."""
+    from cryptography import x509  # when first used, as in certs.py
+
     return tuple(x509.load_pem_x509_certificates(pem))
 
 
 def _describe(files: tuple[bytes, ...]) -> dict[str, object]:
     """What an operator checks after a rotation: the leaf's serial and expiry, or how
     many CAs the bundle holds."""
+    from cryptography import x509  # when first used, as in certs.py
+
     try:
         certificates = x509.load_pem_x509_certificates(files[0])
     except ValueError:

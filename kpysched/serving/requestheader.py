@@ -23,15 +23,16 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote
 
 import structlog
-from cryptography import x509
-from cryptography.exceptions import InvalidSignature
 
 from kpysched.serving.authn import AUTHENTICATED_GROUP, UserInfo
 from kpysched.serving.errors import ServingError
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 log = structlog.get_logger(__name__)
 
@@ -142,6 +143,10 @@ async def resolve(options: RequestHeaderOptions, lookup: ConfigMapLookup | None,
 
 
 def _load_cas(pem: bytes) -> tuple[x509.Certificate, ...]:
+    # cryptography is imported where it is used, as in certs.py: with no request header
+    # CA (an --insecure-serving start) it never is.
+    from cryptography import x509
+
     try:
         cas = tuple(x509.load_pem_x509_certificates(pem))
     except ValueError as error:
@@ -172,6 +177,8 @@ class RequestHeaderAuthenticator:
         """Signed directly by one of the request header CAs. The TLS layer has already
         verified the chain against the union of the client CAs; this says which.
         Intermediates are not followed: Python 3.11's ssl hands over only the leaf."""
+        from cryptography.exceptions import InvalidSignature  # loaded by _load_cas
+
         for ca in self._cas:
             try:
                 certificate.verify_directly_issued_by(ca)
@@ -186,6 +193,8 @@ class RequestHeaderAuthenticator:
         case-insensitive multi-dict (aiohttp's CIMultiDictProxy)."""
         if not peer_der:
             return NOT_PROXIED
+        from cryptography import x509  # loaded by _load_cas
+
         certificate = x509.load_der_x509_certificate(peer_der)
         if not self.issued_by_proxy_ca(certificate):
             return NOT_PROXIED

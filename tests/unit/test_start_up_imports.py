@@ -25,6 +25,9 @@ LEFT_OUT = {
     "kpysched.plugins.dynamic_resources.cel": "the CEL device-selector runtime",
     "cel_expr_python": "cel-expr-python",
     "google.protobuf": "protobuf (the CEL library's descriptors)",
+    # x509: generating a self-signed pair, reading CAs (serving/certs.py, reload.py,
+    # requestheader.py); a plain-HTTP (--insecure-serving) start does neither.
+    "cryptography": "cryptography",
 }
 
 
