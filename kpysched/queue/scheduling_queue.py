@@ -83,6 +83,10 @@ class _HeapEntry:
         return self.less(self.info, other.info)
 
 
+# From v1.37 a pod group preempts as one (scheduling/pod_group_preemption.py).
+GROUP_PREEMPTION_RELEASE = 37
+
+
 class SchedulingQueue:
     def __init__(
         self,
@@ -498,7 +502,11 @@ class SchedulingQueue:
             if info is None:
                 self._held_for_preemption.discard(uid)
                 continue
-            self._requeue(info, Strategy.AFTER_BACKOFF, event)
+            # As v1.37, a pod group held while its group preempts goes back as the
+            # group entity does, to the backoff no idle scheduler pops early.
+            whole_group = (self.release >= GROUP_PREEMPTION_RELEASE and self._pod_groups
+                           and group_name(info.pod_info.pod) is not None)
+            self._requeue(info, Strategy.AFTER_BACKOFF, event, early=not whole_group)
 
     def flush_backoff_completed(self) -> int:
         completed = self._backoff.pop_completed(self._clock())

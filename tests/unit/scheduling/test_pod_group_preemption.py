@@ -9,6 +9,7 @@ group binds where it was nominated.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -330,3 +331,24 @@ async def test_a_group_whose_victims_are_still_going_keeps_its_nominations() -> 
     assert harness.conditions()[-1][2].endswith(
         "pod group preemption: ongoing preemption on nominated nodes")
     assert all(node_name == "n1" for node_name in harness.nominated().values())
+
+
+async def test_after_its_preemption_the_group_waits_out_its_backoff_on_an_idle_scheduler(
+) -> None:
+    # Held at PreEnqueue while its victims went, the group comes back as v1.37.2's
+    # group entity does: to the backoff an idle scheduler does not pop early.
+    harness = make_harness(node("n1", "2"))
+    harness.group("pg1", 2, 100)
+    harness.pod("low", "2", 10, on="n1")
+    await harness.schedule_all()
+    for name in ("a", "b"):
+        harness.pod(name, "1", 100, group="pg1")
+    await harness.schedule_all()  # ends once the victim's deletion is written
+    assert harness.deleted() == ["low"]
+    queue = harness.scheduler.queue
+    assert queue.pending_counts()["backoff"] == 2
+    task = asyncio.ensure_future(queue.pop())
+    await asyncio.sleep(0.05)
+    assert not task.done()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
