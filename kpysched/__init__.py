@@ -2,14 +2,11 @@
 
 from importlib.metadata import PackageNotFoundError, version
 
-from kpysched import gc_policy
 from kpysched.api import lean_kubernetes
 
 # Before any module of ours imports kubernetes_asyncio: ~35 MiB of generated API and
-# model modules the scheduler never uses stay unloaded (see lean_kubernetes). Its
-# imports (aiohttp among them) make only objects that live until exit: not collected.
-with gc_policy.paused():
-    lean_kubernetes.install()
+# model modules the scheduler never uses stay unloaded (see lean_kubernetes).
+lean_kubernetes.install()
 
 try:
     __version__ = version("kpysched")

@@ -75,8 +75,8 @@ def _version(raw: bool, release: int | None = None) -> str:
 
 
 def _run(argv: Sequence[str]) -> int:
-    # Imported here so `kpysched version` stays instant; uncollected (gc_policy).
-    with gc_policy.paused():
+    # Imported here so `kpysched version` stays instant; frozen for good (gc_policy).
+    with gc_policy.importing():
         from kpysched import app, logs
         from kpysched.config import ConfigError, Settings, kubeconfig_path, load_config
         from kpysched.config.flags import FlagError, interpret

@@ -53,18 +53,21 @@ def test_every_wire_base_is_untracked(module: object) -> None:
     assert base.__struct_config__.gc is False
 
 
-def test_paused_collects_nothing_inside_and_restores_the_collector() -> None:
+def test_importing_collects_nothing_inside_and_freezes_what_it_made(
+        restored_gc: None) -> None:
     assert gc.isenabled()
-    with gc_policy.paused():
+    with gc_policy.importing():
         assert not gc.isenabled()
+        made = [[index] for index in range(1000)]
     assert gc.isenabled()
+    assert gc.get_freeze_count() >= len(made)
     gc.disable()
     try:
-        with gc_policy.paused():
+        with gc_policy.importing():
             pass
         assert not gc.isenabled()  # one that was off stays off
     finally:
         gc.enable()
-    with pytest.raises(ValueError), gc_policy.paused():
+    with pytest.raises(ValueError), gc_policy.importing():
         raise ValueError("an import that fails")
     assert gc.isenabled()
