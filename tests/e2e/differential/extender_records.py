@@ -163,14 +163,26 @@ class Recorder:
 
     servers: tuple[ExtenderServer, ...]
     seen: set[str] = field(default_factory=set)
+    # Per server, how many requests it had when the scenario's outcome was read;
+    # None until then. A pod still retried during clean-up would be sent with some
+    # of its victims already deleted: those requests are not the scenario's.
+    counted: list[int] | None = None
 
     def begin(self) -> None:
+        self.counted = None
         for server in self.servers:
             server.clear()
 
+    def decided(self) -> None:
+        self.counted = [len(server.requests()) for server in self.servers]
+
+    def _requests(self) -> list[Request]:
+        counted = self.counted or [len(server.requests()) for server in self.servers]
+        return [r for server, count in zip(self.servers, counted, strict=True)
+                for r in server.requests()[:count]]
+
     def calls(self) -> Calls:
-        requests = [r for s in self.servers for r in s.requests()
-                    if _namespace(r) not in self.seen]
+        requests = [r for r in self._requests() if _namespace(r) not in self.seen]
         self.seen.update(ns for r in requests if (ns := _namespace(r)) is not None)
         uids: dict[str, str] = {}
         for server in self.servers:

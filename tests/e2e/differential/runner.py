@@ -8,6 +8,7 @@ import copy
 import datetime
 import re
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -400,8 +401,11 @@ async def _create_incoming(api: client.ApiClient, scenario: Scenario, scheduler_
                                     [{"op": "remove", "path": "/spec/schedulingGates"}])
 
 
-async def run_scenario(api: client.ApiClient, scenario: Scenario,
-                       scheduler_name: str) -> Outcome:
+async def run_scenario(api: client.ApiClient, scenario: Scenario, scheduler_name: str,
+                       decided: Callable[[], None] | None = None) -> Outcome:
+    """Build the scenario, observe its outcome, clean up. `decided` runs once the
+    outcome is read and before clean-up, whose deletions a scheduler still retrying
+    the pod would see (test_extenders stops counting extender requests there)."""
     core = client.CoreV1Api(api)
     namespace = await kube.create_namespace(api, "diff")
     names = _Names(secrets.token_hex(3), namespace)
@@ -437,6 +441,8 @@ async def run_scenario(api: client.ApiClient, scenario: Scenario,
             await core.create_namespaced_pod(
                 namespace, _pod_body(pod, scheduler_name, names, _extended_resources(scenario)))
         outcome = await _observe(api, scenario, names)
+        if decided is not None:
+            decided()
     except BaseException:
         await _clean_up(api, scenario, names)
         raise

@@ -93,8 +93,9 @@ async def test_same_decision_and_requests_as_kube_scheduler(
     recorders.kpysched.begin()
     await ensure_priority_classes(twin_apis.upstream)
     await ensure_priority_classes(twin_apis.kpysched)
-    upstream, ours = await both(run_scenario(twin_apis.upstream, case.scenario, UPSTREAM),
-                                run_scenario(twin_apis.kpysched, case.scenario, KPYSCHED))
+    upstream, ours = await both(
+        run_scenario(twin_apis.upstream, case.scenario, UPSTREAM, recorders.upstream.decided),
+        run_scenario(twin_apis.kpysched, case.scenario, KPYSCHED, recorders.kpysched.decided))
     upstream, ours = _comparable(upstream), _comparable(ours)
     upstream_calls, our_calls = recorders.upstream.calls(), recorders.kpysched.calls()
     check_kind(case.scenario, upstream)
