@@ -35,7 +35,8 @@ class KpyschedProcess:
     """`with KpyschedProcess(state, config) as kp:` runs `kpysched run` until the block ends."""
 
     def __init__(self, state: ClusterState, config: Mapping[str, Any] | None = None,
-                 *, log_level: str = "debug", wait_for: str = "scheduler.started",
+                 *, log_level: str = "debug",
+                 wait_for: str | tuple[str, ...] = "scheduler.started",
                  extra_args: tuple[str, ...] = (), env: Mapping[str, str] | None = None,
                  kubeconfig: str | None = None, secure: bool = False) -> None:
         """`secure` serves HTTPS with delegated authentication, as in a cluster; by
@@ -46,8 +47,8 @@ class KpyschedProcess:
         self.port = free_port()
         self.url = f"{'https' if secure else 'http'}://127.0.0.1:{self.port}"
         # "scheduler.started" means leading and scheduling; "scheduler.informers_synced"
-        # is enough for a standby replica.
-        self.wait_for = wait_for
+        # is enough for a standby replica. Several events: whichever comes first.
+        self.wait_for = (wait_for,) if isinstance(wait_for, str) else wait_for
         self.command = [sys.executable, "-m", "kpysched.cli", "run",
                         "--log-format", "json",
                         "--log-level", log_level, "--bind-address", "127.0.0.1",
@@ -73,11 +74,11 @@ class KpyschedProcess:
             if self.process.poll() is not None:
                 raise ClusterError(f"kpysched exited with {self.process.returncode}; last lines "
                                    f"of {self.log_path}:\n{log_tail(self.log_path)}")
-            if any(e.get("event") == self.wait_for for e in self.log_events()):
+            if any(e.get("event") in self.wait_for for e in self.log_events()):
                 return self
             time.sleep(0.1)
         self.stop()
-        raise ClusterError(f"kpysched did not log {self.wait_for} within "
+        raise ClusterError(f"kpysched did not log {' or '.join(self.wait_for)} within "
                            f"{START_TIMEOUT_SECONDS:.0f}s; last "
                            f"lines of {self.log_path}:\n{log_tail(self.log_path)}")
 

@@ -83,8 +83,11 @@ class Replicas:
             self.state, CONFIG, log_level="debug", extra_args=("--enable-cache-endpoint",),
             # The first leads. A replacement, like a Deployment's, need only be running:
             # after an etcd restart its informers may take minutes to sync (the
-            # control plane is still recovering), and it stands by until they have.
-            wait_for="scheduler.started" if first else "scheduler.starting")
+            # control plane is still recovering), and it stands by until they have;
+            # with the API server itself still restarting, it waits to read its
+            # /version first (release.waiting_for_api_server), which is running too.
+            wait_for="scheduler.started" if first else ("scheduler.starting",
+                                                         "release.waiting_for_api_server"))
         replica = Replica(process.start(), len(self.all))
         self.all.append(replica)
         return replica
