@@ -826,11 +826,15 @@ class SmokeWorld:
 
     async def _create_devices(self, api: client.ApiClient, node: str) -> None:
         resource = client.ResourceV1Api(api)
-        await resource.create_device_class({"metadata": {"name": self.device_class},
-                                            "spec": {"extendedResourceName": self.gpu}})
+        # The class selects this world's own driver: worlds side by side (test_rbac runs
+        # its cases so) never take each other's devices, nor land on each other's nodes.
+        driver = f"{self.label}.gpu.kpysched.test"
+        await resource.create_device_class({"metadata": {"name": self.device_class}, "spec": {
+            "extendedResourceName": self.gpu,
+            "selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]}})
         await resource.create_resource_slice({
             "metadata": {"name": self.device_slice},
-            "spec": {"driver": "gpu.smoke.kpysched.test", "nodeName": node,
+            "spec": {"driver": driver, "nodeName": node,
                      "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
                      "devices": [{"name": f"gpu-{i}"} for i in range(3)]}})
         await resource.create_namespaced_resource_claim(self.namespace, {

@@ -19,6 +19,13 @@ chart renders, so a new rule cannot skip the proof.
 list and watch of one resource are one rule: an informer needs both, and a list
 without a watch (or a watch without a list) is no informer.
 
+Each case (the full RBAC, or the chart's minus one rule) is a release of its own: its
+namespaces, ServiceAccount, roles, Lease, scheduler name (the chart's profile renamed to
+the release: nothing in the RBAC names it), nodes, classes and devices. The cases share
+nothing, so they run side by side (CASES_AT_ONCE), each kpysched process alone with
+exactly its own RBAC: most of a case is waiting, on kpysched's start and on the step
+the missing rule breaks, and one after another they took ~9 minutes.
+
 The chart is rendered for the cluster's release (helm's --kube-version), as `helm
 install` renders it for the cluster it installs into: on a v1.37 cluster it also
 grants list and watch on DeviceTaintRules, which kpysched watches only as 1.37. That
@@ -33,8 +40,10 @@ import asyncio
 import json
 import secrets
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +55,7 @@ from tests.cluster import kube, releases
 from tests.cluster.cluster import ClusterState, log_tail
 from tests.cluster.kpysched_process import KpyschedProcess
 from tests.e2e.test_deploy import (
+    SMOKE_STEPS,
     STEP_TIMEOUT_SECONDS,
     SmokeOutcome,
     SmokeWorld,
@@ -62,6 +72,13 @@ FAST_ELECTION = ("--set", "leaderElection.leaseDuration=4s",
                  "--set", "leaderElection.retryPeriod=1s")
 # The step a missing rule breaks is given this long (success takes about a second).
 BROKEN_STEP_SECONDS = 6.0
+# Then the refusal (and an optional resource's warning) may take this long to be logged.
+EVIDENCE_SECONDS = 10.0
+# Cases run side by side, this many at once: most of a case is waiting (on kpysched's
+# start, on the step it breaks), and each is isolated from the others (_case).
+CASES_AT_ONCE = 4
+# kpysched's stop: graceful with the full RBAC; SIGKILL after this long without a rule.
+STOP_SECONDS, STOP_WITHOUT_A_RULE_SECONDS = 30.0, 2.0
 LEASE = "<lease>"  # stands for the Lease name in RULES
 # After the smoke steps: GET /metrics with a scraper's token answers 200.
 SCRAPE_STEP = "metrics-scraped"
@@ -266,9 +283,6 @@ async def _token(raw: RawApi, namespace: str, account: str) -> str:
     return token
 
 
-Install = Callable[[str | None], Awaitable[Release]]
-
-
 async def _wait_until_authorized(raw: RawApi, namespace: str, account: str,
                                  role: Mapping[str, Any], timeout: float = 10.0) -> None:
     """The authorizer learns of new bindings through a watch: wait until it grants the
@@ -291,29 +305,29 @@ async def _wait_until_authorized(raw: RawApi, namespace: str, account: str,
         await asyncio.sleep(0.1)
 
 
-@pytest.fixture
-async def install(cluster: ClusterState, api: client.ApiClient,
-                  tmp_path: Path) -> AsyncIterator[Install]:
-    """install(without=rule id or None) applies the chart's identity and RBAC objects
-    (minus that rule) in a fresh release namespace and lays out the in-cluster files."""
+@asynccontextmanager
+async def _installed(api: client.ApiClient, cluster: ClusterState, directory: Path,
+                     without: Rule | None) -> AsyncIterator[Release]:
+    """The chart's identity and RBAC objects (minus `without`) applied in a fresh release
+    namespace, the in-cluster files laid out; all deleted when the block ends."""
     raw = RawApi(api, qps=0)
     made: list[tuple[str, str]] = []  # cluster-scoped objects to delete
-    namespaces: list[str] = []
-
-    async def apply(without: str | None) -> Release:
-        namespace = await kube.create_namespace(api, prefix="kpysched-rbac")
-        namespaces.append(namespace)
-        objects = render(f"rbac-{secrets.token_hex(3)}", namespace, *FAST_ELECTION,
-                         *FOR_THE_CLUSTER)
+    namespace = await kube.create_namespace(api, prefix="kpysched-rbac")
+    try:
+        release = f"rbac-{secrets.token_hex(3)}"
+        # Its own scheduler name: the cases run side by side, and each kpysched must
+        # schedule only its own smoke's pods (the RBAC does not name the profile).
+        objects = await asyncio.to_thread(
+            render, release, namespace, *FAST_ELECTION, *FOR_THE_CLUSTER,
+            "--set", f"profiles[0].schedulerName={release}")
         config = scheduler_config(objects)
         lease = config["leaderElection"]["resourceName"]
-        removed = next((r for r in RULES if r.id == without), None)
         roles = []
         for kind, path in _PATHS.items():
             for obj in find(objects, kind):
-                if removed is not None and kind == removed.kind:
-                    kept = [r for r in obj["rules"] if not removed.matches(r, lease)]
-                    assert len(kept) == len(obj["rules"]) - 1, f"{without} not in the {kind}"
+                if without is not None and kind == without.kind:
+                    kept = [r for r in obj["rules"] if not without.matches(r, lease)]
+                    assert len(kept) == len(obj["rules"]) - 1, f"{without.id} not in the {kind}"
                     obj["rules"] = kept
                 if "rules" in obj:
                     roles.append(obj)
@@ -328,24 +342,33 @@ async def install(cluster: ClusterState, api: client.ApiClient,
             await _post(raw, _PATHS[obj["kind"]].format(ns=namespace), obj)
             if obj["kind"] != "ServiceAccount":
                 made.append((_PATHS[obj["kind"]], obj["metadata"]["name"]))
-        directory = tmp_path / namespace
-        directory.mkdir()
-        (directory / "token").write_text(await _token(raw, namespace, name))
-        shutil.copy(cluster.ca_file, directory / "ca.crt")
-        (directory / "namespace").write_text(namespace)
+        incluster = directory / namespace
+        incluster.mkdir()
+        (incluster / "token").write_text(await _token(raw, namespace, name))
+        shutil.copy(cluster.ca_file, incluster / "ca.crt")
+        (incluster / "namespace").write_text(namespace)
         (deployment,) = find(objects, "Deployment")
         args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
         serving = tuple(a for a in args if a.startswith(("--authentication-",
                                                          "--authorization-")))
-        return Release(namespace, config, name, directory, serving,
-                       await _token(raw, namespace, SCRAPER))
-
-    yield apply
-    for path, name in made:
-        response = await raw.request("DELETE", f"{path}/{name}", throttle=False)
-        assert response.ok or response.status == 404, response.message()
-    for namespace in namespaces:
+        yield Release(namespace, config, name, incluster, serving,
+                      await _token(raw, namespace, SCRAPER))
+    finally:
+        for path, object_name in made:
+            response = await raw.request("DELETE", f"{path}/{object_name}", throttle=False)
+            assert response.ok or response.status == 404, response.message()
         await kube.delete_namespace(api, namespace)
+
+
+@asynccontextmanager
+async def _running(kp: KpyschedProcess, stop_timeout: float) -> AsyncIterator[KpyschedProcess]:
+    """The process started and stopped in a thread: start() and stop() wait by sleeping,
+    and the other cases' checks run on this event loop meanwhile."""
+    await asyncio.to_thread(kp.start)
+    try:
+        yield kp
+    finally:
+        await asyncio.to_thread(kp.stop, stop_timeout)
 
 
 async def _scrape(kp: KpyschedProcess, release: Release, outcome: SmokeOutcome,
@@ -372,43 +395,137 @@ def _refusals(kp: KpyschedProcess, release: Release, verb: str,
             if any(isinstance(value, str) and needle in value for value in event.values())]
 
 
-async def test_smoke_passes_with_the_chart_s_rbac_through_the_in_cluster_path(
-    cluster: ClusterState, api: client.ApiClient, namespace: str, nodes_to_clean: list[str],
-    install: Install,
+@dataclass(slots=True)
+class CaseResult:
+    """What one case saw: the smoke's outcome and kpysched's log, or the error that
+    stopped the case (raised again by its test)."""
+
+    user: str = ""
+    outcome: SmokeOutcome | None = None
+    refusals: list[dict[str, Any]] = field(default_factory=list)
+    warned: list[dict[str, Any]] = field(default_factory=list)
+    log: str = ""
+    tail: str = ""
+    error: BaseException | None = None
+
+    def seen(self) -> SmokeOutcome:
+        if self.error is not None:
+            raise self.error
+        assert self.outcome is not None
+        return self.outcome
+
+
+async def _evidence(kp: KpyschedProcess, release: Release, rule: Rule,
+                    result: CaseResult) -> None:
+    """The refusal of the rule's request in kpysched's log (and, for an optional
+    resource, the warning), waited for a little: a loaded machine may log it late."""
+    deadline = asyncio.get_running_loop().time() + EVIDENCE_SECONDS
+    while True:
+        result.refusals = _refusals(kp, release, *rule.refused)
+        result.warned = [e for e in kp.log_events() if e.get("event") == OPTIONAL_UNAVAILABLE
+                         and e.get("resource") == rule.refused[1]]
+        complete = result.refusals and (rule.breaks is not None or result.warned)
+        if complete or asyncio.get_running_loop().time() > deadline:
+            return
+        await asyncio.sleep(0.5)
+
+
+async def _case(cluster: ClusterState, directory: Path, rule: Rule | None) -> CaseResult:
+    """The smoke under the chart's RBAC, minus `rule` (none: all of it): its own
+    namespaces, release, scheduler name, Lease, nodes and classes, so that it shares
+    nothing with the cases running beside it."""
+    result = CaseResult()
+    nodes: list[str] = []
+    async with kube.api_client(cluster) as api, \
+            _installed(api, cluster, directory, rule) as release:
+        result.user = release.user
+        namespace = await kube.create_namespace(api)
+        try:
+            world = await SmokeWorld.create(api, namespace, release.config, nodes)
+            try:
+                # Without a rule, what the case shows is in the log before the stop: a
+                # leader's graceful stop (up to 10 s draining what the missing rule holds
+                # up) is cut short. With all of them, the stop is watched too.
+                stop = STOP_SECONDS if rule is None else STOP_WITHOUT_A_RULE_SECONDS
+                async with _running(InClusterKpysched(cluster, release), stop) as kp:
+                    if rule is None:
+                        result.outcome = await world.run(api, kp)
+                        await _scrape(kp, release, result.outcome, STEP_TIMEOUT_SECONDS)
+                    else:
+                        result.outcome = await world.run(api, kp, short_step=rule.breaks,
+                                                         short_timeout=BROKEN_STEP_SECONDS)
+                        await _scrape(kp, release, result.outcome, BROKEN_STEP_SECONDS)
+                        await _evidence(kp, release, rule, result)
+                result.log = kp.log_path.read_text(errors="replace")
+                result.tail = log_tail(kp.log_path)
+            finally:
+                await world.delete(api)
+        finally:
+            await kube.delete_namespace(api, namespace)
+            await kube.delete_nodes(api, nodes)
+    return result
+
+
+def _longest_first(rule: Rule | None) -> int:
+    """Cases that get further into the smoke take longer: they start first, so that the
+    short ones fill the gaps at the end."""
+    steps = (*SMOKE_STEPS, SCRAPE_STEP)
+    return -len(steps) if rule is None or rule.breaks is None else -steps.index(rule.breaks)
+
+
+async def _run_cases(cluster: ClusterState, directory: Path,
+                     rules: list[Rule | None]) -> dict[str | None, CaseResult]:
+    slots = asyncio.Semaphore(CASES_AT_ONCE)
+
+    async def one(rule: Rule | None) -> CaseResult:
+        async with slots:
+            try:
+                return await _case(cluster, directory, rule)
+            except Exception as error:  # reported by that case's own test
+                return CaseResult(error=error)
+
+    ordered = sorted(rules, key=_longest_first)
+    results = await asyncio.gather(*(one(rule) for rule in ordered))
+    return {None if rule is None else rule.id: result
+            for rule, result in zip(ordered, results, strict=True)}
+
+
+@pytest.fixture(scope="module")
+def cases(request: pytest.FixtureRequest, cluster: ClusterState,
+          tmp_path_factory: pytest.TempPathFactory) -> dict[str | None, CaseResult]:
+    """Every case the session's selection holds of this module (the full RBAC and each
+    rule removed alone), run CASES_AT_ONCE at a time on an event loop of their own;
+    each test then checks its case."""
+    selected = [item for item in request.session.items if isinstance(item, pytest.Function)
+                and item.module is request.module and "cases" in item.fixturenames]
+    rules: list[Rule | None] = []
+    for item in selected:
+        rule = item.callspec.params["rule"] if hasattr(item, "callspec") else None
+        assert rule is None or isinstance(rule, Rule)
+        rules.append(rule)
+    directory = tmp_path_factory.mktemp("rbac-incluster")
+    with ThreadPoolExecutor(max_workers=1) as loop_thread:
+        return loop_thread.submit(asyncio.run, _run_cases(cluster, directory, rules)).result()
+
+
+def test_smoke_passes_with_the_chart_s_rbac_through_the_in_cluster_path(
+    cases: dict[str | None, CaseResult],
 ) -> None:
-    release = await install(None)
-    world = await SmokeWorld.create(api, namespace, release.config, nodes_to_clean)
-    try:
-        with InClusterKpysched(cluster, release) as kp:
-            outcome = await world.run(api, kp)
-            await _scrape(kp, release, outcome, STEP_TIMEOUT_SECONDS)
-            log = kp.log_path.read_text(errors="replace")
-    finally:
-        await world.delete(api)
-    assert outcome.failed is None, f"{outcome.describe()}\n{log[-3000:]}"
-    assert "forbidden" not in log.lower()  # nothing kpysched did was refused
+    case = cases[None]
+    outcome = case.seen()
+    assert outcome.failed is None, f"{outcome.describe()}\n{case.log[-3000:]}"
+    assert "forbidden" not in case.log.lower()  # nothing kpysched did was refused
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.id for r in RULES])
-async def test_without_the_rule_the_smoke_fails_where_that_rule_is_used(
-    rule: Rule, cluster: ClusterState, api: client.ApiClient, namespace: str,
-    nodes_to_clean: list[str], install: Install,
+def test_without_the_rule_the_smoke_fails_where_that_rule_is_used(
+    rule: Rule, cases: dict[str | None, CaseResult],
 ) -> None:
-    release = await install(rule.id)
-    world = await SmokeWorld.create(api, namespace, release.config, nodes_to_clean)
-    try:
-        with InClusterKpysched(cluster, release) as kp:
-            outcome = await world.run(api, kp, short_step=rule.breaks,
-                                      short_timeout=BROKEN_STEP_SECONDS)
-            await _scrape(kp, release, outcome, BROKEN_STEP_SECONDS)
-            refusals = _refusals(kp, release, *rule.refused)
-            warned = [e for e in kp.log_events() if e.get("event") == OPTIONAL_UNAVAILABLE
-                      and e.get("resource") == rule.refused[1]]
-            tail = log_tail(kp.log_path)
-    finally:
-        await world.delete(api)
-    assert outcome.failed == rule.breaks, f"{outcome.describe()}\n{tail}"
-    assert refusals, (f"kpysched's log shows no refusal of {' '.join(rule.refused)} "
-                      f"to {release.user}:\n{tail}")
+    case = cases[rule.id]
+    outcome = case.seen()
+    assert outcome.failed == rule.breaks, f"{outcome.describe()}\n{case.tail}"
+    assert case.refusals, (f"kpysched's log shows no refusal of {' '.join(rule.refused)} "
+                           f"to {case.user}:\n{case.tail}")
     # An optional resource: the smoke passed, and kpysched said why it went without.
-    assert rule.breaks is not None or warned, f"no {OPTIONAL_UNAVAILABLE} warning:\n{tail}"
+    assert rule.breaks is not None or case.warned, (
+        f"no {OPTIONAL_UNAVAILABLE} warning:\n{case.tail}")
