@@ -81,7 +81,9 @@ class PodGroupSpec(_Wire):
     scheduling_constraints: PodGroupSchedulingConstraints | None = None
     priority_class_name: str = ""
     priority: int | None = None
-    disruption_mode: DisruptionMode | None = None
+    # v1beta1's is an object ({"all": {}}); v1alpha2 (v1.36) has a string ("Single",
+    # "All"), which v1.36's scheduling does not read.
+    disruption_mode: DisruptionMode | str | None = None
 
 
 class Condition(_Wire):

@@ -23,7 +23,7 @@ from kpysched.framework.interfaces import NodeSimulation
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.objects.scheduling import PodGroup
+from kpysched.objects.scheduling import DisruptionMode, PodGroup
 from kpysched.plugins.default_preemption.selection import pod_start_nanos, split_by_pdb_violation
 
 # Upstream's victim ranks (victimRank): a pod group's member outranks a plain pod.
@@ -66,9 +66,9 @@ def _whole_group(pod: PodInfo, lookup: PodGroupLookup) -> tuple[str, str] | None
     if name is None:
         return None
     group = lookup(pod.namespace, name)
-    if group is None or group.spec.disruption_mode is None \
-            or group.spec.disruption_mode.all is None:
-        return None
+    mode = None if group is None else group.spec.disruption_mode
+    if not isinstance(mode, DisruptionMode) or mode.all is None:
+        return None  # single (the default), or v1alpha2's string, which v1.36 ignores
     return pod.namespace, name
 
 

@@ -5,6 +5,7 @@ priority is its PodGroup's), and PDB accounting per victim."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from kpysched.cache.node_info import NodeInfo
@@ -98,3 +99,21 @@ def test_one_pod_over_a_budget_makes_its_whole_unit_violating() -> None:
     assert violating == [(group, 1)]
     assert non_violating == [alone]
 
+
+
+@pytest.mark.parametrize(("body", "whole"), [
+    (b'{"spec": {"disruptionMode": {"all": {}}}}', True),  # v1beta1
+    (b'{"spec": {"disruptionMode": {"single": {}}}}', False),
+    (b'{"spec": {"disruptionMode": "All"}}', False),  # v1alpha2 (v1.36): not read
+    (b'{"spec": {}}', False),
+], ids=["v1beta1-all", "v1beta1-single", "v1alpha2-string", "unset"])
+def test_both_api_versions_decode_and_only_v1beta1_all_goes_whole(body: bytes,
+                                                                  whole: bool) -> None:
+    group = msgspec.json.decode(body, type=scheduling.PodGroup)
+    infos = []
+    for name in ("n1", "n2"):
+        info = NodeInfo(node(name, "8"))
+        info.add_pod(PodInfo.of(make_pod(f"m-{name}").group("g").node(name).obj()))
+        infos.append(info)
+    [found] = victims_on([infos[0]], lambda namespace, name: group, NOW, placed_on(infos))
+    assert [p.name for p in found.pods] == (["m-n1", "m-n2"] if whole else ["m-n1"])
