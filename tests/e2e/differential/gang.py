@@ -54,6 +54,7 @@ class Step:
     pods: tuple[GangPod, ...] = ()
     group: tuple[str, int | None] | None = None  # (role, minCount; None: basic policy)
     group_priority_class: str | None = None  # the group's spec.priorityClassName
+    group_whole: bool = False  # the group's disruptionMode is all (v1.37): preempted whole
     node: NodeSpec | None = None
     pause: float = 0.0  # seconds to wait after the step
 
@@ -69,12 +70,15 @@ class GangScenario:
     # How many pending members upstream held back for their group's sake (they fit,
     # the gang did not).
     expect_held_back: int = 0
+    # The pods upstream preempted (deleted) for a group.
+    expect_preempted: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
 class PodOutcome:
     bound: bool
     note: str | None  # the first FailedScheduling note, names as roles
+    preempted: bool = False  # deleted by the scheduler (a Preempted event names it)
 
 
 @dataclass(frozen=True)
@@ -84,15 +88,19 @@ class GangOutcome:
     conditions: dict[str, tuple[str, str, str] | None]
 
     def describe(self) -> str:
-        lines = [f"   {role}: {'bound' if o.bound else 'pending'} note={o.note!r}"
-                 for role, o in sorted(self.pods.items())]
+        lines = [f"   {role}: {'preempted' if o.preempted else 'bound' if o.bound else 'pending'}"
+                 f" note={o.note!r}" for role, o in sorted(self.pods.items())]
         lines += [f"   group {role}: {c}" for role, c in sorted(self.conditions.items())]
         return "\n" + "\n".join(lines)
 
     def held_back_notes(self) -> list[str]:
         """The pending pods' notes as a multiset: which member of a gang tried first,
         and so which one fits nowhere, follows creation order to the millisecond."""
-        return sorted(o.note or "" for o in self.pods.values() if not o.bound)
+        return sorted(o.note or "" for o in self.pods.values()
+                      if not o.bound and not o.preempted)
+
+    def preempted(self) -> set[str]:
+        return {role for role, o in self.pods.items() if o.preempted}
 
 
 def _pod_body(pod: GangPod, scheduler_name: str) -> dict[str, Any]:
@@ -104,12 +112,14 @@ def _pod_body(pod: GangPod, scheduler_name: str) -> dict[str, Any]:
 
 
 def _group_body(role: str, min_count: int | None, release: str,
-                priority_class: str | None = None) -> dict[str, Any]:
+                priority_class: str | None = None, whole: bool = False) -> dict[str, Any]:
     policy: dict[str, Any] = ({"gang": {"minCount": min_count}} if min_count is not None
                               else {"basic": {}})
     spec: dict[str, Any] = {"schedulingPolicy": policy}
     if priority_class is not None:
         spec["priorityClassName"] = priority_class
+    if whole:
+        spec["disruptionMode"] = {"all": {}}
     return {"apiVersion": f"{GROUP}/{POD_GROUP_VERSIONS[release]}", "kind": "PodGroup",
             "metadata": {"name": role}, "spec": spec}
 
@@ -135,7 +145,8 @@ async def run_gang_scenario(api: client.ApiClient, scenario: GangScenario,
             if step.group is not None:
                 await custom.create_namespaced_custom_object(
                     GROUP, POD_GROUP_VERSIONS[release], namespace, "podgroups",
-                    _group_body(*step.group, release, step.group_priority_class))
+                    _group_body(*step.group, release, step.group_priority_class,
+                                step.group_whole))
             for pod in step.pods:
                 await core.create_namespaced_pod(namespace, _pod_body(pod, scheduler_name))
             if step.node is not None:
@@ -195,18 +206,22 @@ async def _observe(api: client.ApiClient, scenario: GangScenario, names: _Names,
         # failed gang fit waits for the retry, however long each scheduler's backoff
         # makes it, instead of reading the outcome a settling spell after the note.
         decided = [role for role in roles
-                   if listed[role].spec.node_name
+                   if role not in listed  # preempted
+                   or listed[role].spec.node_name
                    or (role in notes and not scenario.expect_bound.get(role, False))]
         if len(decided) == len(roles):
             break
         if not notes and loop.time() - started >= QUIET_SECONDS and not any(
-                listed[role].spec.node_name for role in roles):
+                role in listed and listed[role].spec.node_name for role in roles):
             break  # held before any attempt: nothing will happen
         await asyncio.sleep(0.25)
     await asyncio.sleep(SETTLE_SECONDS)
     listed = {p.metadata.name: p for p in
               (await core.list_namespaced_pod(names.namespace)).items}
     notes = await first_failures(api, names)
-    pods = {role: PodOutcome(bool(listed[role].spec.node_name), notes.get(role))
+    preempted = {event["regarding"]["name"]
+                 for event in await kube.events(api, names.namespace, "Preempted")}
+    pods = {role: PodOutcome(role in listed and bool(listed[role].spec.node_name),
+                             notes.get(role), role in preempted and role not in listed)
             for role in roles}
     return GangOutcome(pods, await _conditions(api, scenario, names, release))

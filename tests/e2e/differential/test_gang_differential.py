@@ -114,6 +114,28 @@ SCENARIOS_1_37 = (
                                   for i in range(3)))),
                  expect_bound={"g-0": False, "g-1": False, "g-2": False},
                  expect_held_back=2),
+    # A gang of higher priority that fits nowhere preempts for the whole group at
+    # PodGroupPostFilter: the mid pod is given back first (most important) and stays;
+    # both low pods must go; the members are nominated and bind once they are gone.
+    GangScenario("gang-preempts-for-the-whole-group", (node("n0", "3"),),
+                 (Step(pods=(GangPod("low-0", priority_class="low"),
+                             GangPod("low-1", priority_class="low"),
+                             GangPod("mid-0", priority_class="mid")), pause=2.0),
+                  Step(group=("g", 2), group_priority_class="high"),
+                  Step(pods=tuple(GangPod(f"g-{i}", "g", priority_class="high")
+                                  for i in range(2)))),
+                 expect_bound={"g-0": True, "g-1": True, "mid-0": True},
+                 expect_preempted=frozenset({"low-0", "low-1"})),
+    # A victim in a PodGroup whose disruptionMode is all takes its whole group along,
+    # though one of its members' room would do.
+    GangScenario("victim-group-goes-whole", (node("n0", "2"), node("n1", "2")),
+                 (Step(group=("v", 2), group_priority_class="low", group_whole=True),
+                  Step(pods=tuple(GangPod(f"v-{i}", "v", cpu="2", priority_class="low")
+                                  for i in range(2)), pause=2.0),
+                  Step(group=("g", 1), group_priority_class="high"),
+                  Step(pods=(GangPod("g-0", "g", cpu="2", priority_class="high"),))),
+                 expect_bound={"g-0": True},
+                 expect_preempted=frozenset({"v-0", "v-1"})),
 )
 ALL_1_37 = SCENARIOS + SCENARIOS_1_37
 
@@ -153,11 +175,13 @@ async def same_gang_outcome(api: client.ApiClient, scenario: GangScenario,
         assert upstream.pods[role].bound == bound, upstream.describe()
     held = [note for note in upstream.held_back_notes() if held_back(note, release)]
     assert len(held) == scenario.expect_held_back, upstream.describe()
+    assert upstream.preempted() == scenario.expect_preempted, upstream.describe()
     # ... and kpysched ends the same way.
     detail = f"\n upstream:{upstream.describe()}\n kpysched:{ours.describe()}"
     assert ({r for r, o in ours.pods.items() if o.bound}
             == {r for r, o in upstream.pods.items() if o.bound}), detail
     assert ours.held_back_notes() == upstream.held_back_notes(), detail
+    assert ours.preempted() == upstream.preempted(), detail
     assert ours.conditions == upstream.conditions, detail
 
 
