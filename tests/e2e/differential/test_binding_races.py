@@ -37,6 +37,7 @@ from kubernetes_asyncio import client
 from kubernetes_asyncio.client.rest import ApiException
 from prometheus_client.parser import text_string_to_metric_families
 
+from kpysched.api.client import RawApi
 from tests.cluster import kube, provisioner
 from tests.cluster.cluster import ClusterState
 from tests.cluster.kpysched_process import KpyschedProcess
@@ -401,11 +402,28 @@ async def test_a_refused_victim_delete_sends_the_preemptor_back_at_once(
 # rate limit (50/s, burst 100) for several seconds.
 CROWD = 600
 CROWD_LABEL = "kpysched.test/crowd"
+# Crowd pods created at once: the backlog builds in a moment (one at a time took
+# seconds, the scheduler writing part of it meanwhile).
+CREATE_AT_ONCE = 16
 # The late pod has failed in kpysched by then, its write still queued behind the crowd's;
 # upstream, writing as it goes, may not have tried it yet (then it simply binds).
 UNCORDON_AFTER_SECONDS = 2.0
 # Long enough for the crowd's writes to drain: a stale one would have landed.
 DRAIN_SECONDS = 15.0
+
+
+async def _create_pods(api: client.ApiClient, namespace: str,
+                       bodies: list[dict[str, Any]]) -> None:
+    raw, slots = RawApi(api, qps=0), asyncio.Semaphore(CREATE_AT_ONCE)
+    path = f"/api/v1/namespaces/{namespace}/pods"
+
+    async def create(body: dict[str, Any]) -> None:
+        async with slots:
+            response = await raw.request("POST", path, body, throttle=False)
+        assert response.ok, f"{body['metadata']['name']}: HTTP {response.status}: " \
+                            f"{response.message()}"
+
+    await asyncio.gather(*(create(body) for body in bodies))
 
 
 async def _bound_behind_a_backlog(api: client.ApiClient, scheduler: str) -> dict[str, Any]:
@@ -414,10 +432,10 @@ async def _bound_behind_a_backlog(api: client.ApiClient, scheduler: str) -> dict
         roomy = f"n1-{run.suffix}"
         try:
             await kube.create_node(api, kube.node_body(roomy, cpu="16", unschedulable=True))
-            for index in range(CROWD):  # never fit: no node has their label
-                body = kube.pod_body(f"crowd-{index}", scheduler_name=scheduler, cpu="1",
-                                     node_selector={CROWD_LABEL: run.suffix})
-                await core.create_namespaced_pod(run.namespace, body)
+            # Never fit: no node has their label.
+            await _create_pods(api, run.namespace, [kube.pod_body(
+                f"crowd-{index}", scheduler_name=scheduler, cpu="1",
+                node_selector={CROWD_LABEL: run.suffix}) for index in range(CROWD)])
             # Fits only the cordoned node (n0 has 4 cpu).
             uids = {"late": await run.create(
                 kube.pod_body("late", scheduler_name=scheduler, cpu="8"))}
