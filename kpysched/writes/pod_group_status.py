@@ -62,7 +62,9 @@ class PodGroupConditionWriter(PodStatusWriter):
 
         `stale_copy`: the cycle before this one wrote a fresh True and this cycle came
         at once (v1.37 retries a placed group's left-over members without backoff):
-        kube-scheduler's copy cannot show that True yet, and a False goes through."""
+        kube-scheduler's copy cannot show that True yet, and a False goes through, even
+        where kpysched's own informer has caught up (a loaded machine delays the retry
+        more than the watch; kube-scheduler's retry is immediate)."""
         meta = group.metadata
         current = next((c for c in group.status.conditions
                         if c.type == self.condition_type), None)
@@ -70,8 +72,7 @@ class PodGroupConditionWriter(PodStatusWriter):
         shown_true = current is not None and current.status == "True"
         if shown_true:
             self._scheduled.pop(meta.uid, None)  # the informer shows it now
-        if status != "True" and (shown_true
-                                 or (meta.uid in self._scheduled and not stale_copy)):
+        if status != "True" and not stale_copy and (shown_true or meta.uid in self._scheduled):
             return False
         fresh = status == "True" and not shown_true and meta.uid not in self._scheduled
         if status == "True" and not shown_true:

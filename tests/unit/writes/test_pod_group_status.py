@@ -152,3 +152,20 @@ async def test_a_false_from_a_stale_copy_follows_a_fresh_true() -> None:
 def _sent_statuses(recording: RecordingApi) -> list[str]:
     return [body["status"]["conditions"][0]["status"] for method, _, body
             in recording.requests if method == "PATCH" and isinstance(body, dict)]
+
+
+async def test_a_false_from_a_stale_copy_goes_through_where_our_informer_caught_up() -> None:
+    """kube-scheduler retries the left-over members before its copy can show the True;
+    kpysched's retry may come later than its own watch event on a loaded machine, and
+    must still write what kube-scheduler writes."""
+    recording = RecordingApi()
+    writer = PodGroupConditionWriter(cast(RawApi, recording), release=37)
+    group = make_pod_group("g", 2)
+    assert writer.set_scheduled_condition(group, "True", "Scheduled", "")
+    await writer.drain(timeout=5)
+    group.status.conditions = [Condition(type="PodGroupInitiallyScheduled", status="True",
+                                         reason="Scheduled", observed_generation=1)]
+    writer.set_scheduled_condition(group, "False", "Unschedulable", "pod group is unschedulable",
+                                   stale_copy=True)
+    await writer.drain(timeout=5)
+    assert _sent_statuses(recording) == ["True", "False"]
