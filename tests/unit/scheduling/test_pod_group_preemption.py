@@ -230,7 +230,9 @@ async def test_not_enough_lower_priority_room_preempts_nobody() -> None:
         f"pod group preemption: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining")
 
 
-async def test_the_members_are_told_the_groups_words_and_held_while_victims_go() -> None:
+async def _group_that_must_evict_low() -> Harness:
+    """pg1 (minCount 2, priority 100) whose two 1-CPU members fit n1 only once the
+    2-CPU priority-10 pod `low` there goes; both scheduled until nothing is left to do."""
     harness = make_harness(node("n1", "2"))
     harness.group("pg1", 2, 100)
     harness.pod("low", "2", 10, on="n1")
@@ -238,6 +240,11 @@ async def test_the_members_are_told_the_groups_words_and_held_while_victims_go()
     for name in ("a", "b"):
         harness.pod(name, "1", 100, group="pg1")
     await harness.schedule_all()
+    return harness
+
+
+async def test_the_members_are_told_the_groups_words_and_held_while_victims_go() -> None:
+    harness = await _group_that_must_evict_low()
     short = "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"
     # The first fits nowhere (its bare fit error); the second was not tried and has
     # the group's status from before PodGroupPostFilter.
@@ -337,13 +344,7 @@ async def test_after_its_preemption_the_group_waits_out_its_backoff_on_an_idle_s
 ) -> None:
     # Held at PreEnqueue while its victims went, the group comes back as v1.37.2's
     # group entity does: to the backoff an idle scheduler does not pop early.
-    harness = make_harness(node("n1", "2"))
-    harness.group("pg1", 2, 100)
-    harness.pod("low", "2", 10, on="n1")
-    await harness.schedule_all()
-    for name in ("a", "b"):
-        harness.pod(name, "1", 100, group="pg1")
-    await harness.schedule_all()  # ends once the victim's deletion is written
+    harness = await _group_that_must_evict_low()  # its deletion is written
     assert harness.deleted() == ["low"]
     queue = harness.scheduler.queue
     assert queue.pending_counts()["backoff"] == 2
