@@ -19,11 +19,8 @@ from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins import IN_TREE
 from kpysched.plugins import node_name as nn
-from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE
 from tests.unit.builders import FakeHandle, make_node, make_pod, make_snapshot
-
-GATE_ON = Features(release=37, overrides={IN_PLACE_RESIZE_PREEMPTION_GATE: True})
-GATE_OFF = Features(release=37)
+from tests.unit.plugins.resize_gate import GATE_OFF, GATE_ON
 
 
 def deferred(builder: Any) -> PodInfo:

@@ -15,15 +15,12 @@ from kpysched.objects.pod import PodInfo
 from kpysched.plugins import IN_TREE
 from kpysched.plugins import deferred_pod_scheduling as dps
 from kpysched.plugins._shared.resize import (
-    IN_PLACE_RESIZE_PREEMPTION_GATE,
     is_pod_resize_deferred,
     resize_preemption_disabled,
 )
 from tests.unit.builders import FakeHandle, make_node, make_pod
 from tests.unit.plugins.hints import QUEUE, SKIP
-
-GATE_ON = Features(release=37, overrides={IN_PLACE_RESIZE_PREEMPTION_GATE: True})
-GATE_OFF = Features(release=37)
+from tests.unit.plugins.resize_gate import GATE_OFF, GATE_ON
 
 
 def plugin(gate_on: bool) -> dps.DeferredPodScheduling:

@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 import pytest
 
 from kpysched.cache.node_info import NodeInfo
-from kpysched.config.features import Features
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import (
     FilterPlugin,
@@ -27,13 +26,13 @@ from kpysched.metrics import NoMetrics
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins import IN_TREE
-from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, is_pod_resize_deferred
+from kpysched.plugins._shared.resize import is_pod_resize_deferred
 from kpysched.plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
 from kpysched.plugins.default_preemption import plugin as dp
 from tests.unit.builders import FakeHandle, PodBuilder, make_node, make_pod, make_snapshot
+from tests.unit.plugins.resize_gate import GATE_ON
 
 HIGH, LOW = 1000, 0
-GATE_ON = Features(release=37, overrides={IN_PLACE_RESIZE_PREEMPTION_GATE: True})
 NODE = {"cpu": "200m", "memory": "200", "pods": "32"}
 
 

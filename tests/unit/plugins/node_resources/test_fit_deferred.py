@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import pytest
 
-from kpysched.config.features import Features
 from kpysched.framework.cluster_events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
@@ -22,13 +21,10 @@ from kpysched.framework.pod_totals import PodTotals
 from kpysched.framework.status import Code
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE
 from kpysched.plugins.node_resources import fit
 from tests.unit.builders import FakeHandle, make_node, make_pod, make_snapshot
 from tests.unit.plugins.hints import ERROR, QUEUE, SKIP, Expected, check, hint_for
-
-GATE_ON = Features(release=37, overrides={IN_PLACE_RESIZE_PREEMPTION_GATE: True})
-GATE_OFF = Features(release=37)
+from tests.unit.plugins.resize_gate import GATE_OFF, GATE_ON
 
 
 def plugin(gate_on: bool) -> fit.NodeResourcesFit:
