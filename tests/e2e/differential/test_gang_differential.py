@@ -15,7 +15,6 @@ with no version flag: it takes the release from the API server.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
@@ -23,11 +22,10 @@ from kubernetes_asyncio import client
 
 from tests.cluster import cluster as harness
 from tests.cluster import gates, kube
-from tests.cluster.kpysched_process import KpyschedProcess
-from tests.cluster.upstream import UpstreamScheduler
 from tests.e2e.differential import dra_writes
 from tests.e2e.differential.compare import KPYSCHED, UPSTREAM
 from tests.e2e.differential.gang import GangPod, GangScenario, Step, run_gang_scenario
+from tests.e2e.differential.gated_twins import gated_cluster_with_both
 from tests.e2e.differential.model import NodeSpec
 from tests.e2e.differential.runner import ensure_priority_classes
 
@@ -146,16 +144,9 @@ def gang_cluster(tmp_path_factory: pytest.TempPathFactory,
     """A cluster of the module's release with that release's gang gates, with
     kube-scheduler of the release and kpysched (same gates, release from /version)."""
     directory = tmp_path_factory.mktemp("gang-differential") / "state"
-    addons = dataclasses.replace(harness.FULL, kwok=False, node_monitor_grace_period="24h")
-    release_gates = gates.gang(cluster_release)
-    state = harness.up(directory, addons, release_gates, release=cluster_release)
-    try:
-        with (UpstreamScheduler(state, feature_gates=state.feature_gates),
-              KpyschedProcess(state, log_level="info", extra_args=tuple(
-                  gates.feature_gates_args(release_gates.feature_gates)))):
-            yield state
-    finally:
-        harness.down(directory)
+    with gated_cluster_with_both(directory, gates.gang(cluster_release),
+                                 cluster_release) as state:
+        yield state
 
 
 @pytest.fixture

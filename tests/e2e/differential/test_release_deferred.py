@@ -14,7 +14,6 @@ scenario runs under both schedulers at once, each on nodes and a namespace of it
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from collections.abc import AsyncIterator, Iterator
 from types import MappingProxyType
 
@@ -23,9 +22,8 @@ from kubernetes_asyncio import client
 
 from tests.cluster import cluster as harness
 from tests.cluster import gates, kube
-from tests.cluster.kpysched_process import KpyschedProcess
-from tests.cluster.upstream import UpstreamScheduler
 from tests.e2e.differential.compare import KPYSCHED, UPSTREAM
+from tests.e2e.differential.gated_twins import gated_cluster_with_both
 from tests.e2e.differential.release_deferred import (
     GATE,
     SCENARIOS,
@@ -43,15 +41,8 @@ RESIZE_PREEMPTION = gates.Gates(feature_gates=MappingProxyType({GATE: True}))
 def deferred_cluster(tmp_path_factory: pytest.TempPathFactory,
                      cluster_release: str) -> Iterator[harness.ClusterState]:
     directory = tmp_path_factory.mktemp("deferred-differential") / "state"
-    addons = dataclasses.replace(harness.FULL, kwok=False, node_monitor_grace_period="24h")
-    state = harness.up(directory, addons, RESIZE_PREEMPTION, release=cluster_release)
-    try:
-        with (UpstreamScheduler(state, feature_gates=state.feature_gates),
-              KpyschedProcess(state, log_level="info", extra_args=tuple(
-                  gates.feature_gates_args(RESIZE_PREEMPTION.feature_gates)))):
-            yield state
-    finally:
-        harness.down(directory)
+    with gated_cluster_with_both(directory, RESIZE_PREEMPTION, cluster_release) as state:
+        yield state
 
 
 @pytest.fixture
