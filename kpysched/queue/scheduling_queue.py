@@ -11,6 +11,9 @@
 A pod is in at most one of these, or "in flight" between pop() and done(). Events that
 arrive while pods are in flight are logged (in_flight.py): a pod that comes back
 rejected is judged by the hints against what happened during its attempt.
+
+As v1.37 (GenericWorkload), a pod group's members wait, back off and move together as
+one entity (pod_group_entities.py; the `_group_*` methods below).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from kpysched.queue.gated import GatedPods
 from kpysched.queue.hints import QueueingHints, Strategy, rejectors
 from kpysched.queue.in_flight import InFlightEvents
 from kpysched.queue.nominator import Nominator
+from kpysched.queue.pod_group_entities import GroupEntity, GroupKey, PodGroupEntities
 from kpysched.queue.pod_state import PodQueueState, triggers, wall_clock
 from kpysched.queue.unschedulable import UnschedulablePods
 
@@ -83,8 +87,10 @@ class _HeapEntry:
         return self.less(self.info, other.info)
 
 
-# From v1.37 a pod group preempts as one (scheduling/pod_group_preemption.py).
+# From v1.37 a pod group preempts as one (scheduling/pod_group_preemption.py), and
+# the queue keeps it as one entity (pod_group_entities.py).
 GROUP_PREEMPTION_RELEASE = 37
+GROUP_ENTITY_RELEASE = 37
 
 
 class SchedulingQueue:
@@ -113,6 +119,9 @@ class SchedulingQueue:
         # GenericWorkload: members of pod groups retry after backoff, whatever happened
         # while they were tried (upstream has no event-based requeue for groups yet).
         self._pod_groups = pod_groups
+        # As v1.37: a pod group's members wait, back off and move as one entity.
+        self._entities = (PodGroupEntities(initial_backoff_seconds, max_backoff_seconds)
+                          if pod_groups and release >= GROUP_ENTITY_RELEASE else None)
         self._max_unschedulable_seconds = max_unschedulable_seconds
         self._pre_enqueue = pre_enqueue
         self.hints = hints
@@ -154,6 +163,9 @@ class SchedulingQueue:
             self.incoming_entities[key] = self.incoming_entities.get(key, 0) + 1
 
     def _backoff_expiry(self, info: QueuedPodInfo) -> float:
+        key = self._group_key(info.pod_info)
+        if key is not None and (entity := self._entity(key)) is not None:
+            return self._group_expiry(entity, len(entity.members))
         return self._backoff.expiry(info, self._failures.get(info.pod_info.uid, FailureCounts()))
 
     def _park(self, info: QueuedPodInfo, event: str, *, gated: bool,
@@ -195,31 +207,56 @@ class SchedulingQueue:
         # PreEnqueue already ran when the pod entered backoffQ.
         if not from_backoff and not self._admitted(info, event, strategy):
             return False
-        self._backoff.remove(info.pod_info.uid)
+        self._place_active(info, event, strategy)
+        return True
+
+    def _place_active(self, info: QueuedPodInfo, event: str,
+                      strategy: Strategy | None) -> None:
+        """Into the active queue, PreEnqueue passed (or not asked); a pod already
+        there stays where it is."""
+        uid = info.pod_info.uid
+        if uid in self._active_by_uid:
+            return
+        self._unschedulable.pop(uid)
+        self._gated.pop(uid)
+        self._backoff.remove(uid)
         if info.initial_attempt_timestamp is None:
             info.initial_attempt_timestamp = self._clock()
         entry = _HeapEntry(info, self._less)
         heapq.heappush(self._active, entry)
-        self._active_by_uid[info.pod_info.uid] = entry
+        self._active_by_uid[uid] = entry
         self._count("active", event, strategy)
         self._wakeup.set()
-        return True
+
+    def _leave_active(self, uid: str) -> None:
+        if (entry := self._active_by_uid.pop(uid, None)) is not None:
+            entry.removed = True
 
     def _to_backoff(self, info: QueuedPodInfo, event: str, *, early: bool = True,
                     strategy: Strategy | None = None) -> bool:
         if not self._admitted(info, event, strategy):
             return False
-        self._backoff.add(info, self._backoff_expiry(info), early=early)
+        self._place_backoff(info, self._backoff_expiry(info), event, strategy, early=early)
+        return True
+
+    def _place_backoff(self, info: QueuedPodInfo, expiry: float, event: str,
+                       strategy: Strategy | None, *, early: bool) -> None:
+        uid = info.pod_info.uid
+        self._unschedulable.pop(uid)
+        self._gated.pop(uid)
+        self._leave_active(uid)
+        self._backoff.add(info, expiry, early=early)
         self._count("backoff", event, strategy)
         if self._backoff.has_rejected():
             self._wakeup.set()  # pop() may take it if the active queue is empty
-        return True
 
     def _requeue(self, info: QueuedPodInfo, strategy: Strategy, event: str, *,
                  early: bool = True) -> bool:
         """Upstream's requeuePodWithQueueingStrategy; whether the pod left the
         unschedulable and gated pods. `early=False`: a pod sent to backoff waits it out
         even on an idle scheduler."""
+        if (key := self._group_key(info.pod_info)) is not None:
+            return self._group_requeue(key, strategy, event)
         if strategy is Strategy.SKIP:
             self._park(info, event, gated=info.gated, strategy=strategy)
             return False
@@ -235,8 +272,14 @@ class SchedulingQueue:
             self.update(pod)
             return
         self.nominator.add_from_status(pod)
-        self._to_active(QueuedPodInfo(pod, timestamp=self._clock()),
-                        UNSCHEDULED_POD_ADD.queue_label())
+        self._enqueue_new(pod, UNSCHEDULED_POD_ADD.queue_label())
+
+    def _enqueue_new(self, pod: PodInfo, event: str) -> None:
+        info = QueuedPodInfo(pod, timestamp=self._clock())
+        if (key := self._group_key(pod)) is not None:
+            self._group_add(key, info, event)
+        else:
+            self._to_active(info, event)
 
     def update(self, pod: PodInfo, previously_nominated: str = "") -> None:
         """A pending pod changed; `previously_nominated` is the status.nominatedNodeName
@@ -268,15 +311,18 @@ class SchedulingQueue:
             # judge every change the update carries (no gating pre-filter, as upstream).
             old = info.pod_info
             info.pod_info = pod
+            key = self._group_key(pod)
             for event in pod_update_events(old, pod, target=True, release=self.release):
-                strategy = self.hints.strategy(info, event, old, pod)
+                # A group's members are asked together: the strongest answer moves all.
+                strategy = (self._group_strategy(key, event, old, pod) if key is not None
+                            else self.hints.strategy(info, event, old, pod))
                 if self._requeue(info, strategy, event.queue_label()):
                     return
             return
         # Not queued anywhere: v1.37 adds it as a new pod (its addPod), v1.36 as updated.
         event = (UNSCHEDULED_POD_ADD if self.release >= TARGET_POD_RELEASE
                  else UNSCHEDULED_POD_UPDATE)
-        self._to_active(QueuedPodInfo(pod, timestamp=self._clock()), event.queue_label())
+        self._enqueue_new(pod, event.queue_label())
 
     def delete(self, uid: str) -> None:
         if (entry := self._active_by_uid.pop(uid, None)) is not None:
@@ -285,14 +331,18 @@ class SchedulingQueue:
         self._unschedulable.pop(uid)
         self._gated.pop(uid)
         self._held_for_preemption.discard(uid)
-        self._forget(uid)
+        left = self._forget(uid)
+        if left is not None:
+            self._group_member_deleted(*left)
         self.nominator.delete(uid)
 
-    def _forget(self, uid: str) -> None:
+    def _forget(self, uid: str) -> tuple[GroupKey, GroupEntity] | None:
+        """Drop what the queue kept about the pod; the group it left, if any."""
         self._in_flight.pop(uid, None)
         self._in_flight_events.done(uid)
         self._failures.pop(uid, None)
         self._flushed_at.pop(uid, None)
+        return self._entities.leave(uid) if self._entities is not None else None
 
     def contains(self, uid: str) -> bool:
         return (uid in self._active_by_uid or uid in self._backoff
@@ -309,19 +359,22 @@ class SchedulingQueue:
                 entry = heapq.heappop(self._active)
                 if not entry.removed:
                     del self._active_by_uid[entry.info.pod_info.uid]
-                    return self._start(entry.info)
+                    return self._start(entry.info, first=True)
             # An idle scheduler need not sit out a rejected pod's backoff.
             if (info := self._backoff.pop_rejected()) is not None:
                 self._count("active", POP_FROM_BACKOFF_Q)
-                return self._start(info)
+                return self._start(info, first=True)
             self._wakeup.clear()
             await self._wakeup.wait()
 
-    def _start(self, info: QueuedPodInfo) -> QueuedPodInfo:
+    def _start(self, info: QueuedPodInfo, *, first: bool) -> QueuedPodInfo:
+        """`first`: popped by the loop (else taken with the group of the pod it popped)."""
         info.attempts += 1
         self.scheduling_cycle += 1
         self._in_flight[info.pod_info.uid] = info
         self._in_flight_events.start(info.pod_info.uid)
+        if self._entities is not None:
+            self._entities.taken(info.pod_info.uid, self.scheduling_cycle, first=first)
         return info
 
     def done(self, uid: str) -> None:
@@ -336,6 +389,8 @@ class SchedulingQueue:
         events for it (upstream calls Done here to free them early). Should its binding
         still fail, it goes back after backoff."""
         self._in_flight_events.done(uid)
+        if self._entities is not None:
+            self._entities.past_permit(uid)
 
     def add_unschedulable(self, info: QueuedPodInfo, *, error: bool = False) -> None:
         """Requeue a pod whose attempt failed; `error` means it was not a plugin rejection."""
@@ -350,6 +405,9 @@ class SchedulingQueue:
         self._failures.setdefault(uid, FailureCounts()).record(error=error)
         info.timestamp = self._clock()
         self._flushed_at.pop(uid, None)
+        if (key := self._group_key(info.pod_info)) is not None:
+            self._group_attempt_failed(key, info, error=error)
+            return
         # A pod group's member retries after its backoff whatever happens, and waits
         # that backoff out even when the scheduler is idle: taken at once, a group
         # that cannot fit would be tried back to back, burning a core for nothing.
@@ -443,7 +501,14 @@ class SchedulingQueue:
               new: object) -> int:
         """Upstream's movePodsToActiveOrBackoffQueue."""
         moved = 0
+        groups_asked: set[GroupKey] = set()
         for info in candidates:
+            if (key := self._group_key(info.pod_info)) is not None:
+                # A group is asked once, as a whole, for the event.
+                if key not in groups_asked:
+                    groups_asked.add(key)
+                    moved += self._move_group(key, event, old, new)
+                continue
             # A gated pod can only be released by its gating plugin's events (or a
             # wildcard, so that wrong hints cannot keep it forever).
             if (info.gated and not event.is_wildcard and not self.hints.hears(
@@ -471,12 +536,31 @@ class SchedulingQueue:
         """Upstream's activate: the pod to the active queue if it waits somewhere."""
         event = FORCE_ACTIVATE.queue_label()
         if (info := self._unschedulable.get(uid) or self._gated.get(uid)) is not None:
-            self._to_active(info, event)
+            if (key := self._group_key(info.pod_info)) is not None:
+                self._group_to(key, self._waiting_members(key), event, None)
+            else:
+                self._to_active(info, event)
         elif (info := self._backoff.get(uid)) is not None:
-            self._to_active(info, event, from_backoff=True)
+            if (key := self._group_key(info.pod_info)) is not None:
+                # As a pod from backoffQ, the group skips PreEnqueue (run on entry).
+                self._group_to(key, self._waiting_members(key), event, None,
+                               ask_pre_enqueue=False)
+            else:
+                self._to_active(info, event, from_backoff=True)
         else:
             return False
         return True
+
+    def activate_left_over(self, uids: Iterable[str]) -> None:
+        """A pod group was placed (its quorum met) and these members were left over: as
+        v1.37, its failures are forgotten and they go to the active queue at once."""
+        uids = list(uids)
+        if self._entities is not None:
+            for uid in uids:
+                info = self._info_anywhere(uid)
+                if info is not None and (key := self._group_key(info.pod_info)) is not None:
+                    self._entities.placed(key)
+        self.activate(uids)
 
     def pop_specific(self, uid: str) -> QueuedPodInfo | None:
         """Take this pod out of the queue for the scheduling cycle under way (upstream's
@@ -487,7 +571,7 @@ class SchedulingQueue:
         if entry is None:
             return None
         entry.removed = True
-        return self._start(entry.info)
+        return self._start(entry.info, first=False)
 
     def activate_gated(self) -> None:
         """A preemption finished: re-run PreEnqueue for the pods DefaultPreemption holds
@@ -546,6 +630,195 @@ class SchedulingQueue:
     def close(self) -> None:
         self._closed = True
         self._wakeup.set()
+
+    # --- pod groups as entities (v1.37, pod_group_entities.py) --------------------
+
+    def _group_key(self, pod: PodInfo) -> GroupKey | None:
+        """The v1.37 group whose entity the pod waits in; None for a plain pod, for
+        v1.36, and for a deferred resize (tried alone, never as its group's member)."""
+        if self._entities is None:
+            return None
+        name = group_name(pod.pod)
+        if name is None or self._deferred(pod):
+            return None
+        return (pod.namespace, name)
+
+    def _entity(self, key: GroupKey) -> GroupEntity | None:
+        return self._entities.get(key) if self._entities is not None else None
+
+    def _group_expiry(self, entity: GroupEntity, size: int) -> float:
+        assert self._entities is not None
+        return self._entities.expiry(entity, size)
+
+    def _info_anywhere(self, uid: str) -> QueuedPodInfo | None:
+        queue = self.where(uid)
+        return self._info_in(queue, uid) if queue is not None else None
+
+    def _waiting_members(self, key: GroupKey) -> list[QueuedPodInfo]:
+        """The group's members waiting in the queue (not in flight), in arrival order."""
+        entity = self._entity(key)
+        if entity is None:
+            return []
+        found = []
+        for uid in entity.members:
+            queue = self.where(uid)
+            if queue is not None and queue != "in_flight":
+                info = self._info_in(queue, uid)
+                if info is not None:
+                    found.append(info)
+        return found
+
+    def _group_add(self, key: GroupKey, info: QueuedPodInfo, event: str) -> None:
+        """A new member joins its group where the group waits (upstream's
+        addPodGroupMember): the active queue or backoff (PreEnqueue asked of every
+        member), or among the unschedulable, where it waits with them unasked. With
+        no member waiting, it starts the group's entity afresh."""
+        assert self._entities is not None
+        entity = self._entities.join(key, info.pod_info.uid)
+        waiting = self._waiting_members(key)
+        if not waiting:
+            entity.start_afresh(info.timestamp)
+            self._group_to(key, [info], event, None)
+            return
+        queue = self.where(waiting[0].pod_info.uid)
+        if queue == "active":
+            self._group_requeue(key, Strategy.IMMEDIATELY, event, joining=info)
+        elif queue == "backoff":
+            self._group_requeue(key, Strategy.AFTER_BACKOFF, event, joining=info)
+        else:
+            if entity.holder:
+                info.gating_plugin = entity.holder
+            self._park(info, event, gated=bool(entity.holder), strategy=Strategy.SKIP)
+
+    def _group_attempt_failed(self, key: GroupKey, info: QueuedPodInfo, *,
+                              error: bool) -> None:
+        """A member of the group's attempt came back (upstream puts it with its group,
+        which goes back whole once the attempt is over): the attempt's first counts
+        the group's failure; the group backs off as one entity of all its members."""
+        assert self._entities is not None
+        uid = info.pod_info.uid
+        self._in_flight_events.done(uid)
+        size = len(self._entities.attempt_members(key)) + len(self._waiting_members(key))
+        if self._entities.failed(uid, error=error, now=info.timestamp):
+            self._group_requeue(key, Strategy.AFTER_BACKOFF, SCHEDULE_ATTEMPT_FAILURE,
+                                joining=info, size=size)
+        else:
+            # Failed in its binding cycle: it rejoins its group as a new member would.
+            self._group_add(key, info, SCHEDULE_ATTEMPT_FAILURE)
+
+    def _group_requeue(self, key: GroupKey, strategy: Strategy, event: str, *,
+                       joining: QueuedPodInfo | None = None, size: int | None = None) -> bool:
+        """Upstream's requeueEntityWithQueueingStrategy for a whole group; whether it
+        went to the active queue or backoff."""
+        entity = self._entity(key)
+        members = self._waiting_members(key)
+        if joining is not None and joining not in members:
+            members.append(joining)
+        if entity is None or not members:
+            return False
+        if strategy is Strategy.SKIP:
+            return False
+        expiry = self._group_expiry(entity, size if size is not None else len(members))
+        backoff = (strategy is Strategy.AFTER_BACKOFF
+                   and self._backoff.is_backing_off(expiry, self._clock()))
+        return self._group_to(key, members, event, strategy, backoff=backoff)
+
+    def _group_to(self, key: GroupKey, members: list[QueuedPodInfo], event: str,
+                  strategy: Strategy | None, *, backoff: bool = False,
+                  ask_pre_enqueue: bool = True) -> bool:
+        """Every member to the active queue (or backoff) if PreEnqueue lets each one
+        through; one turned away holds them all (upstream's runPreEnqueuePlugins for
+        an entity). Whether they went."""
+        entity = self._entity(key)
+        if entity is None or not members:
+            return False
+        if ask_pre_enqueue:
+            holder = ""
+            for info in members:
+                holder = self._ask_pre_enqueue(entity, info) or holder
+            if holder:
+                entity.holder = holder
+                for info in members:
+                    if not info.gated:
+                        # Held by its group: kept under the holder, whose events are
+                        # the ones asked to move the group (its own hints unchanged).
+                        info.gating_plugin = holder
+                    self._leave_active(info.pod_info.uid)
+                    self._backoff.remove(info.pod_info.uid)
+                    self._park(info, event, gated=True, strategy=strategy)
+                return False
+        entity.holder = ""
+        if backoff:
+            expiry = self._group_expiry(entity, len(members))
+            for info in members:
+                if info.pod_info.uid not in self._backoff:
+                    # A group's backoff is waited out even by an idle scheduler: its
+                    # entity carries no rejecting plugin (upstream's error backoff).
+                    self._place_backoff(info, expiry, event, strategy, early=False)
+        else:
+            for info in members:
+                self._place_active(info, event, strategy)
+        return True
+
+    def _ask_pre_enqueue(self, entity: GroupEntity, info: QueuedPodInfo) -> str:
+        """PreEnqueue for one member; the plugin turning it away, or ""."""
+        status = self._pre_enqueue(info.pod_info)
+        uid = info.pod_info.uid
+        if status.ok:
+            info.gated = False
+            info.gating_plugin = ""
+            entity.turned_away.discard(uid)
+            self._held_for_preemption.discard(uid)
+            return ""
+        info.gated = True
+        info.gating_plugin = status.plugin
+        entity.turned_away.add(uid)
+        if status.plugin == _DEFAULT_PREEMPTION:
+            self._held_for_preemption.add(uid)
+        else:
+            self._held_for_preemption.discard(uid)
+        return status.plugin or "PreEnqueue"
+
+    def _group_strategy(self, key: GroupKey, event: ClusterEvent, old: object,
+                        new: object) -> Strategy:
+        """Upstream's isEntityWorthRequeuing: the strongest answer of any member."""
+        best = Strategy.SKIP
+        for info in self._waiting_members(key):
+            best = max(best, self.hints.strategy(info, event, old, new))
+            if best is Strategy.IMMEDIATELY:
+                break
+        return best
+
+    def _move_group(self, key: GroupKey, event: ClusterEvent, old: object,
+                    new: object) -> int:
+        """A cluster event asks a waiting group once; a held group only hears its
+        holder's events (or a wildcard). How many members left."""
+        entity = self._entity(key)
+        members = self._waiting_members(key)
+        if entity is None or not members:
+            return 0
+        profile = members[0].pod_info.pod.spec.scheduler_name
+        if (entity.holder and not event.is_wildcard
+                and not self.hints.hears(profile, entity.holder, event)):
+            return 0
+        strategy = self._group_strategy(key, event, old, new)
+        if strategy is Strategy.SKIP:
+            return 0
+        return len(members) if self._group_requeue(key, strategy, event.queue_label()) else 0
+
+    def _group_member_deleted(self, key: GroupKey, entity: GroupEntity) -> None:
+        """Without the member PreEnqueue turned away, a held group is held no more; as
+        upstream's, it stays among the unschedulable until an event (or the flush)
+        moves it."""
+        if not entity.holder or entity.turned_away or not entity.members:
+            return
+        entity.holder = ""
+        for info in self._waiting_members(key):
+            uid = info.pod_info.uid
+            if self._gated.pop(uid) is not None:
+                info.gated = False
+                info.gating_plugin = ""
+                self._unschedulable.put(info)
 
     # --- introspection (metrics, tests) ------------------------------------------
 

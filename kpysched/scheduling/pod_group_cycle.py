@@ -167,7 +167,7 @@ class PodGroupCycle:
             if outcome.status.ok and left_over:
                 # v1.37's queue sends the members a placed group left over straight
                 # back to the active queue, without their backoff.
-                self._context.queue.activate(left_over)
+                self._context.queue.activate_left_over(left_over)
                 if fresh and len(self._stale_copy) < LAST_CYCLES_KEPT:
                     self._stale_copy.add(key)
             return

@@ -1,0 +1,167 @@
+"""v1.37's pod groups as queue entities, kept over kpysched's per-pod pools.
+
+kube-scheduler v1.37 (GenericWorkload on) queues a pod group as one entity: its
+members wait together in one place (active, backoff, or among the unschedulable), are
+popped together, and come back together. kpysched keeps every member in its own pool
+entry, as before, and this module holds what the entity shares, so the queue can move
+all of a group's waiting members as one (scheduling_queue.py, `_group_*`):
+
+- The backoff is the group's: its failures are counted once per attempt of the whole
+  group (an error streak or rejections, as a pod's), from the time the attempt came
+  back, and capped at the maximum backoff times the square root of the members then
+  queued (group_backoff_seconds). The expiry is computed once per failure and kept,
+  so a member arriving later waits out the same backoff.
+- An attempt in which the group was placed (its quorum met) clears the failures, and
+  the members left over are queued at once.
+- One member held back by PreEnqueue holds the whole group (`holder`: the plugin
+  holding it); only that plugin's events (or a wildcard) are asked to move it.
+- A group none of whose members waits (all in flight, or newly seen) starts afresh:
+  the first member to come starts a new entity with no failures.
+
+v1.36 and plain pods never reach this module.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from kpysched.queue.backoff import NO_BACKOFF, FailureCounts
+
+# A group: (namespace, PodGroup name).
+GroupKey = tuple[str, str]
+
+_NANOSECONDS = 1_000_000_000
+
+
+def group_backoff_seconds(count: int, initial: float, maximum: float, size: int) -> float:
+    """initial * 2^(count-1), capped at maximum * sqrt(size) for a group of more than
+    one pod (upstream's calculateBackoffDuration); computed in whole nanoseconds as
+    upstream's durations are, so the cap truncates as upstream's does."""
+    if count <= 0:
+        return 0.0
+    initial_ns = round(initial * _NANOSECONDS)
+    cap_ns = round(maximum * _NANOSECONDS)
+    if size > 1:
+        cap_ns = int(cap_ns * math.sqrt(size))
+    shift = count - 1
+    if initial_ns > cap_ns >> shift:
+        return cap_ns / _NANOSECONDS
+    return (initial_ns << shift) / _NANOSECONDS
+
+
+@dataclass(slots=True)
+class GroupEntity:
+    """What a queued pod group's members share."""
+
+    # Members the queue holds (waiting or in flight), by uid, in the order they came.
+    members: dict[str, None] = field(default_factory=dict)
+    counts: FailureCounts = field(default_factory=FailureCounts)
+    # When the group's last attempt came back (or its first member came).
+    timestamp: float = 0.0
+    # The backoff's end, computed at the first look after a failure and kept.
+    expiry: float | None = None
+    # The scheduling cycle that popped the group last, and the one whose failure is
+    # counted (a group's attempt fails once, however many members come back).
+    attempt: int = 0
+    counted: int = -1
+    # The PreEnqueue plugin holding the whole group ("" when none), and the members
+    # it (or another PreEnqueue plugin) turned away themselves.
+    holder: str = ""
+    turned_away: set[str] = field(default_factory=set)
+
+    def start_afresh(self, now: float) -> None:
+        self.counts = FailureCounts()
+        self.timestamp = now
+        self.expiry = None
+        self.holder = ""
+        self.turned_away.clear()
+
+
+class PodGroupEntities:
+    def __init__(self, initial_backoff_seconds: float, max_backoff_seconds: float) -> None:
+        self._initial = initial_backoff_seconds
+        self._max = max_backoff_seconds
+        self._groups: dict[GroupKey, GroupEntity] = {}
+        self._group_of: dict[str, GroupKey] = {}
+        # Member uid -> the attempt (scheduling cycle) that took it out of the queue.
+        self._attempt_of: dict[str, int] = {}
+
+    def get(self, key: GroupKey) -> GroupEntity | None:
+        return self._groups.get(key)
+
+    def join(self, key: GroupKey, uid: str) -> GroupEntity:
+        entity = self._groups.setdefault(key, GroupEntity())
+        entity.members[uid] = None
+        self._group_of[uid] = key
+        return entity
+
+    def leave(self, uid: str) -> tuple[GroupKey, GroupEntity] | None:
+        """The member left the queue (deleted, or bound); the group it left, if any."""
+        key = self._group_of.pop(uid, None)
+        self._attempt_of.pop(uid, None)
+        if key is None:
+            return None
+        entity = self._groups[key]
+        entity.members.pop(uid, None)
+        entity.turned_away.discard(uid)
+        if not entity.members:
+            del self._groups[key]
+        return key, entity
+
+    def taken(self, uid: str, cycle: int, *, first: bool) -> None:
+        """The member was popped for scheduling cycle `cycle`: `first` when the loop
+        popped it (a new attempt of its group), else with the group's first."""
+        key = self._group_of.get(uid)
+        if key is None:
+            return
+        entity = self._groups[key]
+        if first:
+            entity.attempt = cycle
+        self._attempt_of[uid] = entity.attempt
+
+    def attempt_members(self, key: GroupKey) -> list[str]:
+        """The members taken in the group's last attempt."""
+        entity = self._groups.get(key)
+        if entity is None:
+            return []
+        return [uid for uid in entity.members if self._attempt_of.get(uid) == entity.attempt]
+
+    def past_permit(self, uid: str) -> None:
+        """Permit let the member through: it left its group's attempt for its binding
+        cycle, whose failure is no failure of the group (upstream requeues it alone
+        into its group's entity)."""
+        self._attempt_of.pop(uid, None)
+
+    def failed(self, uid: str, *, error: bool, now: float) -> bool:
+        """A member came back; whether it came back from its group's attempt (its
+        first such member counts the group's failure and restarts the backoff)."""
+        key = self._group_of.get(uid)
+        attempt = self._attempt_of.pop(uid, None)
+        if key is None or attempt is None:
+            return False
+        entity = self._groups[key]
+        if entity.counted != attempt:
+            entity.counted = attempt
+            entity.counts.record(error=error)
+            entity.timestamp = now
+            entity.expiry = None
+        return True
+
+    def placed(self, key: GroupKey) -> None:
+        """The group's attempt placed it: its failures are forgotten."""
+        entity = self._groups.get(key)
+        if entity is not None:
+            entity.counts = FailureCounts()
+            entity.expiry = None
+
+    def expiry(self, entity: GroupEntity, size: int) -> float:
+        """When the group's backoff ends (upstream's getBackoffTime for an entity of
+        `size` pods); kept once computed, until the group fails again."""
+        count = entity.counts.backoff_count
+        if self._max == 0 or count == 0:
+            return NO_BACKOFF
+        if entity.expiry is None:
+            entity.expiry = entity.timestamp + group_backoff_seconds(
+                count, self._initial, self._max, size)
+        return entity.expiry
