@@ -24,9 +24,9 @@ fi
 # Nothing required is missing or at another version than the lock's.
 .venv/bin/python -m pip check
 # KPYSCHED_SETUP_CORE_ONLY=1 (scripts/test.sh): only what a cluster of the selected
-# release (KPYSCHED_TEST_RELEASE, else 1.37) needs to start and most tests use; the
-# caller builds the rest, the other releases' control planes included, in the
-# background. Without it, every release's.
+# release (KPYSCHED_TEST_RELEASE, else 1.37) needs to start, and its kube-scheduler
+# (tests/cluster/build.py CORE); the caller builds the rest (the other releases'
+# control planes, kubectl, helm...) in the background. Without it, everything.
 if [ -n "${KPYSCHED_SETUP_CORE_ONLY:-}" ]; then
     .venv/bin/python -m tests.cluster build --core
 else

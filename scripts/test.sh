@@ -4,9 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KPYSCHED_SETUP_CORE_ONLY=1 bash scripts/setup.sh
-# What only some tests need (Prometheus, the dashboard linter, kube-proxy and the real
-# node's kubelet, containerd, runc and CNI plugins) builds in the background while the
-# suite runs; a test that needs one of them waits for it under the cache's build lock.
+# What only some tests need (the other releases' control planes, kubectl, helm,
+# Prometheus, the dashboard linter, kube-proxy, Kueue, Karpenter, and the real node's
+# kubelet, containerd, runc and CNI plugins) builds in the background while the suite
+# runs, in the order the files that need them are handed out (tests/cluster/build.py
+# BINARIES); a test that needs one of them waits for it under the cache's build lock.
 # On a warm cache this finds everything built at once.
 build_log="$(mktemp -t kpysched-build.XXXXXX.log)"
 (.venv/bin/python -m tests.cluster build && .venv/bin/python -m tests.cluster.realnode build) \

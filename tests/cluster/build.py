@@ -132,37 +132,46 @@ def _control_plane(release: Release) -> tuple[Binary, ...]:
                  for name in PER_RELEASE)
 
 
+# In build order. `build --core` (scripts/setup.sh) builds the CORE ones among them
+# first; CI then builds the rest in the background while the suite runs
+# (scripts/test.sh), in this order, and the suite hands out files in collection order
+# (tests/e2e/differential/ first, then tests/e2e/test_*.py by name), so the rest comes
+# in the order of first use, cheap ones first where two tie.
 BINARIES: tuple[Binary, ...] = (
     Binary("etcd", "go.etcd.io/etcd/server/v3", ()),
     *_control_plane(releases.RELEASES[releases.DEFAULT]),
-    # The other releases' control planes next: CI builds everything after the core in
-    # the background while the suite runs (scripts/test.sh), in this order, and the
-    # suite hands out files in collection order, where the compatibility set's
-    # (tests/e2e/differential/batch/test_batch_1_36.py...) come first. Built after
-    # Prometheus, Kueue and Karpenter, they kept a worker waiting ~10 minutes on a cold
-    # cache.
+    # KWOK's version is a constant in its source; no flags needed.
+    Binary("kwok", "sigs.k8s.io/kwok/cmd/kwok", (), module_dir=KWOK_TOOLS_DIR,
+           cache_key=f"kwok-{KWOK_VERSION}"),
+    # The other releases' control planes first of the rest: the compatibility set's
+    # files (tests/e2e/differential/batch/test_batch_1_36.py...) are among the first
+    # handed out. Built after Prometheus, Kueue and Karpenter, they kept a worker
+    # waiting ~10 minutes on a cold cache.
     *(binary for release in releases.RELEASES.values() if release.name != releases.DEFAULT
       for binary in _control_plane(release)),
-    # Only for in-cluster runs on the real node: it makes Service IPs (the
-    # `kubernetes` Service above all) reach their endpoints from pods.
-    Binary("kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", _kubernetes_version_flags()),
+    # kubectl and helm next: a dozen files use them (test_cluster_kwok, test_deploy,
+    # test_explain*, test_kueue, test_rbac, test_readme...), and after v1.36.4's control
+    # plane much of what they compile (client-go, apimachinery: tools/go.mod pins one
+    # version of each for all three) is in Go's build cache already.
     Binary("kubectl", "k8s.io/kubernetes/cmd/kubectl", _kubernetes_version_flags()),
     Binary(
         "helm",
         "helm.sh/helm/v3/cmd/helm",
         (f"-X helm.sh/helm/v3/internal/version.version={HELM_VERSION}",),
     ),
-    # KWOK's version is a constant in its source; no flags needed.
-    Binary("kwok", "sigs.k8s.io/kwok/cmd/kwok", (), module_dir=KWOK_TOOLS_DIR,
-           cache_key=f"kwok-{KWOK_VERSION}"),
+    # promtool first: test_alert_rules is the first file after the differential suite;
+    # Prometheus itself only serves test_in_cluster.
     *(Binary(name, f"github.com/prometheus/prometheus/cmd/{name}", _PROMETHEUS_FLAGS,
              module_dir=PROMETHEUS_TOOLS_DIR, cache_key=f"prometheus-v{PROMETHEUS_VERSION}",
              tags=_PROMETHEUS_TAGS)
-      for name in ("prometheus", "promtool")),
+      for name in ("promtool", "prometheus")),
     # Grafana's dashboard linter: untagged upstream, so keyed by its pseudo-version.
     Binary("dashboard-linter", "github.com/grafana/dashboard-linter", (),
            module_dir=DASHBOARD_LINT_TOOLS_DIR,
            cache_key=f"dashboard-linter-{DASHBOARD_LINTER_VERSION.rsplit('-', 1)[-1]}"),
+    # Only for in-cluster runs on the real node: it makes Service IPs (the
+    # `kubernetes` Service above all) reach their endpoints from pods.
+    Binary("kube-proxy", "k8s.io/kubernetes/cmd/kube-proxy", _kubernetes_version_flags()),
     # Kueue's controller manager (tests/cluster/kueue.py); its version says itself.
     Binary("kueue", "sigs.k8s.io/kueue/cmd/kueue",
            (f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}",),
@@ -175,13 +184,16 @@ BINARIES: tuple[Binary, ...] = (
 )
 
 
-# What a cluster needs to start, and the tools most tests use (the control-plane
-# names stand for one release's: `build --core` builds the selected release's). The
-# rest (Prometheus, the dashboard linter, kube-proxy for the real node, the other
-# releases' control planes) may build in the background while tests run:
-# scripts/test.sh does that, and binary_path waits for them.
+# What a cluster needs to start (the control-plane names stand for one release's:
+# `build --core` builds the selected release's), and kube-scheduler, which the
+# differential suite, the first files handed out, runs beside kpysched. The rest
+# (the other releases' control planes, kubectl, helm, Prometheus, the dashboard
+# linter, kube-proxy for the real node, Kueue, Karpenter) may build in the background
+# while tests run: scripts/test.sh does that, and binary_path waits for them. kubectl
+# and helm were core until a cold CI run showed them 3 minutes of the core build
+# (137 s and 38 s) that only a dozen later files need.
 CORE = frozenset({"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-                  "kubectl", "helm", "kwok"})
+                  "kwok"})
 
 
 @contextmanager

@@ -54,7 +54,7 @@ def test_each_release_has_its_own_control_plane_and_shares_the_rest(
     # Nothing is built in the empty cache: what is missing for one release's cluster.
     missing = build.missing_binaries(build.CORE, ["1.37"])
     assert {(b.name, b.release) for b in missing} == {
-        ("etcd", None), ("kubectl", None), ("helm", None), ("kwok", None),
+        ("etcd", None), ("kwok", None),
         ("kube-apiserver", "1.37"), ("kube-controller-manager", "1.37"),
         ("kube-scheduler", "1.37")}
     everything = build.missing_binaries()
@@ -73,3 +73,14 @@ def test_gang_gates_follow_the_release() -> None:
     assert gang("1.36") == GANG
     assert dict(gang("1.37").feature_gates) == {"GenericWorkload": True}
     assert gang("1.37").runtime_config == ("scheduling.k8s.io/v1beta1=true",)
+
+
+def test_the_background_build_begins_with_the_other_release_then_kubectl_and_helm() -> None:
+    """What CI builds while the suite runs, in order (build.BINARIES): v1.36.4's control
+    plane for the compatibility set handed out first, then kubectl and helm, which a
+    dozen files use, then promtool (test_alert_rules) before Prometheus."""
+    rest = [(b.name, b.release) for b in build.BINARIES
+            if not (b.name in build.CORE and b.release in (None, releases.DEFAULT))]
+    assert rest[:5] == [("kube-apiserver", "1.36"), ("kube-controller-manager", "1.36"),
+                        ("kube-scheduler", "1.36"), ("kubectl", None), ("helm", None)]
+    assert rest.index(("promtool", None)) < rest.index(("prometheus", None))
