@@ -8,7 +8,9 @@ the pod-group scheduling cycle) and GangScheduling (the plugin of that name in t
 default profile); v1.37 folds GangScheduling into GenericWorkload (beta, still off),
 which then brings the GangScheduling plugin by itself. v1.37's
 InPlacePodVerticalScalingSchedulerPreemption (alpha, off) may be turned on too: a bound
-pod whose in-place resize the kubelet deferred is then scheduled again on its node.
+pod whose in-place resize the kubelet deferred is then scheduled again on its node. So
+may v1.37's PodGroupPreemptionPolicy (alpha, off, needs GenericWorkload): a pod group
+then preempts by its PodGroup's spec.preemptionPolicy.
 """
 
 from __future__ import annotations
@@ -28,11 +30,14 @@ NEWEST_RELEASE: Final = max(RELEASES)
 GENERIC_WORKLOAD: Final = "GenericWorkload"
 GANG_SCHEDULING: Final = "GangScheduling"
 IN_PLACE_RESIZE_PREEMPTION: Final = "InPlacePodVerticalScalingSchedulerPreemption"
+# v1.37 alpha: a pod group preempts by its PodGroup's spec.preemptionPolicy.
+POD_GROUP_PREEMPTION_POLICY: Final = "PodGroupPreemptionPolicy"
+TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: Final = "TopologyAwareWorkloadScheduling"
 # Gates kpysched honours when turned on, per release; every other gate must keep its
 # default.
 RELEASE_SWITCHABLE: Final[Mapping[int, frozenset[str]]] = {
     36: frozenset({GENERIC_WORKLOAD, GANG_SCHEDULING}),
-    37: frozenset({GENERIC_WORKLOAD, IN_PLACE_RESIZE_PREEMPTION}),
+    37: frozenset({GENERIC_WORKLOAD, IN_PLACE_RESIZE_PREEMPTION, POD_GROUP_PREEMPTION_POLICY}),
 }
 # Every name some release lets the command line switch (Settings' first check).
 SWITCHABLE: Final = frozenset().union(*RELEASE_SWITCHABLE.values())
@@ -40,7 +45,7 @@ SWITCHABLE: Final = frozenset().union(*RELEASE_SWITCHABLE.values())
 # each release, for the switchable gates).
 RELEASE_DEPENDS_ON: Final[Mapping[int, Mapping[str, tuple[str, ...]]]] = {
     36: {GANG_SCHEDULING: (GENERIC_WORKLOAD,)},
-    37: {},
+    37: {POD_GROUP_PREEMPTION_POLICY: (GENERIC_WORKLOAD,)},
 }
 
 # Each release's gates: those `kube-scheduler --help` lists (name -> default) and the

@@ -2,9 +2,9 @@
 scheduling.k8s.io/v1alpha2 by v1.36 (alpha) and as scheduling.k8s.io/v1beta1 by v1.37
 (beta), read only when the gate is on: the API server serves them only then. The
 fields scheduling reads are the same in both versions but one: v1beta1 adds composite
-groups, a workloadRef and a preemptionPolicy, which kpysched does not act on, and a
-disruptionMode, which v1.37's preemption reads. Decoded with msgspec like
-objects/api.py, only the fields scheduling uses."""
+groups and a workloadRef, which kpysched does not act on, a disruptionMode, which
+v1.37's preemption reads, and a preemptionPolicy, read with PodGroupPreemptionPolicy
+on. Decoded with msgspec like objects/api.py, only the fields scheduling uses."""
 
 from __future__ import annotations
 
@@ -84,6 +84,9 @@ class PodGroupSpec(_Wire):
     # v1beta1's is an object ({"all": {}}); v1alpha2 (v1.36) has a string ("Single",
     # "All"), which v1.36's scheduling does not read.
     disruption_mode: DisruptionMode | str | None = None
+    # v1beta1, kept by the API server only with PodGroupPreemptionPolicy (alpha) on:
+    # "PreemptLowerPriority" or "Never"; read only with that gate on.
+    preemption_policy: str | None = None
 
 
 class Condition(_Wire):

@@ -3,7 +3,7 @@
 When the loop pops a member of a group, every other member still waiting in the queue
 is taken out with it, in upstream's order (higher priority first, then the longest
 waiting). The whole group must have one profile; as v1.37 also the group's priority
-and one preemption policy (pod_group_placement.invalid_group), an error written on the
+and one preemption policy (pod_group_policy.invalid_group), an error written on the
 PodGroup too. Members being deleted, or already assumed or bound, are not tried again.
 """
 
@@ -15,6 +15,7 @@ from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Status
 from kpysched.objects import scheduling
 from kpysched.scheduling import pod_group_placement as placement
+from kpysched.scheduling import pod_group_policy as policy
 from kpysched.scheduling.attempt import Attempts
 from kpysched.scheduling.context import CycleContext
 
@@ -78,9 +79,9 @@ class GroupMembers:
         assert groups is not None
         name = group_name(first.pod) or ""
         pod_group = framework.handle.pod_group(first.namespace, name)
-        invalid = placement.invalid_group(
+        invalid = policy.invalid_group(
             (m.pod_info for m in members), groups.get(first.namespace, name).placed_pods(),
-            pod_group)
+            pod_group, gate=framework.handle.features.enabled(policy.GATE))
         writer = self._context.writes.pod_groups
         if invalid is not None and pod_group is not None and writer is not None:
             writer.set_scheduled_condition(pod_group, "False",

@@ -3,8 +3,9 @@ whole pod group, found across the cluster at once (upstream's PodGroupEvaluator)
 
 When a v1.37 group's cycle ends Unschedulable:
 
-1. The group must be eligible: no member with preemptionPolicy Never (the
-   PodGroupPreemptionPolicy gate, off by default, is not followed). If a member's
+1. The group must be eligible: its policy must not be Never (pod_group_policy.py:
+   the PodGroup's own with PodGroupPreemptionPolicy on, else Never when any member
+   has it). If a member's
    nominated node still has a lower-priority pod terminating by preemption, the
    group's earlier preemption is under way: it keeps its nominations and waits.
 2. Every pod of the cluster is a victim (victims.py: a group with disruptionMode all
@@ -28,6 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from kpysched.cache.pod_groups import group_name
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.runtime import Framework
@@ -45,6 +47,7 @@ from kpysched.plugins.default_preemption.victims import (
     split_victims_by_pdb_violation,
     victims_on,
 )
+from kpysched.scheduling import pod_group_policy as policy
 from kpysched.scheduling.binding_cycle import assumed_copy
 
 NOT_ELIGIBLE = "not eligible due to preemptionPolicy=Never."
@@ -85,7 +88,7 @@ def preempt_for_group(
     schedule_again: ScheduleAgain, now: int | None = None,
 ) -> GroupPreemption:
     """Upstream's PodGroupEvaluator.Preempt without the eviction (the caller's)."""
-    if any(m.pod.spec.preemption_policy == "Never" for m in members):
+    if _policy(framework, members, lookup) == policy.NEVER:
         return GroupPreemption(Status.unschedulable(NOT_ELIGIBLE))
     if _ongoing(snapshot, priority, members, lookup):
         return GroupPreemption(
@@ -98,6 +101,13 @@ def preempt_for_group(
     if not potential:
         return GroupPreemption(Status.unresolvable(NO_VICTIMS))
     return _Dry(framework, snapshot).run(potential, pdbs, schedule_again)
+
+
+def _policy(framework: Framework, members: Sequence[PodInfo], lookup: PodGroupLookup) -> str:
+    gate = framework.handle.features.enabled(policy.GATE)
+    name = group_name(members[0].pod) if members and gate else None
+    pod_group = lookup(members[0].namespace, name) if name is not None else None
+    return policy.group_policy(pod_group, members, gate=gate)
 
 
 def _ongoing(snapshot: Snapshot, priority: int, members: Sequence[PodInfo],
