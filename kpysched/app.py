@@ -118,7 +118,8 @@ def build_scheduler(
     frameworks = {
         profile.scheduler_name: Framework(
             ProfileSpec(profile.scheduler_name, profile.plugins, profile.score_weights,
-                        profile.args, profile.percentage_of_nodes_to_score),
+                        profile.args, profile.percentage_of_nodes_to_score,
+                        profile.placement_score_weights),
             registry, handle, metrics)
         for profile in profiles
     }

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 from pydantic import BaseModel, ValidationError
@@ -30,7 +30,11 @@ from pydantic.alias_generators import to_snake
 from kpysched.config.errors import ConfigError, plural, problem, validation_problems
 from kpysched.config.extenders import ignored_resources
 from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
-from kpysched.config.features import GANG_SCHEDULING, Features
+from kpysched.config.features import (
+    GANG_SCHEDULING,
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+    Features,
+)
 from kpysched.config.scheduler_config import (
     API_VERSION,
     PluginConfig,
@@ -87,7 +91,9 @@ def default_multi_point(features: Features = DEFAULT_FEATURES) -> tuple[
     """Upstream's getDefaultPlugins() of `features.release` under its gates
     (applyFeatureGates): DeferredPodScheduling inserted before NodeResourcesFit in
     v1.37 with InPlacePodVerticalScalingSchedulerPreemption on, GangScheduling appended
-    when it is on (its gate in v1.36, GenericWorkload in v1.37)."""
+    when it is on (its gate in v1.36, GenericWorkload in v1.37), then, in v1.37 with
+    TopologyAwareWorkloadScheduling on, TopologyPlacementGenerator and
+    PodGroupPodsCount (weight 1)."""
     plugins = list(RELEASE_MULTI_POINT[features.release])
     if features.release >= 37 and features.enabled(IPPVS_PREEMPTION):
         at = next((k for k, (name, _) in enumerate(plugins) if name == NODE_RESOURCES_FIT),
@@ -95,10 +101,15 @@ def default_multi_point(features: Features = DEFAULT_FEATURES) -> tuple[
         plugins.insert(at, (DEFERRED_POD_SCHEDULING, None))
     if features.gang_scheduling:
         plugins.append((GANG_SCHEDULING, None))
+    if features.release >= 37 and features.enabled(TOPOLOGY_AWARE_WORKLOAD_SCHEDULING):
+        # applyTopologyAwareWorkloadScheduling: the placement generator and scorer.
+        plugins += [(TOPOLOGY_PLACEMENT_GENERATOR, None), (POD_GROUP_PODS_COUNT, 1)]
     return tuple(plugins)
 
 
 IPPVS_PREEMPTION = "InPlacePodVerticalScalingSchedulerPreemption"
+TOPOLOGY_PLACEMENT_GENERATOR = "TopologyPlacementGenerator"
+POD_GROUP_PODS_COUNT = "PodGroupPodsCount"
 # Every in-tree plugin name kube-scheduler knows, per release
 # (pkg/scheduler/framework/plugins/names of each).
 RELEASE_UPSTREAM_PLUGINS: Mapping[int, frozenset[str]] = {
@@ -131,6 +142,8 @@ class EffectiveProfile:
     args: Mapping[str, BaseModel | None]
     # Default plugins left out because the registry lacks them (also logged as a warning).
     unavailable_defaults: tuple[str, ...] = ()
+    # For each plugin of plugins["placementScore"] (TopologyAwareWorkloadScheduling).
+    placement_score_weights: Mapping[str, int] = field(default_factory=dict)
 
     def enabled(self, point: str) -> tuple[str, ...]:
         return self.plugins[point]
@@ -221,6 +234,8 @@ class _ProfileBuilder:
             return None
         self._check_counts(plugins)
         weights = self._score_weights(plugins["score"], multi_point)
+        placement_weights = self._score_weights(plugins["placementScore"], multi_point,
+                                                "placementScore")
         # Every plugin named anywhere is built (as upstream's pluginsNeeded), even one
         # that every point it implements disables.
         needed = list(dict.fromkeys(
@@ -248,6 +263,7 @@ class _ProfileBuilder:
             score_weights=weights,
             args=args,
             unavailable_defaults=unavailable,
+            placement_score_weights=placement_weights,
         )
 
     def _fail(self, path: str, reason: str) -> None:
@@ -378,11 +394,13 @@ class _ProfileBuilder:
         if not plugins["bind"]:
             self._fail(f"{self.base}.plugins.bind", "at least one bind plugin must be enabled")
 
-    def _score_weights(self, score: tuple[str, ...], multi_point: list[_Entry]) -> dict[str, int]:
-        """A score point entry's weight wins over the multiPoint one; 0 or none means 1."""
-        path = f"{self.base}.plugins.score.enabled"
+    def _score_weights(self, score: tuple[str, ...], multi_point: list[_Entry],
+                       point: str = "score") -> dict[str, int]:
+        """A score (or placementScore) point entry's weight wins over the multiPoint
+        one; 0 or none means 1."""
+        path = f"{self.base}.plugins.{point}.enabled"
         entries = [_Entry(entry.name, entry.weight, f"{path}[{k}]")
-                   for k, entry in enumerate(self.profile.plugins.score.enabled)]
+                   for k, entry in enumerate(self.profile.plugins.point(point).enabled)]
         weights: dict[str, int] = {}
         for entry in [*entries, *multi_point]:
             if entry.name not in score or entry.name in weights:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kpysched.framework import interfaces
+from kpysched.framework import interfaces, placement
 
 ENTRY_POINT_GROUP = "kpysched.plugins"
 
@@ -32,6 +32,9 @@ EXTENSION_POINTS: dict[str, type[Any]] = {
     "preBind": interfaces.PreBindPlugin,
     "bind": interfaces.BindPlugin,
     "postBind": interfaces.PostBindPlugin,
+    # A pod group's topology-aware cycle (TopologyAwareWorkloadScheduling).
+    "placementGenerate": placement.PlacementGeneratePlugin,
+    "placementScore": placement.PlacementScorePlugin,
 }
 
 

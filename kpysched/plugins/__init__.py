@@ -30,10 +30,12 @@ from kpysched.plugins import (
     node_ports,
     node_unschedulable,
     node_volume_limits,
+    pod_group_pods_count,
     pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
+    topology_aware,
     volume_binding,
     volume_restrictions,
     volume_zone,
@@ -70,6 +72,9 @@ IN_TREE: dict[str, PluginSpec] = {
         default_binder.SPEC,
         node_declared_features.SPEC,
         gang_scheduling.SPEC,
+        # v1.37, TopologyAwareWorkloadScheduling (alpha): a pod group's placements.
+        topology_aware.SPEC,
+        pod_group_pods_count.SPEC,
         # scheduler-plugins' Coscheduling: in no default profile, enabled by name.
         coscheduling.SPEC,
     )

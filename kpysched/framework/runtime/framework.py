@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from kpysched.framework import interfaces as fw
+from kpysched.framework import placement
 from kpysched.framework.cluster_events import (
     EVERYTHING,
     ActionType,
@@ -27,6 +28,7 @@ from kpysched.framework.runtime.binding_points import BindingPoints
 from kpysched.framework.runtime.guard import plugin_raised
 from kpysched.framework.runtime.handle import ProfileHandle
 from kpysched.framework.runtime.instrumented import MetricsSink
+from kpysched.framework.runtime.placement_points import PlacementPoints
 from kpysched.framework.runtime.scheduling_points import SchedulingPoints
 from kpysched.framework.runtime.waiting import PodInPreBind, WaitingPod
 from kpysched.framework.status import SUCCESS, Status
@@ -72,9 +74,11 @@ class ProfileSpec:
     weights: Mapping[str, int] = field(default_factory=dict)
     args: Mapping[str, Any] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
+    # PlacementScore plugin -> weight (TopologyAwareWorkloadScheduling).
+    placement_weights: Mapping[str, int] = field(default_factory=dict)
 
 
-class Framework(SchedulingPoints, BindingPoints):
+class Framework(SchedulingPoints, BindingPoints, PlacementPoints):
     def __init__(self, profile: ProfileSpec, registry: Mapping[str, PluginSpec],
                  shared: fw.SharedHandle, metrics: MetricsSink) -> None:
         self.profile_name = profile.scheduler_name
@@ -139,6 +143,12 @@ class Framework(SchedulingPoints, BindingPoints):
         self.bind_plugins: list[fw.BindPlugin] = instances("bind", fw.BindPlugin)
         self.post_bind_plugins: list[fw.PostBindPlugin] = instances(
             "postBind", fw.PostBindPlugin)
+        self.placement_generate_plugins: list[placement.PlacementGeneratePlugin] = instances(
+            "placementGenerate", placement.PlacementGeneratePlugin)
+        self.placement_score_plugins: list[placement.PlacementScorePlugin] = instances(
+            "placementScore", placement.PlacementScorePlugin)
+        self.placement_weights = {name: profile.placement_weights.get(name, 1)
+                                  for name in profile.plugins.get("placementScore", ())}
         if not self.bind_plugins:
             raise FrameworkError(
                 f"profile {profile.scheduler_name!r}: at least one bind plugin is needed")

@@ -53,6 +53,7 @@ from kpysched.framework.interfaces import (
     RowsScorePlugin,
     VectorReasonsPlugin,
 )
+from kpysched.framework.placement import PlacementScorePlugin, PodGroupAssignments, PodGroupInfo
 from kpysched.framework.pod_totals import PodTotals, TotalsColumns
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
@@ -90,6 +91,7 @@ from kpysched.plugins.node_resources.fits_request import (
     fits_request,
     fits_usage,
 )
+from kpysched.plugins.node_resources.placement_score import placement_scorer, score_placement
 from kpysched.plugins.node_resources.resource_allocation import (
     ResourceAllocationScorer,
     least_allocated,
@@ -170,7 +172,7 @@ def _verdict(insufficient: list[InsufficientResource]) -> Status:
 
 class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilterPlugin,
                        PreScorePlugin,
-                       RowsScorePlugin):
+                       RowsScorePlugin, PlacementScorePlugin):
     NAME: ClassVar[str] = NAME
 
     def __init__(self, args: NodeResourcesFitArgs,
@@ -180,6 +182,8 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
         self._ignored_resources = frozenset(args.ignored_resources)
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         self._scorer = _build_scorer(args.scoring_strategy)
+        # A pod group's placements (TopologyAwareWorkloadScheduling): MostAllocated.
+        self._placement_scorer = placement_scorer(args.scoring_strategy)
         # Counts DRA-backed extended resources for Score (None: no DRA at all).
         self._dra = dra
         # Extended resource name -> the DeviceClass backing it (None: no DRA at all).
@@ -346,6 +350,10 @@ class NodeResourcesFit(PreFilterPlugin, VectorReasonsPlugin, PodTotalsVectorFilt
     def score_rows(self, state: CycleState, pod: PodInfo, snapshot: Snapshot,
                    rows: IntArray) -> IntArray | None:
         return self._scorer.score_vector(snapshot, self._pod_requests(state, pod), rows)
+
+    def score_placement(self, group: PodGroupInfo,
+                        assignments: PodGroupAssignments) -> tuple[int, Status]:
+        return score_placement(self._placement_scorer, assignments), SUCCESS
 
 
 def new(args: NodeResourcesFitArgs | None, handle: Handle) -> NodeResourcesFit:

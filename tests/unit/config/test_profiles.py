@@ -14,6 +14,7 @@ from kpysched.config import (
 )
 from kpysched.config.features import Features
 from kpysched.framework import interfaces as ep
+from kpysched.framework.placement import PlacementScorePlugin
 from kpysched.framework.registry import PluginSpec, full_registry
 from kpysched.plugins import IN_TREE
 from tests.unit.config.fakes import (
@@ -42,6 +43,9 @@ DEFAULT_PLUGINS: dict[str, tuple[str, ...]] = {
     "preBind": (),
     "bind": ("DefaultBinder",),
     "postBind": (),
+    # The fakes implement no placement point.
+    "placementGenerate": (),
+    "placementScore": (),
 }
 DEFAULT_WEIGHTS = {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
                    "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
@@ -87,7 +91,8 @@ UPSTREAM_POINTS: dict[str, tuple[type[Any], ...]] = {
     "TaintToleration": (ep.FilterPlugin, ep.PreScorePlugin, ep.ScorePlugin),
     "NodeAffinity": (ep.PreFilterPlugin, ep.FilterPlugin, ep.PreScorePlugin, ep.ScorePlugin),
     "NodePorts": (ep.PreFilterPlugin, ep.FilterPlugin),
-    "NodeResourcesFit": (ep.PreFilterPlugin, ep.FilterPlugin, ep.PreScorePlugin, ep.ScorePlugin),
+    "NodeResourcesFit": (ep.PreFilterPlugin, ep.FilterPlugin, ep.PreScorePlugin, ep.ScorePlugin,
+                         PlacementScorePlugin),
     "VolumeRestrictions": (ep.PreFilterPlugin, ep.FilterPlugin),
     "NodeVolumeLimits": (ep.PreFilterPlugin, ep.FilterPlugin),
     "VolumeBinding": (ep.PreFilterPlugin, ep.FilterPlugin, ep.PreScorePlugin, ep.ScorePlugin,
@@ -138,12 +143,15 @@ def test_every_default_available_expands_as_upstream() -> None:
         "preBind": ("VolumeBinding", "DynamicResources"),
         "bind": ("DefaultBinder",),
         "postBind": (),
+        "placementGenerate": (),
+        "placementScore": ("NodeResourcesFit",),
     }
     assert profile.score_weights == {
         "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1, "VolumeBinding": 1,
         "PodTopologySpread": 2, "InterPodAffinity": 2, "DynamicResources": 2,
         "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1,
     }
+    assert profile.placement_score_weights == {"NodeResourcesFit": 1}
     assert profile.unavailable_defaults == ()
     assert [name for name, _ in DEFAULT_MULTI_POINT] == list(UPSTREAM_POINTS)
 
@@ -373,8 +381,8 @@ def _problems(*profiles: dict[str, Any]) -> list[str]:
         id="removed-plugin"),
     pytest.param(
         {"plugins": {"placementGenerate": {"enabled": [{"name": "NodeResourcesFit"}]}}},
-        ["profiles[0].plugins.placementGenerate.enabled[0].name: the placementGenerate "
-         "extension point is not supported by kpysched"], id="placement-point"),
+        ['profiles[0].plugins.placementGenerate.enabled[0].name: plugin "NodeResourcesFit" '
+         "does not implement placementGenerate"], id="placement-point"),
     pytest.param(
         {"plugins": {"filter": {"enabled": [{"name": "ImageLocality"}]}}},
         ['profiles[0].plugins.filter.enabled[0].name: plugin "ImageLocality" does not '
@@ -493,28 +501,30 @@ def test_same_queue_sort_in_every_profile_is_fine() -> None:
     assert [p.plugins["queueSort"] for p in profiles] == [("Coscheduling",)] * 2
 
 
-@pytest.mark.parametrize("plugins", [
-    pytest.param({"filter": {"enabled": [{"name": "TopologyPlacementGenerator"}]}},
-                 id="upstream plugin named at one point"),
-    pytest.param({"multiPoint": {"enabled": [{"name": "PodGroupPodsCount", "weight": 4}]}},
-                 id="upstream plugin enabled in multiPoint"),
-])
-def test_upstream_plugin_missing_here_is_warned_about_not_fatal(
-        plugins: dict[str, object]) -> None:
-    """A config copied from kube-scheduler names plugins kpysched lacks (the alpha
-    topology-aware workload ones): the profile runs without them and a warning says which, never
-    silently."""
+def test_placement_plugins_named_by_hand_expand_with_their_weight() -> None:
+    """A config copied from kube-scheduler may name the topology-aware placement plugins
+    (alpha, TopologyAwareWorkloadScheduling) whatever the gate: they are in kpysched's
+    registry and expand to the placement points, the scorer with its weight."""
     config = parse_config({"apiVersion": "kubescheduler.config.k8s.io/v1",
                            "kind": "KubeSchedulerConfiguration",
-                           "profiles": [{"schedulerName": "kpysched", "plugins": plugins}]})
-    with capture_logs() as logs:
-        [profile] = build_profiles(config, full_registry(IN_TREE), V1_36)
-    missing = ({"TopologyPlacementGenerator", "PodGroupPodsCount"}
-               & set(profile.unavailable_defaults))
-    assert missing
-    assert not any(name in missing for names in profile.plugins.values() for name in names)
-    warned = [e for e in logs if e["event"] == "config.default_plugins_unavailable"]
-    assert warned and missing <= set(warned[0]["plugins"])
+                           "profiles": [{"schedulerName": "kpysched", "plugins": {
+                               "multiPoint": {"enabled": [
+                                   {"name": "TopologyPlacementGenerator"},
+                                   {"name": "PodGroupPodsCount", "weight": 4}]}}}]})
+    [profile] = build_profiles(config, full_registry(IN_TREE), V1_37)
+    assert profile.plugins["placementGenerate"] == ("TopologyPlacementGenerator",)
+    assert profile.plugins["placementScore"] == ("NodeResourcesFit", "PodGroupPodsCount")
+    assert profile.placement_score_weights == {"NodeResourcesFit": 1, "PodGroupPodsCount": 4}
+    assert not profile.unavailable_defaults
+
+
+def test_placement_plugin_at_a_point_it_does_not_implement_is_refused() -> None:
+    with pytest.raises(ConfigError) as caught:
+        _resolve({"plugins": {"filter": {"enabled": [{"name": "TopologyPlacementGenerator"}]}}},
+                 registry=full_registry(IN_TREE))
+    assert list(caught.value.problems) == [
+        'profiles[0].plugins.filter.enabled[0].name: plugin "TopologyPlacementGenerator" '
+        "does not implement filter"]
 
 
 @pytest.mark.parametrize(("args", "expected"), [

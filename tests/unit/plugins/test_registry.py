@@ -34,6 +34,8 @@ MODULES = {
     "VolumeZone": "volume_zone",
     "NodeDeclaredFeatures": "node_declared_features",
     "GangScheduling": "gang_scheduling",
+    "TopologyPlacementGenerator": "topology_aware",
+    "PodGroupPodsCount": "pod_group_pods_count",
     "Coscheduling": "coscheduling",
 }
 

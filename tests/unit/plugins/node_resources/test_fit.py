@@ -626,7 +626,8 @@ def test_invalid_args(raw: dict[str, object], message: str) -> None:
 
 def test_spec_and_events() -> None:
     assert fit.SPEC.name == "NodeResourcesFit"
-    assert fit.SPEC.extension_points() == ["preFilter", "filter", "preScore", "score"]
+    assert fit.SPEC.extension_points() == ["preFilter", "filter", "preScore", "score",
+                                          "placementScore"]
     assert isinstance(fit.SPEC.parse_args({"ignoredResources": [EXT_A]}), NodeResourcesFitArgs)
     assert registered(plugin()) == [
         (ClusterEvent(Resource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN), True),
