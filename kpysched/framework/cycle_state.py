@@ -12,8 +12,9 @@ if TYPE_CHECKING:
 class CycleState:
     """A plain keyed store; each plugin uses its own key (usually its NAME + suffix)."""
 
-    __slots__ = ("_data", "decision", "filter_calls", "plugin_seconds", "pod_group",
-                 "record_plugin_metrics", "skip_filter_plugins", "skip_score_plugins")
+    __slots__ = ("_data", "decision", "filter_calls", "placement", "plugin_seconds",
+                 "pod_group", "record_plugin_metrics", "skip_filter_plugins",
+                 "skip_score_plugins")
 
     def __init__(self, record_plugin_metrics: bool = False) -> None:
         self._data: dict[str, Any] = {}
@@ -27,6 +28,10 @@ class CycleState:
         # In a pod-group scheduling cycle: the cycle's copy of the group's members, where
         # those tried so far are assumed (upstream's IsPodGroupSchedulingCycle).
         self.pod_group: PodGroupState | None = None
+        # In a topology-aware pod-group cycle: the names of the nodes of the placement
+        # the group is being tried in (upstream's placement assumed in the snapshot).
+        # The algorithm looks only among them; None: every node.
+        self.placement: tuple[str, ...] | None = None
         # Seconds each (plugin, extension point) took in this cycle, clones included:
         # a slow cycle is reported with the plugin that took the most of it. Per-node
         # Filter calls are timed one in FILTER_TIMING_STRIDE (scaled up) outside
@@ -62,6 +67,7 @@ class CycleState:
         copy.skip_filter_plugins = set(self.skip_filter_plugins)
         copy.skip_score_plugins = set(self.skip_score_plugins)
         copy.pod_group = self.pod_group
+        copy.placement = self.placement
         # The same cycle's time: a clone's plugins (preemption's dry run) count too.
         copy.plugin_seconds = self.plugin_seconds
         return copy

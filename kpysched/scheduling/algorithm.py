@@ -112,7 +112,7 @@ class Algorithm:
     def schedule(self, framework: Framework, state: CycleState, pod: PodInfo,
                  snapshot: Snapshot) -> ScheduleResult | Diagnosis | Status:
         """A result, a Diagnosis (fits nowhere), or an Error status."""
-        if not snapshot.node_infos:
+        if not (snapshot.node_infos if state.placement is None else state.placement):
             return Status.unresolvable(NO_NODES_AVAILABLE)
         fit = self._find_nodes_that_fit(framework, state, pod, snapshot)
         decision = state.decision
@@ -161,9 +161,14 @@ class Algorithm:
     ) -> FitResult:
         """Feasible nodes (as NodeRows when the vector path found them), how many nodes
         were examined, and why the others failed."""
-        all_nodes = snapshot.node_infos
+        # A pod group tried inside a placement looks only at its nodes (upstream's
+        # ListNodesInPlacement); plugins still see the whole snapshot.
+        within = state.placement
+        all_nodes = (snapshot.node_infos if within is None
+                     else [snapshot.by_name[name] for name in within])
         diagnosis = Diagnosis(len(all_nodes))
-        pre_result, status, restricting = framework.run_pre_filter(state, pod, all_nodes)
+        pre_result, status, restricting = framework.run_pre_filter(
+            state, pod, snapshot.node_infos)
         fit = FitResult(diagnosis, pre_filter_nodes=pre_result.node_names)
         if not status.ok:
             if status.code == Code.ERROR:
@@ -192,8 +197,10 @@ class Algorithm:
 
         nodes: list[NodeInfo] = all_nodes
         if pre_result.node_names is not None:
+            inside = frozenset(within or ())
             nodes = [found for name in sorted(pre_result.node_names)
-                     if (found := snapshot.get(name)) is not None]
+                     if (found := snapshot.get(name)) is not None
+                     and (within is None or name in inside)]
             diagnosis.absent_status = Status.unresolvable(
                 f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(restricting))}]")
             fit.absent_reason = diagnosis.absent_status.reasons[0]
@@ -214,7 +221,7 @@ class Algorithm:
         # A vector verdict (whole-snapshot only) prunes the rows up front.
         mask: npt.NDArray[np.bool_] | None = None
         verdicts: dict[str, npt.NDArray[np.bool_]] = {}
-        if nodes is all_nodes and framework.filter_plugins:
+        if nodes is snapshot.node_infos and framework.filter_plugins:
             verdict = framework.filter_mask(state, pod, snapshot)
             if isinstance(verdict, Status):
                 fit.error = verdict
@@ -307,6 +314,8 @@ class Algorithm:
         name = pod.pod.status.nominated_node_name
         if not name or (pre_result.node_names is not None and name not in pre_result.node_names):
             return None
+        if state.placement is not None and name not in state.placement:
+            return None  # nominated outside the placement the group is tried in
         info = snapshot.get(name)
         if info is None:
             return None

@@ -3,10 +3,14 @@ when the group is Unschedulable, the PodGroupPostFilter point once for the whole
 DynamicResources frees what the members tried hold, and DefaultPreemption may preempt
 for the whole group (pod_group_preemption.py), running the group's algorithm again on
 the snapshot without the victims. Their words end the group's message; a preemption
-makes the group wait, its members nominated where the dry run placed them.
+makes the group wait, its members nominated where the dry run placed them. With
+TopologyAwareWorkloadScheduling on, the algorithm (both times) tries the group
+placement by placement (pod_group_cycle_placements.py).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from kpysched.cache.pod_groups import PodGroupState
 from kpysched.framework.cycle_state import CycleState
@@ -14,8 +18,9 @@ from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
 from kpysched.objects.scheduling import PodGroup
 from kpysched.scheduling import pod_group_placement as placement
-from kpysched.scheduling.attempt import Attempt, GroupOutcome
+from kpysched.scheduling.attempt import Attempt, GroupOutcome, MemberResult
 from kpysched.scheduling.context import CycleContext
+from kpysched.scheduling.pod_group_cycle_placements import decide_in_placements, placements_on
 from kpysched.scheduling.pod_group_preemption import (
     CLUSTER,
     Assignment,
@@ -37,14 +42,14 @@ class DecisionAs37:
         its PodGroupPostFilter point, whose words end the group's message."""
         namespace = attempts[0].queued.pod_info.namespace
         pod_group = framework.handle.pod_group(namespace, name)
-        outcome = placement.decide(
-            framework, attempts, group, pod_group,
-            lambda attempt, undo: self._trial.try_member(framework, attempt, group, undo,
-                                                         as_37=True))
+        outcome = self._algorithm(framework, attempts, group, pod_group, name)
         if outcome.status.code == Code.UNSCHEDULABLE:
+            constrained = (placements_on(framework) and pod_group is not None
+                           and pod_group.spec.scheduling_constraints is not None)
             after, nominations = placement.post_filter(
                 framework, attempts,
-                lambda: self._preempt_for_group(framework, attempts, pod_group, name))
+                lambda: self._preempt_for_group(framework, attempts, pod_group, name),
+                constrained=constrained)
             if after.code == Code.ERROR:
                 outcome.status = after
             else:
@@ -57,6 +62,19 @@ class DecisionAs37:
                     member.nominated = (nominations or {}).get(
                         member.attempt.queued.pod_info.uid)
         return outcome
+
+    def _algorithm(self, framework: Framework, attempts: list[Attempt],
+                   group: PodGroupState, pod_group: PodGroup | None,
+                   name: str) -> GroupOutcome:
+        """v1.37's algorithm over the whole cluster, or placement by placement with
+        TopologyAwareWorkloadScheduling on (pod_group_cycle_placements.py)."""
+        def try_member(attempt: Attempt, undo: list[Callable[[], None]]) -> MemberResult:
+            return self._trial.try_member(framework, attempt, group, undo, as_37=True)
+
+        if placements_on(framework):
+            return decide_in_placements(framework, self._context, attempts, group,
+                                        pod_group, name, try_member)
+        return placement.decide(framework, attempts, group, pod_group, try_member)
 
     def _preempt_for_group(self, framework: Framework, attempts: list[Attempt],
                            pod_group: PodGroup | None, name: str) -> GroupPreemption:
@@ -91,10 +109,7 @@ class DecisionAs37:
         group = groups.get(namespace, name).copy()
         again = [Attempt(framework, a.queued, CycleState(), a.started, a.pod)
                  for a in attempts]
-        outcome = placement.decide(
-            framework, again, group, pod_group,
-            lambda attempt, undo: self._trial.try_member(framework, attempt, group, undo,
-                                                         as_37=True))
+        outcome = self._algorithm(framework, again, group, pod_group, name)
         placed = [Assignment(m.attempt.queued.pod_info, m.result.node_name, m.attempt.state)
                   for m in outcome.members if m.status.ok and m.result is not None]
         return placed, outcome.status

@@ -83,7 +83,16 @@ def decide(framework: Framework, attempts: list[Attempt], group: PodGroupState,
            pod_group: PodGroup | None, try_member: TryMember) -> GroupOutcome:
     """The group's algorithm as v1.37: members in turn on the snapshot, the gang's
     feasibility checked before and after each; every assumption undone at the end
-    (`try_member` pushes each one's undo)."""
+    (`try_member` pushes each one's undo). Members not reached fail with the group's
+    status."""
+    return complete(require_one_placed(
+        try_in_turn(framework, attempts, group, pod_group, try_member)), attempts)
+
+
+def try_in_turn(framework: Framework, attempts: list[Attempt], group: PodGroupState,
+                pod_group: PodGroup | None, try_member: TryMember) -> GroupOutcome:
+    """The members tried in turn: the outcome holds only those tried, and may be a
+    Success with none placed (require_one_placed)."""
     # Without GangScheduling in the profile nothing is checked (no PlacementFeasible
     # plugin); without its PodGroup the cycle cannot run (the group is held earlier).
     checks = (pod_group is not None
@@ -93,12 +102,11 @@ def decide(framework: Framework, attempts: list[Attempt], group: PodGroupState,
     outcome = GroupOutcome([], SUCCESS)
     status = feasibility(needed, scheduled, remaining) if checks else SUCCESS
     undo: list[Callable[[], None]] = []
-    any_scheduled = False
     try:
         if status.code == Code.UNSCHEDULABLE:
             outcome.status = Status.unschedulable(POD_GROUP_UNSCHEDULABLE, *status.reasons,
                                                   plugin=status.plugin)
-            return _complete(outcome, attempts)
+            return outcome
         for attempt in attempts:
             member = try_member(attempt, undo)
             outcome.members.append(member)
@@ -112,21 +120,25 @@ def decide(framework: Framework, attempts: list[Attempt], group: PodGroupState,
             status = feasibility(needed, scheduled, remaining) if checks else SUCCESS
             if status.code == Code.UNSCHEDULABLE:
                 break
-            any_scheduled = any_scheduled or member.status.ok
         if status.code == Code.WAIT:
             status = Status.unschedulable(POD_GROUP_UNSCHEDULABLE, *status.reasons,
                                           plugin=status.plugin)
-        if status.ok and not any_scheduled:
-            # Upstream asks at least one member placed of a successful cycle.
-            status = Status.unschedulable(POD_GROUP_UNSCHEDULABLE)
         outcome.status = status
-        return _complete(outcome, attempts)
+        return outcome
     finally:
         for step in reversed(undo):
             step()
 
 
-def _complete(outcome: GroupOutcome, attempts: list[Attempt]) -> GroupOutcome:
+def require_one_placed(outcome: GroupOutcome) -> GroupOutcome:
+    """Upstream asks at least one member placed of a successful cycle (a gang whose
+    minCount was met before it, with no member fitting now, is Unschedulable)."""
+    if outcome.status.ok and not any(member.status.ok for member in outcome.members):
+        outcome.status = Status.unschedulable(POD_GROUP_UNSCHEDULABLE)
+    return outcome
+
+
+def complete(outcome: GroupOutcome, attempts: list[Attempt]) -> GroupOutcome:
     """Members the cycle did not reach fail with the group's status as it is now."""
     for attempt in attempts[len(outcome.members):]:
         outcome.members.append(MemberResult(attempt, _copy(outcome.status)))
@@ -147,11 +159,14 @@ class ClaimCleanUp(Protocol):
 
 
 def post_filter(framework: Framework, attempts: Sequence[Attempt],
-                preempt: PreemptGroup) -> tuple[Status, dict[str, str] | None]:
+                preempt: PreemptGroup, *, constrained: bool = False
+                ) -> tuple[Status, dict[str, str] | None]:
     """The PodGroupPostFilter point for an Unschedulable group (upstream's
     RunPodGroupPostFilterPlugins): the first Success (with its nominations, member uid
     to node) or Unresolvable answer wins, an Error fails the group, else the
-    Unschedulable ones' reasons together."""
+    Unschedulable ones' reasons together. `constrained`: the group was tried placement
+    by placement and its PodGroup has scheduling constraints, which DynamicResources'
+    point leaves alone (a bare Unschedulable)."""
     reasons: list[str] = []
     rejector = ""
     for plugin in framework.post_filter_plugins:
@@ -159,7 +174,9 @@ def post_filter(framework: Framework, attempts: Sequence[Attempt],
         if plugin.NAME == DYNAMIC_RESOURCES:
             # Its group state is written by the first member's PreFilter.
             found = any(a.state.get(DRA_PRE_FILTER_STATE) is not None for a in attempts)
-            if not found:
+            if constrained:
+                status = Status.unschedulable()
+            elif not found:
                 status = Status.error("not found")
             elif isinstance(plugin, ClaimCleanUp):
                 status = plugin.pod_group_post_filter(
