@@ -34,6 +34,7 @@ from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
+from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.default_preemption.selection import terminating_by_preemption
@@ -51,6 +52,8 @@ from kpysched.scheduling import pod_group_policy as policy
 from kpysched.scheduling.binding_cycle import assumed_copy
 
 NOT_ELIGIBLE = "not eligible due to preemptionPolicy=Never."
+# The preemptor label of upstream's preemption metrics for a group.
+PREEMPTOR = "podgroup"
 NO_VICTIMS = "No preemption victims found for incoming preemptor"
 ONGOING = "ongoing preemption on nominated nodes"
 # Upstream's name for the candidate of a group's preemption: the whole cluster. The
@@ -80,6 +83,9 @@ class GroupPreemption:
     # Member uid -> node to nominate it to ("" clears it); None leaves nominations be.
     nominations: dict[str, str] | None = None
     victims: list[PodInfo] = field(default_factory=list)
+    # Victims that are whole pod groups, and victims' pods over a budget.
+    disruptions: int = 0
+    pdb_violations: int = 0
 
 
 def preempt_for_group(
@@ -87,13 +93,43 @@ def preempt_for_group(
     lookup: PodGroupLookup, pdbs: Sequence[api.PodDisruptionBudget],
     schedule_again: ScheduleAgain, now: int | None = None,
 ) -> GroupPreemption:
-    """Upstream's PodGroupEvaluator.Preempt without the eviction (the caller's)."""
+    """Upstream's PodGroupEvaluator.Preempt without the eviction (the caller's),
+    counted in v1.37's workload preemption metrics."""
+    metrics = framework.metrics if isinstance(framework.metrics, SchedulerMetrics) else None
+    found = _preempt(framework, snapshot, priority, members, lookup, pdbs, schedule_again,
+                     now, metrics)
+    if metrics is not None:
+        metrics.workload_preemption_attempt(found.status.code.label)
+    return found
+
+
+def _preempt(framework: Framework, snapshot: Snapshot, priority: int,
+             members: Sequence[PodInfo], lookup: PodGroupLookup,
+             pdbs: Sequence[api.PodDisruptionBudget], schedule_again: ScheduleAgain,
+             now: int | None, metrics: SchedulerMetrics | None) -> GroupPreemption:
     if _policy(framework, members, lookup) == policy.NEVER:
         return GroupPreemption(Status.unschedulable(NOT_ELIGIBLE))
     if _ongoing(snapshot, priority, members, lookup):
         return GroupPreemption(
             Status(Code.SUCCESS, [ONGOING]),
             {m.uid: m.pod.status.nominated_node_name or "" for m in members})
+    started = time.perf_counter()
+    found = _evaluate(framework, snapshot, priority, lookup, pdbs, schedule_again, now)
+    if metrics is not None:
+        metrics.preemption_evaluation(PREEMPTOR, found.status.code.label,
+                                      time.perf_counter() - started)
+        if found.status.ok:
+            # Upstream counts the victims when it carries the preemption out, which
+            # it does for every placement found (none left to go included).
+            metrics.preemption_chosen(PREEMPTOR, len(found.victims), found.disruptions,
+                                      found.pdb_violations)
+    return found
+
+
+def _evaluate(framework: Framework, snapshot: Snapshot, priority: int,
+              lookup: PodGroupLookup, pdbs: Sequence[api.PodDisruptionBudget],
+              schedule_again: ScheduleAgain, now: int | None) -> GroupPreemption:
+    """Upstream's PodGroupEvaluator.evaluate: the victims, or why there are none."""
     now = time.time_ns() if now is None else now
     nodes = snapshot.node_infos
     everyone = victims_on(nodes, lookup, now, placed_on(nodes))
@@ -145,9 +181,11 @@ class _Dry:
             violating, non_violating = split_victims_by_pdb_violation(
                 by_importance(potential), pdbs)
             chosen: list[Victim] = []
-            for victim, _ in violating:
+            pdb_violations = 0
+            for victim, count in violating:
                 if not self._reprieve(victim, assignments):
                     chosen.append(victim)
+                    pdb_violations += count
             for victim in non_violating:
                 if not self._reprieve(victim, assignments):
                     chosen.append(victim)
@@ -161,7 +199,9 @@ class _Dry:
         return GroupPreemption(
             Status(Code.SUCCESS, [f"found a placement for podgroup, preempting "
                                   f"{len(pods)} victims"]),
-            {a.pod.uid: a.node for a in assignments}, pods)
+            {a.pod.uid: a.node for a in assignments}, pods,
+            disruptions=sum(1 for victim in chosen if victim.is_group),
+            pdb_violations=pdb_violations)
 
     def _take_off(self, victim: Victim) -> None:
         by_node: dict[str, set[str]] = {}

@@ -9,6 +9,7 @@ The shared handle hands every plugin's `preempt()` to the context's sink.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -63,8 +64,8 @@ class ImmediatePreemption:
                           plugin: str) -> None:
         """A v1.37 pod group's preemption: the victims go in the PodGroup's name (the
         API version `release` serves), and its members are retried if one could not be
-        removed. (Upstream counts these victims in its workload preemption metrics,
-        which kpysched does not export, not in preemption_victims.)"""
+        removed. (Its victims are counted where they were chosen, pod_group_preemption.py;
+        the removal's duration here, as v1.37's preemption_execution_duration_seconds.)"""
         meta = group.metadata
         preemptor = Preemptor(
             meta.uid, f"{meta.namespace}/{meta.name}", members[0].pod.spec.scheduler_name,
@@ -72,8 +73,14 @@ class ImmediatePreemption:
             {"kind": "PodGroup", "apiVersion": scheduling.api_version(release),
              "namespace": meta.namespace, "name": meta.name, "uid": meta.uid})
         in_memory, to_delete = self._split(victims, plugin)
+        started = time.perf_counter()
+
+        def done(removed: bool) -> None:
+            self._metrics.preemption_execution("podgroup", "success" if removed else "error",
+                                               time.perf_counter() - started)
+
         self._executor.preempt(preemptor, node_name, to_delete, plugin, in_memory=in_memory,
-                               on_failed=lambda: self._activate(members))
+                               on_failed=lambda: self._activate(members), on_done=done)
 
     def _split(self, victims: Sequence[PodInfo], plugin: str
                ) -> tuple[list[PodInfo], list[PodInfo]]:

@@ -63,12 +63,15 @@ class PreemptionExecutor:
 
     def preempt(self, preemptor: PodInfo | Preemptor, node_name: str,
                 victims: Sequence[PodInfo], plugin: str, in_memory: Sequence[PodInfo] = (),
-                on_failed: Callable[[], object] | None = None) -> None:
+                on_failed: Callable[[], object] | None = None,
+                on_done: Callable[[bool], object] | None = None) -> None:
         """Delete `victims`; `in_memory` ones were only waiting at Permit or in PreBind
         and were already sent back to the queue, so they just get the Preempted event.
         `on_failed` runs when a victim could not be removed: the preemptor, parked
         among the unschedulable, would otherwise wait for an unrelated event or the
-        5-minute flush (upstream's prepareCandidateAsync activates it)."""
+        5-minute flush (upstream's prepareCandidateAsync activates it). `on_done` is
+        told, once the removals end, whether every victim went (not called when none
+        was left to delete)."""
         if isinstance(preemptor, PodInfo):
             preemptor = Preemptor.of_pod(preemptor)
         for victim in in_memory:
@@ -86,14 +89,16 @@ class PreemptionExecutor:
             return
         self._running[preemptor.uid] = self._running.get(preemptor.uid, 0) + 1
         task = asyncio.get_running_loop().create_task(
-            self._run(preemptor, node_name, pending, on_failed),
+            self._run(preemptor, node_name, pending, on_failed, on_done),
             name=f"preempt for {preemptor.key}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def _run(self, preemptor: Preemptor, node_name: str, victims: Sequence[PodInfo],
-                   on_failed: Callable[[], object] | None) -> None:
+                   on_failed: Callable[[], object] | None,
+                   on_done: Callable[[bool], object] | None = None) -> None:
         *first, last = victims
+        removed = False
         try:
             # As upstream: all victims but the last at once, then the last unless one
             # of the others could not be removed (the preemptor is then retried sooner).
@@ -109,6 +114,8 @@ class PreemptionExecutor:
                 self._running.pop(preemptor.uid, None)
             if self._on_finished is not None:
                 self._on_finished()
+        if on_done is not None:
+            on_done(removed)
         if not removed and on_failed is not None:
             on_failed()
 
