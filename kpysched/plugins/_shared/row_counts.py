@@ -5,7 +5,9 @@ pods matching a term) ask the same question of every node for every pod of a wor
 The snapshot replaces a row's NodeInfo whenever its node or pods change, so a figure
 taken from the very same NodeInfo object still holds: one identity pass over the row
 list finds the rows to count again, and the rest is an array the caller can sum over
-topology domains with numpy.
+topology domains with numpy. That pass is a Python call per row (~75 us at 1000 rows);
+given the snapshot's row versions (ResourceColumns.version: a new number, unique across
+snapshots, each time a row's NodeInfo is written) it is one numpy comparison instead.
 """
 
 from __future__ import annotations
@@ -33,28 +35,45 @@ def changed_rows(rows: Sequence[NodeInfo], remembered: Sequence[NodeInfo]) -> In
     return found
 
 
+def changed_since(rows: Sequence[NodeInfo], remembered: Sequence[NodeInfo],
+                  versions: IntArray | None, remembered_versions: IntArray | None) -> IntArray:
+    """`changed_rows`, by the rows' versions when both calls had them for as many rows
+    (a version names one write of one row's NodeInfo, so an equal version is the very
+    same object), else by identity."""
+    if (versions is not None and remembered_versions is not None
+            and len(versions) == len(remembered_versions) == len(rows)):
+        found: IntArray = np.flatnonzero(versions != remembered_versions)
+        return found
+    return changed_rows(rows, remembered)
+
+
 class RowCounts:
     """`count(node)` for every row, recounting only rows whose NodeInfo changed."""
 
-    __slots__ = ("_count", "_counted", "_counts")
+    __slots__ = ("_count", "_counted", "_counts", "_versions")
 
     def __init__(self, count: Callable[[NodeInfo], int]) -> None:
         self._count = count
         self._counted: list[NodeInfo] = []
+        self._versions: IntArray | None = None
         self._counts: IntArray = np.zeros(0, dtype=np.int64)
 
-    def counts(self, rows: Sequence[NodeInfo]) -> IntArray:
-        """The figure per row of `rows` (read-only; valid until the next call)."""
+    def counts(self, rows: Sequence[NodeInfo], versions: IntArray | None = None) -> IntArray:
+        """The figure per row of `rows` (read-only; valid until the next call). `versions`:
+        the snapshot's row versions for `rows` (Snapshot.columns.version), when they are
+        its rows."""
         size = len(rows)
         if size != len(self._counted):
             self._counted = [NEVER_COUNTED] * size
+            self._versions = None
             self._counts = np.zeros(size, dtype=np.int64)
-        changed = changed_rows(rows, self._counted)
+        changed = changed_since(rows, self._counted, versions, self._versions)
         count = self._count
         for row in changed.tolist():
             self._counts[row] = count(rows[row])
         if len(changed):
             self._counted = list(rows)
+        self._versions = None if versions is None else versions.copy()
         return self._counts
 
 

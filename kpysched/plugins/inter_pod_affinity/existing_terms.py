@@ -11,7 +11,8 @@ a handful of terms, followed by a sum over the rows holding them.
 ExistingTerms keeps, per distinct (term, weight), how many such pods each row has.
 As RowCounts does (plugins/_shared/row_counts.py), it relies on the snapshot replacing a
 row's NodeInfo whenever the node or its pods change: one identity pass over the
-rows finds those to read again.
+rows finds those to read again (a numpy comparison of the rows' versions when the caller
+has them).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy.typing as npt
 
 from kpysched.cache.label_index import ABSENT, LabelColumn
 from kpysched.cache.node_info import NodeInfo
-from kpysched.plugins._shared.row_counts import NEVER_COUNTED, changed_rows
+from kpysched.plugins._shared.row_counts import NEVER_COUNTED, changed_since
 
 Term = TypeVar("Term")
 IntArray = npt.NDArray[np.int64]
@@ -32,17 +33,55 @@ IntArray = npt.NDArray[np.int64]
 
 
 class TermRows:
-    """The rows holding pods with one term, and how many such pods each has."""
+    """The rows holding pods with one term, and how many such pods each has: two arrays
+    kept in step with every change (a row's entry rewritten in place, a row that no
+    longer holds the term swapped out for the last entry), so that reading them each
+    cycle costs nothing however many rows hold the term."""
 
-    __slots__ = ("by_row",)
+    __slots__ = ("_pods", "_rows", "_size", "_slot")
 
     def __init__(self) -> None:
-        self.by_row: dict[int, int] = {}
+        self._slot: dict[int, int] = {}  # row -> its entry in the arrays
+        self._rows: IntArray = np.zeros(4, dtype=np.int64)
+        self._pods: IntArray = np.zeros(4, dtype=np.int64)
+        self._size = 0
+
+    def __bool__(self) -> bool:
+        return self._size > 0
+
+    @property
+    def by_row(self) -> dict[int, int]:
+        """Pods with the term per row holding any."""
+        return dict(zip(self._rows[:self._size].tolist(), self._pods[:self._size].tolist(),
+                        strict=True))
+
+    def add(self, row: int, pods: int) -> None:
+        """`pods` more (or fewer, when negative) pods with the term on `row`."""
+        slot = self._slot.get(row)
+        if slot is None:
+            slot = self._slot[row] = self._size
+            if slot == len(self._rows):
+                self._rows = np.concatenate((self._rows, np.zeros_like(self._rows)))
+                self._pods = np.concatenate((self._pods, np.zeros_like(self._pods)))
+            self._rows[slot] = row
+            self._pods[slot] = 0
+            self._size += 1
+        left = int(self._pods[slot]) + pods
+        if left:
+            self._pods[slot] = left
+            return
+        last = self._size - 1
+        if slot != last:
+            moved = int(self._rows[last])
+            self._rows[slot] = moved
+            self._pods[slot] = self._pods[last]
+            self._slot[moved] = slot
+        del self._slot[row]
+        self._size = last
 
     def arrays(self) -> tuple[IntArray, IntArray]:
-        rows = np.fromiter(self.by_row.keys(), dtype=np.int64, count=len(self.by_row))
-        pods = np.fromiter(self.by_row.values(), dtype=np.int64, count=len(self.by_row))
-        return rows, pods
+        """(rows, pods on each): views, valid until the next change."""
+        return self._rows[:self._size], self._pods[:self._size]
 
 
 class ExistingTerms(Generic[Term]):
@@ -54,48 +93,50 @@ class ExistingTerms(Generic[Term]):
     def __init__(self, terms_of: Callable[[NodeInfo], Iterable[tuple[Term, int]]]) -> None:
         self._terms_of = terms_of
         self._read: list[NodeInfo] = []
-        self._row_keys: list[tuple[tuple[int, int], ...]] = []
+        self._versions: IntArray | None = None
+        # Per row: ((id(term), weight), pods with it) for each term read there.
+        self._row_keys: list[tuple[tuple[tuple[int, int], int], ...]] = []
         # (id(term), weight) -> the term and its rows; the entry keeps the term alive,
         # so no other object can take its id while it is here.
         self._terms: dict[tuple[int, int], tuple[Term, int, TermRows]] = {}
 
-    def current(self, rows: Sequence[NodeInfo]) -> Iterator[tuple[Term, int, TermRows]]:
-        """Every (term, weight, rows) as `rows` stand now."""
+    def current(self, rows: Sequence[NodeInfo], versions: IntArray | None = None
+                ) -> Iterator[tuple[Term, int, TermRows]]:
+        """Every (term, weight, rows) as `rows` stand now; `versions` as in
+        RowCounts.counts (the snapshot's row versions for `rows`)."""
         size = len(rows)
         if size != len(self._read):
             self._read = [NEVER_COUNTED] * size
+            self._versions = None
             self._row_keys = [()] * size
             self._terms = {}
-        changed = changed_rows(rows, self._read)
+        changed = changed_since(rows, self._read, versions, self._versions)
         for row in changed.tolist():
             self._forget(row)
             self._learn(row, rows[row])
         if len(changed):
             self._read = list(rows)
+        self._versions = None if versions is None else versions.copy()
         return iter(list(self._terms.values()))
 
     def _forget(self, row: int) -> None:
-        for key in self._row_keys[row]:
+        for key, pods in self._row_keys[row]:
             held = self._terms[key][2]
-            left = held.by_row[row] - 1
-            if left:
-                held.by_row[row] = left
-            else:
-                del held.by_row[row]
-                if not held.by_row:
-                    del self._terms[key]
+            held.add(row, -pods)
+            if not held:
+                del self._terms[key]
         self._row_keys[row] = ()
 
     def _learn(self, row: int, node: NodeInfo) -> None:
-        keys = []
+        pods_by_key: dict[tuple[int, int], int] = {}
         for term, weight in self._terms_of(node):
             key = (id(term), weight)
-            found = self._terms.get(key)
-            if found is None:
-                found = self._terms[key] = (term, weight, TermRows())
-            found[2].by_row[row] = found[2].by_row.get(row, 0) + 1
-            keys.append(key)
-        self._row_keys[row] = tuple(keys)
+            if key not in self._terms:
+                self._terms[key] = (term, weight, TermRows())
+            pods_by_key[key] = pods_by_key.get(key, 0) + 1
+        for key, pods in pods_by_key.items():
+            self._terms[key][2].add(row, pods)
+        self._row_keys[row] = tuple(pods_by_key.items())
 
 
 # ExistingTerms pays an identity check per row each cycle (tens of ns); a walk over the

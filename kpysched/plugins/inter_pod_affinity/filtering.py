@@ -129,7 +129,7 @@ def _existing_anti_affinity_counts_rows(pod: api.Pod, namespace_labels: Mapping[
     """`_existing_anti_affinity_counts` from the rows holding each distinct term: the
     terms are judged once each, the pods they stand for summed per domain by numpy."""
     counts = TopologyCounts()
-    for term, _, held in existing.current(snapshot.node_infos):
+    for term, _, held in existing.current(snapshot.node_infos, snapshot.columns.version):
         if term.matches(pod, namespace_labels):
             key = term.topology_key
             column = snapshot.labels.column(key)
@@ -184,20 +184,21 @@ def _incoming_counts_rows(required: tuple[IncomingTerm, ...],
     and kept while the node's pods stay the same (and, for a term that picks namespaces
     by their labels, while no namespace changed: `namespaces_version`), then summed per
     domain over the label columns."""
-    rows, labels = snapshot.node_infos, snapshot.labels
+    rows, labels, versions = snapshot.node_infos, snapshot.labels, snapshot.columns.version
     affinity, anti = TopologyCounts(), TopologyCounts()
     if required:
         matching_all = row_counts.get(
             ("all", tuple(term.term for term in required)),
             lambda node: sum(1 for other in node.pods.values()
                              if matches_all(required, other.pod)),
-            counted_under(required, namespaces_version)).counts(rows)
+            counted_under(required, namespaces_version)).counts(rows, versions)
         for term in required:
             _add_by_domain(affinity, term.topology_key, labels.column(term.topology_key),
                            matching_all)
     for term in required_anti:
         matching = row_counts.get(("one", term.term), matching_one(term),
-                                  counted_under((term,), namespaces_version)).counts(rows)
+                                  counted_under((term,), namespaces_version)
+                                  ).counts(rows, versions)
         _add_by_domain(anti, term.topology_key, labels.column(term.topology_key), matching)
     return affinity, anti
 

@@ -162,7 +162,7 @@ def incoming_terms_rows_score(snapshot: Snapshot, preferred: tuple[IncomingTerm,
         for term in terms:
             matching = row_counts.get(("one", term.term), matching_one(term),
                                       counted_under((term,), namespaces_version)
-                                      ).counts(rows)
+                                      ).counts(rows, snapshot.columns.version)
             key = term.topology_key
             column = labels.column(key)
             held = (column.codes != ABSENT) & (matching > 0)
@@ -246,7 +246,8 @@ def existing_terms_score(incoming: PodInfo, snapshot: Snapshot,
     terms can add anything), from the rows holding each distinct term."""
     scores: TopologyScore = {}
     pod = incoming.pod
-    for term, weight, held in existing.current(snapshot.node_infos):
+    for term, weight, held in existing.current(snapshot.node_infos,
+                                               snapshot.columns.version):
         if term.matches(pod, namespace_labels):
             key = term.topology_key
             _add_all(scores, key, sums_by_value(snapshot.labels.column(key), held, weight))

@@ -163,7 +163,8 @@ def compute_state_rows(pod: api.Pod, constraints: tuple[Constraint, ...],
             included = included & tolerated
         rows = np.flatnonzero(included)
         codes = column.codes[rows]
-        matching = counter.rows(constraint.selector, pod.metadata.namespace).counts(infos)
+        matching = counter.rows(constraint.selector, pod.metadata.namespace).counts(
+            infos, snapshot.columns.version)
         sums = np.bincount(codes, weights=matching[rows], minlength=len(column.values))
         # Each domain once, in the order of its first row, as the per-node pass adds them.
         _, first_rows = np.unique(codes, return_index=True)
