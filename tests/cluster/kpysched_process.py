@@ -64,6 +64,10 @@ class KpyschedProcess:
                     **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
         self.returncode: int | None = None
+        # What log_events has parsed so far, and where in the log it stopped: tests poll
+        # the log many times a second, and a debug log grows to many thousand lines.
+        self._events: list[dict[str, Any]] = []
+        self._parsed_up_to = 0
 
     def start(self) -> KpyschedProcess:
         with self.log_path.open("ab") as log:
@@ -98,13 +102,20 @@ class KpyschedProcess:
             return error.code, error.read().decode()
 
     def log_events(self) -> list[dict[str, Any]]:
-        events = []
-        for line in self.log_path.read_text(errors="replace").splitlines():
-            try:
-                events.append(json.loads(line))
-            except ValueError:
-                continue
-        return events
+        """Every JSON line of the log so far (others skipped), parsed once: each call reads
+        only what was appended since the last, up to its last complete line."""
+        if self.log_path.exists():
+            with self.log_path.open("rb") as log:
+                log.seek(self._parsed_up_to)
+                appended = log.read()
+            complete = appended[:appended.rfind(b"\n") + 1]
+            self._parsed_up_to += len(complete)
+            for line in complete.decode(errors="replace").splitlines():
+                try:
+                    self._events.append(json.loads(line))
+                except ValueError:
+                    continue
+        return list(self._events)
 
     def kill(self) -> None:
         """SIGKILL: the process gets no chance to release anything."""
