@@ -45,6 +45,7 @@ class GangPod:
     group: str | None = None  # role of its PodGroup; None for a plain pod
     cpu: str = "1"
     priority_class: str | None = None
+    scheduling_gates: tuple[str, ...] = ()  # spec.schedulingGates, never removed
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,8 @@ def _pod_body(pod: GangPod, scheduler_name: str) -> dict[str, Any]:
                          memory="100Mi", priority_class=pod.priority_class)
     if pod.group is not None:
         body["spec"]["schedulingGroup"] = {"podGroupName": pod.group}
+    if pod.scheduling_gates:
+        body["spec"]["schedulingGates"] = [{"name": gate} for gate in pod.scheduling_gates]
     return body
 
 
