@@ -25,7 +25,12 @@ from kpysched.cache.dump import cache_dump, dump_from
 from kpysched.cache.pod_groups import membership
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
 from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
-from kpysched.config.features import NEWEST_RELEASE, RELEASES, Features
+from kpysched.config.features import (
+    NEWEST_RELEASE,
+    RELEASES,
+    TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
+    Features,
+)
 from kpysched.config.release import Choice, for_server, undetected
 from kpysched.config.written import effective_document
 from kpysched.decisions.api import DecisionLookup, PodAnswer
@@ -330,7 +335,9 @@ async def run(
         # The podgroup metrics count Coscheduling's group cycles too.
         metrics = SchedulerMetrics(disabled=frozenset(settings.disabled_metrics),
                                    generic_workload=features.generic_workload or coscheduling,
-                                   release=features.release)
+                                   release=features.release,
+                                   topology_aware=features.enabled(
+                                       TOPOLOGY_AWARE_WORKLOAD_SCHEDULING))
         export_release(metrics, features)
         listers = Listers(generic_workload=features.generic_workload,
                           coscheduling=coscheduling,

@@ -90,7 +90,8 @@ class SchedulerMetrics:
     def __init__(self, *, sample_percent: int = PLUGIN_METRICS_SAMPLE_PERCENT,
                  rng: random.Random | None = None, process_metrics: bool = True,
                  disabled: frozenset[str] = frozenset(),
-                 generic_workload: bool = False, release: int = 36) -> None:
+                 generic_workload: bool = False, release: int = 36,
+                 topology_aware: bool = False) -> None:
         self.registry = CollectorRegistry()
         self.release = release
         v137 = release >= V1_37
@@ -220,6 +221,25 @@ class SchedulerMetrics:
             "scheduler_podgroup_scheduling_algorithm_duration_seconds",
             "[ALPHA] Pod group scheduling algorithm latency in seconds",
             buckets=exponential_buckets(0.001, 2, 15), registry=group_registry)
+        # A pod group's placements, only with TopologyAwareWorkloadScheduling on (v1.37).
+        placement_registry = r if topology_aware else CollectorRegistry()
+        self._generated_placements = Counter(
+            "scheduler_generated_placements_total",
+            "[ALPHA] Number of candidate placements generated when scheduling pod groups.",
+            ["profile"], registry=placement_registry)
+        self._placement_evaluations = Counter(
+            "scheduler_placement_evaluations_total",
+            "[ALPHA] Number of candidate placements evaluated when scheduling pod groups, "
+            "by result. 'feasible' means the pod group fit into the placement, while "
+            "'infeasible' means it did not.",
+            ["result", "profile"], registry=placement_registry)
+        self._placement_evaluation_duration = Histogram(
+            "scheduler_placement_evaluation_duration_seconds",
+            "[ALPHA] Latency in seconds of evaluating a single candidate placement when "
+            "scheduling pod groups, by result. 'feasible' means the pod group fit into the "
+            "placement, while 'infeasible' means it did not.",
+            ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15),
+            registry=placement_registry)
         # v1.37's workload preemption figures, also only with GenericWorkload on.
         # Observed for a pod group's preemption ("podgroup"); a single pod's are not
         # counted here.
@@ -431,6 +451,14 @@ class SchedulerMetrics:
 
     def pod_group_algorithm_duration(self, seconds: float) -> None:
         self._pod_group_algorithm_duration.observe(seconds)
+
+    def placements_generated(self, profile: str, count: int) -> None:
+        self._generated_placements.labels(profile).inc(count)
+
+    def placement_evaluated(self, result: str, profile: str, seconds: float) -> None:
+        """One placement tried: result is feasible or infeasible (upstream's labels)."""
+        self._placement_evaluations.labels(result, profile).inc()
+        self._placement_evaluation_duration.labels(result, profile).observe(seconds)
 
     def event_handled(self, event: str, seconds: float) -> None:
         self._event_handling.labels(event).observe(seconds)
@@ -651,6 +679,7 @@ class NoMetrics(SchedulerMetrics):
 
     schedule_attempt = pod_scheduled = algorithm_duration = _ignore
     pod_group_attempt = pod_group_algorithm_duration = event_handled = _ignore
+    placements_generated = placement_evaluated = _ignore
     preemption_attempt = preemption_victims = set_pending = incoming = _ignore
     incoming_entity = workload_preemption_attempt = preemption_evaluation = _ignore
     preemption_chosen = preemption_execution = _ignore

@@ -12,6 +12,7 @@ from __future__ import annotations
 from kpysched.config.features import Features
 from kpysched.config.profiles import default_multi_point
 from kpysched.informers.listers import Listers
+from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api, scheduling
 from tests.unit.builders import make_node, make_pod, make_pod_group
 from tests.unit.scheduler_harness import SchedulerHarness, build_harness
@@ -188,3 +189,25 @@ async def test_the_rack_that_takes_more_members_wins_by_pods_count() -> None:
         harness.member(name, "g")
     await harness.schedule_all()
     assert harness.bound() == {"m1": "a1", "m2": "a1", "m3": "a1", "m4": "a1"}
+
+
+async def test_placements_are_counted_as_upstreams_metrics() -> None:
+    metrics = SchedulerMetrics(generic_workload=True, release=37, topology_aware=True)
+    built = build_harness({"schedulerName": "kpysched"}, TOPOLOGY_AWARE,
+                          Listers(generic_workload=True, release=37),
+                          rack_node("a1", "a", "2"), rack_node("b1", "b", "3"),
+                          metrics=metrics)
+    harness = Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
+    harness.group("g", 3)
+    for name in ("m1", "m2", "m3"):
+        harness.member(name, "g")
+    await harness.schedule_all()
+    text = metrics.render().decode()
+    assert 'scheduler_generated_placements_total{profile="kpysched"} 2.0' in text
+    for result in ("feasible", "infeasible"):
+        assert (f'scheduler_placement_evaluations_total{{profile="kpysched",result="{result}"}}'
+                " 1.0") in text
+        assert (f'scheduler_placement_evaluation_duration_seconds_count{{profile="kpysched",'
+                f'result="{result}"}} 1.0') in text
+    quiet = SchedulerMetrics(generic_workload=True, release=37).render().decode()
+    assert "scheduler_generated_placements_total" not in quiet
