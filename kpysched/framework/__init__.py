@@ -6,6 +6,8 @@
   events and queueing hints), diagnosis.py (why a pod fits nowhere: upstream's
   FitError text), pod_totals.py (the pod totals a PodTotals filter judges).
 - registry.py: PluginSpec, how a plugin (in-tree or from an entry point) is built.
+- placement.py: a pod group's placement points (TopologyAwareWorkloadScheduling):
+  Placement, PodGroupInfo, the PlacementGenerate and PlacementScore protocols.
 
 runtime/ is the engine that runs the plugins at each point; nothing here imports it.
 

@@ -14,14 +14,16 @@ cycle in scheduling/); plugins implement the protocols below.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from kpysched.cache.node_info import NodeInfo
-from kpysched.cache.pod_groups import PodGroupState
 from kpysched.framework.interfaces import Plugin
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
+
+if TYPE_CHECKING:
+    from kpysched.cache.node_info import NodeInfo
+    from kpysched.cache.pod_groups import PodGroupState
 
 # The range a PlacementScore plugin's scores must be in once normalized (upstream's
 # MinScore and MaxScore).

@@ -11,10 +11,11 @@
 - `algorithm.py`: filter and score one pod over the snapshot (upstream's
   schedulePod / findNodesThatFitPod / prioritizeNodes).
 - `pod_group_cycle.py` (with `pod_group_members.py`, `pod_group_trial.py`,
-  `pod_group_placement.py`, `pod_group_cycle_37.py`, `pod_group_results.py`),
-  `pod_group_preemption.py`, `group_preemption.py`, `coscheduling_groups.py`: a pod
-  group decided in one snapshot (which members, trying each, v1.37's rules and
-  PodGroupPostFilter, acting on the decision); v1.37's whole-group preemption; a
+  `pod_group_placement.py`, `pod_group_cycle_37.py`, `pod_group_cycle_placements.py`,
+  `pod_group_results.py`), `pod_group_preemption.py`, `group_preemption.py`,
+  `coscheduling_groups.py`: a pod group decided in one snapshot (which members, trying
+  each, v1.37's rules and PodGroupPostFilter, placement by placement with
+  TopologyAwareWorkloadScheduling, acting on the decision); v1.37's whole-group preemption; a
   Coscheduling group's all-or-nothing preemption; what scheduler-plugins' PodGroups
   are told.
 - `preemption_sink.py`: where a preemption PostFilter decided goes (at once, or held

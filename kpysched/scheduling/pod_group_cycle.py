@@ -27,7 +27,8 @@ deleted) and its retries do not pile up backoff while nothing changes.
 As v1.37 the algorithm follows that release's rules instead (pod_group_placement.py,
 pod_group_cycle_37.py): the gang's feasibility is checked before and after each
 member, and an unschedulable group runs the PodGroupPostFilter point once, which may
-preempt for the whole group (pod_group_preemption.py).
+preempt for the whole group (pod_group_preemption.py). With TopologyAwareWorkloadScheduling
+on, the group is tried placement by placement (pod_group_cycle_placements.py).
 
 Nothing here awaits: like the single-pod cycle it runs on the loop from start to end.
 """

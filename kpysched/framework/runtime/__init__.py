@@ -7,6 +7,8 @@ framework/runtime).
 - scheduling_points.py, binding_points.py: the runners of the scheduling and the
   binding cycle's points; instrumented.py: what they share (the plugin lists and
   the timing of points and plugins for the metrics).
+- placement_points.py: the runners of a pod group's placement points
+  (TopologyAwareWorkloadScheduling), mixed into Framework.
 - node_simulation.py: preemption's simulated nodes (clones, or pod totals).
 - handle.py: ProfileHandle, the Handle a plugin receives; waiting.py: pods waiting
   at Permit or in PreBind; guard.py: a plugin that raises becomes an Error status.
