@@ -26,6 +26,7 @@ from __future__ import annotations
 import time
 
 from kpysched.cache.pod_groups import PodGroupState
+from kpysched.decisions.record import Decision
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.placement import (
     Placement,
@@ -121,19 +122,24 @@ def decide_in_placements(framework: Framework, context: CycleContext,
 
 
 def _fresh(attempt: Attempt, placement: tuple[str, ...]) -> Attempt:
-    """The member tried anew inside a placement: a cycle state of its own."""
+    """The member tried anew inside a placement: a cycle state of its own, and, when
+    decisions are recorded, a record of its own (the placement kept hands its record
+    to the attempt)."""
     state = CycleState(attempt.state.record_plugin_metrics)
     state.placement = placement
+    recorded = attempt.state.decision
+    if recorded is not None:
+        state.decision = Decision(recorded.pod, recorded.uid, recorded.profile,
+                                  recorded.attempt, recorded.time)
     return Attempt(attempt.framework, attempt.queued, state, attempt.started, attempt.pod)
 
 
 def _adopted(outcome: GroupOutcome, attempts: list[Attempt],
              trial: list[Attempt]) -> GroupOutcome:
-    """Hand the trial's cycle states to the cycle's attempts (which keep their decision
-    records), so binding and requeueing carry on from the placement decided on. The
+    """Hand the trial's cycle states (and decision records) to the cycle's attempts, so
+    binding, requeueing and explain carry on from the placement decided on. The
     placement restriction goes: the binding cycle looks at the chosen node only."""
     for attempt, tried in zip(attempts, trial, strict=True):
-        tried.state.decision = attempt.state.decision
         tried.state.placement = None
         attempt.state = tried.state
     return outcome

@@ -211,3 +211,21 @@ async def test_placements_are_counted_as_upstreams_metrics() -> None:
                 f'result="{result}"}} 1.0') in text
     quiet = SchedulerMetrics(generic_workload=True, release=37).render().decode()
     assert "scheduler_generated_placements_total" not in quiet
+
+
+async def test_each_members_decision_record_is_the_placement_kept() -> None:
+    built = build_harness({"schedulerName": "kpysched"}, TOPOLOGY_AWARE,
+                          Listers(generic_workload=True, release=37),
+                          rack_node("a1", "a", "1"), rack_node("a2", "a", "1"),
+                          rack_node("b1", "b", "3"), decision_records=10)
+    harness = Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
+    harness.group("g", 3)
+    for name in ("m1", "m2", "m3"):
+        harness.member(name, "g")
+    await harness.schedule_all()
+    store = harness.scheduler.context.decisions
+    assert store is not None
+    for name in ("m1", "m2", "m3"):
+        (record,) = store.for_pod("default", name)
+        # Tried in rack b (one node), not in rack a (two), whose trial was dropped.
+        assert (record["node"], record["total_nodes"]) == ("b1", 1)
