@@ -92,7 +92,10 @@ def decide_in_placements(framework: Framework, context: CycleContext,
     fitted: list[tuple[Placement, GroupOutcome, list[Attempt]]] = []
     for placement in placements:
         started = time.perf_counter()
-        inside = tuple(node.name for node in placement.nodes)
+        # A placement of every node restricts nothing (upstream forgets it): the
+        # algorithm keeps its whole-snapshot (vector) path.
+        inside = (None if len(placement.nodes) == len(context.snapshot.node_infos)
+                  else tuple(node.name for node in placement.nodes))
         trial = [_fresh(attempt, inside) for attempt in attempts]
         outcome = algorithm.try_in_turn(framework, trial, group, pod_group, try_member)
         if outcome.status.code == Code.ERROR:
@@ -121,7 +124,7 @@ def decide_in_placements(framework: Framework, context: CycleContext,
     return _adopted(algorithm.complete(outcome, trial), attempts, trial)
 
 
-def _fresh(attempt: Attempt, placement: tuple[str, ...]) -> Attempt:
+def _fresh(attempt: Attempt, placement: tuple[str, ...] | None) -> Attempt:
     """The member tried anew inside a placement: a cycle state of its own, and, when
     decisions are recorded, a record of its own (the placement kept hands its record
     to the attempt)."""
