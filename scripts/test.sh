@@ -24,8 +24,10 @@ status=0
 {
     # Two workers, whole files each: e2e tests mostly wait on real components, and each
     # worker gets its own session cluster (and, once it runs a differential file, that
-    # cluster's twin), so files never see each other's objects.
-    .venv/bin/python -m pytest -n 2 --dist loadfile -m "not soak" "$@" &&
+    # cluster's twin), so files never see each other's objects. KPYSCHED_TEST_WORKERS
+    # sets another number (docs/testing.md: CI time).
+    .venv/bin/python -m pytest -n "${KPYSCHED_TEST_WORKERS:-2}" --dist loadfile \
+        -m "not soak" "$@" &&
     # The short reliability soak (tests/soak) alone, so that no other test competes
     # with the schedulers it times; with arguments, only what they select runs.
     if [ "$#" -eq 0 ]; then .venv/bin/python -m pytest -m soak tests/soak; fi
