@@ -229,3 +229,19 @@ async def test_each_members_decision_record_is_the_placement_kept() -> None:
         (record,) = store.for_pod("default", name)
         # Tried in rack b (one node), not in rack a (two), whose trial was dropped.
         assert (record["node"], record["total_nodes"]) == ("b1", 1)
+
+
+async def test_members_left_over_are_tried_only_in_the_rack_the_group_went_to() -> None:
+    """A basic group (minCount 1): rack b takes two members (PodGroupPodsCount 100 to
+    50), the third is left over and retried alone, pinned to rack b by the two bound
+    there, though rack a has room: it fits on none of b's one node."""
+    harness = make_harness(rack_node("a1", "a", "1"), rack_node("b1", "b", "2"))
+    harness.group("g", None)
+    for name in ("m1", "m2", "m3"):
+        harness.member(name, "g")
+    await harness.schedule_all()
+    bound = harness.bound()
+    assert sorted(bound.values()) == ["b1", "b1"]
+    [left_over] = {"m1", "m2", "m3"} - set(bound)
+    assert harness.notes("FailedScheduling") == {
+        left_over: "0/1 nodes are available: 1 Insufficient cpu."}
