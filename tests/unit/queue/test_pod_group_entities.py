@@ -12,8 +12,10 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from kpysched.config.features import Features
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.interfaces import QueuedPodInfo
+from kpysched.informers.listers import Listers
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins import priority_sort, scheduling_gates
 from kpysched.queue.pod_group_entities import group_backoff_seconds
@@ -27,6 +29,8 @@ from tests.unit.queue.test_scheduling_queue import (
     reject,
     still_waiting,
 )
+from tests.unit.scheduler_harness import build_harness, node
+from tests.unit.scheduling.test_pod_group_preemption import Harness
 
 NS = 1e-9
 NODE_ADD = ClusterEvent(Resource.NODE, ActionType.ADD, "NodeAdd")
@@ -280,3 +284,28 @@ async def test_a_group_moved_by_an_event_moves_whole() -> None:
     assert queue.where(c.uid) == "unschedulable"
     assert queue.move_on_event(NODE_ADD) == 2
     assert queue.where(a.uid) == queue.where(c.uid) == "active"
+
+
+# --- through the scheduler: GangScheduling's PreEnqueue, the pod event handlers -------
+
+
+async def test_a_gang_with_a_gated_member_waits_whole_then_binds_whole() -> None:
+    built = build_harness({"schedulerName": "kpysched"},
+                          Features.from_gates({"GenericWorkload": True}, release=37),
+                          Listers(generic_workload=True, release=37), node("n1", "4"))
+    harness = Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
+    harness.group("g", 2, 0)
+    held = make_pod("g-2").group("g").gates("example.com/hold").obj()
+    held.spec.scheduler_name = "kpysched"
+    harness.pods.on_add(held)
+    for name in ("g-0", "g-1"):
+        harness.pod(name, "1", 0, group="g")
+    await harness.schedule_all()
+    # Two members would make minCount, but the group waits as one entity.
+    assert harness.bound() == {}
+    assert harness.notes("FailedScheduling") == {}
+    released = msgspec.structs.replace(held, spec=msgspec.structs.replace(
+        held.spec, scheduling_gates=[]))
+    harness.pods.on_update(held, released)
+    await harness.schedule_all()
+    assert sorted(harness.bound()) == ["g-0", "g-1", "g-2"]
