@@ -69,6 +69,9 @@ class GroupEntity:
     # it (or another PreEnqueue plugin) turned away themselves.
     holder: str = ""
     turned_away: set[str] = field(default_factory=set)
+    # A member last seen waiting: where it waits is where the group waits (so that a
+    # member joining need not look at every other one).
+    anchor: str = ""
 
     def start_afresh(self, now: float) -> None:
         self.counts = FailureCounts()
@@ -133,20 +136,22 @@ class PodGroupEntities:
         into its group's entity)."""
         self._attempt_of.pop(uid, None)
 
-    def failed(self, uid: str, *, error: bool, now: float) -> bool:
-        """A member came back; whether it came back from its group's attempt (its
-        first such member counts the group's failure and restarts the backoff)."""
+    def failed(self, uid: str, *, error: bool, now: float) -> tuple[bool, bool]:
+        """A member came back: (whether from its group's attempt, whether the first of
+        that attempt, which counts the group's failure and restarts its backoff)."""
         key = self._group_of.get(uid)
         attempt = self._attempt_of.pop(uid, None)
         if key is None or attempt is None:
-            return False
+            return False, False
         entity = self._groups[key]
-        if entity.counted != attempt:
-            entity.counted = attempt
-            entity.counts.record(error=error)
-            entity.timestamp = now
-            entity.expiry = None
-        return True
+        if entity.counted == attempt:
+            return True, False
+        entity.counted = attempt
+        entity.counts.record(error=error)
+        entity.timestamp = now
+        entity.expiry = None
+        entity.anchor = uid
+        return True, True
 
     def placed(self, key: GroupKey) -> None:
         """The group's attempt placed it: its failures are forgotten."""

@@ -675,12 +675,11 @@ class SchedulingQueue:
         no member waiting, it starts the group's entity afresh."""
         assert self._entities is not None
         entity = self._entities.join(key, info.pod_info.uid)
-        waiting = self._waiting_members(key)
-        if not waiting:
+        queue = self._group_queue(entity)
+        if queue is None:
             entity.start_afresh(info.timestamp)
             self._group_to(key, [info], event, None)
             return
-        queue = self.where(waiting[0].pod_info.uid)
         if queue == "active":
             self._group_requeue(key, Strategy.IMMEDIATELY, event, joining=info)
         elif queue == "backoff":
@@ -698,13 +697,55 @@ class SchedulingQueue:
         assert self._entities is not None
         uid = info.pod_info.uid
         self._in_flight_events.done(uid)
-        size = len(self._entities.attempt_members(key)) + len(self._waiting_members(key))
-        if self._entities.failed(uid, error=error, now=info.timestamp):
+        in_attempt = len(self._entities.attempt_members(key))
+        from_attempt, first = self._entities.failed(uid, error=error, now=info.timestamp)
+        entity = self._entity(key)
+        if not from_attempt or entity is None:
+            # Failed in its binding cycle: it rejoins its group as a new member would.
+            self._group_add(key, info, SCHEDULE_ATTEMPT_FAILURE)
+        elif first:
+            size = in_attempt + len(self._waiting_members(key))
             self._group_requeue(key, Strategy.AFTER_BACKOFF, SCHEDULE_ATTEMPT_FAILURE,
                                 joining=info, size=size)
         else:
-            # Failed in its binding cycle: it rejoins its group as a new member would.
-            self._group_add(key, info, SCHEDULE_ATTEMPT_FAILURE)
+            self._group_rejoin(key, entity, info)
+
+    def _group_rejoin(self, key: GroupKey, entity: GroupEntity, info: QueuedPodInfo) -> None:
+        """A later member of the same attempt comes back where the first ones went.
+        Nothing changed meanwhile (the group's cycle holds the loop), so only its own
+        PreEnqueue is asked: the whole group's answer is the same as upstream's, asked
+        once for all, without asking every member again for each one back."""
+        event = SCHEDULE_ATTEMPT_FAILURE
+        queue = self._group_queue(entity)
+        turned_away = self._ask_pre_enqueue(entity, info)
+        if entity.holder:
+            if not info.gated:
+                info.gating_plugin = entity.holder
+            self._park(info, event, gated=True, strategy=None)
+        elif turned_away:
+            self._group_hold(entity, [*self._waiting_members(key), info], turned_away,
+                             event, None)
+        elif queue == "backoff":
+            self._place_backoff(info, self._group_expiry(entity, len(entity.members)),
+                                event, None, early=False)
+        elif queue == "active":
+            self._place_active(info, event, None)
+        else:
+            self._group_requeue(key, Strategy.AFTER_BACKOFF, event, joining=info)
+
+    def _group_queue(self, entity: GroupEntity) -> str | None:
+        """Where the group waits (the queue of a member waiting, its anchor first);
+        None when no member waits."""
+        if entity.anchor:
+            queue = self.where(entity.anchor)
+            if queue is not None and queue != "in_flight":
+                return queue
+        for uid in entity.members:
+            queue = self.where(uid)
+            if queue is not None and queue != "in_flight":
+                entity.anchor = uid
+                return queue
+        return None
 
     def _group_requeue(self, key: GroupKey, strategy: Strategy, event: str, *,
                        joining: QueuedPodInfo | None = None, size: int | None = None) -> bool:
@@ -737,15 +778,7 @@ class SchedulingQueue:
             for info in members:
                 holder = self._ask_pre_enqueue(entity, info) or holder
             if holder:
-                entity.holder = holder
-                for info in members:
-                    if not info.gated:
-                        # Held by its group: kept under the holder, whose events are
-                        # the ones asked to move the group (its own hints unchanged).
-                        info.gating_plugin = holder
-                    self._leave_active(info.pod_info.uid)
-                    self._backoff.remove(info.pod_info.uid)
-                    self._park(info, event, gated=True, strategy=strategy)
+                self._group_hold(entity, members, holder, event, strategy)
                 return False
         entity.holder = ""
         if backoff:
@@ -759,6 +792,19 @@ class SchedulingQueue:
             for info in members:
                 self._place_active(info, event, strategy)
         return True
+
+    def _group_hold(self, entity: GroupEntity, members: list[QueuedPodInfo], holder: str,
+                    event: str, strategy: Strategy | None) -> None:
+        """PreEnqueue turned a member away: the whole group waits among the gated."""
+        entity.holder = holder
+        for info in members:
+            if not info.gated:
+                # Held by its group: kept under the holder, whose events are the ones
+                # asked to move the group (its own hints unchanged).
+                info.gating_plugin = holder
+            self._leave_active(info.pod_info.uid)
+            self._backoff.remove(info.pod_info.uid)
+            self._park(info, event, gated=True, strategy=strategy)
 
     def _ask_pre_enqueue(self, entity: GroupEntity, info: QueuedPodInfo) -> str:
         """PreEnqueue for one member; the plugin turning it away, or ""."""

@@ -15,6 +15,7 @@ import pytest
 from kpysched.config.features import Features
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.framework.interfaces import QueuedPodInfo
+from kpysched.framework.status import Status
 from kpysched.informers.listers import Listers
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins import priority_sort, scheduling_gates
@@ -309,3 +310,27 @@ async def test_a_gang_with_a_gated_member_waits_whole_then_binds_whole() -> None
     harness.pods.on_update(held, released)
     await harness.schedule_all()
     assert sorted(harness.bound()) == ["g-0", "g-1", "g-2"]
+
+
+async def test_a_failed_group_asks_pre_enqueue_once_per_member_coming_back() -> None:
+    # Upstream asks PreEnqueue of every member once when the group goes back whole;
+    # members coming back one by one must not ask every other member again each time.
+    clock = FakeClock()
+    asked: list[str] = []
+    gates = scheduling_gates.SchedulingGates()
+
+    def counting(pod: PodInfo) -> Status:
+        asked.append(pod.name)
+        return gates.pre_enqueue(pod)
+
+    queue = SchedulingQueue(priority_sort.PrioritySort().less, counting, hints(),
+                            clock=clock, pod_groups=True, release=37)
+    pods = [member(f"m{i}") for i in range(50)]
+    for info in pods:
+        queue.add(info)
+    taken = await take_group(queue, *pods)
+    asked.clear()
+    for info in taken:
+        reject(queue, info, FIT)
+    assert len(asked) == len(pods)
+    assert {queue.where(info.uid) for info in pods} == {"backoff"}
