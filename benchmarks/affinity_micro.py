@@ -8,12 +8,16 @@ node), so the cache confirms it and the next cycles see a changed NodeInfo, as i
 live run. No API server, no kube-scheduler: kpysched's own before/after figures.
 
     python -m benchmarks.affinity_micro --workload pod-affinity [--nodes 1000]
-        [--init-pods N] [--pods N] [--release 37] [--repeat 1] [--profile FILE]
+        [--init-pods N] [--pods N] [--release 37] [--repeat 1] [--plugins N]
+        [--profile FILE] [--points]
 
 Prints, per workload, the CPU ms per measured pod of the scheduling cycles alone and of
 everything (cycles, bindings, their confirmation), and a digest of the decisions (each
 pod's node, or its FailedScheduling note; ties broken by a seeded generator), so that
-a speed-up that changes any decision shows as a different digest.
+a speed-up that changes any decision shows as a different digest. `--plugins N` adds
+the N (plugin, extension point) pairs that took the most, as the framework times them
+(wall time: inflated on a loaded machine). `--points` times InterPodAffinity's four
+points alone in CPU time, the steadiest figure when other work shares the machine.
 """
 
 from __future__ import annotations
@@ -23,8 +27,10 @@ import asyncio
 import cProfile
 import gc
 import hashlib
+import itertools
 import statistics
 import time
+import timeit
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,11 +46,14 @@ from benchmarks.workloads import (
 )
 from kpysched import logs
 from kpysched.config.features import Features
+from kpysched.framework.cycle_state import CycleState
 from kpysched.informers.listers import Listers
 from kpysched.objects import api
+from kpysched.objects.pod import PodInfo
 from tests.unit.scheduler_harness import SchedulerHarness, build_harness
 
 SCHEDULER = "kpysched"
+INTER_POD_AFFINITY = "InterPodAffinity"
 AFFINITY_WORKLOADS = ("pod-affinity", "mixed-affinity", "pod-anti-affinity",
                       "anti-affinity-ns-selector", "preferred-pod-affinity",
                       "preferred-pod-anti-affinity")
@@ -77,6 +86,8 @@ class Run:
     total_seconds: float
     digest: str
     placed: int
+    # Seconds (wall, as the framework times them) per (plugin, extension point).
+    plugin_seconds: dict[tuple[str, str], float]
 
 
 def _build(workload: Workload, nodes: int, init_pods: int, release: int
@@ -104,6 +115,17 @@ async def _schedule(harness: SchedulerHarness, measured: dict[str, api.Pod],
     cycle_seconds = 0.0
     confirmed = 0
     placements: dict[str, str] = {}
+    plugin_seconds: dict[tuple[str, str], float] = {}
+    attempts = scheduler.attempts
+    new_attempt = attempts.new
+
+    def timed_attempt(*args: Any, **kwargs: Any) -> Any:
+        attempt = new_attempt(*args, **kwargs)
+        times.append(attempt.state.plugin_seconds)
+        return attempt
+
+    times: list[dict[tuple[str, str], float]] = []
+    attempts.new = timed_attempt  # type: ignore[method-assign]
     began = time.process_time()
     while queue.pending_counts()["active"]:
         queued = await queue.pop()
@@ -140,8 +162,11 @@ async def _schedule(harness: SchedulerHarness, measured: dict[str, api.Pod],
     digest = hashlib.sha256()
     for name in sorted(measured, key=lambda n: int(n.rsplit("-", 1)[1])):
         digest.update(f"{name} {placements.get(name) or refused.get(name, '?')}\n".encode())
+    for cycle in times:
+        for key, seconds in cycle.items():
+            plugin_seconds[key] = plugin_seconds.get(key, 0.0) + seconds
     return Run(len(measured), cycle_seconds, total_seconds, digest.hexdigest()[:16],
-               len(placements))
+               len(placements), plugin_seconds)
 
 
 def run(name: str, nodes: int, init_pods: int | None, pods: int | None, release: int,
@@ -162,6 +187,54 @@ def run(name: str, nodes: int, init_pods: int | None, pods: int | None, release:
         gc.unfreeze()
 
 
+def points(name: str, nodes: int, release: int, cycles: int = 300) -> dict[str, float]:
+    """InterPodAffinity alone, in microseconds of CPU per cycle (least of 5 rounds of
+    `cycles`): the workload's state with half of its measured pods placed, then for an
+    incoming measured pod its PreFilter, vector Filter, PreScore and vector Score, each
+    cycle after one row's NodeInfo was replaced (as the previous pod's placement does),
+    and the same four points with nothing changed. Steadier than whole cycles on a
+    loaded machine: no queue, no binding, no other plugin."""
+    workload = WORKLOADS[name]
+    sizes = sizes_for(workload, nodes, None, None)
+    harness = _build(workload, sizes.nodes, sizes.init_pods, release)
+    placed = {f"pod-{index}": _pod(workload, index, f"pod-{index}", MEASURED_NAMESPACE, None)
+              for index in range(sizes.pods // 2)}
+    for pod in placed.values():
+        harness.pods.on_add(pod)
+    asyncio.run(_schedule(harness, placed, None))
+    scheduler = harness.scheduler
+    plugin = scheduler.frameworks[SCHEDULER].plugin(INTER_POD_AFFINITY)
+    snapshot = scheduler.context.snapshot
+    scheduler.cache.update_snapshot(snapshot)
+    incoming = PodInfo.of(_pod(workload, 0, "incoming", MEASURED_NAMESPACE, None))
+    rows = itertools.cycle(range(0, len(snapshot.node_infos), 7))
+
+    def four_points() -> None:
+        state = CycleState()
+        plugin.pre_filter(state, incoming, snapshot.node_infos)
+        plugin.filter_vector(state, incoming, snapshot)
+        scoring = CycleState()
+        plugin.pre_score(scoring, incoming, snapshot.node_infos)
+        plugin.score_vector(scoring, incoming, snapshot)
+
+    def one_row_changed() -> None:
+        row = next(rows)
+        snapshot.replace(snapshot.node_infos[row].clone())
+
+    def changed_then_four_points() -> None:
+        one_row_changed()
+        four_points()
+
+    figures = {}
+    for label, call in (("one row changed", changed_then_four_points),
+                        ("nothing changed", four_points), ("the row change alone",
+                                                           one_row_changed)):
+        call()
+        best = min(timeit.Timer(call, timer=time.process_time).repeat(5, cycles))
+        figures[label] = best * 1e6 / cycles
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workload", default="pod-affinity",
@@ -171,11 +244,22 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=None)
     parser.add_argument("--release", type=int, default=37)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--plugins", type=int, default=0,
+                        help="also print the N (plugin, extension point) pairs that took "
+                             "the most time per pod (wall, as the framework times them)")
+    parser.add_argument("--points", action="store_true",
+                        help="time InterPodAffinity's four points alone (see points())")
     parser.add_argument("--profile", default=None,
                         help="write cProfile stats of the scheduling cycles here")
     args = parser.parse_args()
     logs.configure("info")  # as kpysched runs: no per-pod debug lines
     names = AFFINITY_WORKLOADS if args.workload == "all" else tuple(args.workload.split(","))
+    if args.points:
+        for name in names:
+            figures = points(name, args.nodes, args.release)
+            print(f"{name}: InterPodAffinity per cycle, us of CPU: " + ", ".join(
+                f"{label} {value:.1f}" for label, value in figures.items()), flush=True)
+        return
     for name in names:
         cycles: list[float] = []
         totals: list[float] = []
@@ -190,6 +274,9 @@ def main() -> None:
                   f"cycle {result.cycle_seconds * 1000 / result.pods:.3f} ms/pod, "
                   f"all {result.total_seconds * 1000 / result.pods:.3f} ms/pod, "
                   f"digest {result.digest}", flush=True)
+            slowest = sorted(result.plugin_seconds.items(), key=lambda kv: -kv[1])
+            for (plugin, point), seconds in slowest[:args.plugins]:
+                print(f"    {plugin} {point}: {seconds * 1000 / result.pods:.3f} ms/pod")
             cycles.append(result.cycle_seconds * 1000 / result.pods)
             totals.append(result.total_seconds * 1000 / result.pods)
             digests.add(result.digest)

@@ -68,11 +68,10 @@ class RowCounts:
             self._versions = None
             self._counts = np.zeros(size, dtype=np.int64)
         changed = changed_since(rows, self._counted, versions, self._versions)
-        count = self._count
+        count, counted = self._count, self._counted
         for row in changed.tolist():
             self._counts[row] = count(rows[row])
-        if len(changed):
-            self._counted = list(rows)
+            counted[row] = rows[row]  # a few rows a cycle: cheaper than a copy of all
         self._versions = None if versions is None else versions.copy()
         return self._counts
 

@@ -114,8 +114,7 @@ class ExistingTerms(Generic[Term]):
         for row in changed.tolist():
             self._forget(row)
             self._learn(row, rows[row])
-        if len(changed):
-            self._read = list(rows)
+            self._read[row] = rows[row]
         self._versions = None if versions is None else versions.copy()
         return iter(list(self._terms.values()))
 
