@@ -240,9 +240,8 @@ class SchedulerMetrics:
             "placement, while 'infeasible' means it did not.",
             ["result", "profile"], buckets=exponential_buckets(0.001, 2, 15),
             registry=placement_registry)
-        # v1.37's workload preemption figures, also only with GenericWorkload on.
-        # Observed for a pod group's preemption ("podgroup"); a single pod's are not
-        # counted here.
+        # v1.37's workload preemption figures, also only with GenericWorkload on:
+        # for a pod group's preemption ("podgroup") and a single pod's ("pod").
         workload_registry = r if generic_workload and v137 else CollectorRegistry()
         self._workload_preemption_attempts = Counter(
             "scheduler_workload_preemption_attempts_total",
@@ -488,6 +487,12 @@ class SchedulerMetrics:
             self._preemption_victims.observe(victims)
         else:
             self._workload_preemption_victims.observe(victims)
+        self.preemption_disruptions(preemptor, disruptions, pdb_violations)
+
+    def preemption_disruptions(self, preemptor: str, disruptions: int,
+                               pdb_violations: int) -> None:
+        """observeVictims without the victims (a single pod's are counted by
+        preemption_victims where they are evicted)."""
         if disruptions > 0:
             self._preemption_workload_disruptions.labels(preemptor).observe(disruptions)
         if pdb_violations > 0:
@@ -682,7 +687,7 @@ class NoMetrics(SchedulerMetrics):
     placements_generated = placement_evaluated = _ignore
     preemption_attempt = preemption_victims = set_pending = incoming = _ignore
     incoming_entity = workload_preemption_attempt = preemption_evaluation = _ignore
-    preemption_chosen = preemption_execution = _ignore
+    preemption_chosen = preemption_execution = preemption_disruptions = _ignore
     queueing_hint = set_unschedulable = unschedulable_changed = _ignore
     extension_point_duration = plugin_duration = plugin_evaluated = permit_wait = _ignore
     set_cache_size = set_leader = leader_slowpath = watch_restarted = relisted = _ignore

@@ -158,6 +158,17 @@ class PluginMetrics(Protocol):
         or bind."""
         ...
 
+    def preemption_evaluation(self, preemptor: str, result: str, seconds: float) -> None:
+        """scheduler_preemption_evaluation_duration_seconds{preemptor,result}: finding
+        the victims ("pod" or "podgroup"; result a status code, e.g. Success)."""
+        ...
+
+    def preemption_disruptions(self, preemptor: str, disruptions: int,
+                               pdb_violations: int) -> None:
+        """A preemption's victims that disrupt pod groups, and its budget violations
+        (scheduler_preemption_workload_disruptions, _pdb_violations_total)."""
+        ...
+
 
 @dataclass(slots=True, frozen=True)
 class Victims:

@@ -71,6 +71,7 @@ from kpysched.plugins.default_preemption.selection import (
 )
 from kpysched.plugins.default_preemption.victims import (
     extension_error,
+    group_disruptions,
     placed_on,
     pod_priority,
     select_units,
@@ -234,7 +235,13 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
     def post_filter(
         self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
     ) -> tuple[PostFilterResult | None, Status]:
+        started = time.perf_counter()
         result, status = self.preempt(state, pod, statuses)
+        if (metrics := self._handle.metrics) is not None:
+            # v1.37's preemption_evaluation_duration_seconds (the eviction is a task
+            # of its own here, so the call is the evaluation).
+            metrics.preemption_evaluation("pod", status.code.label,
+                                          time.perf_counter() - started)
         message = status.message()
         if message:
             return result, Status(status.code, [MESSAGE_PREFIX + message])
@@ -282,6 +289,10 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                 [PreemptionCandidate(c.name, [v.key for v in c.victims], c.num_pdb_violations)
                  for c in candidates],
                 best.name, criterion)
+        if (metrics := self._handle.metrics) is not None:
+            metrics.preemption_disruptions(
+                "pod", group_disruptions(best.victims, self._handle.pod_group),
+                best.num_pdb_violations)
         self._handle.preempt(pod, best.name, best.victims, NAME)
         if self._v137:
             # The pod still waits for its victims to go: its FailedScheduling says where.

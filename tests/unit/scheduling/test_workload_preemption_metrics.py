@@ -1,7 +1,8 @@
 """v1.37's workload preemption metrics (pkg/scheduler/metrics of v1.37.2): registered
 with GenericWorkload on, with upstream's names, labels, buckets and help; a pod group's
 preemption counts its attempt, its evaluation, its victims (and the pod groups and
-budgets they disrupt) and, once the victims are gone, its execution."""
+budgets they disrupt) and, once the victims are gone, its execution; a single pod's
+preemption counts the same under preemptor "pod" (its victims in preemption_victims)."""
 
 from __future__ import annotations
 
@@ -127,3 +128,29 @@ async def test_a_group_with_nobody_to_preempt_counts_its_attempt_as_unresolvable
     assert sample(metrics, "scheduler_preemption_evaluation_duration_seconds_count",
                   preemptor="podgroup", result="UnschedulableAndUnresolvable") == 1
     assert sample(metrics, "scheduler_workload_preemption_victims_count") == 0
+
+
+async def test_a_single_pods_preemption_is_counted_as_a_pod() -> None:
+    metrics = SchedulerMetrics(process_metrics=False, generic_workload=True, release=37)
+    built = build_harness({"schedulerName": "kpysched"}, GANG_37,
+                          Listers(generic_workload=True, release=37), node("n1", "2"),
+                          metrics=metrics)
+    harness = Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
+    harness.group("victims", None, 10)  # disruptionMode single: each member a unit
+    for name in ("low-1", "low-2"):
+        harness.pod(name, "1", 10, group="victims", on="n1")
+    await harness.schedule_all()
+    harness.pod("high", "2", 100)
+    await harness.schedule_all()
+    await asyncio.sleep(0.05)
+
+    assert sorted(harness.deleted()) == ["low-1", "low-2"]
+    assert sample(metrics, "scheduler_preemption_evaluation_duration_seconds_count",
+                  preemptor="pod", result="Success") == 1
+    assert sample(metrics, "scheduler_preemption_workload_disruptions_sum",
+                  preemptor="pod") == 2
+    assert sample(metrics, "scheduler_preemption_execution_duration_seconds_count",
+                  preemptor="pod", result="success") == 1
+    assert sample(metrics, "scheduler_preemption_victims_sum") == 2
+    assert sample(metrics, "scheduler_workload_preemption_attempts_total",
+                  result="Success") == 0
