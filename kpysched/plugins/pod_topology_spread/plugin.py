@@ -79,14 +79,28 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin
         self._defaults = args.effective_defaults()
         self._system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self._counter = MatchCounter()
+        # The defaults parsed per action, when no pod label enters them (no
+        # matchLabelKeys): every pod without constraints of its own asks again.
+        self._parsed_defaults: dict[str, tuple[Constraint, ...]] | None = (
+            None if any(c.match_label_keys for c in self._defaults) else {})
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         hints = SpreadHints(lambda pod: self.constraints(pod, DO_NOT_SCHEDULE))
         return (ClusterEventWithHint(_POD_EVENT, hints.schedulable_after_pod_change),
                 ClusterEventWithHint(_NODE_EVENT, hints.schedulable_after_node_change))
 
+    def _parsed_default_constraints(self, pod: api.Pod, action: str) -> tuple[Constraint, ...]:
+        parsed = self._parsed_defaults
+        if parsed is None:
+            return parse_constraints(self._defaults, pod.metadata.labels, action)
+        found = parsed.get(action)
+        if found is None:
+            # A selector that does not parse raises here every time, as before.
+            found = parsed[action] = parse_constraints(self._defaults, {}, action)
+        return found
+
     def _default_constraints(self, pod: api.Pod, action: str) -> tuple[Constraint, ...]:
-        constraints = parse_constraints(self._defaults, pod.metadata.labels, action)
+        constraints = self._parsed_default_constraints(pod, action)
         if not constraints:
             return ()
         selector = parse_selector(self._handle.default_spread_selector(pod))
