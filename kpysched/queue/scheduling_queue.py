@@ -42,6 +42,7 @@ from kpysched.framework.deferred_resize import is_pod_resize_deferred
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
+from kpysched.objects.scheduling import PodGroup
 from kpysched.queue.backoff import BackoffQueue, FailureCounts, Less
 from kpysched.queue.gated import GatedPods
 from kpysched.queue.hints import QueueingHints, Strategy, rejectors
@@ -452,6 +453,10 @@ class SchedulingQueue:
         if event.resource is Resource.COSCHEDULING_POD_GROUP and event.action & (
                 ActionType.ADD | ActionType.DELETE):
             self.reorder()
+        if (self._entities is not None and event.resource is Resource.POD_GROUP
+                and event.action & ActionType.DELETE and isinstance(old, PodGroup)):
+            meta = old.metadata
+            self._group_lost_its_pod_group((meta.namespace, meta.name), event.queue_label())
         if not self.hints.interested(event):
             return 0  # no plugin listens: not even in-flight pods need it
         candidates = [info for info in (*self._unschedulable.hearing(event, self.hints.hears),
@@ -851,6 +856,21 @@ class SchedulingQueue:
         if strategy is Strategy.SKIP:
             return 0
         return len(members) if self._group_requeue(key, strategy, event.queue_label()) else 0
+
+    def _group_lost_its_pod_group(self, key: GroupKey, event: str) -> None:
+        """Upstream takes a deleted PodGroup's members out of its queue until the
+        PodGroup is seen again (incompletePodGroupPods): here PreEnqueue is asked
+        again, and GangScheduling's, which waits for the PodGroup, holds the group
+        wherever it waited (a backoff ending would otherwise send it to a cycle)."""
+        entity = self._entity(key)
+        members = self._waiting_members(key)
+        if entity is None or not members:
+            return
+        holder = ""
+        for info in members:
+            holder = self._ask_pre_enqueue(entity, info) or holder
+        if holder:
+            self._group_hold(entity, members, holder, event, None)
 
     def _group_member_deleted(self, key: GroupKey, entity: GroupEntity) -> None:
         """Without the member PreEnqueue turned away, a held group is held no more; as

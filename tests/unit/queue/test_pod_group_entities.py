@@ -334,3 +334,25 @@ async def test_a_failed_group_asks_pre_enqueue_once_per_member_coming_back() -> 
         reject(queue, info, FIT)
     assert len(asked) == len(pods)
     assert {queue.where(info.uid) for info in pods} == {"backoff"}
+
+
+async def test_a_group_whose_pod_group_is_deleted_waits_for_it_again() -> None:
+    # TestDeletePodGroup / "requeuing a pod group members after PodGroup was deleted
+    # moves them to incompletePodGroupPods": no cycle for them until it is back.
+    built = build_harness({"schedulerName": "kpysched"},
+                          Features.from_gates({"GenericWorkload": True}, release=37),
+                          Listers(generic_workload=True, release=37), node("n1", "1"))
+    harness = Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
+    harness.group("g", 2, 0)
+    uids = [harness.pod(name, "1", 0, group="g").metadata.uid for name in ("g-0", "g-1")]
+    await harness.schedule_all()  # one CPU for two: the gang fails and backs off
+    queue = harness.scheduler.queue
+    assert {queue.where(uid) for uid in uids} == {"backoff"}
+    assert harness.listers.workloads is not None
+    pod_groups = harness.listers.workloads.pod_groups
+    group = pod_groups.get("default/g")
+    assert group is not None
+    pod_groups.on_delete(group)
+    assert {queue.where(uid) for uid in uids} == {"gated"}
+    pod_groups.on_add(group)
+    assert {queue.where(uid) for uid in uids} <= {"active", "backoff"}
