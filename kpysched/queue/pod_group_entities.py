@@ -57,8 +57,10 @@ class GroupEntity:
     # Members the queue holds (waiting or in flight), by uid, in the order they came.
     members: dict[str, None] = field(default_factory=dict)
     counts: FailureCounts = field(default_factory=FailureCounts)
-    # When the group's last attempt came back (or its first member came).
+    # When the group's last attempt came back (or its first member came), and the
+    # one before (kept by an attempt that placed the group: its QueueSort order).
     timestamp: float = 0.0
+    previous_timestamp: float = 0.0
     # The backoff's end, computed at the first look after a failure and kept.
     expiry: float | None = None
     # The scheduling cycle that popped the group last, and the one whose failure is
@@ -148,17 +150,23 @@ class PodGroupEntities:
             return True, False
         entity.counted = attempt
         entity.counts.record(error=error)
+        entity.previous_timestamp = entity.timestamp
         entity.timestamp = now
         entity.expiry = None
         entity.anchor = uid
         return True, True
 
-    def placed(self, key: GroupKey) -> None:
-        """The group's attempt placed it: its failures are forgotten."""
+    def placed(self, key: GroupKey) -> float | None:
+        """The group's attempt placed it: its failures are forgotten, and it keeps the
+        time it had before the attempt (its place in the active queue). That time,
+        or None for a group the queue does not hold."""
         entity = self._groups.get(key)
-        if entity is not None:
-            entity.counts = FailureCounts()
-            entity.expiry = None
+        if entity is None:
+            return None
+        entity.counts = FailureCounts()
+        entity.expiry = None
+        entity.timestamp = entity.previous_timestamp
+        return entity.timestamp
 
     def expiry(self, entity: GroupEntity, size: int) -> float:
         """When the group's backoff ends (upstream's getBackoffTime for an entity of

@@ -561,10 +561,17 @@ class SchedulingQueue:
         v1.37, its failures are forgotten and they go to the active queue at once."""
         uids = list(uids)
         if self._entities is not None:
+            placed: dict[GroupKey, float | None] = {}
             for uid in uids:
                 info = self._info_anywhere(uid)
-                if info is not None and (key := self._group_key(info.pod_info)) is not None:
-                    self._entities.placed(key)
+                if info is None or (key := self._group_key(info.pod_info)) is None:
+                    continue
+                if key not in placed:
+                    placed[key] = self._entities.placed(key)
+                if (timestamp := placed[key]) is not None:
+                    # Ahead of pods that came during its attempt, as upstream's
+                    # group keeps its timestamp when members were left over.
+                    info.timestamp = timestamp
         self.activate(uids)
 
     def pop_specific(self, uid: str) -> QueuedPodInfo | None:

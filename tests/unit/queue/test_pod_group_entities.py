@@ -356,3 +356,22 @@ async def test_a_group_whose_pod_group_is_deleted_waits_for_it_again() -> None:
     assert {queue.where(uid) for uid in uids} == {"gated"}
     pod_groups.on_add(group)
     assert {queue.where(uid) for uid in uids} <= {"active", "backoff"}
+
+
+async def test_left_over_members_keep_their_groups_place_in_the_active_queue() -> None:
+    # "Unschedulable pods are present but pod group scheduling was successful, requeue
+    # to active queue directly and preserve timestamp"
+    clock = FakeClock()
+    queue = queue_37(clock)
+    a, b = member("a"), member("b")
+    queue.add(a)
+    queue.add(b)
+    placed, left = await take_group(queue, a, b)
+    clock.advance(5)
+    plain = make_pod("plain").info()
+    queue.add(plain)  # came while the group was tried
+    clock.advance(1)
+    queue.release_events(placed.pod_info.uid)
+    reject(queue, left, FIT)
+    queue.activate_left_over([left.pod_info.uid])
+    assert (await pop_now(queue)).pod_info.uid == left.pod_info.uid
