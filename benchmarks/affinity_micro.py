@@ -14,7 +14,8 @@ live run. No API server, no kube-scheduler: kpysched's own before/after figures.
 Prints, per workload, the CPU ms per measured pod of the scheduling cycles alone and of
 everything (cycles, bindings, their confirmation), and a digest of the decisions (each
 pod's node, or its FailedScheduling note; ties broken by a seeded generator), so that
-a speed-up that changes any decision shows as a different digest. `--plugins N` adds
+a speed-up that changes any decision shows as a different digest (with `--records`, one
+that changes any node's score too). `--plugins N` adds
 the N (plugin, extension point) pairs that took the most, as the framework times them
 (wall time: inflated on a loaded machine). `--points` times InterPodAffinity's four
 points alone in CPU time, the steadiest figure when other work shares the machine.
@@ -90,8 +91,8 @@ class Run:
     plugin_seconds: dict[tuple[str, str], float]
 
 
-def _build(workload: Workload, nodes: int, init_pods: int, release: int
-           ) -> SchedulerHarness:
+def _build(workload: Workload, nodes: int, init_pods: int, release: int,
+           records: int = 0) -> SchedulerHarness:
     features = Features(release=release)
     listers = Listers(release=release, device_taint_rules=release >= 37)
     labels = dict(workload.namespace_labels)
@@ -102,7 +103,7 @@ def _build(workload: Workload, nodes: int, init_pods: int, release: int
         listers.namespaces.on_add(_decode(body, api.Namespace))
     node_objects = [_decode(workload.node(index), api.Node) for index in range(nodes)]
     harness = build_harness({"schedulerName": SCHEDULER}, features, listers, *node_objects,
-                            tie_break_seed=TIE_BREAK_SEED)
+                            tie_break_seed=TIE_BREAK_SEED, decision_records=records)
     for index in range(init_pods):
         node = f"node-{workload.place_init(index, nodes)}"
         harness.pods.on_add(_pod(workload, index, f"init-pod-{index}", INIT_NAMESPACE, node))
@@ -165,15 +166,24 @@ async def _schedule(harness: SchedulerHarness, measured: dict[str, api.Pod],
     for cycle in times:
         for key, seconds in cycle.items():
             plugin_seconds[key] = plugin_seconds.get(key, 0.0) + seconds
+    decisions = scheduler.context.decisions
+    if decisions is not None:
+        # Every cycle's record (feasible nodes, each Score plugin's raw and normalised
+        # scores, the ties drawn among) but its wall-clock time.
+        for name in measured:
+            for record in decisions.for_pod(MEASURED_NAMESPACE, name):
+                record.pop("time", None)
+                digest.update(msgspec.json.encode(record, order="sorted"))
     return Run(len(measured), cycle_seconds, total_seconds, digest.hexdigest()[:16],
                len(placements), plugin_seconds)
 
 
 def run(name: str, nodes: int, init_pods: int | None, pods: int | None, release: int,
-        profile: cProfile.Profile | None = None) -> Run:
+        profile: cProfile.Profile | None = None, records: bool = False) -> Run:
     workload = WORKLOADS[name]
     sizes = sizes_for(workload, nodes, init_pods, pods)
-    harness = _build(workload, sizes.nodes, sizes.init_pods, release)
+    harness = _build(workload, sizes.nodes, sizes.init_pods, release,
+                     sizes.pods + 1 if records else 0)
     measured = {f"pod-{index}": _pod(workload, index, f"pod-{index}", MEASURED_NAMESPACE, None)
                 for index in range(sizes.pods)}
     for pod in measured.values():
@@ -247,6 +257,9 @@ def main() -> None:
     parser.add_argument("--plugins", type=int, default=0,
                         help="also print the N (plugin, extension point) pairs that took "
                              "the most time per pod (wall, as the framework times them)")
+    parser.add_argument("--records", action="store_true",
+                        help="decision records on, in the digest: every cycle's feasible "
+                             "nodes and every Score plugin's scores (slower; not a timing)")
     parser.add_argument("--points", action="store_true",
                         help="time InterPodAffinity's four points alone (see points())")
     parser.add_argument("--profile", default=None,
@@ -266,7 +279,8 @@ def main() -> None:
         digests: set[str] = set()
         for _ in range(args.repeat):
             profile = cProfile.Profile() if args.profile else None
-            result = run(name, args.nodes, args.init_pods, args.pods, args.release, profile)
+            result = run(name, args.nodes, args.init_pods, args.pods, args.release, profile,
+                         args.records)
             if profile is not None:
                 profile.dump_stats(args.profile if len(names) == 1
                                    else f"{args.profile}.{name}")
