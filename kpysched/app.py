@@ -199,7 +199,7 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
     cache, writers and informers. It must run on the loop, never on the scrape thread,
     which would race the dictionaries it walks."""
     seen_incoming: dict[tuple[str, str], int] = {}
-    seen_entities: dict[tuple[str, str], int] = {}
+    seen_entities: dict[tuple[str, str, str], int] = {}
     seen_restarts: dict[str, int] = {}
     seen_relists: dict[str, int] = {}
     seen_stalls: dict[str, int] = {}
@@ -207,6 +207,7 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
     def refresh() -> None:
         queue, cache = scheduler.queue, scheduler.cache
         metrics.set_pending(queue.pending_counts())
+        metrics.set_queued_entities(queue.pending_entities())
         metrics.set_unschedulable(queue.unschedulable_by_plugin())
         metrics.set_cache_size(nodes=cache.node_count(), pods=cache.pod_count(),
                                assumed_pods=cache.assumed_count())
@@ -216,10 +217,10 @@ def _wire_metrics(metrics: SchedulerMetrics, scheduler: Scheduler,
             for _ in range(total - seen_incoming.get(key, 0)):
                 metrics.incoming(*key)
             seen_incoming[key] = total
-        for key, total in list(queue.incoming_entities.items()):
-            for _ in range(total - seen_entities.get(key, 0)):
-                metrics.incoming_entity(*key)
-            seen_entities[key] = total
+        for entity_key, total in list(queue.incoming_entities.items()):
+            for _ in range(total - seen_entities.get(entity_key, 0)):
+                metrics.incoming_entity(*entity_key)
+            seen_entities[entity_key] = total
         for reflector in reflectors:
             name = reflector.resource
             for _ in range(reflector.watch_restarts - seen_restarts.get(name, 0)):

@@ -167,6 +167,7 @@ class SchedulerMetrics:
             ["queue", "type"], registry=entity_registry)
         # Upstream's series appears with the first entity a queue receives.
         self._entity_queues_seen: set[str] = set()
+        self._group_queues_seen: set[tuple[str, str]] = set()
         self._incoming_entities = Counter(
             "scheduler_queue_incoming_entities_total",
             "[ALPHA] Number of scheduling entities added to scheduling queues by event, "
@@ -520,10 +521,25 @@ class SchedulerMetrics:
         (upstream's event label, e.g. PodAdd, ScheduleAttemptFailure, NodeAdd)."""
         self._incoming.labels(queue, event).inc()
 
-    def incoming_entity(self, queue: str, event: str) -> None:
-        """As v1.37 counts a pod entering `queue` as an entity (the queue decides when:
-        SchedulingQueue.incoming_entities)."""
-        self._incoming_entities.labels(queue, event, "pod").inc()
+    def incoming_entity(self, queue: str, event: str, kind: str = "pod") -> None:
+        """As v1.37 counts an entity entering `queue`: a pod outside any group ("pod")
+        or a pod group moving as one ("podgroup"); the queue decides when
+        (SchedulingQueue.incoming_entities)."""
+        self._incoming_entities.labels(queue, event, kind).inc()
+
+    def set_queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None:
+        """v1.37's entities per (queue, type), after set_pending: pods in pod groups
+        counted as their groups (SchedulingQueue.pending_entities)."""
+        if self.release < V1_37:
+            return
+        for (queue, kind), count in counts.items():
+            if kind == "pod":
+                if count or queue in self._entity_queues_seen:
+                    self._entity_queues_seen.add(queue)
+                    self._queued_entities.labels(queue, kind).set(count)
+            elif count or (queue, kind) in self._group_queues_seen:
+                self._group_queues_seen.add((queue, kind))
+                self._queued_entities.labels(queue, kind).set(count)
 
     def queueing_hint(self, plugin: str, event: str, hint: str, seconds: float) -> None:
         """A plugin's queueing hint ran for one pod on one event (`event` is the event's
@@ -687,6 +703,7 @@ class NoMetrics(SchedulerMetrics):
     placements_generated = placement_evaluated = _ignore
     preemption_attempt = preemption_victims = set_pending = incoming = _ignore
     incoming_entity = workload_preemption_attempt = preemption_evaluation = _ignore
+    set_queued_entities = _ignore
     preemption_chosen = preemption_execution = preemption_disruptions = _ignore
     queueing_hint = set_unschedulable = unschedulable_changed = _ignore
     extension_point_duration = plugin_duration = plugin_evaluated = permit_wait = _ignore

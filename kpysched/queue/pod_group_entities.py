@@ -95,6 +95,9 @@ class PodGroupEntities:
     def get(self, key: GroupKey) -> GroupEntity | None:
         return self._groups.get(key)
 
+    def items(self) -> list[tuple[GroupKey, GroupEntity]]:
+        return list(self._groups.items())
+
     def join(self, key: GroupKey, uid: str) -> GroupEntity:
         entity = self._groups.setdefault(key, GroupEntity())
         entity.members[uid] = None

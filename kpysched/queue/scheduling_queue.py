@@ -92,6 +92,8 @@ class _HeapEntry:
 # the queue keeps it as one entity (pod_group_entities.py).
 GROUP_PREEMPTION_RELEASE = 37
 GROUP_ENTITY_RELEASE = 37
+# The entity type upstream's queue metrics give a pod group.
+POD_GROUP_ENTITY = "podgroup"
 
 
 class SchedulingQueue:
@@ -145,22 +147,33 @@ class SchedulingQueue:
         self._closed = False
         # (queue, event) -> count, for scheduler_queue_incoming_pods_total.
         self.incoming: dict[tuple[str, str], int] = {}
-        # (queue, event) -> count, for v1.37's scheduler_queue_incoming_entities_total
-        # (type "pod": every queued entity is a pod while pod groups are off).
-        self.incoming_entities: dict[tuple[str, str], int] = {}
+        # (queue, event, type) -> count, for v1.37's
+        # scheduler_queue_incoming_entities_total: type "pod" for a pod outside any
+        # group, "podgroup" for a v1.37 group moving as one entity.
+        self.incoming_entities: dict[tuple[str, str, str], int] = {}
 
     # --- moving pods between the queues ------------------------------------------
 
-    def _count(self, queue: str, event: str, strategy: Strategy | None = None) -> None:
+    def _count(self, queue: str, event: str, strategy: Strategy | None = None, *,
+               entity: bool = True) -> None:
         """A pod entered `queue`. `strategy` is the queueing hint's answer when a hint
         sent it there: v1.37 counts the entity only when it lands in a queue other than
         the one the answer names (recordIncomingEntitiesMetrics), i.e. a pod whose hint
-        said "after backoff" but whose backoff was over."""
+        said "after backoff" but whose backoff was over. A v1.37 group's member is no
+        entity of its own (`entity=False`): its group is counted once (_count_entity)."""
+        label = (release_label(event, self.release) if self.release >= TARGET_POD_RELEASE
+                 else event)
+        key = (queue, label)
+        self.incoming[key] = self.incoming.get(key, 0) + 1
+        if entity:
+            self._count_entity(queue, event, strategy, "pod")
+
+    def _count_entity(self, queue: str, event: str, strategy: Strategy | None,
+                      kind: str) -> None:
         if self.release >= TARGET_POD_RELEASE:
             event = release_label(event, self.release)
-        key = (queue, event)
-        self.incoming[key] = self.incoming.get(key, 0) + 1
         if strategy is None or _STRATEGY_QUEUE[strategy] != queue:
+            key = (queue, event, kind)
             self.incoming_entities[key] = self.incoming_entities.get(key, 0) + 1
 
     def _backoff_expiry(self, info: QueuedPodInfo) -> float:
@@ -174,7 +187,8 @@ class SchedulingQueue:
         """Keep the pod among the unschedulable (or gated) pods."""
         uid = info.pod_info.uid
         if uid not in self._unschedulable and uid not in self._gated:
-            self._count("unschedulable", event, strategy)
+            self._count("unschedulable", event, strategy,
+                        entity=self._group_key(info.pod_info) is None)
         self._unschedulable.pop(uid)
         self._gated.pop(uid)
         if gated:
@@ -226,7 +240,7 @@ class SchedulingQueue:
         entry = _HeapEntry(info, self._less)
         heapq.heappush(self._active, entry)
         self._active_by_uid[uid] = entry
-        self._count("active", event, strategy)
+        self._count("active", event, strategy, entity=self._group_key(info.pod_info) is None)
         self._wakeup.set()
 
     def _leave_active(self, uid: str) -> None:
@@ -247,7 +261,7 @@ class SchedulingQueue:
         self._gated.pop(uid)
         self._leave_active(uid)
         self._backoff.add(info, expiry, early=early)
-        self._count("backoff", event, strategy)
+        self._count("backoff", event, strategy, entity=self._group_key(info.pod_info) is None)
         if self._backoff.has_rejected():
             self._wakeup.set()  # pop() may take it if the active queue is empty
 
@@ -606,8 +620,12 @@ class SchedulingQueue:
 
     def flush_backoff_completed(self) -> int:
         completed = self._backoff.pop_completed(self._clock())
+        groups: set[GroupKey] = set()
         for info in completed:
             self._to_active(info, BACKOFF_COMPLETE, from_backoff=True)
+            if (key := self._group_key(info.pod_info)) is not None and key not in groups:
+                groups.add(key)
+                self._count_entity("active", BACKOFF_COMPLETE, None, POD_GROUP_ENTITY)
         return len(completed)
 
     def was_flushed(self, uid: str) -> bool:
@@ -718,7 +736,7 @@ class SchedulingQueue:
         elif first:
             size = in_attempt + len(self._waiting_members(key))
             self._group_requeue(key, Strategy.AFTER_BACKOFF, SCHEDULE_ATTEMPT_FAILURE,
-                                joining=info, size=size)
+                                joining=info, size=size, back_from_attempt=True)
         else:
             self._group_rejoin(key, entity, info)
 
@@ -760,9 +778,12 @@ class SchedulingQueue:
         return None
 
     def _group_requeue(self, key: GroupKey, strategy: Strategy, event: str, *,
-                       joining: QueuedPodInfo | None = None, size: int | None = None) -> bool:
+                       joining: QueuedPodInfo | None = None, size: int | None = None,
+                       back_from_attempt: bool = False) -> bool:
         """Upstream's requeueEntityWithQueueingStrategy for a whole group; whether it
-        went to the active queue or backoff."""
+        went to the active queue or backoff. `back_from_attempt`: the group comes back
+        from its attempt (counted as an entity wherever it goes, as upstream's
+        AddAttemptedPodGroupIfNeeded counts it)."""
         entity = self._entity(key)
         members = self._waiting_members(key)
         if joining is not None and joining not in members:
@@ -774,7 +795,8 @@ class SchedulingQueue:
         expiry = self._group_expiry(entity, size if size is not None else len(members))
         backoff = (strategy is Strategy.AFTER_BACKOFF
                    and self._backoff.is_backing_off(expiry, self._clock()))
-        return self._group_to(key, members, event, strategy, backoff=backoff)
+        return self._group_to(key, members, event, None if back_from_attempt else strategy,
+                              backoff=backoff)
 
     def _group_to(self, key: GroupKey, members: list[QueuedPodInfo], event: str,
                   strategy: Strategy | None, *, backoff: bool = False,
@@ -793,6 +815,7 @@ class SchedulingQueue:
                 self._group_hold(entity, members, holder, event, strategy)
                 return False
         entity.holder = ""
+        self._count_entity("backoff" if backoff else "active", event, strategy, POD_GROUP_ENTITY)
         if backoff:
             expiry = self._group_expiry(entity, len(members))
             for info in members:
@@ -809,6 +832,9 @@ class SchedulingQueue:
                     event: str, strategy: Strategy | None) -> None:
         """PreEnqueue turned a member away: the whole group waits among the gated."""
         entity.holder = holder
+        if any(info.pod_info.uid not in self._unschedulable
+               and info.pod_info.uid not in self._gated for info in members):
+            self._count_entity("unschedulable", event, strategy, POD_GROUP_ENTITY)
         for info in members:
             if not info.gated:
                 # Held by its group: kept under the holder, whose events are the ones
@@ -911,6 +937,22 @@ class SchedulingQueue:
             "unschedulable": len(self._unschedulable),
             "gated": len(self._gated),
         }
+
+    def pending_entities(self) -> dict[tuple[str, str], int]:
+        """(queue, type) -> entities waiting there (v1.37's scheduler_queued_entities):
+        pods outside any group as "pod", each v1.37 group whose members wait as one
+        "podgroup" (held groups count as gated)."""
+        counts = {(queue, "pod"): count for queue, count in self.pending_counts().items()}
+        if self._entities is None:
+            return counts
+        for _, entity in self._entities.items():
+            queue = self._group_queue(entity)
+            if queue is None:
+                continue
+            members = sum(1 for uid in entity.members if self.where(uid) == queue)
+            counts[(queue, "pod")] -= members
+            counts[(queue, POD_GROUP_ENTITY)] = counts.get((queue, POD_GROUP_ENTITY), 0) + 1
+        return counts
 
     def state_of(self, uid: str) -> PodQueueState | None:
         """Where the pod is and what would move it on (for explain); None when the

@@ -77,3 +77,20 @@ def test_entity_families_exist_only_as_v1_37() -> None:
     assert [(s.labels, s.value) for s in incoming.samples] == [
         ({"queue": "active", "event": "UnscheduledPodAdd", "type": "pod"}, 1.0)]
     assert incoming.documentation.startswith("[ALPHA] Number of scheduling entities added")
+
+
+def test_queued_entities_counts_pod_groups_as_one_entity() -> None:
+    m = SchedulerMetrics(process_metrics=False, release=37)
+    m.set_pending({"active": 3, "backoff": 0, "unschedulable": 0, "gated": 0})
+    m.set_queued_entities({("active", "pod"): 1, ("active", "podgroup"): 1,
+                           ("backoff", "pod"): 0})
+    m.incoming_entity("active", "UnscheduledPodAdd", "podgroup")
+
+    def value(name: str, **labels: str) -> float | None:
+        return m.registry.get_sample_value(name, labels)
+
+    assert value("scheduler_queued_entities", queue="active", type="pod") == 1
+    assert value("scheduler_queued_entities", queue="active", type="podgroup") == 1
+    assert value("scheduler_queued_entities", queue="backoff", type="podgroup") is None
+    assert value("scheduler_queue_incoming_entities_total", queue="active",
+                 event="UnscheduledPodAdd", type="podgroup") == 1

@@ -375,3 +375,34 @@ async def test_left_over_members_keep_their_groups_place_in_the_active_queue() -
     reject(queue, left, FIT)
     queue.activate_left_over([left.pod_info.uid])
     assert (await pop_now(queue)).pod_info.uid == left.pod_info.uid
+
+
+# --- v1.37's entity metrics: a group counts as one "podgroup" entity ----------------
+
+
+async def test_a_group_is_one_entity_in_the_queue_metrics() -> None:
+    # TestIncomingEntitiesMetrics / TestQueuedEntitiesMetrics, for pod groups.
+    clock = FakeClock()
+    queue = queue_37(clock)
+    a, b = member("a"), member("b")
+    plain = make_pod("plain").info()
+    queue.add(a)
+    queue.add(b)
+    queue.add(plain)
+    assert queue.incoming_entities == {("active", "UnscheduledPodAdd", "podgroup"): 1,
+                                       ("active", "UnscheduledPodAdd", "pod"): 1}
+    assert queue.incoming[("active", "UnscheduledPodAdd")] == 3
+    assert queue.pending_entities() == {
+        ("active", "pod"): 1, ("active", "podgroup"): 1, ("backoff", "pod"): 0,
+        ("unschedulable", "pod"): 0, ("gated", "pod"): 0}
+    await fail_group(queue, a, b)
+    # The group comes back from its attempt once, whatever its hint would say.
+    assert queue.incoming_entities[("backoff", "ScheduleAttemptFailure", "podgroup")] == 1
+    assert queue.pending_entities()[("backoff", "podgroup")] == 1
+    clock.advance(1.01)
+    queue.flush_backoff_completed()
+    assert queue.incoming_entities[("active", "BackoffComplete", "podgroup")] == 1
+    held = member("held", gates=("wait",))
+    queue.add(held)  # the group in the active queue: PreEnqueue holds it whole
+    assert queue.incoming_entities[("unschedulable", "UnscheduledPodAdd", "podgroup")] == 1
+    assert queue.pending_entities()[("gated", "podgroup")] == 1

@@ -114,18 +114,18 @@ async def test_entities_are_counted_unless_the_pod_lands_where_the_hint_pointed(
     # A new pod counts; a rejected pod parked as its hints said (skip) counts as a pod only.
     assert queue.incoming[("active", "UnscheduledPodAdd")] == 2
     assert queue.incoming[("unschedulable", "ScheduleAttemptFailure")] == 2
-    assert queue.incoming_entities == {("active", "UnscheduledPodAdd"): 2}
+    assert queue.incoming_entities == {("active", "UnscheduledPodAdd", "pod"): 2}
     # "Queue" means after backoff: a pod still backing off goes there (as pointed, not
     # counted); one whose backoff is over goes straight to the active queue (counted).
     clock.advance(0.5)
     queue.move_on_event(NODE_ADD)
     assert queue.where(waiting.pod_info.uid) == "backoff"
     assert queue.incoming[("backoff", "NodeAdd")] == 2
-    assert ("backoff", "NodeAdd") not in queue.incoming_entities
+    assert ("backoff", "NodeAdd", "pod") not in queue.incoming_entities
     # Both wait out their backoff; once over, it moves them as upstream's flush does.
     clock.advance(60)
     assert queue.flush_backoff_completed() == 2
-    assert queue.incoming_entities[("active", "BackoffComplete")] == 2
+    assert queue.incoming_entities[("active", "BackoffComplete", "pod")] == 2
 
 
 async def test_a_hint_sending_a_pod_whose_backoff_is_over_counts_the_entity() -> None:
@@ -135,5 +135,5 @@ async def test_a_hint_sending_a_pod_whose_backoff_is_over_counts_the_entity() ->
     clock.advance(60)
     queue.move_on_event(NODE_ADD)
     assert queue.where(rejected.pod_info.uid) == "active"
-    assert queue.incoming_entities[("active", "NodeAdd")] == 1
+    assert queue.incoming_entities[("active", "NodeAdd", "pod")] == 1
     assert (await asyncio.wait_for(queue.pop(), 1.0)) is not None
