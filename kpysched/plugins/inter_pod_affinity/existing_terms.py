@@ -151,29 +151,10 @@ def worth_keeping(holding_nodes: int, rows: int) -> bool:
 
 def counts_by_code(column: LabelColumn, held: TermRows) -> IntArray:
     """Pods per domain code of `column` among the rows in `held` (rows without the key
-    add nothing): TopologyCounts.add_domain_sums' form of `sums_by_value` at weight 1."""
+    add nothing): what TopologyCounts.add_domain_sums and ScoreSums.add_codes take."""
     rows, pods = held.arrays()
     codes = column.codes[rows]
     present = codes != ABSENT
     counts: IntArray = np.bincount(codes[present], weights=pods[present],
                                    minlength=len(column.values)).astype(np.int64)
     return counts
-
-
-def sums_by_value(column: LabelColumn, held: TermRows,
-                  weight: int) -> Iterator[tuple[str, int]]:
-    """(topology value, weight times pods) for each value of `column` among the rows in
-    `held` (rows without the key add nothing), including values whose sum is 0."""
-    rows, pods = held.arrays()
-    codes = column.codes[rows]
-    present = codes != ABSENT
-    codes, pods = codes[present], pods[present]
-    if not len(codes):
-        return
-    seen = np.bincount(codes, minlength=len(column.values))
-    sums = np.bincount(codes, weights=pods * weight, minlength=len(column.values))
-    found = np.flatnonzero(seen)
-    # Whole lists, not a numpy scalar per domain: per-hostname keys have a domain per node.
-    values = column.values
-    yield from zip([values[code] for code in found.tolist()],
-                   sums[found].astype(np.int64).tolist(), strict=True)

@@ -59,6 +59,7 @@ from kpysched.plugins._shared.row_counts import RowCountsCache
 from kpysched.plugins.inter_pod_affinity import filtering, hints, scoring
 from kpysched.plugins.inter_pod_affinity.common import incoming_weighted_terms
 from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, worth_keeping
+from kpysched.plugins.inter_pod_affinity.score_sums import ScoreSums
 
 NAME = "InterPodAffinity"
 
@@ -251,33 +252,32 @@ class InterPodAffinity(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin,
         elif scoring.rows_pay(preferred, preferred_anti):
             topology_score = scoring.incoming_terms_rows_score(
                 snapshot, preferred, preferred_anti, self._row_counts, namespaces_version)
-            scoring.add_scores(topology_score,
-                               self._existing_pods_score(pod, snapshot, own_labels))
+            topology_score.add(self._existing_pods_score(pod, snapshot, own_labels))
         elif scoring.columns_pay(preferred, preferred_anti):
-            topology_score = scoring.incoming_terms_score(snapshot, preferred, preferred_anti)
-            scoring.add_scores(topology_score,
-                               self._existing_pods_score(pod, snapshot, own_labels))
+            topology_score = ScoreSums(
+                scoring.incoming_terms_score(snapshot, preferred, preferred_anti))
+            topology_score.add(self._existing_pods_score(pod, snapshot, own_labels))
         else:
-            topology_score = scoring.topology_score(
+            topology_score = ScoreSums(scoring.topology_score(
                 pod, snapshot.node_infos, all_pods=True, preferred=preferred,
                 preferred_anti=preferred_anti, namespace_labels=own_labels,
-                hard_weight=self._args.hard_pod_affinity_weight)
+                hard_weight=self._args.hard_pod_affinity_weight))
         if not topology_score:
             return Status.skip()
         state.write(_PRE_SCORE_KEY, scoring.PreScoreState(topology_score))
         return SUCCESS
 
     def _existing_pods_score(self, pod: PodInfo, snapshot: Snapshot,
-                             own_labels: Mapping[str, str]) -> scoring.TopologyScore:
+                             own_labels: Mapping[str, str]) -> ScoreSums:
         """What the existing pods' own terms add: from the rows holding each distinct
         term where many nodes hold such pods, else by walking those pods."""
         holding = snapshot.have_pods_with_affinity
         if worth_keeping(len(holding), len(snapshot.node_infos)):
             return scoring.existing_terms_score(pod, snapshot, self._existing_scoring,
                                                 own_labels)
-        return scoring.topology_score(
+        return ScoreSums(scoring.topology_score(
             pod, holding.values(), all_pods=False, preferred=(), preferred_anti=(),
-            namespace_labels=own_labels, hard_weight=self._args.hard_pod_affinity_weight)
+            namespace_labels=own_labels, hard_weight=self._args.hard_pod_affinity_weight))
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> tuple[int, Status]:
         computed: scoring.PreScoreState | None = state.get(_PRE_SCORE_KEY)

@@ -14,8 +14,9 @@ preferred terms are counted per node and kept across cycles (a workload's replic
 bring the same terms; a term that picks namespaces by their labels until a namespace
 changes), or, for more terms than are kept, judged over every pod at once in numpy
 (pod_columns.py) instead of pod by pod. Every node of the snapshot counts, not just
-the feasible ones. Score adds up the pairs of a node; NormalizeScore maps [min, max]
-onto [0, 100].
+the feasible ones. The sums over label columns stay sums per domain code until
+something reads them by value (score_sums.py). Score adds up the pairs of a node;
+NormalizeScore maps [min, max] onto [0, 100].
 """
 
 from __future__ import annotations
@@ -40,15 +41,14 @@ from kpysched.plugins.inter_pod_affinity.common import (
     counted_under,
     matching_one,
 )
-from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, sums_by_value
+from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, counts_by_code
 from kpysched.plugins.inter_pod_affinity.pod_columns import COLUMN_TERMS, PodColumns
-
-TopologyScore = dict[str, dict[str, int]]
+from kpysched.plugins.inter_pod_affinity.score_sums import ScoreSums, TopologyScore
 
 
 @dataclass(frozen=True, slots=True)
 class PreScoreState:
-    topology_score: TopologyScore
+    topology_score: ScoreSums
 
 
 def _add(scores: TopologyScore, key: str, value: str, weight: int) -> None:
@@ -56,18 +56,6 @@ def _add(scores: TopologyScore, key: str, value: str, weight: int) -> None:
     if values is None:
         values = scores[key] = {}
     values[value] = values.get(value, 0) + weight
-
-
-def _add_all(scores: TopologyScore, key: str, pairs: Iterable[tuple[str, int]]) -> None:
-    """`_add` for many pairs of one key: a key not seen yet takes them in one go."""
-    values = scores.get(key)
-    if values is None:
-        taken = dict(pairs)  # each value once: the pairs come one per domain
-        if taken:
-            scores[key] = taken
-        return
-    for value, weight in pairs:
-        values[value] = values.get(value, 0) + weight
 
 
 def _add_incoming_terms(scores: TopologyScore, existing: PodInfo, labels: Mapping[str, str],
@@ -149,14 +137,14 @@ def rows_pay(preferred: tuple[IncomingTerm, ...],
 def incoming_terms_rows_score(snapshot: Snapshot, preferred: tuple[IncomingTerm, ...],
                               preferred_anti: tuple[IncomingTerm, ...],
                               row_counts: RowCountsCache,
-                              namespaces_version: int) -> TopologyScore:
+                              namespaces_version: int) -> ScoreSums:
     """What `_add_incoming_terms` adds over every pod of the snapshot, from each term's
     matching pods per node (kept in `row_counts`, shared with PreFilter's counts of the
     same terms, under `namespaces_version` (the handle's namespace_labels_version) for a
-    term that reads namespace labels) summed per domain of its topology key. A domain
-    any matching pod sits under is kept even when the terms' weights cancel there, as
-    the walk keeps it."""
-    scores: TopologyScore = {}
+    term that reads namespace labels) summed per domain of its topology key, kept so
+    (score_sums.py). A domain any matching pod sits under is kept even when the terms'
+    weights cancel there, as the walk keeps it."""
+    scores = ScoreSums()
     rows, labels = snapshot.node_infos, snapshot.labels
     for sign, terms in ((1, preferred), (-1, preferred_anti)):
         for term in terms:
@@ -166,13 +154,9 @@ def incoming_terms_rows_score(snapshot: Snapshot, preferred: tuple[IncomingTerm,
             key = term.topology_key
             column = labels.column(key)
             held = (column.codes != ABSENT) & (matching > 0)
-            sums = np.bincount(column.codes[held], weights=matching[held],
-                               minlength=len(column.values))
-            found = np.flatnonzero(sums)
-            values = column.values
-            _add_all(scores, key, zip(
-                [values[code] for code in found.tolist()],
-                (sums[found].astype(np.int64) * (sign * term.weight)).tolist(), strict=True))
+            pods = np.bincount(column.codes[held], weights=matching[held],
+                               minlength=len(column.values)).astype(np.int64)
+            scores.add_codes(key, column, pods * (sign * term.weight), pods > 0)
     return scores
 
 
@@ -241,23 +225,26 @@ def scoring_terms(hard_weight: int) -> Callable[[NodeInfo], Iterator[tuple[Affin
 
 def existing_terms_score(incoming: PodInfo, snapshot: Snapshot,
                          existing: ExistingTerms[AffinityTerm],
-                         namespace_labels: Mapping[str, str]) -> TopologyScore:
+                         namespace_labels: Mapping[str, str]) -> ScoreSums:
     """topology_score when the incoming pod has no preferred terms (only existing pods'
-    terms can add anything), from the rows holding each distinct term."""
-    scores: TopologyScore = {}
+    terms can add anything), from the rows holding each distinct term, summed per
+    domain code (score_sums.py)."""
+    scores = ScoreSums()
     pod = incoming.pod
     for term, weight, held in existing.current(snapshot.node_infos,
                                                snapshot.columns.version):
         if term.matches(pod, namespace_labels):
             key = term.topology_key
-            _add_all(scores, key, sums_by_value(snapshot.labels.column(key), held, weight))
+            column = snapshot.labels.column(key)
+            pods = counts_by_code(column, held)
+            scores.add_codes(key, column, pods * weight, pods > 0)
     return scores
 
 
 def node_score(state: PreScoreState, node: NodeInfo) -> int:
     labels = node.labels
     total = 0
-    for key, values in state.topology_score.items():
+    for key, values in state.topology_score.as_dict().items():
         value = labels.get(key)
         if value is not None:
             total += values.get(value, 0)
@@ -268,11 +255,7 @@ def rows_score(state: PreScoreState, snapshot: Snapshot,
                rows: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.int64]:
     """`node_score` of every snapshot row, or of `rows`, at once: each topology key's
     pair weights looked up by the rows' value codes."""
-    size = len(snapshot.node_infos) if rows is None else len(rows)
-    total = np.zeros(size, dtype=np.int64)
-    for key, values in state.topology_score.items():
-        total += snapshot.labels.column(key).weighted(values, rows)
-    return total
+    return state.topology_score.rows(snapshot.labels, rows)
 
 
 def normalize_rows(scores: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

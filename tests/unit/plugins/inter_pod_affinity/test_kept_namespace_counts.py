@@ -164,7 +164,7 @@ def test_preferred_terms_kept_per_node_score_as_the_walk_while_namespaces_change
         status = instance.pre_score(state, incoming, snapshot.node_infos)
         if walked:
             assert status.ok
-            assert state.get("PreScoreInterPodAffinity").topology_score == walked
+            assert state.get("PreScoreInterPodAffinity").topology_score.as_dict() == walked
         else:
             assert status.code == Code.SKIP
         change_namespaces(data, handle.namespaces)

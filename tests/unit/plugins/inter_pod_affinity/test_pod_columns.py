@@ -171,7 +171,7 @@ def test_preferred_terms_by_columns_score_as_the_walk_over_every_pod(
         assert status.code == Code.SKIP
     else:
         assert status.ok
-        assert state.get("PreScoreInterPodAffinity").topology_score == walked
+        assert state.get("PreScoreInterPodAffinity").topology_score.as_dict() == walked
 
 
 @_SETTINGS
@@ -293,7 +293,7 @@ def test_a_pod_with_thousands_of_preferred_terms_is_scored_by_columns(
     counter = _MatchCounter(monkeypatch)
     state = CycleState()
     assert plugin(snapshot).pre_score(state, incoming, snapshot.node_infos).ok
-    assert state.get("PreScoreInterPodAffinity").topology_score == expected
+    assert state.get("PreScoreInterPodAffinity").topology_score.as_dict() == expected
     # No term was matched pod by pod: the matcher was only asked about each distinct
     # requirement (three questions each), not PODS x terms = 7.5M times.
     assert counter.incoming == 0

@@ -193,7 +193,7 @@ def test_existing_terms_score_is_the_walk_over_pods_with_affinity(
         walked = scoring.topology_score(
             incoming, snapshot.have_pods_with_affinity.values(), all_pods=False,
             preferred=(), preferred_anti=(), namespace_labels={}, hard_weight=hard_weight)
-        assert scoring.existing_terms_score(incoming, snapshot, existing, {}) == walked
+        assert scoring.existing_terms_score(incoming, snapshot, existing, {}).as_dict() == walked
 
     agree()
     replace_a_node_s_pods(data, snapshot, joining=2)
@@ -240,7 +240,7 @@ def test_preferred_terms_kept_per_node_score_as_the_walk_across_cycles(
             assert status.code == Code.SKIP
         else:
             assert status.ok
-            assert state.get("PreScoreInterPodAffinity").topology_score == walked
+            assert state.get("PreScoreInterPodAffinity").topology_score.as_dict() == walked
 
     agree()
     replace_a_node_s_pods(data, snapshot, joining=3)
@@ -301,7 +301,8 @@ def test_pairs_whose_weights_cancel_are_kept() -> None:
     incoming = PodInfo.of(pod("incoming", labels={"app": "a"}))
     scored = scoring.existing_terms_score(incoming, snapshot,
                                           ExistingTerms(scoring.scoring_terms(1)), {})
-    assert scored == {key: {"n0": 0}}
+    assert scored  # a pair: PreScore scores, it does not skip
+    assert scored.as_dict() == {key: {"n0": 0}}
 
 
 def test_existing_terms_are_kept_only_where_many_nodes_hold_them() -> None:
