@@ -19,7 +19,9 @@ from collections.abc import Callable, Hashable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from kpysched.cache.label_index import LabelColumn
 from kpysched.cache.node_info import NodeInfo
+from kpysched.plugins._shared.domain_sums import DomainSums
 
 IntArray = npt.NDArray[np.int64]
 
@@ -50,13 +52,15 @@ def changed_since(rows: Sequence[NodeInfo], remembered: Sequence[NodeInfo],
 class RowCounts:
     """`count(node)` for every row, recounting only rows whose NodeInfo changed."""
 
-    __slots__ = ("_count", "_counted", "_counts", "_versions")
+    __slots__ = ("_count", "_counted", "_counts", "_domains", "_versions")
 
     def __init__(self, count: Callable[[NodeInfo], int]) -> None:
         self._count = count
         self._counted: list[NodeInfo] = []
         self._versions: IntArray | None = None
         self._counts: IntArray = np.zeros(0, dtype=np.int64)
+        # The counts summed per domain of a topology key, kept (domain_sums).
+        self._domains: dict[str, DomainSums] = {}
 
     def counts(self, rows: Sequence[NodeInfo], versions: IntArray | None = None) -> IntArray:
         """The figure per row of `rows` (read-only; valid until the next call). `versions`:
@@ -67,13 +71,26 @@ class RowCounts:
             self._counted = [NEVER_COUNTED] * size
             self._versions = None
             self._counts = np.zeros(size, dtype=np.int64)
+            self._domains = {}
         changed = changed_since(rows, self._counted, versions, self._versions)
-        count, counted = self._count, self._counted
+        count, counted, domains = self._count, self._counted, self._domains.values()
         for row in changed.tolist():
             self._counts[row] = count(rows[row])
             counted[row] = rows[row]  # a few rows a cycle: cheaper than a copy of all
+            for sums in domains:
+                sums.touch(row)
         self._versions = None if versions is None else versions.copy()
         return self._counts
+
+    def domain_sums(self, key: str, column: LabelColumn) -> IntArray:
+        """The counts as of the last `counts` call summed per domain code of `column`
+        (the snapshot's label column of topology key `key`); rows without the key add
+        nothing. A copy, kept up to date from the rows counted again (domain_sums.py)."""
+        sums = self._domains.get(key)
+        if sums is None:
+            sums = self._domains[key] = DomainSums()
+        counts = self._counts
+        return sums.read(column, lambda row: int(counts[row]), lambda: counts)
 
 
 class RowCountsCache:

@@ -23,8 +23,9 @@ from typing import Generic, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from kpysched.cache.label_index import ABSENT, LabelColumn
+from kpysched.cache.label_index import LabelColumn
 from kpysched.cache.node_info import NodeInfo
+from kpysched.plugins._shared.domain_sums import DomainSums
 from kpysched.plugins._shared.row_counts import NEVER_COUNTED, changed_since
 
 Term = TypeVar("Term")
@@ -38,13 +39,15 @@ class TermRows:
     longer holds the term swapped out for the last entry), so that reading them each
     cycle costs nothing however many rows hold the term."""
 
-    __slots__ = ("_pods", "_rows", "_size", "_slot")
+    __slots__ = ("_domains", "_pods", "_rows", "_size", "_slot")
 
     def __init__(self) -> None:
         self._slot: dict[int, int] = {}  # row -> its entry in the arrays
         self._rows: IntArray = np.zeros(4, dtype=np.int64)
         self._pods: IntArray = np.zeros(4, dtype=np.int64)
         self._size = 0
+        # The pods summed per domain of a topology key, kept (domain_sums).
+        self._domains: dict[str, DomainSums] = {}
 
     def __bool__(self) -> bool:
         return self._size > 0
@@ -57,6 +60,8 @@ class TermRows:
 
     def add(self, row: int, pods: int) -> None:
         """`pods` more (or fewer, when negative) pods with the term on `row`."""
+        for sums in self._domains.values():
+            sums.touch(row)
         slot = self._slot.get(row)
         if slot is None:
             slot = self._slot[row] = self._size
@@ -82,6 +87,26 @@ class TermRows:
     def arrays(self) -> tuple[IntArray, IntArray]:
         """(rows, pods on each): views, valid until the next change."""
         return self._rows[:self._size], self._pods[:self._size]
+
+    def pods_on(self, row: int) -> int:
+        slot = self._slot.get(row)
+        return 0 if slot is None else int(self._pods[slot])
+
+    def domain_sums(self, key: str, column: LabelColumn) -> IntArray:
+        """Pods with the term per domain code of `column` (the snapshot's label column of
+        topology key `key`); rows without the key add nothing. A copy, kept up to date
+        from the rows changed since (domain_sums.py)."""
+        sums = self._domains.get(key)
+        if sums is None:
+            sums = self._domains[key] = DomainSums()
+
+        def every_row() -> IntArray:
+            dense = np.zeros(len(column.codes), dtype=np.int64)
+            rows, pods = self.arrays()
+            dense[rows] = pods
+            return dense
+
+        return sums.read(column, self.pods_on, every_row)
 
 
 class ExistingTerms(Generic[Term]):
@@ -147,14 +172,3 @@ ROWS_PER_HOLDING_NODE = 16
 def worth_keeping(holding_nodes: int, rows: int) -> bool:
     """Whether to ask ExistingTerms rather than walk the `holding_nodes` nodes."""
     return holding_nodes * ROWS_PER_HOLDING_NODE > rows
-
-
-def counts_by_code(column: LabelColumn, held: TermRows) -> IntArray:
-    """Pods per domain code of `column` among the rows in `held` (rows without the key
-    add nothing): what TopologyCounts.add_domain_sums and ScoreSums.add_codes take."""
-    rows, pods = held.arrays()
-    codes = column.codes[rows]
-    present = codes != ABSENT
-    counts: IntArray = np.bincount(codes[present], weights=pods[present],
-                                   minlength=len(column.values)).astype(np.int64)
-    return counts

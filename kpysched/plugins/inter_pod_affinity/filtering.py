@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
-from kpysched.cache.label_index import ABSENT, LabelColumn, LabelIndex
+from kpysched.cache.label_index import LabelIndex
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.objects import api
@@ -39,7 +39,6 @@ from kpysched.plugins.inter_pod_affinity.common import (
 )
 from kpysched.plugins.inter_pod_affinity.existing_terms import (
     ExistingTerms,
-    counts_by_code,
     worth_keeping,
 )
 from kpysched.plugins.inter_pod_affinity.pod_columns import COLUMN_TERMS, PodColumns
@@ -133,7 +132,7 @@ def _existing_anti_affinity_counts_rows(pod: api.Pod, namespace_labels: Mapping[
         if term.matches(pod, namespace_labels):
             key = term.topology_key
             column = snapshot.labels.column(key)
-            counts.add_domain_sums(key, column, counts_by_code(column, held))
+            counts.add_domain_sums(key, column, held.domain_sums(key, column))
     return counts
 
 
@@ -167,15 +166,6 @@ def _incoming_counts(required: tuple[IncomingTerm, ...], required_anti: tuple[In
     return affinity, anti
 
 
-def _add_by_domain(counts: TopologyCounts, key: str, column: LabelColumn,
-                   per_row: npt.NDArray[np.int64]) -> None:
-    """Add each row's figure to its domain under `key` (rows without the key: none)."""
-    present = column.codes != ABSENT
-    sums = np.bincount(column.codes[present], weights=per_row[present],
-                       minlength=len(column.values))
-    counts.add_domain_sums(key, column, sums.astype(np.int64))
-
-
 def _incoming_counts_rows(required: tuple[IncomingTerm, ...],
                           required_anti: tuple[IncomingTerm, ...], snapshot: Snapshot,
                           row_counts: RowCountsCache, namespaces_version: int
@@ -191,15 +181,19 @@ def _incoming_counts_rows(required: tuple[IncomingTerm, ...],
             ("all", tuple(term.term for term in required)),
             lambda node: sum(1 for other in node.pods.values()
                              if matches_all(required, other.pod)),
-            counted_under(required, namespaces_version)).counts(rows, versions)
+            counted_under(required, namespaces_version))
+        matching_all.counts(rows, versions)
         for term in required:
-            _add_by_domain(affinity, term.topology_key, labels.column(term.topology_key),
-                           matching_all)
+            key = term.topology_key
+            column = labels.column(key)
+            affinity.add_domain_sums(key, column, matching_all.domain_sums(key, column))
     for term in required_anti:
         matching = row_counts.get(("one", term.term), matching_one(term),
-                                  counted_under((term,), namespaces_version)
-                                  ).counts(rows, versions)
-        _add_by_domain(anti, term.topology_key, labels.column(term.topology_key), matching)
+                                  counted_under((term,), namespaces_version))
+        matching.counts(rows, versions)
+        key = term.topology_key
+        column = labels.column(key)
+        anti.add_domain_sums(key, column, matching.domain_sums(key, column))
     return affinity, anti
 
 

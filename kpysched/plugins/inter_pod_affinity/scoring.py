@@ -27,7 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from kpysched.cache.label_index import ABSENT
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.framework.interfaces import MAX_NODE_SCORE, NodeScore
@@ -41,7 +40,7 @@ from kpysched.plugins.inter_pod_affinity.common import (
     counted_under,
     matching_one,
 )
-from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, counts_by_code
+from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms
 from kpysched.plugins.inter_pod_affinity.pod_columns import COLUMN_TERMS, PodColumns
 from kpysched.plugins.inter_pod_affinity.score_sums import ScoreSums, TopologyScore
 
@@ -149,13 +148,11 @@ def incoming_terms_rows_score(snapshot: Snapshot, preferred: tuple[IncomingTerm,
     for sign, terms in ((1, preferred), (-1, preferred_anti)):
         for term in terms:
             matching = row_counts.get(("one", term.term), matching_one(term),
-                                      counted_under((term,), namespaces_version)
-                                      ).counts(rows, snapshot.columns.version)
+                                      counted_under((term,), namespaces_version))
+            matching.counts(rows, snapshot.columns.version)
             key = term.topology_key
             column = labels.column(key)
-            held = (column.codes != ABSENT) & (matching > 0)
-            pods = np.bincount(column.codes[held], weights=matching[held],
-                               minlength=len(column.values)).astype(np.int64)
+            pods = matching.domain_sums(key, column)
             scores.add_codes(key, column, pods * (sign * term.weight), pods > 0)
     return scores
 
@@ -236,7 +233,7 @@ def existing_terms_score(incoming: PodInfo, snapshot: Snapshot,
         if term.matches(pod, namespace_labels):
             key = term.topology_key
             column = snapshot.labels.column(key)
-            pods = counts_by_code(column, held)
+            pods = held.domain_sums(key, column)
             scores.add_codes(key, column, pods * weight, pods > 0)
     return scores
 

@@ -1,4 +1,5 @@
-"""Figures kept per snapshot row find the rows to read again by the rows' versions.
+"""Figures kept per snapshot row find the rows to read again by the rows' versions, and
+their sums per topology domain are kept from the rows read again.
 
 RowCounts (plugins/_shared/row_counts.py: InterPodAffinity's incoming terms,
 PodTopologySpread's matching pods) and ExistingTerms (the existing pods' terms by the
@@ -8,7 +9,8 @@ Cache and Snapshot through pods added, moved and deleted, nodes added, relabelle
 removed (the snapshot rebuilding its order), and a pod-group trial's assume and undo on
 the snapshot alone (the same NodeInfo back in its row under a new version), and after
 every step the kept figures, read with versions, without them and alternately, must
-equal those read from every node afresh.
+equal those read from every node afresh, and so must their sums per domain code of
+the zone and hostname columns (DomainSums), read after every step or after several.
 """
 
 from __future__ import annotations
@@ -22,9 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kpysched.cache.cache import Cache
+from kpysched.cache.label_index import LabelColumn
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
+from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
+from kpysched.plugins._shared.domain_sums import DomainSums
 from kpysched.plugins._shared.row_counts import RowCounts
 from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, TermRows
 from kpysched.plugins.inter_pod_affinity.filtering import required_anti_terms
@@ -37,12 +42,19 @@ NODES = tuple(f"n{i}" for i in range(6))
 APPS = ("a", "b")
 # Interned alike by the pod parser: pods share these terms, as a workload's replicas do.
 TERMS = (t_in("app", "zone", "a"), t_in("app", "kubernetes.io/hostname", "b"))
+# The keys the kept figures are summed over per domain (DomainSums).
+SUMMED_KEYS = ("zone", "kubernetes.io/hostname")
 
 _uids = count()
 
 
 def _app_a(node: NodeInfo) -> int:
     return sum(1 for other in node.pods.values() if other.pod.metadata.labels.get("app") == "a")
+
+
+def _by_code(column: LabelColumn, per_row: np.ndarray) -> list[int]:
+    """Each domain code's sum of the rows' figures, rows without the key left out."""
+    return [int(per_row[(column.codes == code)].sum()) for code in range(len(column.values))]
 
 
 def _walked_terms(rows: list[NodeInfo]) -> dict[tuple[int, int], dict[int, int]]:
@@ -67,6 +79,13 @@ def _kept_terms(existing: ExistingTerms[object], snapshot: Snapshot, with_versio
     return kept
 
 
+def _node(name: str, zone: str | None) -> api.Node:
+    labels = {"kubernetes.io/hostname": name}
+    if zone is not None:
+        labels["zone"] = zone
+    return make_node(name).labels(labels).obj()
+
+
 def _placed(app: str, term: int, node: str) -> PodInfo:
     """A pod of `app` on `node`, with TERMS[term] as its required anti-affinity (none
     for -1)."""
@@ -86,11 +105,12 @@ operations = st.lists(st.one_of(
               st.integers(-1, len(TERMS) - 1)),
     st.tuples(st.just("move pod"), st.integers(0, 50), st.sampled_from(NODES)),
     st.tuples(st.just("delete pod"), st.integers(0, 50)),
-    st.tuples(st.just("relabel node"), st.sampled_from(NODES), st.sampled_from(("z1", "z2"))),
+    st.tuples(st.just("relabel node"), st.sampled_from(NODES),
+              st.sampled_from(("z1", "z2", "z3", "none"))),
     st.tuples(st.just("remove node"), st.sampled_from(NODES)),
     st.tuples(st.just("add node"), st.sampled_from(NODES)),
     st.tuples(st.just("trial"), st.sampled_from(NODES), st.sampled_from(APPS)),
-    st.tuples(st.just("read"), st.sampled_from(("versions", "identity", "both"))),
+    st.tuples(st.just("read"), st.sampled_from(("versions", "identity", "both", "no sums"))),
 ), min_size=1, max_size=25)
 
 
@@ -100,7 +120,7 @@ def test_kept_rows_read_by_version_equal_every_row_read_afresh(
         steps: list[tuple[object, ...]], start: int) -> None:
     cache, snapshot = Cache(), Snapshot()
     for name in NODES[:start]:
-        cache.add_or_update_node(make_node(name).labels({"zone": "z1"}).obj())
+        cache.add_or_update_node(_node(name, "z1"))
     placed: list[PodInfo] = []
     app_a = RowCounts(_app_a)
     existing: ExistingTerms[object] = ExistingTerms(required_anti_terms)
@@ -108,11 +128,23 @@ def test_kept_rows_read_by_version_equal_every_row_read_afresh(
 
     def check(how: str) -> None:
         rows = snapshot.node_infos
-        uses = (True, False) if how == "both" else (how == "versions",)
+        uses = (True, False) if how in ("both", "no sums") else (how == "versions",)
         for with_versions in uses:
             versions = snapshot.columns.version if with_versions else None
             assert app_a.counts(rows, versions).tolist() == [_app_a(node) for node in rows]
             assert _kept_terms(existing, snapshot, with_versions) == _walked_terms(rows)
+        if how == "no sums":
+            return  # the rows read again pile up for the next read of the sums
+        walked = _walked_terms(rows)
+        for key in SUMMED_KEYS:
+            column = snapshot.labels.column(key)
+            per_row = np.array([_app_a(node) for node in rows], dtype=np.int64)
+            assert app_a.domain_sums(key, column).tolist() == _by_code(column, per_row)
+            for term, weight, held in existing.current(rows, snapshot.columns.version):
+                per_row = np.zeros(len(rows), dtype=np.int64)
+                for row, pods in walked[(id(term), weight)].items():
+                    per_row[row] = pods
+                assert held.domain_sums(key, column).tolist() == _by_code(column, per_row)
 
     cache.update_snapshot(snapshot)
     check("both")
@@ -132,11 +164,11 @@ def test_kept_rows_read_by_version_equal_every_row_read_afresh(
             cache.remove_pod(placed.pop(int(str(index)) % len(placed)).uid)
         elif kind == "relabel node":
             _, node, zone = step
-            cache.add_or_update_node(make_node(str(node)).labels({"zone": str(zone)}).obj())
+            cache.add_or_update_node(_node(str(node), None if zone == "none" else str(zone)))
         elif kind == "remove node":
             cache.remove_node(str(step[1]))
         elif kind == "add node":
-            cache.add_or_update_node(make_node(str(step[1])).labels({"zone": "z2"}).obj())
+            cache.add_or_update_node(_node(str(step[1]), "z2"))
         elif kind == "trial" and str(step[1]) in snapshot.by_name:
             # A pod-group trial: assumed on the snapshot alone, read, then undone.
             _, node, app = step
@@ -169,3 +201,25 @@ def test_term_rows_keep_one_entry_per_row_through_swaps() -> None:
         held.add(row, row + 1)
     rows, pods = held.arrays()
     assert np.array_equal(rows, np.arange(10)) and np.array_equal(pods, np.arange(1, 11))
+
+
+@_SETTINGS
+@given(changes=st.lists(st.tuples(st.integers(0, 4), st.sampled_from(("z1", "z2", "z3", None)),
+                                  st.integers(0, 3), st.booleans()), max_size=20))
+def test_domain_sums_follow_rows_relabelled_and_recounted(
+        changes: list[tuple[int, str | None, int, bool]]) -> None:
+    """DomainSums alone, over a column relabelled in place as the snapshot does it: a
+    row's figure moves with it from code to code however often it moves, read after
+    every change or after several."""
+    column = LabelColumn(["z1", "z2", None, "z1", "z2"], 5)
+    figures = np.array([1, 0, 2, 3, 1], dtype=np.int64)
+    sums = DomainSums()
+    assert sums.read(column, lambda row: int(figures[row]), lambda: figures).tolist() == (
+        _by_code(column, figures))
+    for row, zone, figure, read in changes:
+        column.set_row(row, zone)
+        figures[row] = figure
+        sums.touch(row)
+        if read:
+            assert sums.read(column, lambda row: int(figures[row]), lambda: figures
+                             ).tolist() == _by_code(column, figures)
