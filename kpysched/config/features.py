@@ -10,7 +10,9 @@ which then brings the GangScheduling plugin by itself. v1.37's
 InPlacePodVerticalScalingSchedulerPreemption (alpha, off) may be turned on too: a bound
 pod whose in-place resize the kubelet deferred is then scheduled again on its node. So
 may v1.37's PodGroupPreemptionPolicy (alpha, off, needs GenericWorkload): a pod group
-then preempts by its PodGroup's spec.preemptionPolicy.
+then preempts by its PodGroup's spec.preemptionPolicy. And v1.37's
+TopologyAwareWorkloadScheduling (alpha, off, needs GenericWorkload): a pod group is then
+tried one placement (topology domain) at a time.
 """
 
 from __future__ import annotations
@@ -32,12 +34,14 @@ GANG_SCHEDULING: Final = "GangScheduling"
 IN_PLACE_RESIZE_PREEMPTION: Final = "InPlacePodVerticalScalingSchedulerPreemption"
 # v1.37 alpha: a pod group preempts by its PodGroup's spec.preemptionPolicy.
 POD_GROUP_PREEMPTION_POLICY: Final = "PodGroupPreemptionPolicy"
+# v1.37 alpha: a pod group is tried topology domain by domain (placements).
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: Final = "TopologyAwareWorkloadScheduling"
 # Gates kpysched honours when turned on, per release; every other gate must keep its
 # default.
 RELEASE_SWITCHABLE: Final[Mapping[int, frozenset[str]]] = {
     36: frozenset({GENERIC_WORKLOAD, GANG_SCHEDULING}),
-    37: frozenset({GENERIC_WORKLOAD, IN_PLACE_RESIZE_PREEMPTION, POD_GROUP_PREEMPTION_POLICY}),
+    37: frozenset({GENERIC_WORKLOAD, IN_PLACE_RESIZE_PREEMPTION, POD_GROUP_PREEMPTION_POLICY,
+                   TOPOLOGY_AWARE_WORKLOAD_SCHEDULING}),
 }
 # Every name some release lets the command line switch (Settings' first check).
 SWITCHABLE: Final = frozenset().union(*RELEASE_SWITCHABLE.values())
@@ -45,7 +49,8 @@ SWITCHABLE: Final = frozenset().union(*RELEASE_SWITCHABLE.values())
 # each release, for the switchable gates).
 RELEASE_DEPENDS_ON: Final[Mapping[int, Mapping[str, tuple[str, ...]]]] = {
     36: {GANG_SCHEDULING: (GENERIC_WORKLOAD,)},
-    37: {POD_GROUP_PREEMPTION_POLICY: (GENERIC_WORKLOAD,)},
+    37: {POD_GROUP_PREEMPTION_POLICY: (GENERIC_WORKLOAD,),
+         TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: (GENERIC_WORKLOAD,)},
 }
 
 # Each release's gates: those `kube-scheduler --help` lists (name -> default) and the

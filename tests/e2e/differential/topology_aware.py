@@ -1,0 +1,166 @@
+"""Topology-aware pod-group scenarios for the differential suite (v1.37's alpha gate
+TopologyAwareWorkloadScheduling, with GenericWorkload): nodes in racks (a label), one
+PodGroup whose spec.schedulingConstraints.topology names the rack label (or nothing),
+its members, and pods already bound to some nodes. Run once under upstream
+kube-scheduler and once under kpysched, one after the other, each run on nodes and a
+namespace of its own that are gone before the next starts: a placement is cut from
+every node of the cluster, so no other run's nodes may be there.
+
+The outcome compared is, for every member, the node it was bound to (as a role) or
+the first FailedScheduling note it got, and the PodGroupInitiallyScheduled condition.
+Scenarios are built so that neither scheduler has a tie to break at random: one node
+per rack where the node matters, distinct placement scores, and racks alike where the
+group fits in none (upstream tries its placements in random order and reports the
+first one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes_asyncio import client
+from kubernetes_asyncio.client.rest import ApiException
+
+from tests.cluster import kube
+from tests.e2e.differential.compare import first_failures
+from tests.e2e.differential.runner import ROLE_LABEL, _Names, _wait_nodes_gone
+
+GROUP, VERSION = "scheduling.k8s.io", "v1beta1"
+CONDITION = "PodGroupInitiallyScheduled"
+RACK = "topology.example.com/rack"
+# Time for both schedulers' informers to see every member before the PodGroup comes.
+MEMBERS_SEEN_SECONDS = 1.0
+OUTCOME_TIMEOUT_SECONDS = 40.0
+# After every member is decided, how long later attempts may still change nothing.
+SETTLE_SECONDS = 3.0
+
+
+@dataclass(frozen=True)
+class RackNode:
+    role: str
+    rack: str | None  # the rack label's value; None: the node has no rack label
+    cpu: str
+
+
+@dataclass(frozen=True)
+class TopologyScenario:
+    name: str
+    nodes: tuple[RackNode, ...]
+    min_count: int
+    members: int
+    member_cpu: str = "1"
+    constrained: bool = True  # the PodGroup's topology constraint names RACK
+    # Pods bound before the group comes (node role, cpu), scheduled by nobody.
+    busy: tuple[tuple[str, str], ...] = ()
+    # What upstream must do for the scenario to mean what it says: member role ->
+    # node role, or None (pending).
+    expect: dict[str, str | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TopologyOutcome:
+    # Member role -> (node role or None, first FailedScheduling note or None).
+    members: dict[str, tuple[str | None, str | None]]
+    condition: tuple[str, str, str] | None
+
+    def nodes(self) -> dict[str, str | None]:
+        return {role: node for role, (node, _) in self.members.items()}
+
+    def notes(self) -> list[str]:
+        """The pending members' notes as a multiset: which member is tried first (and
+        so which one fits nowhere) follows creation order to the millisecond."""
+        return sorted(note or "" for node, note in self.members.values() if node is None)
+
+    def describe(self) -> str:
+        lines = [f"   {role}: {node or 'pending'} note={note!r}"
+                 for role, (node, note) in sorted(self.members.items())]
+        return "\n" + "\n".join([*lines, f"   condition: {self.condition}"])
+
+
+def member_roles(scenario: TopologyScenario) -> list[str]:
+    return [f"m{i}" for i in range(scenario.members)]
+
+
+def _group_body(scenario: TopologyScenario) -> dict[str, Any]:
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": scenario.min_count}}}
+    if scenario.constrained:
+        spec["schedulingConstraints"] = {"topology": [{"key": RACK}]}
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup",
+            "metadata": {"name": "g"}, "spec": spec}
+
+
+async def run_topology_scenario(api: client.ApiClient, scenario: TopologyScenario,
+                                scheduler_name: str) -> TopologyOutcome:
+    namespace = await kube.create_namespace(api, "topology")
+    names = _Names(secrets.token_hex(3), namespace)
+    core = client.CoreV1Api(api)
+    try:
+        for node in scenario.nodes:
+            labels = {ROLE_LABEL: node.role, **({RACK: node.rack} if node.rack else {})}
+            await kube.create_node(api, kube.node_body(names.of(node.role), cpu=node.cpu,
+                                                       labels=labels))
+        for index, (node_role, cpu) in enumerate(scenario.busy):
+            body = kube.pod_body(f"busy-{index}", scheduler_name=scheduler_name, cpu=cpu,
+                                 memory="100Mi")
+            body["spec"]["nodeName"] = names.of(node_role)
+            await core.create_namespaced_pod(namespace, body)
+        for role in member_roles(scenario):
+            body = kube.pod_body(role, scheduler_name=scheduler_name,
+                                 cpu=scenario.member_cpu, memory="100Mi")
+            body["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+            await core.create_namespaced_pod(namespace, body)
+        # The PodGroup last: its members wait for it at PreEnqueue, so the group's first
+        # cycle has every member, whatever minCount lets through.
+        await asyncio.sleep(MEMBERS_SEEN_SECONDS)
+        await client.CustomObjectsApi(api).create_namespaced_custom_object(
+            GROUP, VERSION, namespace, "podgroups", _group_body(scenario))
+        return await _observe(api, scenario, names)
+    finally:
+        await kube.delete_namespace(api, namespace)
+        node_names = [names.of(node.role) for node in scenario.nodes]
+        await kube.delete_nodes(api, node_names)
+        await _wait_nodes_gone(api, node_names)
+
+
+async def _observe(api: client.ApiClient, scenario: TopologyScenario,
+                   names: _Names) -> TopologyOutcome:
+    """Wait until every member is bound or was told why not, then a settling spell."""
+    core = client.CoreV1Api(api)
+    roles = member_roles(scenario)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    while loop.time() - started < OUTCOME_TIMEOUT_SECONDS:
+        listed = {p.metadata.name: p for p in
+                  (await core.list_namespaced_pod(names.namespace)).items}
+        notes = await first_failures(api, names)
+        if all(listed[role].spec.node_name or role in notes
+               for role in roles if role in listed):
+            break
+        await asyncio.sleep(0.25)
+    await asyncio.sleep(SETTLE_SECONDS)
+    listed = {p.metadata.name: p for p in
+              (await core.list_namespaced_pod(names.namespace)).items}
+    notes = await first_failures(api, names)
+    members: dict[str, tuple[str | None, str | None]] = {}
+    for role in roles:
+        node = listed[role].spec.node_name if role in listed else None
+        members[role] = (names.role(node) if node else None, notes.get(role))
+    return TopologyOutcome(members, await _condition(api, names))
+
+
+async def _condition(api: client.ApiClient, names: _Names) -> tuple[str, str, str] | None:
+    try:
+        group = await client.CustomObjectsApi(api).get_namespaced_custom_object(
+            GROUP, VERSION, names.namespace, "podgroups", "g")
+    except ApiException as error:
+        if error.status != 404:
+            raise
+        return None
+    found = [c for c in group.get("status", {}).get("conditions", [])
+             if c["type"] == CONDITION]
+    if not found:
+        return None
+    return (found[0]["status"], found[0]["reason"], names.text(found[0].get("message", "")))
