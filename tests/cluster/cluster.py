@@ -185,7 +185,6 @@ def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE,
             f"{directory} already holds a cluster: run `down --dir {directory}` first")
     build.ensure_built(build.CORE, [chosen.name])
     directory.mkdir(parents=True, exist_ok=True)
-    certs.generate(directory / "pki")
     token = secrets.token_hex(24)
     (directory / "tokens.csv").write_text(f'{token},admin,admin-uid,"system:masters"\n')
 
@@ -218,6 +217,9 @@ def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE,
     )
     state.save()
     try:
+        # While etcd starts (plain HTTP on loopback: it needs none of them), the
+        # certificates: a few seconds of openssl that every cluster start paid before.
+        certs.generate(directory / "pki")
         wait_etcd(state)
         state.apiserver_pid = _spawn(apiserver_command, apiserver_log)
         state.save()
@@ -232,16 +234,21 @@ def up(directory: Path = DEFAULT_DIR, addons: Addons = BARE,
 
 
 def _start_addons(state: ClusterState, addons: Addons) -> None:
-    # Each is recorded before waiting on it, so a failed start is still stopped.
+    # Each is recorded before waiting on it, so a failed start is still stopped. Both
+    # are launched before either is waited for: KWOK needs only the API server, and
+    # starts while the controller manager does.
+    manager = simulator = None
     if addons.controller_manager:
         manager = controller_manager.launch(
             state, node_monitor_grace_period=addons.node_monitor_grace_period,
             disabled_controllers=addons.disabled_controllers)
         _record(state, manager)
-        controller_manager.wait_ready(state, manager)
     if addons.kwok:
         simulator = kwok.launch(state)
         _record(state, simulator)
+    if manager is not None:
+        controller_manager.wait_ready(state, manager)
+    if simulator is not None:
         kwok.wait_ready(simulator)
 
 
