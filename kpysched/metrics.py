@@ -70,6 +70,18 @@ def attempts_label(attempts: int) -> str:
     return f"{MAX_ATTEMPTS_LABEL}+" if attempts >= MAX_ATTEMPTS_LABEL else str(attempts)
 
 
+# Labelled families Go's client leaves out of /metrics until their first series, where
+# prometheus_client writes their HELP and TYPE at once (v1.37's preemption figures,
+# compared with kube-scheduler's by the pod-group differential module).
+_HIDDEN_WHILE_EMPTY = frozenset({
+    "scheduler_workload_preemption_attempts",
+    "scheduler_preemption_workload_disruptions",
+    "scheduler_preemption_evaluation_duration_seconds",
+    "scheduler_preemption_execution_duration_seconds",
+    "scheduler_preemption_pdb_violations",
+})
+
+
 class _WithoutCreated:
     """The registry as upstream exposes it: prometheus_client adds `<name>_created`
     samples to counters and histograms, which Go's client does not emit."""
@@ -83,6 +95,8 @@ class _WithoutCreated:
             if self._disabled and {family.name, f"{family.name}_total"} & self._disabled:
                 continue  # --disabled-metrics
             family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+            if not family.samples and family.name in _HIDDEN_WHILE_EMPTY:
+                continue
             yield family
 
 

@@ -71,7 +71,6 @@ from kpysched.plugins.default_preemption.selection import (
 )
 from kpysched.plugins.default_preemption.victims import (
     extension_error,
-    group_disruptions,
     placed_on,
     pod_priority,
     select_units,
@@ -290,9 +289,9 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
                  for c in candidates],
                 best.name, criterion)
         if (metrics := self._handle.metrics) is not None:
-            metrics.preemption_disruptions(
-                "pod", group_disruptions(best.victims, self._handle.pod_group),
-                best.num_pdb_violations)
+            # A single pod's candidate counts no pod-group disruptions upstream (only
+            # a group's evaluation sets them), but its budget violations.
+            metrics.preemption_disruptions("pod", 0, best.num_pdb_violations)
         self._handle.preempt(pod, best.name, best.victims, NAME)
         if self._v137:
             # The pod still waits for its victims to go: its FailedScheduling says where.

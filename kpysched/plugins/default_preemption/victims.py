@@ -72,19 +72,6 @@ def _whole_group(pod: PodInfo, lookup: PodGroupLookup) -> tuple[str, str] | None
     return pod.namespace, name
 
 
-def group_disruptions(pods: Iterable[PodInfo], lookup: PodGroupLookup) -> int:
-    """How many victim units among `pods` disrupt a pod group (v1.37's metric): a group
-    going whole counts once, any other member of a group once per pod."""
-    whole: set[tuple[str, str]] = set()
-    singles = 0
-    for pod in pods:
-        if (key := _whole_group(pod, lookup)) is not None:
-            whole.add(key)
-        elif group_name(pod.pod) is not None:
-            singles += 1
-    return len(whole) + singles
-
-
 def _victim(pods: list[PodInfo], priority: int, rank: int, now: int) -> Victim:
     # Upstream keeps the first pod's start, then any earlier one.
     earliest = min(pod_start_nanos(pod, now) for pod in pods)
