@@ -56,6 +56,10 @@ class Step:
     group: tuple[str, int | None] | None = None  # (role, minCount; None: basic policy)
     group_priority_class: str | None = None  # the group's spec.priorityClassName
     group_whole: bool = False  # the group's disruptionMode is all (v1.37): preempted whole
+    # The group's spec.preemptionPolicy (v1.37, PodGroupPreemptionPolicy): the API
+    # server defaults it to PreemptLowerPriority before its priority admission checks
+    # it against the priority class's, so a Never class needs it written.
+    group_preemption_policy: str | None = None
     node: NodeSpec | None = None
     pause: float = 0.0  # seconds to wait after the step
 
@@ -115,7 +119,8 @@ def _pod_body(pod: GangPod, scheduler_name: str) -> dict[str, Any]:
 
 
 def _group_body(role: str, min_count: int | None, release: str,
-                priority_class: str | None = None, whole: bool = False) -> dict[str, Any]:
+                priority_class: str | None = None, whole: bool = False,
+                preemption_policy: str | None = None) -> dict[str, Any]:
     policy: dict[str, Any] = ({"gang": {"minCount": min_count}} if min_count is not None
                               else {"basic": {}})
     spec: dict[str, Any] = {"schedulingPolicy": policy}
@@ -123,6 +128,8 @@ def _group_body(role: str, min_count: int | None, release: str,
         spec["priorityClassName"] = priority_class
     if whole:
         spec["disruptionMode"] = {"all": {}}
+    if preemption_policy is not None:
+        spec["preemptionPolicy"] = preemption_policy
     return {"apiVersion": f"{GROUP}/{POD_GROUP_VERSIONS[release]}", "kind": "PodGroup",
             "metadata": {"name": role}, "spec": spec}
 
@@ -149,7 +156,7 @@ async def run_gang_scenario(api: client.ApiClient, scenario: GangScenario,
                 await custom.create_namespaced_custom_object(
                     GROUP, POD_GROUP_VERSIONS[release], namespace, "podgroups",
                     _group_body(*step.group, release, step.group_priority_class,
-                                step.group_whole))
+                                step.group_whole, step.group_preemption_policy))
             for pod in step.pods:
                 await core.create_namespaced_pod(namespace, _pod_body(pod, scheduler_name))
             if step.node is not None:
