@@ -76,7 +76,7 @@ BROKEN_STEP_SECONDS = 6.0
 EVIDENCE_SECONDS = 10.0
 # Cases run side by side, this many at once: most of a case is waiting (on kpysched's
 # start, on the step it breaks), and each is isolated from the others (_case).
-CASES_AT_ONCE = 4
+CASES_AT_ONCE = 8
 # kpysched's stop: graceful with the full RBAC; SIGKILL after this long without a rule.
 STOP_SECONDS, STOP_WITHOUT_A_RULE_SECONDS = 30.0, 2.0
 LEASE = "<lease>"  # stands for the Lease name in RULES
@@ -476,16 +476,26 @@ def _longest_first(rule: Rule | None) -> int:
 async def _run_cases(cluster: ClusterState, directory: Path,
                      rules: list[Rule | None]) -> dict[str | None, CaseResult]:
     slots = asyncio.Semaphore(CASES_AT_ONCE)
+    loop = asyncio.get_running_loop()
+    took: dict[str, float] = {}
 
     async def one(rule: Rule | None) -> CaseResult:
         async with slots:
+            began = loop.time()
             try:
                 return await _case(cluster, directory, rule)
             except Exception as error:  # reported by that case's own test
                 return CaseResult(error=error)
+            finally:
+                took["all rules" if rule is None else rule.id] = loop.time() - began
 
+    began = loop.time()
     ordered = sorted(rules, key=_longest_first)
     results = await asyncio.gather(*(one(rule) for rule in ordered))
+    # Shown with -s or -rP; never asserted.
+    longest = sorted(took.items(), key=lambda item: -item[1])[:3]
+    print(f"{len(rules)} cases, {CASES_AT_ONCE} at once, in {loop.time() - began:.0f} s; "
+          f"longest: {', '.join(f'{name} {seconds:.0f} s' for name, seconds in longest)}")
     return {None if rule is None else rule.id: result
             for rule, result in zip(ordered, results, strict=True)}
 
