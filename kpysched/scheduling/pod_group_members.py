@@ -3,8 +3,10 @@
 When the loop pops a member of a group, every other member still waiting in the queue
 is taken out with it, in upstream's order (higher priority first, then the longest
 waiting). The whole group must have one profile; as v1.37 also the group's priority
-and one preemption policy (pod_group_policy.invalid_group), an error written on the
-PodGroup too. Members being deleted, or already assumed or bound, are not tried again.
+and one preemption policy (pod_group_placement.invalid_group; with
+PodGroupPreemptionPolicy on, the PodGroup's: pod_group_policy.invalid_group), an error
+written on the PodGroup too. Members being deleted, or already assumed or bound, are not
+tried again.
 """
 
 from __future__ import annotations
@@ -79,9 +81,11 @@ class GroupMembers:
         assert groups is not None
         name = group_name(first.pod) or ""
         pod_group = framework.handle.pod_group(first.namespace, name)
-        invalid = policy.invalid_group(
-            (m.pod_info for m in members), groups.get(first.namespace, name).placed_pods(),
-            pod_group, gate=framework.handle.features.enabled(policy.GATE))
+        # PodGroupPreemptionPolicy on: the PodGroup's own policy is the members'.
+        check = (policy.invalid_group if framework.handle.features.enabled(policy.GATE)
+                 else placement.invalid_group)
+        invalid = check((m.pod_info for m in members),
+                        groups.get(first.namespace, name).placed_pods(), pod_group)
         writer = self._context.writes.pod_groups
         if invalid is not None and pod_group is not None and writer is not None:
             writer.set_scheduled_condition(pod_group, "False",

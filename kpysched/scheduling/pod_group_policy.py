@@ -16,7 +16,6 @@ from collections.abc import Iterable
 
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
-from kpysched.scheduling import pod_group_placement as placement
 
 GATE = "PodGroupPreemptionPolicy"
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
@@ -47,13 +46,12 @@ def group_policy(pod_group: PodGroup | None, members: Iterable[PodInfo], *,
 
 
 def invalid_group(members: Iterable[PodInfo], placed: Iterable[PodInfo],
-                  pod_group: PodGroup | None, *, gate: bool) -> str | None:
-    """v1.37's validatePodGroup beyond the scheduler name, member by member (the
-    queued ones, then those placed): the group's priority, then the policy. The
-    error's text, or None."""
-    if not gate:
-        return placement.invalid_group(members, placed, pod_group)
-    priority = placement.group_priority(pod_group)
+                  pod_group: PodGroup | None) -> str | None:
+    """v1.37's validatePodGroup beyond the scheduler name with the gate on, member by
+    member (the queued ones, then those placed): the group's priority, then the
+    PodGroup's policy. The error's text, or None. (Gate off:
+    pod_group_placement.invalid_group.)"""
+    priority = (pod_group.spec.priority or 0) if pod_group is not None else 0
     policy = pod_group_policy(pod_group)
     for pod in [*members, *placed]:
         if pod.priority != priority:

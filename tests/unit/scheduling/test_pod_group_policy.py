@@ -15,6 +15,7 @@ from kpysched.config.features import Features
 from kpysched.informers.listers import Listers
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
+from kpysched.scheduling import pod_group_placement as placement
 from kpysched.scheduling import pod_group_policy as policy
 from tests.unit.builders import make_pod, make_pod_group
 from tests.unit.scheduler_harness import build_harness, node
@@ -72,19 +73,20 @@ def test_the_group_preemption_policy(pod_group: str | None, pods: list[str | Non
 def test_the_group_validation(pod_group: str, pods: list[str], gate: bool,
                               error: str | None) -> None:
     members = [pod(f"p{i}", p) for i, p in enumerate(pods)]
-    assert policy.invalid_group(members, [], group(pod_group), gate=gate) == error
+    check = policy.invalid_group if gate else placement.invalid_group
+    assert check(members, [], group(pod_group)) == error
 
 
 def test_priority_is_checked_before_the_policy_member_by_member() -> None:
     members = [pod("p1", LOWER, priority=5)]
-    assert policy.invalid_group(members, [], group(NEVER, priority=10), gate=True) == (
+    assert policy.invalid_group(members, [], group(NEVER, priority=10)) == (
         "all pods in a single pod group should have the same priority as the pod group's "
         "priority, got 5 and 10")
 
 
 def test_a_placed_member_is_checked_too() -> None:
     placed = [pod("placed", LOWER)]
-    assert policy.invalid_group([pod("p1", NEVER)], placed, group(NEVER), gate=True) == (
+    assert policy.invalid_group([pod("p1", NEVER)], placed, group(NEVER)) == (
         SAME_AS_GROUP.format(LOWER, NEVER))
 
 
