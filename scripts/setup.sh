@@ -25,8 +25,8 @@ fi
 .venv/bin/python -m pip check
 # KPYSCHED_SETUP_CORE_ONLY=1 (scripts/test.sh): only what a cluster of the selected
 # release (KPYSCHED_TEST_RELEASE, else 1.37) needs to start, and its kube-scheduler
-# (tests/cluster/build.py CORE); the caller builds the rest (the other releases'
-# control planes, kubectl, helm...) in the background. Without it, everything.
+# (tests/cluster/build.py CORE); the caller builds the rest (control planes of other releases,
+# kubectl, helm...) in the background. Without it, everything.
 if [ -n "${KPYSCHED_SETUP_CORE_ONLY:-}" ]; then
     .venv/bin/python -m tests.cluster build --core
 else
