@@ -54,6 +54,8 @@ CURRENT: tuple[Row, ...] = (
     Row("n1000-gang-qps5000.json", "gang", 1000),
     Row("n1000-gang-blocked-qps5000.json", "gang-blocked", 1000),
     Row("n1000-basic-extender-qps5000.json", "basic-extender", 1000),
+    # Issue 30's one-tenant pathological pod (3 measured pods: the per-CPU figure is the one).
+    Row("n1000-expensive-pod.json", "expensive-pod", 1000),
     Row(_AFFINITY_CSI_1_37, "pod-affinity", 1000),
     Row(_QUIET_1_37, "preferred-pod-affinity", 1000),
     Row(_QUIET_1_37, "preferred-pod-anti-affinity", 1000),
@@ -76,6 +78,10 @@ def _median(suite: dict[str, Any], scheduler: str, key: str) -> float:
 
 
 def _number(value: float, digits: int = 0) -> str:
+    # A rate below 10 (the pathological pod's few pods) keeps two decimals: rounded to a
+    # whole number it would read 0 or 1 and hide the ratio beside it.
+    if not math.isnan(value) and abs(value) < 10:
+        digits = max(digits, 2)
     return "-" if math.isnan(value) else f"{value:,.{digits}f}"
 
 
