@@ -24,6 +24,7 @@ from tests.cluster import cluster as harness
 from tests.cluster import gates, kube
 from tests.e2e.differential.compare import KPYSCHED, UPSTREAM
 from tests.e2e.differential.gated_twins import gated_cluster_with_both
+from tests.e2e.differential.runner import ensure_priority_classes
 from tests.e2e.differential.topology_aware import (
     RackNode,
     TopologyScenario,
@@ -73,6 +74,14 @@ SCENARIOS = (
                      (RackNode("a1", "a", "2"), RackNode("b1", "b", "2")),
                      min_count=3, members=3, member_cpu="2", constrained=False,
                      expect=pending(3)),
+    # A gang of high priority fits in no rack as it is. PodGroupPostFilter preempts for
+    # the whole group: without the low pods both racks fit, the fuller (a: 2 of 2 cpus
+    # to 2 of 3) wins, and only the low pod there must go; the members then bind there.
+    TopologyScenario("gang-preempts-inside-the-rack-it-goes-to",
+                     (RackNode("a1", "a", "2"), RackNode("b1", "b", "3")),
+                     min_count=2, members=2, busy=(("a1", "2"), ("b1", "2")),
+                     busy_priority_class="low", priority_class="high",
+                     expect=all_on("a1", 2), expect_preempted=frozenset({"busy-0"})),
     # No node carries the rack label: no placement at all.
     TopologyScenario("no-node-in-any-rack",
                      (RackNode("n1", None, "4"),),
@@ -98,14 +107,17 @@ async def topology_api(topology_cluster: harness.ClusterState
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 async def test_same_outcome_as_kube_scheduler(topology_api: client.ApiClient,
                                               scenario: TopologyScenario) -> None:
+    await ensure_priority_classes(topology_api)
     upstream = await run_topology_scenario(topology_api, scenario, UPSTREAM)
     ours = await run_topology_scenario(topology_api, scenario, KPYSCHED)
     detail = f"\n upstream:{upstream.describe()}\n kpysched:{ours.describe()}"
     # The scenario means what it says on upstream...
     assert upstream.nodes() == scenario.expect, detail
+    assert upstream.preempted == scenario.expect_preempted, detail
     if all(node is None for node in scenario.expect.values()):
         assert upstream.condition is not None and upstream.condition[0] == "False", detail
     # ... and kpysched ends the same way.
     assert ours.nodes() == upstream.nodes(), detail
     assert ours.notes() == upstream.notes(), detail
     assert ours.condition == upstream.condition, detail
+    assert ours.preempted == upstream.preempted, detail

@@ -53,11 +53,16 @@ class TopologyScenario:
     members: int
     member_cpu: str = "1"
     constrained: bool = True  # the PodGroup's topology constraint names RACK
-    # Pods bound before the group comes (node role, cpu), scheduled by nobody.
+    # Pods bound before the group comes (node role, cpu), scheduled by nobody, of
+    # priority class `busy_priority_class` (None: no class).
     busy: tuple[tuple[str, str], ...] = ()
+    busy_priority_class: str | None = None
+    # The PodGroup's and its members' priority class (None: no class).
+    priority_class: str | None = None
     # What upstream must do for the scenario to mean what it says: member role ->
-    # node role, or None (pending).
+    # node role, or None (pending); the busy pods it preempts.
     expect: dict[str, str | None] = field(default_factory=dict)
+    expect_preempted: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -65,6 +70,8 @@ class TopologyOutcome:
     # Member role -> (node role or None, first FailedScheduling note or None).
     members: dict[str, tuple[str | None, str | None]]
     condition: tuple[str, str, str] | None
+    # The busy pods the scheduler preempted (deleted, with a Preempted event).
+    preempted: frozenset[str] = frozenset()
 
     def nodes(self) -> dict[str, str | None]:
         return {role: node for role, (node, _) in self.members.items()}
@@ -77,7 +84,8 @@ class TopologyOutcome:
     def describe(self) -> str:
         lines = [f"   {role}: {node or 'pending'} note={note!r}"
                  for role, (node, note) in sorted(self.members.items())]
-        return "\n" + "\n".join([*lines, f"   condition: {self.condition}"])
+        return "\n" + "\n".join([*lines, f"   condition: {self.condition}",
+                                  f"   preempted: {sorted(self.preempted)}"])
 
 
 def member_roles(scenario: TopologyScenario) -> list[str]:
@@ -86,6 +94,8 @@ def member_roles(scenario: TopologyScenario) -> list[str]:
 
 def _group_body(scenario: TopologyScenario) -> dict[str, Any]:
     spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": scenario.min_count}}}
+    if scenario.priority_class is not None:
+        spec["priorityClassName"] = scenario.priority_class
     if scenario.constrained:
         spec["schedulingConstraints"] = {"topology": [{"key": RACK}]}
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup",
@@ -104,12 +114,13 @@ async def run_topology_scenario(api: client.ApiClient, scenario: TopologyScenari
                                                        labels=labels))
         for index, (node_role, cpu) in enumerate(scenario.busy):
             body = kube.pod_body(f"busy-{index}", scheduler_name=scheduler_name, cpu=cpu,
-                                 memory="100Mi")
+                                 memory="100Mi", priority_class=scenario.busy_priority_class)
             body["spec"]["nodeName"] = names.of(node_role)
             await core.create_namespaced_pod(namespace, body)
         for role in member_roles(scenario):
             body = kube.pod_body(role, scheduler_name=scheduler_name,
-                                 cpu=scenario.member_cpu, memory="100Mi")
+                                 cpu=scenario.member_cpu, memory="100Mi",
+                                 priority_class=scenario.priority_class)
             body["spec"]["schedulingGroup"] = {"podGroupName": "g"}
             await core.create_namespaced_pod(namespace, body)
         # The PodGroup last: its members wait for it at PreEnqueue, so the group's first
@@ -148,7 +159,11 @@ async def _observe(api: client.ApiClient, scenario: TopologyScenario,
     for role in roles:
         node = listed[role].spec.node_name if role in listed else None
         members[role] = (names.role(node) if node else None, notes.get(role))
-    return TopologyOutcome(members, await _condition(api, names))
+    preempted = frozenset(
+        event["regarding"]["name"]
+        for event in await kube.events(api, names.namespace, "Preempted")
+        if event["regarding"]["name"] not in listed)
+    return TopologyOutcome(members, await _condition(api, names), preempted)
 
 
 async def _condition(api: client.ApiClient, names: _Names) -> tuple[str, str, str] | None:
