@@ -1,8 +1,8 @@
 """Topology-aware workload scheduling, differential, on Kubernetes v1.37.2:
 kube-scheduler v1.37.2 and kpysched, both with GenericWorkload and the alpha
-TopologyAwareWorkloadScheduling on, must bind the same members to the same nodes, give
-the pending ones the same FailedScheduling notes and write the same
-PodGroupInitiallyScheduled condition, for a PodGroup constrained to one rack
+TopologyAwareWorkloadScheduling on, must bind the same members to the same nodes,
+preempt the same pods, give the pending ones the same FailedScheduling notes and write
+the same PodGroupInitiallyScheduled condition, for a PodGroup constrained to one rack
 (spec.schedulingConstraints.topology) and for one without a constraint
 (topology_aware.py says how a scenario runs).
 

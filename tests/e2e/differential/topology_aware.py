@@ -7,7 +7,8 @@ namespace of its own that are gone before the next starts: a placement is cut fr
 every node of the cluster, so no other run's nodes may be there.
 
 The outcome compared is, for every member, the node it was bound to (as a role) or
-the first FailedScheduling note it got, and the PodGroupInitiallyScheduled condition.
+the first FailedScheduling note it got, the PodGroupInitiallyScheduled condition, and
+which of the pods already bound were preempted.
 Scenarios are built so that neither scheduler has a tie to break at random: one node
 per rack where the node matters, distinct placement scores, and racks alike where the
 group fits in none (upstream tries its placements in random order and reports the
