@@ -22,18 +22,15 @@ from kpysched.queue.backoff import BackoffQueue
 from kpysched.queue.gated import GatedPods
 from kpysched.queue.hints import QueueingHints, Strategy
 from kpysched.queue.in_flight import InFlightEvents
+from kpysched.queue.labels import POD_GROUP_ENTITY, SCHEDULE_ATTEMPT_FAILURE
 from kpysched.queue.pod_group_entities import GroupEntity, GroupKey, PodGroupEntities
 from kpysched.queue.unschedulable import UnschedulablePods
 
 PreEnqueue = Callable[[PodInfo], Status]
 
-# Upstream's event label for a pod (or group) back from a failed attempt.
-SCHEDULE_ATTEMPT_FAILURE = "ScheduleAttemptFailure"
 # The plugin whose PreEnqueue holds a preemptor while its victims are being removed;
 # the executor's finish releases those pods alone (SchedulingQueue.activate_gated).
 DEFAULT_PREEMPTION = "DefaultPreemption"
-# The entity type upstream's queue metrics give a pod group.
-POD_GROUP_ENTITY = "podgroup"
 
 
 class PodGroupMoves:
@@ -97,6 +94,11 @@ class PodGroupMoves:
         queue = self.where(uid)
         return self._info_in(queue, uid) if queue is not None else None
 
+    def _waiting_in(self, uid: str) -> str | None:
+        """The queue the member waits in; None when it is in flight or gone."""
+        queue = self.where(uid)
+        return None if queue == "in_flight" else queue
+
     def _waiting_members(self, key: GroupKey) -> list[QueuedPodInfo]:
         """The group's members waiting in the queue (not in flight), in arrival order."""
         entity = self._entity(key)
@@ -104,11 +106,9 @@ class PodGroupMoves:
             return []
         found = []
         for uid in entity.members:
-            queue = self.where(uid)
-            if queue is not None and queue != "in_flight":
-                info = self._info_in(queue, uid)
-                if info is not None:
-                    found.append(info)
+            queue = self._waiting_in(uid)
+            if queue is not None and (info := self._info_in(queue, uid)) is not None:
+                found.append(info)
         return found
 
     def _group_add(self, key: GroupKey, info: QueuedPodInfo, event: str) -> None:
@@ -179,13 +179,10 @@ class PodGroupMoves:
     def _group_queue(self, entity: GroupEntity) -> str | None:
         """Where the group waits (the queue of a member waiting, its anchor first);
         None when no member waits."""
-        if entity.anchor:
-            queue = self.where(entity.anchor)
-            if queue is not None and queue != "in_flight":
-                return queue
+        if entity.anchor and (queue := self._waiting_in(entity.anchor)) is not None:
+            return queue
         for uid in entity.members:
-            queue = self.where(uid)
-            if queue is not None and queue != "in_flight":
+            if (queue := self._waiting_in(uid)) is not None:
                 entity.anchor = uid
                 return queue
         return None
@@ -220,13 +217,9 @@ class PodGroupMoves:
         entity = self._entity(key)
         if entity is None or not members:
             return False
-        if ask_pre_enqueue:
-            holder = ""
-            for info in members:
-                holder = self._ask_pre_enqueue(entity, info) or holder
-            if holder:
-                self._group_hold(entity, members, holder, event, strategy)
-                return False
+        if ask_pre_enqueue and (holder := self._ask_each_pre_enqueue(entity, members)):
+            self._group_hold(entity, members, holder, event, strategy)
+            return False
         entity.holder = ""
         self._count_entity("backoff" if backoff else "active", event, strategy, POD_GROUP_ENTITY)
         if backoff:
@@ -256,6 +249,14 @@ class PodGroupMoves:
             self._leave_active(info.pod_info.uid)
             self._backoff.remove(info.pod_info.uid)
             self._park(info, event, gated=True, strategy=strategy)
+
+    def _ask_each_pre_enqueue(self, entity: GroupEntity, members: list[QueuedPodInfo]) -> str:
+        """PreEnqueue for every member, none skipped (each one's gate is recorded); the
+        plugin turning away the last member turned away, or "" when all went through."""
+        holder = ""
+        for info in members:
+            holder = self._ask_pre_enqueue(entity, info) or holder
+        return holder
 
     def _ask_pre_enqueue(self, entity: GroupEntity, info: QueuedPodInfo) -> str:
         """PreEnqueue for one member; the plugin turning it away, or ""."""
@@ -312,10 +313,7 @@ class PodGroupMoves:
         members = self._waiting_members(key)
         if entity is None or not members:
             return
-        holder = ""
-        for info in members:
-            holder = self._ask_pre_enqueue(entity, info) or holder
-        if holder:
+        if holder := self._ask_each_pre_enqueue(entity, members):
             self._group_hold(entity, members, holder, event, None)
 
     def _group_member_deleted(self, key: GroupKey, entity: GroupEntity) -> None:

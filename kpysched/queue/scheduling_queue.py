@@ -46,26 +46,22 @@ from kpysched.queue.backoff import BackoffQueue, FailureCounts, Less
 from kpysched.queue.gated import GatedPods
 from kpysched.queue.hints import QueueingHints, Strategy, rejectors
 from kpysched.queue.in_flight import InFlightEvents
+from kpysched.queue.labels import (
+    BACKOFF_COMPLETE,
+    POD_ENTITY,
+    POD_GROUP_ENTITY,
+    POP_FROM_BACKOFF_Q,
+    SCHEDULE_ATTEMPT_FAILURE,
+)
 from kpysched.queue.nominator import Nominator
 from kpysched.queue.pod_group_entities import GroupEntity, GroupKey, PodGroupEntities
-from kpysched.queue.pod_group_moves import (
-    DEFAULT_PREEMPTION,
-    POD_GROUP_ENTITY,
-    SCHEDULE_ATTEMPT_FAILURE,
-    PodGroupMoves,
-    PreEnqueue,
-)
+from kpysched.queue.pod_group_moves import DEFAULT_PREEMPTION, PodGroupMoves, PreEnqueue
 from kpysched.queue.pod_state import PodQueueState, triggers, wall_clock
 from kpysched.queue.unschedulable import UnschedulablePods
 
 UNSCHEDULABLE_MAX_SECONDS = 300.0  # upstream's podMaxInUnschedulablePodsDuration
 BACKOFF_FLUSH_SECONDS = 1.0
 UNSCHEDULABLE_FLUSH_SECONDS = 30.0
-
-# Upstream's special event labels for scheduler_queue_incoming_pods_total
-# (ScheduleAttemptFailure: pod_group_moves.SCHEDULE_ATTEMPT_FAILURE).
-BACKOFF_COMPLETE = "BackoffComplete"
-POP_FROM_BACKOFF_Q = "PopFromBackoffQ"
 
 # The queue each hint answer sends a pod to, as v1.37's strategyToQueueLabel names it.
 _STRATEGY_QUEUE = {Strategy.SKIP: "unschedulable", Strategy.AFTER_BACKOFF: "backoff",
@@ -166,7 +162,7 @@ class SchedulingQueue(PodGroupMoves):
         key = (queue, label)
         self.incoming[key] = self.incoming.get(key, 0) + 1
         if entity:
-            self._count_entity(queue, event, strategy, "pod")
+            self._count_entity(queue, event, strategy, POD_ENTITY)
 
     def _count_entity(self, queue: str, event: str, strategy: Strategy | None,
                       kind: str) -> None:
@@ -684,7 +680,7 @@ class SchedulingQueue(PodGroupMoves):
         """(queue, type) -> entities waiting there (v1.37's scheduler_queued_entities):
         pods outside any group as "pod", each v1.37 group whose members wait as one
         "podgroup" (held groups count as gated)."""
-        counts = {(queue, "pod"): count for queue, count in self.pending_counts().items()}
+        counts = {(queue, POD_ENTITY): count for queue, count in self.pending_counts().items()}
         if self._entities is None:
             return counts
         for _, entity in self._entities.items():
@@ -692,7 +688,7 @@ class SchedulingQueue(PodGroupMoves):
             if queue is None:
                 continue
             members = sum(1 for uid in entity.members if self.where(uid) == queue)
-            counts[(queue, "pod")] -= members
+            counts[(queue, POD_ENTITY)] -= members
             counts[(queue, POD_GROUP_ENTITY)] = counts.get((queue, POD_GROUP_ENTITY), 0) + 1
         return counts
 
