@@ -166,8 +166,8 @@ class SchedulerMetrics:
             "scheduler_queue_incoming_pods_total",
             "[STABLE] Number of pods added to scheduling queues by event and queue type.",
             ["queue", "event"], registry=r)
-        # v1.37's entity-level queue figures ('pod' for pods outside any pod group, the
-        # only kind kpysched queues); not exposed as v1.36.
+        # v1.37's entity-level queue figures ('pod' for pods outside any pod group,
+        # 'podgroup' for a group queued as one); not exposed as v1.36.
         entity_registry = r if v137 else CollectorRegistry()
         self._queued_entities = Gauge(
             "scheduler_queued_entities",
@@ -179,9 +179,8 @@ class SchedulerMetrics:
             "'gated' is the number of unschedulable entities that the scheduler never "
             "attempted to schedule because they are gated.",
             ["queue", "type"], registry=entity_registry)
-        # Upstream's series appears with the first entity a queue receives.
-        self._entity_queues_seen: set[str] = set()
-        self._group_queues_seen: set[tuple[str, str]] = set()
+        # Upstream's (queue, type) series appears with the first such entity there.
+        self._queued_entity_series: set[tuple[str, str]] = set()
         self._incoming_entities = Counter(
             "scheduler_queue_incoming_entities_total",
             "[ALPHA] Number of scheduling entities added to scheduling queues by event, "
@@ -525,10 +524,9 @@ class SchedulerMetrics:
             if queue not in PENDING_QUEUES:
                 raise ValueError(f"unknown queue {queue!r}: expected one of {PENDING_QUEUES}")
             self._pending.labels(queue).set(count)
-            # As v1.37, each queued pod is also a queued entity of type "pod".
-            if self.release >= V1_37 and (count or queue in self._entity_queues_seen):
-                self._entity_queues_seen.add(queue)
-                self._queued_entities.labels(queue, "pod").set(count)
+            # As v1.37, each queued pod is also a queued entity of type "pod" (until
+            # set_queued_entities counts the pods in groups as their groups).
+            self._set_queued_entity(queue, "pod", count)
 
     def incoming(self, queue: str, event: str) -> None:
         """A pod entered `queue` (active, backoff, unschedulable, gated) because of `event`
@@ -544,16 +542,15 @@ class SchedulerMetrics:
     def set_queued_entities(self, counts: Mapping[tuple[str, str], int]) -> None:
         """v1.37's entities per (queue, type), after set_pending: pods in pod groups
         counted as their groups (SchedulingQueue.pending_entities)."""
+        for (queue, kind), count in counts.items():
+            self._set_queued_entity(queue, kind, count)
+
+    def _set_queued_entity(self, queue: str, kind: str, count: int) -> None:
         if self.release < V1_37:
             return
-        for (queue, kind), count in counts.items():
-            if kind == "pod":
-                if count or queue in self._entity_queues_seen:
-                    self._entity_queues_seen.add(queue)
-                    self._queued_entities.labels(queue, kind).set(count)
-            elif count or (queue, kind) in self._group_queues_seen:
-                self._group_queues_seen.add((queue, kind))
-                self._queued_entities.labels(queue, kind).set(count)
+        if count or (queue, kind) in self._queued_entity_series:
+            self._queued_entity_series.add((queue, kind))
+            self._queued_entities.labels(queue, kind).set(count)
 
     def queueing_hint(self, plugin: str, event: str, hint: str, seconds: float) -> None:
         """A plugin's queueing hint ran for one pod on one event (`event` is the event's
