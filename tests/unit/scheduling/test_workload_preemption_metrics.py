@@ -7,8 +7,6 @@ preemption counts its evaluation, budget violations and execution under preempto
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -86,12 +84,23 @@ def sample(metrics: SchedulerMetrics, name: str, **labels: str) -> float:
     return 0.0
 
 
-async def test_a_group_preemption_is_counted_as_upstream_counts_it() -> None:
+def metrics_harness(cpu: str) -> tuple[SchedulerMetrics, Harness]:
+    """A v1.37 scheduler with GenericWorkload on, its metrics, and one node n1."""
     metrics = SchedulerMetrics(process_metrics=False, generic_workload=True, release=37)
     built = build_harness({"schedulerName": "kpysched"}, GANG_37,
-                          Listers(generic_workload=True, release=37), node("n1", "3"),
+                          Listers(generic_workload=True, release=37), node("n1", cpu),
                           metrics=metrics)
-    harness = Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
+    return metrics, Harness(built.scheduler, built.api, built.listers, built.pods,
+                            built.nodes)
+
+
+async def victims_removed(harness: Harness) -> None:
+    """The victims' removal runs as a task of its own; its execution is timed at the end."""
+    await harness.scheduler.context.writes.preemption.drain(timeout=5)
+
+
+async def test_a_group_preemption_is_counted_as_upstream_counts_it() -> None:
+    metrics, harness = metrics_harness(cpu="3")
     harness.group("victims", 2, 10, whole=True)
     harness.group("pg1", 2, 100)
     for name in ("low-1", "low-2"):
@@ -101,7 +110,7 @@ async def test_a_group_preemption_is_counted_as_upstream_counts_it() -> None:
     for name in ("high-1", "high-2"):
         harness.pod(name, "1", 100, group="pg1")
     await harness.schedule_all()
-    await asyncio.sleep(0.05)  # the victims' removal runs as its own task
+    await victims_removed(harness)
 
     assert sample(metrics, "scheduler_workload_preemption_attempts_total",
                   result="Success") == 1
@@ -118,11 +127,7 @@ async def test_a_group_preemption_is_counted_as_upstream_counts_it() -> None:
 
 
 async def test_a_group_with_nobody_to_preempt_counts_its_attempt_as_unresolvable() -> None:
-    metrics = SchedulerMetrics(process_metrics=False, generic_workload=True, release=37)
-    built = build_harness({"schedulerName": "kpysched"}, GANG_37,
-                          Listers(generic_workload=True, release=37), node("n1", "1"),
-                          metrics=metrics)
-    harness = Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
+    metrics, harness = metrics_harness(cpu="1")
     harness.group("pg1", 2, 100)
     for name in ("high-1", "high-2"):
         harness.pod(name, "1", 100, group="pg1")
@@ -135,18 +140,14 @@ async def test_a_group_with_nobody_to_preempt_counts_its_attempt_as_unresolvable
 
 
 async def test_a_single_pods_preemption_is_counted_as_a_pod() -> None:
-    metrics = SchedulerMetrics(process_metrics=False, generic_workload=True, release=37)
-    built = build_harness({"schedulerName": "kpysched"}, GANG_37,
-                          Listers(generic_workload=True, release=37), node("n1", "2"),
-                          metrics=metrics)
-    harness = Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
+    metrics, harness = metrics_harness(cpu="2")
     harness.group("victims", None, 10)  # disruptionMode single: each member a unit
     for name in ("low-1", "low-2"):
         harness.pod(name, "1", 10, group="victims", on="n1")
     await harness.schedule_all()
     harness.pod("high", "2", 100)
     await harness.schedule_all()
-    await asyncio.sleep(0.05)
+    await victims_removed(harness)
 
     assert sorted(harness.deleted()) == ["low-1", "low-2"]
     assert sample(metrics, "scheduler_preemption_evaluation_duration_seconds_count",
