@@ -94,21 +94,24 @@ POLICY_37 = Features.from_gates({"GenericWorkload": True, "PodGroupPreemptionPol
                                 release=37)
 
 
-def policy_harness() -> Harness:
+def never_group_harness() -> Harness:
+    """PodGroupPreemptionPolicy on, one node of 2 CPUs, and PodGroup pg1 (minCount 2,
+    priority 100) whose own policy is Never."""
     built = build_harness({"schedulerName": "kpysched"}, POLICY_37,
                           Listers(generic_workload=True, release=37), node("n1", "2"))
-    return Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
-
-
-async def test_a_pod_group_whose_policy_is_never_does_not_preempt() -> None:
-    # podgrouppreemption_test.go: a preemptor PodGroup with PreemptNever is "not
-    # eligible due to preemptionPolicy=Never." (its members agree with it).
-    harness = policy_harness()
+    harness = Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
     harness.group("pg1", 2, 100)
     assert harness.listers.workloads is not None
     stored = harness.listers.workloads.pod_groups.get("default/pg1")
     assert stored is not None
     stored.spec.preemption_policy = NEVER
+    return harness
+
+
+async def test_a_pod_group_whose_policy_is_never_does_not_preempt() -> None:
+    # podgrouppreemption_test.go: a preemptor PodGroup with PreemptNever is "not
+    # eligible due to preemptionPolicy=Never." (its members agree with it).
+    harness = never_group_harness()
     for name in ("low-1", "low-2"):
         harness.pod(name, "1", 10, on="n1")
     await harness.schedule_all()
@@ -123,12 +126,7 @@ async def test_a_pod_group_whose_policy_is_never_does_not_preempt() -> None:
 
 
 async def test_members_disagreeing_with_their_pod_group_fail_it() -> None:
-    harness = policy_harness()
-    harness.group("pg1", 2, 100)
-    assert harness.listers.workloads is not None
-    stored = harness.listers.workloads.pod_groups.get("default/pg1")
-    assert stored is not None
-    stored.spec.preemption_policy = NEVER
+    harness = never_group_harness()
     for name in ("high-1", "high-2"):
         harness.pod(name, "1", 100, group="pg1")
     await harness.schedule_all()
