@@ -44,6 +44,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,12 +70,19 @@ REAL_NODE = "kpysched-node"
 KWOK_TAINT = {"key": "kwok.x-k8s.io/node", "value": "fake", "effect": "NoSchedule"}
 PANEL_VARIABLES = {"$__rate_interval": "1m", "$job": "kpysched-metrics",
                    "$namespace": NAMESPACE, "$instance": ".+"}
+# How long the panels may take to show data after the API server's restart (a few
+# scrapes), and the quiet alerts to go quiet after the failing pods are deleted (a
+# scrape after it): waited for, not slept.
+PANELS_TIMEOUT_SECONDS = ALERTS_QUIET_TIMEOUT_SECONDS = 60.0
 
 
 @dataclass(slots=True)
 class InCluster:
     state: ClusterState
     directory: Path
+    # scripts/build-image.sh, run while the cluster and the node start (it waits mostly
+    # on PyPI): the OCI archive's path once built.
+    image: Future[Path]
 
 
 async def _with_api(state: ClusterState, work: Any) -> Any:
@@ -87,19 +95,22 @@ def in_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InCluster]:
     # A short path: containerd's socket under it must fit a unix socket name.
     directory = Path(os.environ.get("KPYSCHED_IN_CLUSTER_DIR") or
                      tmp_path_factory.mktemp("incl")) / "c"
-    state = harness.up(directory, harness.FULL)
-    network = None
-    try:
-        node.start(state)
-        network = asyncio.run(_with_api(state, lambda api: pod_network.start(state, api)))
-        yield InCluster(state, directory)
-    finally:
-        problems: list[str] = []
-        if network is not None:
-            problems += asyncio.run(_with_api(state, lambda api: pod_network.stop(network, api)))
-        problems += node.stop(directory)
-        harness.down(directory)
-        assert not problems, f"clean-up failed: {problems}"
+    with ThreadPoolExecutor(max_workers=1) as image_builder:
+        image = image_builder.submit(kpysched_image.build)
+        state = harness.up(directory, harness.FULL)
+        network = None
+        try:
+            node.start(state)
+            network = asyncio.run(_with_api(state, lambda api: pod_network.start(state, api)))
+            yield InCluster(state, directory, image)
+        finally:
+            problems: list[str] = []
+            if network is not None:
+                problems += asyncio.run(_with_api(state,
+                                                  lambda api: pod_network.stop(network, api)))
+            problems += node.stop(directory)
+            harness.down(directory)
+            assert not problems, f"clean-up failed: {problems}"
 
 
 def _wait(what: str, timeout: float, check: Any, interval: float = 1.0) -> Any:
@@ -227,16 +238,19 @@ def _workload(namespace: str) -> str:
 def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InCluster) -> None:
     state = in_cluster.state
     started = time.time()
+    phases = _Phases()
 
-    # 1. The image, built without a registry and imported into the node's containerd.
-    kpysched_image.build()
-    kpysched_image.import_into_node(in_cluster.directory)
+    # 1. The image, built without a registry (begun by the fixture) and imported into
+    #    the node's containerd.
+    kpysched_image.import_into_node(in_cluster.directory, in_cluster.image.result())
+    phases.done("image built and imported")
 
     # 2. helm install, default values except the image and the decision endpoint (the
     #    decisions API for `kpysched explain`, step 4).
     _helm(state, "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace",
           "--set", f"image.repository={kpysched_image.REPOSITORY}",
           "--set", "decisions.endpoint=true", "--wait", "--timeout", "5m")
+    phases.done("helm install")
 
     # 3. Both replicas Ready on the real node, non-root, read-only root; one leads.
     pods = _wait("two Ready kpysched pods", 120,
@@ -255,6 +269,7 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
     _assert_api_server_admitted(state)
     # Only the leader's pod is labelled, so the decisions Service reaches no standby.
     _wait(f"only {leader} labelled the leader", 30, lambda: _labelled_leaders(state) == [leader])
+    phases.done("both replicas Ready, one leading")
 
     # 6 and 7. Prometheus, with a ServiceAccount token allowed to get /metrics, from
     #    before the workload so the leader's scheduling is scraped.
@@ -274,30 +289,35 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
     try:
         _wait("both kpysched pods scraped", 60, lambda: len(
             [t for t in server.targets() if t["health"] == "up"]) == 2)
+        phases.done("Prometheus scraping")
         _place_workload(state)
+        phases.done("workload placed")
         # Two scrapes of the leader's work before it goes, so its rates exist.
         _wait("the leader's scheduled attempts scraped twice", 60, lambda: server.query(
             'count_over_time(scheduler_schedule_attempts_total{result="scheduled"}[1m]) >= 2'))
         _fail_over(state, names, leader)
+        phases.done("fail-over")
         # The new leader places pods too, and watches end when kube-apiserver
         # restarts, so the informer panels get data.
         kubectl.run(state, "scale", "deployment", "web", "-n", "work", "--replicas=12")
         _wait("12 Running web pods", 120, lambda: _running_web(state) == 12)
         _upgrade_without_two_leaders(state, token)
         _assert_bound_once(state)
+        phases.done("scale and upgrade")
         harness.restart_apiserver(in_cluster.directory)
-        time.sleep(20)  # a few scrapes after it
-        _check_panels(server, started)
+        _check_panels(server, started)  # waits for a few scrapes after the restart
+        phases.done("API server restarted, panels")
         # The deliberately failing pods go; then no alert that watches for a stuck or
         # leaderless scheduler may fire.
         kubectl.run(state, "delete", "pod", "fits-nowhere", "bind-refused", "-n", "work")
-        time.sleep(15)
-        _check_alerts(server)
+        _check_alerts(server)  # waits for a scrape after the deletion
+        phases.done("alerts")
     except BaseException:
         print(log_tail(server.log))
         raise
     finally:
         server.stop()
+        print(f"phases (s): {phases}")
 
     # 8. helm uninstall leaves no kpysched object.
     kubectl.run(state, "delete", "namespace", "work", "--wait=true", "--timeout=120s")
@@ -311,6 +331,21 @@ def test_helm_install_schedule_fail_over_scrape_and_uninstall(in_cluster: InClus
                             "-A", "-l", f"app.kubernetes.io/instance={RELEASE}",
                             "-o", "name").stdout.split()
     assert leftovers == []
+
+
+class _Phases:
+    """Seconds each step took, printed (never asserted) to show where the time goes."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+        self._took: dict[str, float] = {}
+
+    def done(self, name: str) -> None:
+        now = time.monotonic()
+        self._took[name], self._last = round(now - self._last, 1), now
+
+    def __str__(self) -> str:
+        return str(self._took)
 
 
 def _running_web(state: ClusterState) -> int:
@@ -495,9 +530,16 @@ def _panel_exprs() -> list[str]:
 
 
 def _check_panels(server: prometheus.Prometheus, since: float) -> None:
-    """Every panel's query returns at least one series over the run, as Grafana asks."""
-    now = time.time()
-    results = {expr: server.query_range(expr, since, now) for expr in _panel_exprs()}
+    """Every panel's query returns at least one series over the run, as Grafana asks:
+    asked again until all do (a panel fed by the last step shows it only after a
+    scrape or two), for up to PANELS_TIMEOUT_SECONDS."""
+    deadline = time.monotonic() + PANELS_TIMEOUT_SECONDS
+    while True:
+        now = time.time()
+        results = {expr: server.query_range(expr, since, now) for expr in _panel_exprs()}
+        if all(results.values()) or time.monotonic() > deadline:
+            break
+        time.sleep(1.0)
     snapshot = os.environ.get("KPYSCHED_DASHBOARD_SNAPSHOT")
     if snapshot:
         Path(snapshot).write_text(json.dumps(
@@ -517,11 +559,18 @@ MUST_BE_QUIET = {"KpyschedNoLeader", "KpyschedPodsPendingTooLong",
 
 def _check_alerts(server: prometheus.Prometheus) -> None:
     """Each alert expression of the rendered PrometheusRule (for this release) parses
-    and evaluates against the live series; those in MUST_BE_QUIET return nothing."""
+    and evaluates against the live series; those in MUST_BE_QUIET return nothing once
+    a scrape has seen the failing pods gone (waited for, up to
+    ALERTS_QUIET_TIMEOUT_SECONDS)."""
     objects = render(RELEASE, NAMESPACE, "--set", "prometheusRule.enabled=true")
     (rule,) = [o for o in objects if o["kind"] == "PrometheusRule"]
     alerts = [alert for group in rule["spec"]["groups"] for alert in group["rules"]]
     assert {alert["alert"] for alert in alerts} >= MUST_BE_QUIET
+    quiet = [alert for alert in alerts if alert["alert"] in MUST_BE_QUIET]
+    deadline = time.monotonic() + ALERTS_QUIET_TIMEOUT_SECONDS
+    while any(server.query(str(alert["expr"])) for alert in quiet) \
+            and time.monotonic() < deadline:
+        time.sleep(1.0)
     for alert in alerts:
         result = server.query(str(alert["expr"]))  # raises unless Prometheus accepts it
         print(f"{alert['alert']}: {result}")
