@@ -359,10 +359,16 @@ def test_gang_scheduling_turns_on_the_gates_and_the_pod_group_rules_together() -
         return [a for a in args if a.startswith("--feature-gates")], rules
 
     assert gang_parts(render("plain", "plain")) == ([], [])
-    gates, rules = gang_parts(render("gang", "gang", "--set", "gangScheduling.enabled=true"))
-    assert gates == ["--feature-gates=GenericWorkload=true,GangScheduling=true"]
-    assert [(r["resources"], r["verbs"]) for r in rules] == [
-        (["podgroups"], ["list", "watch"]), (["podgroups/status"], ["patch"])]
+    # The gates follow the cluster's release: v1.37 refuses GangScheduling (folded into
+    # GenericWorkload), v1.36 needs both.
+    expected_gates = {"1.36.4": "GenericWorkload=true,GangScheduling=true",
+                      "1.37.2": "GenericWorkload=true"}
+    for kube_version, expected in expected_gates.items():
+        gates, rules = gang_parts(render("gang", "gang", "--set", "gangScheduling.enabled=true",
+                                         "--kube-version", kube_version))
+        assert gates == [f"--feature-gates={expected}"], kube_version
+        assert [(r["resources"], r["verbs"]) for r in rules] == [
+            (["podgroups"], ["list", "watch"]), (["podgroups/status"], ["patch"])]
 
 
 def _ingress(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
