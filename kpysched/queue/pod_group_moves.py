@@ -26,12 +26,6 @@ from kpysched.queue.labels import POD_GROUP_ENTITY, SCHEDULE_ATTEMPT_FAILURE
 from kpysched.queue.pod_group_entities import GroupEntity, GroupKey, PodGroupEntities
 from kpysched.queue.unschedulable import UnschedulablePods
 
-PreEnqueue = Callable[[PodInfo], Status]
-
-# The plugin whose PreEnqueue holds a preemptor while its victims are being removed;
-# the executor's finish releases those pods alone (SchedulingQueue.activate_gated).
-DEFAULT_PREEMPTION = "DefaultPreemption"
-
 
 class PodGroupMoves:
     # The queue's state and steps these methods use (SchedulingQueue has them).
@@ -39,9 +33,7 @@ class PodGroupMoves:
     _backoff: BackoffQueue
     _unschedulable: UnschedulablePods
     _gated: GatedPods
-    _held_for_preemption: set[str]
     _in_flight_events: InFlightEvents
-    _pre_enqueue: PreEnqueue
     _clock: Callable[[], float]
     hints: QueueingHints
 
@@ -52,6 +44,9 @@ class PodGroupMoves:
         raise NotImplementedError
 
     def _deferred(self, pod: PodInfo) -> bool:
+        raise NotImplementedError
+
+    def _run_pre_enqueue(self, info: QueuedPodInfo) -> Status:
         raise NotImplementedError
 
     def _place_active(self, info: QueuedPodInfo, event: str,
@@ -260,21 +255,12 @@ class PodGroupMoves:
 
     def _ask_pre_enqueue(self, entity: GroupEntity, info: QueuedPodInfo) -> str:
         """PreEnqueue for one member; the plugin turning it away, or ""."""
-        status = self._pre_enqueue(info.pod_info)
+        status = self._run_pre_enqueue(info)
         uid = info.pod_info.uid
         if status.ok:
-            info.gated = False
-            info.gating_plugin = ""
             entity.turned_away.discard(uid)
-            self._held_for_preemption.discard(uid)
             return ""
-        info.gated = True
-        info.gating_plugin = status.plugin
         entity.turned_away.add(uid)
-        if status.plugin == DEFAULT_PREEMPTION:
-            self._held_for_preemption.add(uid)
-        else:
-            self._held_for_preemption.discard(uid)
         return status.plugin or "PreEnqueue"
 
     def _group_strategy(self, key: GroupKey, event: ClusterEvent, old: object,

@@ -40,6 +40,7 @@ from kpysched.framework.cluster_events import (
 )
 from kpysched.framework.deferred_resize import is_pod_resize_deferred
 from kpysched.framework.interfaces import QueuedPodInfo
+from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.queue.backoff import BackoffQueue, FailureCounts, Less
@@ -55,18 +56,23 @@ from kpysched.queue.labels import (
 )
 from kpysched.queue.nominator import Nominator
 from kpysched.queue.pod_group_entities import GroupEntity, GroupKey, PodGroupEntities
-from kpysched.queue.pod_group_moves import DEFAULT_PREEMPTION, PodGroupMoves, PreEnqueue
+from kpysched.queue.pod_group_moves import PodGroupMoves
 from kpysched.queue.pod_state import PodQueueState, triggers, wall_clock
 from kpysched.queue.unschedulable import UnschedulablePods
 
 UNSCHEDULABLE_MAX_SECONDS = 300.0  # upstream's podMaxInUnschedulablePodsDuration
 BACKOFF_FLUSH_SECONDS = 1.0
 UNSCHEDULABLE_FLUSH_SECONDS = 30.0
+# The plugin whose PreEnqueue holds a preemptor while its victims are being removed;
+# the executor's finish releases those pods alone (activate_gated).
+DEFAULT_PREEMPTION = "DefaultPreemption"
 
 # The queue each hint answer sends a pod to, as v1.37's strategyToQueueLabel names it.
 _STRATEGY_QUEUE = {Strategy.SKIP: "unschedulable", Strategy.AFTER_BACKOFF: "backoff",
                    Strategy.IMMEDIATELY: "active"}
 
+# The PreEnqueue plugins of the pod's profile, run as one (app.py wires the framework's).
+PreEnqueue = Callable[[PodInfo], Status]
 # Which unschedulable pods an event may move at all (upstream's PreEnqueueCheck).
 PreCheck = Callable[[PodInfo], bool]
 NamespaceLabels = Callable[[str], Mapping[str, str] | None]
@@ -195,23 +201,24 @@ class SchedulingQueue(PodGroupMoves):
     def _admitted(self, info: QueuedPodInfo, event: str,
                   strategy: Strategy | None = None) -> bool:
         """Run PreEnqueue; a pod it turns away waits among the gated pods."""
-        status = self._pre_enqueue(info.pod_info)
-        uid = info.pod_info.uid
-        if not status.ok:
-            info.gated = True
-            info.gating_plugin = status.plugin
-            if status.plugin == DEFAULT_PREEMPTION:
-                self._held_for_preemption.add(uid)
-            else:
-                self._held_for_preemption.discard(uid)
+        if not self._run_pre_enqueue(info).ok:
             self._park(info, event, gated=True, strategy=strategy)
             return False
-        self._held_for_preemption.discard(uid)
-        info.gated = False
-        info.gating_plugin = ""
         self._unschedulable.pop(info.pod_info.uid)
         self._gated.pop(info.pod_info.uid)
         return True
+
+    def _run_pre_enqueue(self, info: QueuedPodInfo) -> Status:
+        """PreEnqueue's answer for the pod, noted on it (gated, and by which plugin) and
+        in the pods DefaultPreemption holds (activate_gated asks only those again)."""
+        status = self._pre_enqueue(info.pod_info)
+        info.gated = not status.ok
+        info.gating_plugin = "" if status.ok else status.plugin
+        if not status.ok and status.plugin == DEFAULT_PREEMPTION:
+            self._held_for_preemption.add(info.pod_info.uid)
+        else:
+            self._held_for_preemption.discard(info.pod_info.uid)
+        return status
 
     def _to_active(self, info: QueuedPodInfo, event: str, *,
                    from_backoff: bool = False, strategy: Strategy | None = None) -> bool:
