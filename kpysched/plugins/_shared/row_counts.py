@@ -29,7 +29,7 @@ IntArray = npt.NDArray[np.int64]
 NEVER_COUNTED = NodeInfo("")
 
 
-def changed_rows(rows: Sequence[NodeInfo], remembered: Sequence[NodeInfo]) -> IntArray:
+def _changed_rows(rows: Sequence[NodeInfo], remembered: Sequence[NodeInfo]) -> IntArray:
     """The rows whose NodeInfo is not the very object remembered for them (one identity
     check per row, in C)."""
     found: IntArray = np.flatnonzero(np.fromiter(map(operator.is_not, rows, remembered),
@@ -39,14 +39,15 @@ def changed_rows(rows: Sequence[NodeInfo], remembered: Sequence[NodeInfo]) -> In
 
 def changed_since(rows: Sequence[NodeInfo], remembered: Sequence[NodeInfo],
                   versions: IntArray | None, remembered_versions: IntArray | None) -> IntArray:
-    """`changed_rows`, by the rows' versions when both calls had them for as many rows
-    (a version names one write of one row's NodeInfo, so an equal version is the very
-    same object), else by identity."""
+    """The rows whose NodeInfo is not the very object remembered for them: by the rows'
+    versions when both calls had them for as many rows (a version names one write of
+    one row's NodeInfo, so an equal version is the very same object), else by
+    identity."""
     if (versions is not None and remembered_versions is not None
             and len(versions) == len(remembered_versions) == len(rows)):
         found: IntArray = np.flatnonzero(versions != remembered_versions)
         return found
-    return changed_rows(rows, remembered)
+    return _changed_rows(rows, remembered)
 
 
 class RowCounts:

@@ -52,12 +52,6 @@ class TermRows:
     def __bool__(self) -> bool:
         return self._size > 0
 
-    @property
-    def by_row(self) -> dict[int, int]:
-        """Pods with the term per row holding any."""
-        return dict(zip(self._rows[:self._size].tolist(), self._pods[:self._size].tolist(),
-                        strict=True))
-
     def add(self, row: int, pods: int) -> None:
         """`pods` more (or fewer, when negative) pods with the term on `row`."""
         for sums in self._domains.values():
