@@ -19,10 +19,11 @@ every term it matches, to the term's topology domain of the pod's node; a node's
 score is the sum over the terms' keys of its domains' totals (normalising keeps the
 order). All 30 keys split the nodes by index % 7, so the best nodes are the domain
 holding the fewest existing pods: `best_nodes` computes that from the nodes' labels
-and the pods the API server lists (142 of the 1,000 nodes). kube-scheduler v1.36.4,
-run first on the same state with an identical pod (deleted again before kpysched
-starts), must land in that set too: it checks the reasoning, including that the
-420 nodes kube-scheduler scores (percentageOfNodesToScore) hold some of the best.
+and the pods the API server lists (142 of the 1,000 nodes). kube-scheduler, run first
+on the same state with an identical pod (deleted again before kpysched is given its
+own; kpysched's replicas start meanwhile), must land in that set too: it checks the
+reasoning, including that the 420 nodes kube-scheduler scores
+(percentageOfNodesToScore) hold some of the best.
 
 The whole test is bounded (each wait has a timeout); on the 2-core machine it took
 about 1.5 minutes alone and 3 while others' builds loaded it. Timings are printed,
@@ -273,26 +274,31 @@ async def test_expensive_pod_keeps_the_lease_and_lands_where_kube_scheduler_woul
         assert len(node_labels) == NODES and created == EXISTING_PODS
         phase("1,000 KWOK nodes Ready, 6,000 pods created")
 
-        # While KWOK runs the existing pods: their phase is no input to any score.
-        upstream_node = await _upstream_choice(api, state)
-        phase("kube-scheduler's choice")
-
-        pods = json.loads(await api.must("GET", "/api/v1/pods"))["items"]
-        bound = [p for p in pods if p["spec"].get("nodeName")]
-        assert len(bound) == EXISTING_PODS, len(bound)
-        best = best_nodes(node_labels, bound, expensive_anti_affinity())
-        assert 0 < len(best) < NODES // 5, sorted(best)[:10]  # a choice that means something
-        assert upstream_node in best, (
-            f"kube-scheduler chose {upstream_node}, outside the expected best set "
-            f"({len(best)} nodes, e.g. {sorted(best)[:5]}): the test's model is wrong")
-
-        tenant = await _namespace(state, "tenant")
         replicas = Replicas(state, count=2)
         samples: list[LeaseSample] = []
         poller: asyncio.Task[None] | None = None
         standby: Replica | None = None
+        # The replicas start (each lists the 6,000 pods) while kube-scheduler decides:
+        # they schedule nothing in its namespace, and its pod is deleted before the
+        # tenant's pod is created, so they see it gone first (one watch, in order).
+        starting = asyncio.create_task(asyncio.to_thread(replicas.start))
         try:
-            await asyncio.to_thread(replicas.start)
+            # While KWOK runs the existing pods: their phase is no input to any score.
+            upstream_node = await _upstream_choice(api, state)
+            phase("kube-scheduler's choice (the replicas starting meanwhile)")
+
+            pods = json.loads(await api.must("GET", "/api/v1/pods"))["items"]
+            bound = [p for p in pods if p["spec"].get("nodeName")]
+            assert len(bound) == EXISTING_PODS, len(bound)
+            best = best_nodes(node_labels, bound, expensive_anti_affinity())
+            # A choice that means something.
+            assert 0 < len(best) < NODES // 5, sorted(best)[:10]
+            assert upstream_node in best, (
+                f"kube-scheduler chose {upstream_node}, outside the expected best set "
+                f"({len(best)} nodes, e.g. {sorted(best)[:5]}): the test's model is wrong")
+
+            tenant = await _namespace(state, "tenant")
+            await starting
             leader = await asyncio.to_thread(replicas.leader)
             assert leader is not None, "no replica holds the Lease"
             standby = next(r for r in replicas.all if r is not leader)
@@ -322,6 +328,10 @@ async def test_expensive_pod_keeps_the_lease_and_lands_where_kube_scheduler_woul
             samples.append(await _read_lease(api))
             phase("expensive pod and 200 plain pods scheduled")
         finally:
+            # A thread is not cancelled: the replicas it starts must be up to be stopped.
+            await asyncio.wait([starting])
+            if not starting.cancelled():
+                starting.exception()  # raised above already if it failed
             if poller is not None:
                 poller.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
