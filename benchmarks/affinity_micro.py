@@ -9,15 +9,15 @@ live run. No API server, no kube-scheduler: kpysched's own before/after figures.
 
     python -m benchmarks.affinity_micro --workload pod-affinity [--nodes 1000]
         [--init-pods N] [--pods N] [--release 37] [--repeat 1] [--plugins N]
-        [--profile FILE] [--points]
+        [--profile FILE] [--points] [--records]
 
 Prints, per workload, the CPU ms per measured pod of the scheduling cycles alone and of
 everything (cycles, bindings, their confirmation), and a digest of the decisions (each
 pod's node, or its FailedScheduling note; ties broken by a seeded generator), so that
 a speed-up that changes any decision shows as a different digest (with `--records`, one
-that changes any node's score too). `--plugins N` adds
-the N (plugin, extension point) pairs that took the most, as the framework times them
-(wall time: inflated on a loaded machine). `--points` times InterPodAffinity's four
+that changes any node's score too). `--plugins N` adds the N (plugin, extension
+point) pairs that took the most, as the framework times them (wall time: inflated on a
+loaded machine). `--points` times InterPodAffinity's four
 points alone in CPU time, the steadiest figure when other work shares the machine.
 """
 
@@ -112,11 +112,10 @@ def _build(workload: Workload, nodes: int, init_pods: int, release: int,
 
 async def _schedule(harness: SchedulerHarness, measured: dict[str, api.Pod],
                     profile: cProfile.Profile | None) -> Run:
-    scheduler, queue, recording = harness.scheduler, harness.scheduler.queue, harness.api
+    scheduler, queue = harness.scheduler, harness.scheduler.queue
     cycle_seconds = 0.0
     confirmed = 0
     placements: dict[str, str] = {}
-    plugin_seconds: dict[tuple[str, str], float] = {}
     attempts = scheduler.attempts
     new_attempt = attempts.new
 
@@ -141,41 +140,56 @@ async def _schedule(harness: SchedulerHarness, measured: dict[str, api.Pod],
         # The binding tasks run; each binding comes back as the watch would bring it.
         for _ in range(4):
             await asyncio.sleep(0)
-        requests = recording.requests
-        while confirmed < len(requests):
-            method, path, body = requests[confirmed]
-            confirmed += 1
-            if method != "POST" or not path.endswith("/binding"):
-                continue
-            if isinstance(body, bytes):
-                body = msgspec.json.decode(body)
-            name, node = body["metadata"]["name"], body["target"]["name"]
-            placements[name] = node
-            old = measured[name]
-            new = msgspec.structs.replace(
-                old, spec=msgspec.structs.replace(old.spec, node_name=node),
-                metadata=msgspec.structs.replace(old.metadata, resource_version="2"))
-            measured[name] = new
-            harness.pods.on_update(old, new)
+        confirmed = _confirm_bindings(harness, measured, placements, confirmed)
     await scheduler.drain_writes(timeout=5)
     total_seconds = time.process_time() - began
+    plugin_seconds: dict[tuple[str, str], float] = {}
+    for cycle in times:
+        for key, seconds in cycle.items():
+            plugin_seconds[key] = plugin_seconds.get(key, 0.0) + seconds
+    return Run(len(measured), cycle_seconds, total_seconds,
+               _digest(harness, measured, placements), len(placements), plugin_seconds)
+
+
+def _confirm_bindings(harness: SchedulerHarness, measured: dict[str, api.Pod],
+                      placements: dict[str, str], confirmed: int) -> int:
+    """Each binding sent since request number `confirmed` comes back to the scheduler as
+    its pod, updated with the node (noted in `placements`); the requests read so far."""
+    requests = harness.api.requests
+    while confirmed < len(requests):
+        method, path, body = requests[confirmed]
+        confirmed += 1
+        if method != "POST" or not path.endswith("/binding"):
+            continue
+        if isinstance(body, bytes):
+            body = msgspec.json.decode(body)
+        name, node = body["metadata"]["name"], body["target"]["name"]
+        placements[name] = node
+        old = measured[name]
+        new = msgspec.structs.replace(
+            old, spec=msgspec.structs.replace(old.spec, node_name=node),
+            metadata=msgspec.structs.replace(old.metadata, resource_version="2"))
+        measured[name] = new
+        harness.pods.on_update(old, new)
+    return confirmed
+
+
+def _digest(harness: SchedulerHarness, measured: dict[str, api.Pod],
+            placements: dict[str, str]) -> str:
+    """What was decided: each measured pod's node or FailedScheduling note, in pod order,
+    and with decision records on, every cycle's record but its wall-clock time (feasible
+    nodes, each Score plugin's raw and normalised scores, the ties drawn among)."""
     refused = harness.notes("FailedScheduling")
     digest = hashlib.sha256()
     for name in sorted(measured, key=lambda n: int(n.rsplit("-", 1)[1])):
         digest.update(f"{name} {placements.get(name) or refused.get(name, '?')}\n".encode())
-    for cycle in times:
-        for key, seconds in cycle.items():
-            plugin_seconds[key] = plugin_seconds.get(key, 0.0) + seconds
-    decisions = scheduler.context.decisions
+    decisions = harness.scheduler.context.decisions
     if decisions is not None:
-        # Every cycle's record (feasible nodes, each Score plugin's raw and normalised
-        # scores, the ties drawn among) but its wall-clock time.
         for name in measured:
             for record in decisions.for_pod(MEASURED_NAMESPACE, name):
                 record.pop("time", None)
                 digest.update(msgspec.json.encode(record, order="sorted"))
-    return Run(len(measured), cycle_seconds, total_seconds, digest.hexdigest()[:16],
-               len(placements), plugin_seconds)
+    return digest.hexdigest()[:16]
 
 
 def run(name: str, nodes: int, init_pods: int | None, pods: int | None, release: int,
