@@ -70,6 +70,11 @@ def member(name: str, *, gates: tuple[str, ...] = (), group: str = "g") -> PodIn
     return builder.info()
 
 
+def add_all(queue: SchedulingQueue, *members: PodInfo) -> None:
+    for info in members:
+        queue.add(info)
+
+
 def ungated(info: PodInfo) -> PodInfo:
     return PodInfo.of(msgspec.structs.replace(
         info.pod, spec=msgspec.structs.replace(info.pod.spec, scheduling_gates=[])))
@@ -96,8 +101,7 @@ async def test_a_failed_group_backs_off_once_per_attempt_and_together() -> None:
     clock = FakeClock()
     queue = queue_37(clock)
     a, b = member("a"), member("b")
-    queue.add(a)
-    queue.add(b)
+    add_all(queue, a, b)
     await fail_group(queue, a, b)
     assert queue.where(a.uid) == queue.where(b.uid) == "backoff"
     # One failure of the group (not two, one per member): 1 s.
@@ -114,8 +118,7 @@ async def test_the_group_backoff_cap_grows_with_the_square_root_of_its_size() ->
     clock = FakeClock()
     queue = queue_37(clock, maximum=2.0)
     pods = [member(f"m{i}") for i in range(4)]
-    for info in pods:
-        queue.add(info)
+    add_all(queue, *pods)
     for _ in range(3):  # 1 s, 2 s, then 4 s (a pod's cap would be 2 s)
         await fail_group(queue, *pods)
         clock.advance(10)
@@ -131,8 +134,7 @@ async def test_v1_36_members_keep_their_own_backoff() -> None:
     clock = FakeClock()
     queue = queue_37(clock, release=36, maximum=2.0)
     pods = [member(f"m{i}") for i in range(4)]
-    for info in pods:
-        queue.add(info)
+    add_all(queue, *pods)
     for _ in range(3):
         await fail_group(queue, *pods)
         clock.advance(10)
@@ -177,8 +179,7 @@ async def test_a_group_first_seen_gated_stays_held_when_an_ungated_member_comes(
     # ... as gated"
     queue = queue_37(FakeClock())
     a, b = member("a", gates=("wait",)), member("b")
-    queue.add(a)
-    queue.add(b)
+    add_all(queue, a, b)
     assert queue.where(a.uid) == queue.where(b.uid) == "gated"
     assert await still_waiting(queue)
 
@@ -187,8 +188,7 @@ async def test_a_held_group_hears_only_its_holder_events() -> None:
     # "gated pod group not matching gating event stays in unschedulableEntities"
     queue = queue_37(FakeClock())
     a, b = member("a"), member("b", gates=("wait",))
-    queue.add(a)
-    queue.add(b)
+    add_all(queue, a, b)
     hints_before = queue.hints
     queue.hints = hints({"SchedulingGates": (
         ClusterEvent(Resource.POD, ActionType.UPDATE_POD_SCHEDULING_GATES_ELIMINATED),)})
@@ -201,8 +201,7 @@ async def test_ungating_one_member_of_two_gated_keeps_the_group_held() -> None:
     # "ungate one pod but another remains gated, keeps pod group ... as gated"
     queue = queue_37(FakeClock())
     a, b = member("a", gates=("x",)), member("b", gates=("y",))
-    queue.add(a)
-    queue.add(b)
+    add_all(queue, a, b)
     queue.update(ungated(a))
     assert queue.where(a.uid) == queue.where(b.uid) == "gated"
 
@@ -212,8 +211,7 @@ async def test_deleting_the_only_gated_member_leaves_the_group_waiting_unheld() 
     # among the unschedulable until an event moves it)
     queue = queue_37(FakeClock())
     a, b = member("a"), member("b", gates=("wait",))
-    queue.add(a)
-    queue.add(b)
+    add_all(queue, a, b)
     queue.delete(b.uid)
     assert queue.where(a.uid) == "unschedulable"
     assert await still_waiting(queue)
@@ -225,8 +223,7 @@ async def test_activating_one_member_activates_its_group_from_backoff() -> None:
     # "activate pod group in backoffQ, moves pod group to activeQ"
     queue = queue_37(FakeClock())
     a, b = member("a"), member("b")
-    queue.add(a)
-    queue.add(b)
+    add_all(queue, a, b)
     await fail_group(queue, a, b)
     queue.activate([a.uid])
     assert queue.where(a.uid) == queue.where(b.uid) == "active"
@@ -238,8 +235,7 @@ async def test_a_placed_group_forgets_its_failures_and_requeues_left_overs_at_on
     clock = FakeClock()
     queue = queue_37(clock)
     a, b = member("a"), member("b")
-    queue.add(a)
-    queue.add(b)
+    add_all(queue, a, b)
     await fail_group(queue, a, b)
     clock.advance(1.01)
     queue.flush_backoff_completed()
@@ -277,8 +273,7 @@ async def test_a_group_moved_by_an_event_moves_whole() -> None:
     clock = FakeClock()
     queue = queue_37(clock)
     a, b = member("a"), member("b", gates=("wait",))
-    queue.add(a)
-    queue.add(b)
+    add_all(queue, a, b)
     queue.delete(b.uid)
     c = member("c")
     queue.add(c)  # joins the waiting group unasked
@@ -326,8 +321,7 @@ async def test_a_failed_group_asks_pre_enqueue_once_per_member_coming_back() -> 
     queue = SchedulingQueue(priority_sort.PrioritySort().less, counting, hints(),
                             clock=clock, pod_groups=True, release=37)
     pods = [member(f"m{i}") for i in range(50)]
-    for info in pods:
-        queue.add(info)
+    add_all(queue, *pods)
     taken = await take_group(queue, *pods)
     asked.clear()
     for info in taken:
@@ -364,8 +358,7 @@ async def test_left_over_members_keep_their_groups_place_in_the_active_queue() -
     clock = FakeClock()
     queue = queue_37(clock)
     a, b = member("a"), member("b")
-    queue.add(a)
-    queue.add(b)
+    add_all(queue, a, b)
     placed, left = await take_group(queue, a, b)
     clock.advance(5)
     plain = make_pod("plain").info()
@@ -386,8 +379,7 @@ async def test_a_group_is_one_entity_in_the_queue_metrics() -> None:
     queue = queue_37(clock)
     a, b = member("a"), member("b")
     plain = make_pod("plain").info()
-    queue.add(a)
-    queue.add(b)
+    add_all(queue, a, b)
     queue.add(plain)
     assert queue.incoming_entities == {("active", "UnscheduledPodAdd", "podgroup"): 1,
                                        ("active", "UnscheduledPodAdd", "pod"): 1}
