@@ -79,8 +79,9 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin
         self._defaults = args.effective_defaults()
         self._system_defaulted = args.defaulting_type == SYSTEM_DEFAULTING
         self._counter = MatchCounter()
-        # The defaults parsed per action, when no pod label enters them (no
-        # matchLabelKeys): every pod without constraints of its own asks again.
+        # The defaults parsed once per action, for every pod without constraints of
+        # its own (PreFilter and PreScore each ask). None when a default has
+        # matchLabelKeys: the pod's labels enter the parse, so it is made per pod.
         self._parsed_defaults: dict[str, tuple[Constraint, ...]] | None = (
             None if any(c.match_label_keys for c in self._defaults) else {})
 
@@ -90,12 +91,14 @@ class PodTopologySpread(PreFilterPlugin, PreFilterExtensions, VectorFilterPlugin
                 ClusterEventWithHint(_NODE_EVENT, hints.schedulable_after_node_change))
 
     def _parsed_default_constraints(self, pod: api.Pod, action: str) -> tuple[Constraint, ...]:
+        """The default constraints of `action` for `pod`, kept parsed when they can be."""
         parsed = self._parsed_defaults
         if parsed is None:
             return parse_constraints(self._defaults, pod.metadata.labels, action)
         found = parsed.get(action)
         if found is None:
-            # A selector that does not parse raises here every time, as before.
+            # Kept only once parsed: a default that does not parse raises for every
+            # pod, as it would parsed per pod.
             found = parsed[action] = parse_constraints(self._defaults, {}, action)
         return found
 
