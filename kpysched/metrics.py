@@ -493,15 +493,14 @@ class SchedulerMetrics:
         """Finding the victims took `seconds`; preemptor is "pod" or "podgroup"."""
         self._preemption_evaluation_duration.labels(preemptor, result).observe(seconds)
 
-    def preemption_chosen(self, preemptor: str, victims: int, disruptions: int,
-                          pdb_violations: int) -> None:
-        """A preemption is carried out (upstream's observeVictims): its victims, the
-        units among them that disrupt a pod group, and its budget violations."""
-        if preemptor == "pod":
-            self._preemption_victims.observe(victims)
-        else:
-            self._workload_preemption_victims.observe(victims)
-        self.preemption_disruptions(preemptor, disruptions, pdb_violations)
+    def group_preemption_chosen(self, victims: int, disruptions: int,
+                                pdb_violations: int) -> None:
+        """A pod group's preemption is carried out (upstream's observeVictims): its
+        victims, the units among them that disrupt a pod group, and its budget
+        violations. (A single pod's victims are counted by preemption_victims where
+        they are evicted, its violations by preemption_disruptions.)"""
+        self._workload_preemption_victims.observe(victims)
+        self.preemption_disruptions("podgroup", disruptions, pdb_violations)
 
     def preemption_disruptions(self, preemptor: str, disruptions: int,
                                pdb_violations: int) -> None:
@@ -715,7 +714,7 @@ class NoMetrics(SchedulerMetrics):
     preemption_attempt = preemption_victims = set_pending = incoming = _ignore
     incoming_entity = workload_preemption_attempt = preemption_evaluation = _ignore
     set_queued_entities = _ignore
-    preemption_chosen = preemption_execution = preemption_disruptions = _ignore
+    group_preemption_chosen = preemption_execution = preemption_disruptions = _ignore
     queueing_hint = set_unschedulable = unschedulable_changed = _ignore
     extension_point_duration = plugin_duration = plugin_evaluated = permit_wait = _ignore
     set_cache_size = set_leader = leader_slowpath = watch_restarted = relisted = _ignore

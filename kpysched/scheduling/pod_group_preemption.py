@@ -121,8 +121,8 @@ def _preempt(framework: Framework, snapshot: Snapshot, priority: int,
         if found.status.ok:
             # Upstream counts the victims when it carries the preemption out, which
             # it does for every placement found (none left to go included).
-            metrics.preemption_chosen(PREEMPTOR, len(found.victims), found.disruptions,
-                                      found.pdb_violations)
+            metrics.group_preemption_chosen(len(found.victims), found.disruptions,
+                                            found.pdb_violations)
     return found
 
 

@@ -37,7 +37,7 @@ def test_not_registered_without_generic_workload_or_before_v1_37(generic_workloa
     metrics = SchedulerMetrics(process_metrics=False, generic_workload=generic_workload,
                                release=release)
     metrics.workload_preemption_attempt("Success")
-    metrics.preemption_chosen("podgroup", 2, 1, 1)
+    metrics.group_preemption_chosen(2, 1, 1)
     assert not set(NAMES) & set(families(metrics))
 
 
@@ -45,7 +45,7 @@ def test_upstream_names_types_labels_buckets_and_help() -> None:
     metrics = SchedulerMetrics(process_metrics=False, generic_workload=True, release=37)
     metrics.workload_preemption_attempt("Success")
     metrics.preemption_evaluation("podgroup", "Success", 0.002)
-    metrics.preemption_chosen("podgroup", 3, 1, 2)
+    metrics.group_preemption_chosen(3, 1, 2)
     metrics.preemption_execution("podgroup", "success", 0.01)
     found = families(metrics)
     for name, (kind, labels) in NAMES.items():
@@ -68,7 +68,7 @@ def test_upstream_names_types_labels_buckets_and_help() -> None:
 def test_nothing_disrupted_or_violated_is_not_observed_nor_written() -> None:
     # As Go's client, a labelled family with no series is left out of /metrics.
     metrics = SchedulerMetrics(process_metrics=False, generic_workload=True, release=37)
-    metrics.preemption_chosen("podgroup", 2, 0, 0)
+    metrics.group_preemption_chosen(2, 0, 0)
     found = families(metrics)
     assert "scheduler_preemption_workload_disruptions" not in found
     assert "scheduler_preemption_pdb_violations" not in found
