@@ -4,7 +4,7 @@ kube-scheduler v1.37 (GenericWorkload on) queues a pod group as one entity: its
 members wait together in one place (active, backoff, or among the unschedulable), are
 popped together, and come back together. kpysched keeps every member in its own pool
 entry, as before, and this module holds what the entity shares, so the queue can move
-all of a group's waiting members as one (scheduling_queue.py, `_group_*`):
+all of a group's waiting members as one (pod_group_moves.py):
 
 - The backoff is the group's: its failures are counted once per attempt of the whole
   group (an error streak or rejections, as a pod's), from the time the attempt came
