@@ -24,16 +24,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kpysched.cache.cache import Cache
-from kpysched.cache.label_index import LabelColumn
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.snapshot import Snapshot
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
-from kpysched.plugins._shared.domain_sums import DomainSums
 from kpysched.plugins._shared.row_counts import RowCounts
 from kpysched.plugins.inter_pod_affinity.existing_terms import ExistingTerms, TermRows
 from kpysched.plugins.inter_pod_affinity.filtering import required_anti_terms
 from tests.unit.builders import make_node
+from tests.unit.plugins._shared.test_domain_sums import by_code
 from tests.unit.plugins.inter_pod_affinity.test_plugin import pod, t_in
 
 _SETTINGS = settings(derandomize=True, deadline=None, database=None, max_examples=150,
@@ -50,11 +49,6 @@ _uids = count()
 
 def _app_a(node: NodeInfo) -> int:
     return sum(1 for other in node.pods.values() if other.pod.metadata.labels.get("app") == "a")
-
-
-def _by_code(column: LabelColumn, per_row: np.ndarray) -> list[int]:
-    """Each domain code's sum of the rows' figures, rows without the key left out."""
-    return [int(per_row[(column.codes == code)].sum()) for code in range(len(column.values))]
 
 
 def _walked_terms(rows: list[NodeInfo]) -> dict[tuple[int, int], dict[int, int]]:
@@ -138,12 +132,12 @@ def test_kept_rows_read_by_version_equal_every_row_read_afresh(
         for key in SUMMED_KEYS:
             column = snapshot.labels.column(key)
             per_row = np.array([_app_a(node) for node in rows], dtype=np.int64)
-            assert app_a.domain_sums(key, column).tolist() == _by_code(column, per_row)
+            assert app_a.domain_sums(key, column).tolist() == by_code(column, per_row)
             for term, weight, held in existing.current(rows, snapshot.columns.version):
                 per_row = np.zeros(len(rows), dtype=np.int64)
                 for row, pods in walked[(id(term), weight)].items():
                     per_row[row] = pods
-                assert held.domain_sums(key, column).tolist() == _by_code(column, per_row)
+                assert held.domain_sums(key, column).tolist() == by_code(column, per_row)
 
     cache.update_snapshot(snapshot)
     check("both")
@@ -200,25 +194,3 @@ def test_term_rows_keep_one_entry_per_row_through_swaps() -> None:
         held.add(row, row + 1)
     rows, pods = held.arrays()
     assert np.array_equal(rows, np.arange(10)) and np.array_equal(pods, np.arange(1, 11))
-
-
-@_SETTINGS
-@given(changes=st.lists(st.tuples(st.integers(0, 4), st.sampled_from(("z1", "z2", "z3", None)),
-                                  st.integers(0, 3), st.booleans()), max_size=20))
-def test_domain_sums_follow_rows_relabelled_and_recounted(
-        changes: list[tuple[int, str | None, int, bool]]) -> None:
-    """DomainSums alone, over a column relabelled in place as the snapshot does it: a
-    row's figure moves with it from code to code however often it moves, read after
-    every change or after several."""
-    column = LabelColumn(["z1", "z2", None, "z1", "z2"], 5)
-    figures = np.array([1, 0, 2, 3, 1], dtype=np.int64)
-    sums = DomainSums()
-    assert sums.read(column, lambda row: int(figures[row]), lambda: figures).tolist() == (
-        _by_code(column, figures))
-    for row, zone, figure, read in changes:
-        column.set_row(row, zone)
-        figures[row] = figure
-        sums.touch(row)
-        if read:
-            assert sums.read(column, lambda row: int(figures[row]), lambda: figures
-                             ).tolist() == _by_code(column, figures)
