@@ -96,7 +96,7 @@ class PreemptionExecutor:
 
     async def _run(self, preemptor: Preemptor, node_name: str, victims: Sequence[PodInfo],
                    on_failed: Callable[[], object] | None,
-                   on_done: Callable[[bool], object] | None = None) -> None:
+                   on_done: Callable[[bool], object] | None) -> None:
         *first, last = victims
         removed = False
         try:
