@@ -4,14 +4,15 @@ The queue (scheduling_queue.SchedulingQueue) keeps every member in its per-pod p
 pod_group_entities.py holds what the group shares (its backoff, its holder); the methods
 here move all of a group's waiting members together, as kube-scheduler v1.37's queue
 moves a group entity: where a new member joins, how a group comes back from its attempt,
-how PreEnqueue holds it whole, how an event moves it, and what its PodGroup's deletion
-does. A mixin of SchedulingQueue: it reads the queue's pools and places pods with the
-queue's own steps, declared below.
+how PreEnqueue holds it whole, how an event moves it, what its PodGroup's deletion
+does, where the members a placement left over go, and how many entities wait where (for
+v1.37's queue metrics). A mixin of SchedulingQueue: it reads the queue's pools and
+places pods with the queue's own steps, declared below.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from kpysched.cache.pod_groups import group_name
 from kpysched.framework.cluster_events import ClusterEvent
@@ -22,7 +23,7 @@ from kpysched.queue.backoff import BackoffQueue
 from kpysched.queue.gated import GatedPods
 from kpysched.queue.hints import QueueingHints, Strategy
 from kpysched.queue.in_flight import InFlightEvents
-from kpysched.queue.labels import POD_GROUP_ENTITY, SCHEDULE_ATTEMPT_FAILURE
+from kpysched.queue.labels import POD_ENTITY, POD_GROUP_ENTITY, SCHEDULE_ATTEMPT_FAILURE
 from kpysched.queue.pod_group_entities import GroupEntity, GroupKey, PodGroupEntities
 from kpysched.queue.unschedulable import UnschedulablePods
 
@@ -66,6 +67,12 @@ class PodGroupMoves:
 
     def _count_entity(self, queue: str, event: str, strategy: Strategy | None,
                       kind: str) -> None:
+        raise NotImplementedError
+
+    def activate(self, uids: Iterable[str]) -> None:
+        raise NotImplementedError
+
+    def pending_counts(self) -> dict[str, int]:
         raise NotImplementedError
 
     def _group_key(self, pod: PodInfo) -> GroupKey | None:
@@ -315,3 +322,37 @@ class PodGroupMoves:
                 info.gated = False
                 info.gating_plugin = ""
                 self._unschedulable.put(info)
+
+    def activate_left_over(self, uids: Iterable[str]) -> None:
+        """A pod group was placed (its quorum met) and these members were left over: as
+        v1.37, its failures are forgotten and they go to the active queue at once."""
+        uids = list(uids)
+        if self._entities is not None:
+            placed: dict[GroupKey, float | None] = {}
+            for uid in uids:
+                info = self._info_anywhere(uid)
+                if info is None or (key := self._group_key(info.pod_info)) is None:
+                    continue
+                if key not in placed:
+                    placed[key] = self._entities.placed(key)
+                if (timestamp := placed[key]) is not None:
+                    # Ahead of pods that came during its attempt, as upstream's
+                    # group keeps its timestamp when members were left over.
+                    info.timestamp = timestamp
+        self.activate(uids)
+
+    def pending_entities(self) -> dict[tuple[str, str], int]:
+        """(queue, type) -> entities waiting there (v1.37's scheduler_queued_entities):
+        pods outside any group as "pod", each v1.37 group whose members wait as one
+        "podgroup" (held groups count as gated)."""
+        counts = {(queue, POD_ENTITY): count for queue, count in self.pending_counts().items()}
+        if self._entities is None:
+            return counts
+        for _, entity in self._entities.items():
+            queue = self._group_queue(entity)
+            if queue is None:
+                continue
+            members = sum(1 for uid in entity.members if self.where(uid) == queue)
+            counts[(queue, POD_ENTITY)] -= members
+            counts[(queue, POD_GROUP_ENTITY)] = counts.get((queue, POD_GROUP_ENTITY), 0) + 1
+        return counts

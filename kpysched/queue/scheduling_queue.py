@@ -573,24 +573,6 @@ class SchedulingQueue(PodGroupMoves):
             return False
         return True
 
-    def activate_left_over(self, uids: Iterable[str]) -> None:
-        """A pod group was placed (its quorum met) and these members were left over: as
-        v1.37, its failures are forgotten and they go to the active queue at once."""
-        uids = list(uids)
-        if self._entities is not None:
-            placed: dict[GroupKey, float | None] = {}
-            for uid in uids:
-                info = self._info_anywhere(uid)
-                if info is None or (key := self._group_key(info.pod_info)) is None:
-                    continue
-                if key not in placed:
-                    placed[key] = self._entities.placed(key)
-                if (timestamp := placed[key]) is not None:
-                    # Ahead of pods that came during its attempt, as upstream's
-                    # group keeps its timestamp when members were left over.
-                    info.timestamp = timestamp
-        self.activate(uids)
-
     def pop_specific(self, uid: str) -> QueuedPodInfo | None:
         """Take this pod out of the queue for the scheduling cycle under way (upstream's
         PopSpecificPod: activate it, then take it from the active queue); None when it
@@ -682,22 +664,6 @@ class SchedulingQueue(PodGroupMoves):
             "unschedulable": len(self._unschedulable),
             "gated": len(self._gated),
         }
-
-    def pending_entities(self) -> dict[tuple[str, str], int]:
-        """(queue, type) -> entities waiting there (v1.37's scheduler_queued_entities):
-        pods outside any group as "pod", each v1.37 group whose members wait as one
-        "podgroup" (held groups count as gated)."""
-        counts = {(queue, POD_ENTITY): count for queue, count in self.pending_counts().items()}
-        if self._entities is None:
-            return counts
-        for _, entity in self._entities.items():
-            queue = self._group_queue(entity)
-            if queue is None:
-                continue
-            members = sum(1 for uid in entity.members if self.where(uid) == queue)
-            counts[(queue, POD_ENTITY)] -= members
-            counts[(queue, POD_GROUP_ENTITY)] = counts.get((queue, POD_GROUP_ENTITY), 0) + 1
-        return counts
 
     def state_of(self, uid: str) -> PodQueueState | None:
         """Where the pod is and what would move it on (for explain); None when the
