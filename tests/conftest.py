@@ -40,6 +40,30 @@ def pytest_configure(config: pytest.Config) -> None:
                    "Kubernetes release ('1.36', '1.37'; tests/cluster/releases.py)")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules pinned to a release other than the selected one go after every other
+    e2e module, just before the unit tests. `--dist loadfile` hands files out in this
+    order, and CI's background build makes the other release's control plane while the
+    suite runs: first in line, the worker given such a module waited 471 s for it in a
+    cold run; last in line, it is built by then. The unit files still fill both workers'
+    ends."""
+    selected = releases.selected().name
+
+    def pinned_elsewhere(item: pytest.Item) -> bool:
+        marker = item.get_closest_marker(RELEASE_MARKER)
+        return marker is not None and releases.selected(marker.args[0]).name != selected
+
+    def is_unit(item: pytest.Item) -> bool:
+        return "unit" in item.path.relative_to(config.rootpath).parts[:2]
+
+    moved = [item for item in items if pinned_elsewhere(item)]
+    if not moved:
+        return
+    rest = [item for item in items if not pinned_elsewhere(item)]
+    first_unit = next((i for i, item in enumerate(rest) if is_unit(item)), len(rest))
+    items[:] = rest[:first_unit] + moved + rest[first_unit:]
+
+
 class Clusters:
     """The session's clusters, one per (release, role), each started on first use as
     the session's cluster always is (HAND_MADE_NODES) and stopped when the run ends.
