@@ -35,10 +35,16 @@ _AFFINITY_CSI_1_37 = "n1000-affinity-csi-v1.37-qps5000-repeat3.json"
 # The same on a quiet machine (load average 1-2.3), after InterPodAffinity's kept
 # preferred-term counts and vector Score (f9a381e, dc9fb64, 85a0b1d).
 _QUIET_1_37 = "n1000-basic-preferred-affinity-v1.37-qps5000-repeat3.json"
+# After InterPodAffinity's kept rows by row version and kept domain sums (9ca2f53,
+# e7a54fe, 94c9fb8, 6b04a9d), alone on the machine.
+_AFFINITY4_1_37 = "n1000-affinity4-v1.37-qps5000-repeat3.json"
+# The preferred cases and upstream's gangs (v1.37's queue entities), interleaved.
+_PREFERRED_GANG_1_37 = "n1000-preferred-gang-v1.37-qps5000-repeat3.json"
 CURRENT: tuple[Row, ...] = (
     Row(_QUIET_1_37, "basic", 1000),
     *(Row(_SIX_1_37, workload, 1000) for workload in (
-        "node-affinity", "pod-anti-affinity", "topology-spreading", "unschedulable")),
+        "node-affinity", "topology-spreading", "unschedulable")),
+    Row(_AFFINITY4_1_37, "pod-anti-affinity", 1000),
     # Re-measured alone on a quiet machine (load 0.6-3.7).
     Row("n1000-preemption-v1.37-qps5000-repeat3.json", "preemption", 1000),
     Row("n5000-basic-with-ceiling-qps5000-repeat3-lean.json", "basic", 5000),
@@ -51,16 +57,17 @@ CURRENT: tuple[Row, ...] = (
     Row("n1000-in-tree-pvs-v1.37-qps5000-repeat2.json", "in-tree-pvs", 1000),
     Row("n200-in-tree-pvs-issue33.json", "in-tree-pvs", 200),
     Row("n200-dra-claim-templates-v1.37-qps5000.json", "dra-claim-templates", 200),
-    Row("n1000-gang-qps5000.json", "gang", 1000),
-    Row("n1000-gang-blocked-qps5000.json", "gang-blocked", 1000),
+    Row(_PREFERRED_GANG_1_37, "gang", 1000),
+    Row(_PREFERRED_GANG_1_37, "gang-blocked", 1000),
     Row("n1000-basic-extender-qps5000.json", "basic-extender", 1000),
     # Issue 30's one-tenant pathological pod (3 measured pods: the per-CPU figure is the one).
     Row("n1000-expensive-pod.json", "expensive-pod", 1000),
-    Row(_AFFINITY_CSI_1_37, "pod-affinity", 1000),
-    Row(_QUIET_1_37, "preferred-pod-affinity", 1000),
-    Row(_QUIET_1_37, "preferred-pod-anti-affinity", 1000),
-    *(Row(_AFFINITY_CSI_1_37, workload, 1000) for workload in (
-        "mixed-affinity", "anti-affinity-ns-selector", "csi-pvs")),
+    Row(_AFFINITY4_1_37, "pod-affinity", 1000),
+    Row(_PREFERRED_GANG_1_37, "preferred-pod-affinity", 1000),
+    Row(_PREFERRED_GANG_1_37, "preferred-pod-anti-affinity", 1000),
+    *(Row(_AFFINITY4_1_37, workload, 1000) for workload in (
+        "mixed-affinity", "anti-affinity-ns-selector")),
+    Row(_AFFINITY_CSI_1_37, "csi-pvs", 1000),
 )
 
 
