@@ -8,14 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 import yaml
 
 from kpysched.config import load_config
 from kpysched.config.features import TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, Features
-from kpysched.config.flags import FlagError, interpret
-from kpysched.config.flags.feature_gates import check_gates
-from kpysched.config.settings import Settings
 from kpysched.config.written import write_config
 from kpysched.framework.registry import full_registry
 from kpysched.plugins import IN_TREE
@@ -51,29 +47,6 @@ def _upstream_document() -> dict[str, object]:
 
 def test_the_config_and_the_scheduling_core_name_the_same_gate() -> None:
     assert TOPOLOGY_AWARE_WORKLOAD_SCHEDULING == CORE == GATE
-
-
-def test_v1_37_takes_it_with_generic_workload() -> None:
-    invocation = interpret(["--emulated-version=1.37",
-                            f"--feature-gates=GenericWorkload=true,{GATE}=true"])
-    features = Settings(**invocation.settings).features
-    assert features.enabled(GATE)
-    assert features.gates() == {"GenericWorkload": True, GATE: True}
-
-
-def test_it_depends_on_generic_workload_in_upstream_words() -> None:
-    assert check_gates({GATE: "true"}, 37) == [
-        f"{GATE} is enabled, but depends on features that are disabled: [GenericWorkload]"]
-
-
-def test_off_by_default() -> None:
-    assert not Features.from_gates({"GenericWorkload": True}, release=37).enabled(GATE)
-
-
-def test_v1_36_refuses_it() -> None:
-    with pytest.raises(FlagError, match=GATE):
-        interpret(["--emulated-version=1.36", f"--feature-gates=GenericWorkload=true,"
-                   f"GangScheduling=true,{GATE}=true"])
 
 
 def test_upstreams_written_config_loads_with_no_plugin_dropped(tmp_path: Path) -> None:

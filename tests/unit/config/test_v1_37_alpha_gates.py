@@ -1,0 +1,42 @@
+"""v1.37's alpha gates that hang on GenericWorkload (PodGroupPreemptionPolicy,
+TopologyAwareWorkloadScheduling): off by default, taken with GenericWorkload on v1.37,
+refused without it in upstream's words, and refused on v1.36, as kube-scheduler v1.37.2
+and v1.36.4 do. Each gate's own behaviour is tested beside its module."""
+
+from __future__ import annotations
+
+import pytest
+
+from kpysched.config.features import Features
+from kpysched.config.flags import FlagError, interpret
+from kpysched.config.flags.feature_gates import check_gates
+from kpysched.config.settings import Settings
+
+GATES = ("PodGroupPreemptionPolicy", "TopologyAwareWorkloadScheduling")
+
+
+@pytest.mark.parametrize("gate", GATES)
+def test_v1_37_takes_it_with_generic_workload(gate: str) -> None:
+    invocation = interpret(["--emulated-version=1.37",
+                            f"--feature-gates=GenericWorkload=true,{gate}=true"])
+    features = Settings(**invocation.settings).features
+    assert features.enabled(gate)
+    assert features.gates() == {"GenericWorkload": True, gate: True}
+
+
+@pytest.mark.parametrize("gate", GATES)
+def test_it_depends_on_generic_workload_in_upstream_words(gate: str) -> None:
+    assert check_gates({gate: "true"}, 37) == [
+        f"{gate} is enabled, but depends on features that are disabled: [GenericWorkload]"]
+
+
+@pytest.mark.parametrize("gate", GATES)
+def test_off_by_default(gate: str) -> None:
+    assert not Features.from_gates({"GenericWorkload": True}, release=37).enabled(gate)
+
+
+@pytest.mark.parametrize("gate", GATES)
+def test_v1_36_refuses_it(gate: str) -> None:
+    with pytest.raises(FlagError, match=gate):
+        interpret(["--emulated-version=1.36", "--feature-gates=GenericWorkload=true,"
+                   f"GangScheduling=true,{gate}=true"])
