@@ -107,6 +107,19 @@ class GangOutcome:
     def preempted(self) -> set[str]:
         return {role for role, o in self.pods.items() if o.preempted}
 
+    def bound(self) -> set[str]:
+        return {role for role, o in self.pods.items() if o.bound}
+
+
+def assert_same_outcome(upstream: GangOutcome, ours: GangOutcome) -> None:
+    """kpysched ends a gang scenario as kube-scheduler did: the same pods bound and
+    preempted, the same notes on those held back, the same PodGroup conditions."""
+    detail = f"\n upstream:{upstream.describe()}\n kpysched:{ours.describe()}"
+    assert ours.bound() == upstream.bound(), detail
+    assert ours.held_back_notes() == upstream.held_back_notes(), detail
+    assert ours.preempted() == upstream.preempted(), detail
+    assert ours.conditions == upstream.conditions, detail
+
 
 def _pod_body(pod: GangPod, scheduler_name: str) -> dict[str, Any]:
     body = kube.pod_body(pod.role, scheduler_name=scheduler_name, cpu=pod.cpu,

@@ -24,7 +24,13 @@ from tests.cluster import cluster as harness
 from tests.cluster import gates, kube
 from tests.e2e.differential import dra_writes
 from tests.e2e.differential.compare import KPYSCHED, UPSTREAM
-from tests.e2e.differential.gang import GangPod, GangScenario, Step, run_gang_scenario
+from tests.e2e.differential.gang import (
+    GangPod,
+    GangScenario,
+    Step,
+    assert_same_outcome,
+    run_gang_scenario,
+)
 from tests.e2e.differential.gated_twins import gated_cluster_with_both
 from tests.e2e.differential.model import NodeSpec
 from tests.e2e.differential.runner import ensure_priority_classes
@@ -168,12 +174,7 @@ async def same_gang_outcome(api: client.ApiClient, scenario: GangScenario,
     assert len(held) == scenario.expect_held_back, upstream.describe()
     assert upstream.preempted() == scenario.expect_preempted, upstream.describe()
     # ... and kpysched ends the same way.
-    detail = f"\n upstream:{upstream.describe()}\n kpysched:{ours.describe()}"
-    assert ({r for r, o in ours.pods.items() if o.bound}
-            == {r for r, o in upstream.pods.items() if o.bound}), detail
-    assert ours.held_back_notes() == upstream.held_back_notes(), detail
-    assert ours.preempted() == upstream.preempted(), detail
-    assert ours.conditions == upstream.conditions, detail
+    assert_same_outcome(upstream, ours)
 
 
 async def same_outcome_of_a_gang_sharing_one_claim(api: client.ApiClient,

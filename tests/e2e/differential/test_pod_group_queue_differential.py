@@ -39,6 +39,7 @@ from tests.e2e.differential.gang import (
     GangPod,
     GangScenario,
     Step,
+    assert_same_outcome,
     run_gang_scenario,
 )
 from tests.e2e.differential.gated_twins import GatedTwins, gated_twins
@@ -153,12 +154,7 @@ async def run_both(api: client.ApiClient,
         assert upstream.pods[role].bound == bound, upstream.describe()
     assert upstream.preempted() == scenario.expect_preempted, upstream.describe()
     # ... and kpysched ends the same way.
-    detail = f"\n upstream:{upstream.describe()}\n kpysched:{ours.describe()}"
-    assert ({r for r, o in ours.pods.items() if o.bound}
-            == {r for r, o in upstream.pods.items() if o.bound}), detail
-    assert ours.held_back_notes() == upstream.held_back_notes(), detail
-    assert ours.preempted() == upstream.preempted(), detail
-    assert ours.conditions == upstream.conditions, detail
+    assert_same_outcome(upstream, ours)
     return upstream, ours
 
 
