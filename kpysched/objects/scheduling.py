@@ -1,10 +1,12 @@
 """Wire shapes of upstream's PodGroups (GenericWorkload, off by default): served as
 scheduling.k8s.io/v1alpha2 by v1.36 (alpha) and as scheduling.k8s.io/v1beta1 by v1.37
 (beta), read only when the gate is on: the API server serves them only then. The
-fields scheduling reads are the same in both versions but one: v1beta1 adds composite
-groups and a workloadRef, which kpysched does not act on, a disruptionMode, which
-v1.37's preemption reads, and a preemptionPolicy, read with PodGroupPreemptionPolicy
-on. Decoded with msgspec like objects/api.py, only the fields scheduling uses."""
+fields scheduling reads are the same in both versions but one: v1beta1 adds a parent
+composite group (parentCompositePodGroupName, kept by the API server only with the
+alpha CompositePodGroup gate on; the tree is objects/composite_pod_groups.py's), a
+workloadRef, which kpysched does not act on, a disruptionMode, which v1.37's
+preemption reads, and a preemptionPolicy, read with PodGroupPreemptionPolicy on.
+Decoded with msgspec like objects/api.py, only the fields scheduling uses."""
 
 from __future__ import annotations
 
@@ -75,7 +77,25 @@ class DisruptionMode(_Wire):
     all: AllDisruptionMode | None = None
 
 
+class PodGroupResourceClaim(_Wire):
+    """A claim the group's members share: by name, or made from a template by the
+    resourceclaim controller (its name then in status.resourceClaimStatuses)."""
+
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
+
+
+class PodGroupResourceClaimStatus(_Wire):
+    name: str = ""
+    # None: the controller decided no claim was needed.
+    resource_claim_name: str | None = None
+
+
 class PodGroupSpec(_Wire):
+    # v1beta1: the CompositePodGroup (same namespace) this group is a child of; None
+    # for the root of a workload's tree. Read only with CompositePodGroup on.
+    parent_composite_pod_group_name: str | None = None
     scheduling_policy: PodGroupSchedulingPolicy = msgspec.field(
         default_factory=PodGroupSchedulingPolicy)
     scheduling_constraints: PodGroupSchedulingConstraints | None = None
@@ -87,6 +107,8 @@ class PodGroupSpec(_Wire):
     # v1beta1, kept by the API server only with PodGroupPreemptionPolicy (alpha) on:
     # "PreemptLowerPriority" or "Never"; read only with that gate on.
     preemption_policy: str | None = None
+    # v1beta1, DRAWorkloadResourceClaims.
+    resource_claims: list[PodGroupResourceClaim] = []
 
 
 class Condition(_Wire):
@@ -106,6 +128,7 @@ class PodGroupMeta(ObjectMeta):
 
 class PodGroupStatus(_Wire):
     conditions: list[Condition] = []
+    resource_claim_statuses: list[PodGroupResourceClaimStatus] = []
 
 
 class PodGroup(_Wire):

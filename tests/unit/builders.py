@@ -18,7 +18,8 @@ from kpysched.config.features import Features
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Status
 from kpysched.informers.listers import ResourceListers, StorageListers
-from kpysched.objects import api, coscheduling, scheduling
+from kpysched.objects import api, composite_pod_groups, coscheduling, scheduling
+from kpysched.objects.composite_pod_groups import CompositePodGroup
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 
@@ -407,11 +408,33 @@ class FakeHandle:
 
 
 def make_pod_group(name: str, min_count: int | None = None,
-                   namespace: str = "default") -> PodGroup:
-    """A scheduling.k8s.io/v1alpha2 PodGroup: a gang of `min_count`, or basic policy."""
+                   namespace: str = "default", *, parent: str | None = None,
+                   created: str | None = None) -> PodGroup:
+    """A scheduling.k8s.io/v1alpha2 PodGroup: a gang of `min_count`, or basic policy;
+    `parent` names its CompositePodGroup (v1beta1)."""
     policy = (scheduling.PodGroupSchedulingPolicy(
         gang=scheduling.GangSchedulingPolicy(min_count=min_count)) if min_count is not None
         else scheduling.PodGroupSchedulingPolicy(basic=scheduling.BasicSchedulingPolicy()))
     return PodGroup(metadata=scheduling.PodGroupMeta(name=name, namespace=namespace,
-                                                    uid=f"uid-pg-{name}", generation=1),
-                    spec=scheduling.PodGroupSpec(scheduling_policy=policy))
+                                                    uid=f"uid-pg-{name}", generation=1,
+                                                    creation_timestamp=created),
+                    spec=scheduling.PodGroupSpec(scheduling_policy=policy,
+                                                 parent_composite_pod_group_name=parent))
+
+
+def make_composite_pod_group(name: str, min_group_count: int | None = None,
+                             namespace: str = "default", *, parent: str | None = None,
+                             created: str | None = None) -> CompositePodGroup:
+    """A scheduling.k8s.io/v1alpha3 CompositePodGroup: a gang of `min_group_count`
+    children, or basic policy; `parent` names its own parent."""
+    policy = (composite_pod_groups.CompositePodGroupSchedulingPolicy(
+        gang=composite_pod_groups.CompositeGangSchedulingPolicy(
+            min_group_count=min_group_count)) if min_group_count is not None
+        else composite_pod_groups.CompositePodGroupSchedulingPolicy(
+            basic=composite_pod_groups.CompositeBasicSchedulingPolicy()))
+    return CompositePodGroup(
+        metadata=scheduling.PodGroupMeta(name=name, namespace=namespace,
+                                         uid=f"uid-cpg-{name}", generation=1,
+                                         creation_timestamp=created),
+        spec=composite_pod_groups.CompositePodGroupSpec(
+            scheduling_policy=policy, parent_composite_pod_group_name=parent))
