@@ -30,7 +30,6 @@ from kpysched.plugins.dynamic_resources.binding_conditions import (
     claim_ready_for_binding,
     has_binding_conditions,
 )
-from kpysched.plugins.dynamic_resources.claims import consumer_reference
 
 if TYPE_CHECKING:
     from kpysched.api.response import ApiResponse
@@ -147,16 +146,19 @@ class ClaimWriter:
 
     async def bind(self, claim: resource.ResourceClaim,
                    allocation: resource.AllocationResult | None,
-                   pod: api.Pod) -> resource.ResourceClaim:
+                   consumer: resource.ResourceClaimConsumerReference
+                   ) -> resource.ResourceClaim:
         """Record the allocation Reserve chose (if any) and reserve the claim for the
-        pod; returns the claim as the API server stored it."""
+        consumer (the pod, or its PodGroup); returns the claim as the API server
+        stored it."""
         return await self._retry_on_conflict(
             claim, f"get updated claim {_kobj(claim)} after conflict",
-            lambda current: self._bind_once(current, allocation, pod))
+            lambda current: self._bind_once(current, allocation, consumer))
 
     async def _bind_once(self, claim: resource.ResourceClaim,
                          allocation: resource.AllocationResult | None,
-                         pod: api.Pod) -> resource.ResourceClaim:
+                         consumer: resource.ResourceClaimConsumerReference
+                         ) -> resource.ResourceClaim:
         key = _kobj(claim)
         claim = await self._verbatim(claim)
         if claim.metadata.deletion_timestamp is not None:
@@ -179,7 +181,7 @@ class ClaimWriter:
             target = msgspec.structs.replace(target, allocation_timestamp=api_time())
         status = msgspec.structs.replace(
             claim.status, allocation=target,
-            reserved_for=[*claim.status.reserved_for, consumer_reference(pod)])
+            reserved_for=[*claim.status.reserved_for, consumer])
         what = (f"add allocation and reservation to claim {key}" if allocation is not None
                 else f"add reservation to claim {key}")
         return await self._update(msgspec.structs.replace(claim, status=status), "status",
@@ -232,13 +234,20 @@ class ClaimWriter:
     async def unreserve(self, claim: resource.ResourceClaim, pod: api.Pod) -> None:
         """Take the pod out of reservedFor; a strategic merge patch removes one entry
         without needing the latest claim."""
+        try:
+            await self.remove_reservation(claim, pod.metadata.uid)
+        except ClaimWriteError as error:
+            # Retried with the next scheduling attempt, as upstream does.
+            log.warning("unreserve failed", claim=_kobj(claim), error=str(error))
+
+    async def remove_reservation(self, claim: resource.ResourceClaim, uid: str) -> None:
+        """Take the consumer with this uid (a pod, or a PodGroup) out of reservedFor."""
         body = {"metadata": {"uid": claim.metadata.uid},
-                "status": {"reservedFor": [{"$patch": "delete", "uid": pod.metadata.uid}]}}
+                "status": {"reservedFor": [{"$patch": "delete", "uid": uid}]}}
         response = await self._client.request("PATCH", claim_path(claim, "status"), body,
                                               content_type=STRATEGIC_MERGE_PATCH)
         if not response.ok:
-            # Retried with the next scheduling attempt, as upstream does.
-            log.warning("unreserve failed", claim=_kobj(claim), error=response.message())
+            raise ClaimWriteError(response.message())
 
     async def deallocate(self, claim: resource.ResourceClaim) -> None:
         """PostFilter: free an allocated claim nobody else uses (UpdateStatus of the

@@ -1,6 +1,11 @@
 """Which ResourceClaims a pod uses (upstream's resourceclaim.Name, IsForPod,
 IsReservedForPod and the plugin's foreachPodResourceClaim).
 
+With DRAWorkloadResourceClaims on (`accept_group`), a claim made from a template may
+also belong to the pod's PodGroup, and a reservation for that PodGroup counts as the
+pod's own: pods do not know their PodGroup's uid, so the group is matched by API
+group, resource and name (group_claims.py binds claims to the group).
+
 A pod names its claims directly (resourceClaimName) or through a template, whose
 claim the resourceclaim controller creates and records in the pod's
 status.resourceClaimStatuses. Until then, or while a named claim does not exist
@@ -19,6 +24,8 @@ ClaimLookup = Callable[[str], resource.ResourceClaim | None]  # by namespace/nam
 
 API_GROUP_CORE = ""
 RESOURCE_PODS = "pods"
+API_GROUP_SCHEDULING = "scheduling.k8s.io"
+RESOURCE_POD_GROUPS = "podgroups"
 
 
 class ClaimUnavailableError(Exception):
@@ -42,23 +49,56 @@ def claim_name(pod: api.Pod, pod_claim: api.PodResourceClaim) -> tuple[str | Non
         "none of the supported fields are set")
 
 
-def _check_owner(pod: api.Pod, claim: resource.ResourceClaim) -> None:
+def pod_group_of(pod: api.Pod) -> str | None:
+    """The PodGroup the pod names in spec.schedulingGroup, or None."""
+    group = pod.spec.scheduling_group
+    return group.pod_group_name if group is not None and group.pod_group_name else None
+
+
+def controller_of(meta: api.ObjectMeta) -> api.OwnerReference | None:
+    """metav1.GetControllerOf: the first owner reference marked as controller."""
+    return next((ref for ref in meta.owner_references if ref.controller), None)
+
+
+def _owned_by_pod_group(group: str, claim: resource.ResourceClaim) -> bool:
+    """The claim's controller is a scheduling.k8s.io PodGroup of this name (any
+    version: the version part of apiVersion may change)."""
+    owner = controller_of(claim.metadata)
+    return (owner is not None and owner.name == group and owner.kind == "PodGroup"
+            and owner.api_version.startswith(API_GROUP_SCHEDULING + "/"))
+
+
+def check_owner(pod: api.Pod, claim: resource.ResourceClaim,
+                accept_group: bool = False) -> None:
+    """Upstream's IsForPod: the claim was made for the pod (or, with `accept_group`,
+    for its PodGroup); raises ClaimUnavailableError with upstream's text if not."""
     pod_meta, claim_meta = pod.metadata, claim.metadata
     if claim_meta.namespace != pod_meta.namespace:
         raise ClaimUnavailableError(
             f"ResourceClaim {claim_meta.namespace}/{claim_meta.name} is not in the same "
             f"namespace as Pod {pod_meta.namespace}/{pod_meta.name}")
-    controlled = any(ref.controller and ref.uid == pod_meta.uid
-                     for ref in claim_meta.owner_references)
-    if not controlled:
-        raise ClaimUnavailableError(
-            f"ResourceClaim {claim_meta.namespace}/{claim_meta.name} was not created for "
-            f"Pod {pod_meta.namespace}/{pod_meta.name} (Pod is not owner)")
+    owner = controller_of(claim_meta)
+    if owner is not None and owner.uid == pod_meta.uid:
+        return
+    group = pod_group_of(pod) if accept_group else None
+    if group is not None:
+        if not _owned_by_pod_group(group, claim):
+            raise ClaimUnavailableError(
+                f"ResourceClaim {claim_meta.namespace}/{claim_meta.name} was not created "
+                f"for Pod {pod_meta.namespace}/{pod_meta.name} (neither Pod nor PodGroup "
+                f"{group} is the owner)")
+        return
+    raise ClaimUnavailableError(
+        f"ResourceClaim {claim_meta.namespace}/{claim_meta.name} was not created for "
+        f"Pod {pod_meta.namespace}/{pod_meta.name} (Pod is not owner)")
 
 
-def pod_claims(pod: api.Pod, lookup: ClaimLookup) -> list[resource.ResourceClaim]:
+def pod_claims(pod: api.Pod, lookup: ClaimLookup,
+               accept_group: bool = False) -> list[resource.ResourceClaim]:
     """The pod's claims in spec order, skipping entries that need none; raises
-    ClaimUnavailableError with upstream's text when one is missing or unusable."""
+    ClaimUnavailableError with upstream's text when one is missing or unusable.
+    `accept_group` (DRAWorkloadResourceClaims): a claim made for the pod's PodGroup is
+    the pod's too."""
     claims: list[resource.ResourceClaim] = []
     namespace = pod.metadata.namespace
     for pod_claim in pod.spec.resource_claims:
@@ -72,7 +112,7 @@ def pod_claims(pod: api.Pod, lookup: ClaimLookup) -> list[resource.ResourceClaim
         if claim.metadata.deletion_timestamp is not None:
             raise ClaimUnavailableError(f'resourceclaim "{name}" is being deleted')
         if must_check_owner:
-            _check_owner(pod, claim)
+            check_owner(pod, claim, accept_group)
         claims.append(claim)
     return claims
 
@@ -90,9 +130,18 @@ def names_claim(pod: api.Pod, claim: resource.ResourceClaim) -> bool:
                    for status in pod.status.resource_claim_statuses))
 
 
-def is_reserved_for_pod(pod: api.Pod, claim: resource.ResourceClaim) -> bool:
+def is_reserved_for_pod(pod: api.Pod, claim: resource.ResourceClaim,
+                        accept_group: bool = False) -> bool:
+    """The claim is reserved for the pod, or (`accept_group`) for its PodGroup."""
     uid = pod.metadata.uid
-    return any(reserved.uid == uid for reserved in claim.status.reserved_for)
+    group = pod_group_of(pod) if accept_group else None
+    for reserved in claim.status.reserved_for:
+        if reserved.uid == uid:
+            return True
+        if (group is not None and reserved.api_group == API_GROUP_SCHEDULING
+                and reserved.resource == RESOURCE_POD_GROUPS and reserved.name == group):
+            return True
+    return False
 
 
 def consumer_reference(pod: api.Pod) -> resource.ResourceClaimConsumerReference:

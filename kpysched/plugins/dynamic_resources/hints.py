@@ -1,6 +1,6 @@
 """DynamicResources' queueing hints (upstream's isSchedulableAfterClaimChange and
 isSchedulableAfterPodChange): which claim and pod changes may let a held or rejected
-pod through."""
+pod through. `accept_group` is DRAWorkloadResourceClaims (claims.pod_claims)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from kpysched.plugins.dynamic_resources.claims import (
 
 
 def after_claim_change(lookup: ClaimLookup, pod: PodInfo, old: object,
-                       new: object) -> QueueingHint:
+                       new: object, accept_group: bool = False) -> QueueingHint:
     """A claim added or updated, or (v1.37 registers those) deleted."""
     original, modified = objects_as(resource.ResourceClaim, old, new)
     if modified is None:
@@ -36,7 +36,7 @@ def after_claim_change(lookup: ClaimLookup, pod: PodInfo, old: object,
         return QueueingHint.QUEUE_SKIP
     try:
         uses = any(claim.metadata.uid == modified.metadata.uid
-                   for claim in pod_claims(pod.pod, lookup))
+                   for claim in pod_claims(pod.pod, lookup, accept_group))
     except ClaimUnavailableError:
         return QueueingHint.QUEUE_SKIP
     if deallocated:
@@ -51,14 +51,14 @@ def after_claim_change(lookup: ClaimLookup, pod: PodInfo, old: object,
 
 
 def after_pod_change(lookup: ClaimLookup, pod: PodInfo, old: object,
-                     new: object) -> QueueingHint:
+                     new: object, accept_group: bool = False) -> QueueingHint:
     """The pod's own update that records the claims made from its templates."""
     _, modified = objects_as(PodInfo, old, new)
     assert modified is not None
     if modified.uid != pod.uid:
         return QueueingHint.QUEUE_SKIP
     try:
-        pod_claims(modified.pod, lookup)
+        pod_claims(modified.pod, lookup, accept_group)
     except ClaimUnavailableError:
         return QueueingHint.QUEUE_SKIP
     return QueueingHint.QUEUE

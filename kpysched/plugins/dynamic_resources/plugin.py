@@ -17,6 +17,12 @@
   deletion-protection finalizer), updating the claim as read (claim_writes.py), then
   waits for any binding conditions (BindingConditionsPending event).
 
+With v1.37's DRAWorkloadResourceClaims on, a claim the pod's PodGroup lists in
+spec.resourceClaims is reserved for the PodGroup instead of the pod, a reservation
+for the PodGroup counts as the pod's own, a claim made from a template may belong to
+the PodGroup (group_claims.py), and PodGroupPostFilter may free the group's claims
+(group_cleanup.py).
+
 The texts of every status are upstream's, because they end up in the pod's events.
 Most rejections are UnschedulableAndUnresolvable there (statusUnschedulable), which
 also keeps preemption from trying nodes that device allocation rejected.
@@ -68,6 +74,7 @@ from kpysched.objects import api
 from kpysched.objects import dra as resource
 from kpysched.objects.labels import node_selector_matches
 from kpysched.objects.pod import PodInfo
+from kpysched.objects.scheduling import PodGroup
 from kpysched.plugins._shared.go_math import default_normalize_score, default_normalize_vector
 from kpysched.plugins._shared.resize import IN_PLACE_RESIZE_PREEMPTION_GATE, skips_deferred_pod
 from kpysched.plugins.dynamic_resources import claims as pod_claims_mod
@@ -89,6 +96,8 @@ from kpysched.plugins.dynamic_resources.cel_lazy import LazyCelCache
 from kpysched.plugins.dynamic_resources.claim_writes import FINALIZER, ClaimWriteError, ClaimWriter
 from kpysched.plugins.dynamic_resources.claims import ClaimUnavailableError
 from kpysched.plugins.dynamic_resources.device_counts import DeviceCounts, plain_claims
+from kpysched.plugins.dynamic_resources.group_claims import claim_bindings
+from kpysched.plugins.dynamic_resources.group_cleanup import free_group_claims
 from kpysched.plugins.dynamic_resources.pools import SliceCatalog
 from kpysched.plugins.dynamic_resources.taint_rules import slices_with_taint_rules
 from kpysched.plugins.dynamic_resources.tracker import tracker_for
@@ -96,6 +105,8 @@ from kpysched.plugins.dynamic_resources.tracker import tracker_for
 log = structlog.get_logger(__name__)
 
 NAME = "DynamicResources"
+# v1.37 (beta, off; needs GenericWorkload): claims shared by a PodGroup's members.
+WORKLOAD_CLAIMS_GATE = "DRAWorkloadResourceClaims"
 _STATE_KEY = "PreFilter" + NAME
 # CycleState's "no such key" error text, which upstream's PostFilter returns as an
 # Error when its PreFilter never ran (an earlier PreFilter plugin rejected the pod);
@@ -144,6 +155,9 @@ class _ClaimInfo:
 @dataclass
 class _State:
     claims: list[resource.ResourceClaim] = field(default_factory=list)
+    # Whom PreBind reserves each claim for (DRAWorkloadResourceClaims; empty without
+    # it): indexed like `claims`, the pod where there is no entry (see binding()).
+    bindings: list[resource.ResourceClaimConsumerReference] = field(default_factory=list)
     infos: list[_ClaimInfo] = field(default_factory=list)
     allocator: Allocator | None = None
     # Indices of allocated claims that some node could not use (for PostFilter).
@@ -197,6 +211,13 @@ class _State:
     def no_user_claim(self) -> bool:
         return len(self.claims) - (self.extended_index is not None) == 0
 
+    def binding(self, index: int, pod: api.Pod) -> resource.ResourceClaimConsumerReference:
+        """Whom claim `index` is reserved for: its entry in `bindings`, else the pod
+        (the claim for extended resources, or the gate off)."""
+        if index < len(self.bindings):
+            return self.bindings[index]
+        return pod_claims_mod.consumer_reference(pod)
+
 
 class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, PostFilterPlugin,
                        VectorScorePlugin, ScoreExtensions, VectorNormalizePlugin,
@@ -214,6 +235,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
         # InPlacePodVerticalScalingSchedulerPreemption: a deferred resize is passed over
         # (its claims were allocated when it was first placed).
         self._deferred_resize = handle.features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE)
+        # DRAWorkloadResourceClaims: claims a PodGroup's members share.
+        self._workload_claims = handle.features.enabled(WORKLOAD_CLAIMS_GATE)
         # What the allocator derives from the slices alone, kept until one changes.
         self._slice_catalog: SliceCatalog | None = None
         # Each node's devices a plain claim may take, for the vector Filter.
@@ -256,15 +279,15 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
                 ClusterEvent(Resource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE
                              | (ActionType.DELETE if self._release >= 37
                                 else ActionType(0))),
-                lambda pod, old, new: hints.after_claim_change(self._tracker.get, pod, old,
-                                                               new)),
+                lambda pod, old, new: hints.after_claim_change(
+                    self._tracker.get, pod, old, new, self._workload_claims)),
             # The pod's own update (v1.37 names it TargetPod; a Pod registration hears it
             # in both releases).
             ClusterEventWithHint(
                 ClusterEvent(Resource.TARGET_POD if self._release >= 37 else Resource.POD,
                              ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
-                lambda pod, old, new: hints.after_pod_change(self._tracker.get, pod, old,
-                                                             new)),
+                lambda pod, old, new: hints.after_pod_change(
+                    self._tracker.get, pod, old, new, self._workload_claims)),
             ClusterEvent(Resource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE),
             ClusterEvent(Resource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE),
         )
@@ -275,7 +298,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
         if not pod.pod.spec.resource_claims:
             return SUCCESS
         try:
-            pod_claims_mod.pod_claims(pod.pod, self._tracker.get)
+            pod_claims_mod.pod_claims(pod.pod, self._tracker.get, self._workload_claims)
         except ClaimUnavailableError as error:
             return Status.unresolvable(str(error))
         return SUCCESS
@@ -291,7 +314,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
         data = _State()
         state.write(_STATE_KEY, data)
         try:
-            claims = pod_claims_mod.pod_claims(pod.pod, self._tracker.get)
+            claims = pod_claims_mod.pod_claims(pod.pod, self._tracker.get,
+                                               self._workload_claims)
         except ClaimUnavailableError as error:
             return None, Status.unresolvable(str(error))
         extended = self._extended_claim(pod, data)
@@ -299,6 +323,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
             data.extended_index = len(claims)
             data.extended_initial_uid = extended.metadata.uid
             claims.append(extended)
+        if self._workload_claims:
+            # Before the no-claims Skip, as upstream: a member whose PodGroup is gone
+            # from the snapshot is refused even without claims.
+            try:
+                data.bindings = claim_bindings(pod.pod, self._group_of(pod.pod))
+            except ClaimUnavailableError as error:
+                return None, Status.unresolvable(str(error))
         if not claims:
             return None, Status.skip()
         group_pending = _group_pending(state)
@@ -339,6 +370,19 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
                 self._slices(),
                 self._cel)
         return None, SUCCESS
+
+    def _group_of(self, pod: api.Pod) -> PodGroup | None:
+        """The pod's PodGroup (upstream's getPodGroupSnapshot); None for a pod in no
+        group; raises ClaimUnavailableError with upstream's text when it is unknown."""
+        name = pod_claims_mod.pod_group_of(pod)
+        if name is None:
+            return None
+        namespace = pod.metadata.namespace
+        group = self._handle.pod_group(namespace, name)
+        if group is None:
+            raise ClaimUnavailableError(
+                f"pod group object not found for pod group podgroup/{namespace}/{name}")
+        return group
 
     def _extended_claim(self, pod: PodInfo, data: _State) -> resource.ResourceClaim | None:
         """The claim for the pod's DRA-backed extended resources: the one an earlier
@@ -484,6 +528,13 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
             return None, Status.error(STATE_NOT_FOUND)
         if not data.claims:
             return None, self._nothing_freed(NO_CLAIMS_TO_DEALLOCATE)
+        _, status = self._free_one_claim(data, pod)
+        return None, status
+
+    def _free_one_claim(self, data: _State, pod: PodInfo) -> tuple[bool, Status]:
+        """Upstream's deallocateOrDeletePodClaims: free one claim that kept the pod off
+        some node and that no other pod uses, or delete a claim for extended resources
+        left by an earlier attempt. (Whether it wrote, PostFilter's status.)"""
         extended = data.extended_claim()
         stale_extended = extended is not None and not er.is_special_claim_name(
             extended.metadata.name)
@@ -497,29 +548,57 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
             reserved = claim.status.reserved_for
             if not reserved or (len(reserved) == 1 and reserved[0].uid == pod.uid):
                 failure = self._write_now(self._post_filter_writer().deallocate(claim))
-                if failure is not None:
-                    return None, failure
-                return None, Status.unschedulable(DEALLOCATED)
+                return True, failure or Status.unschedulable(DEALLOCATED)
         if extended is not None and stale_extended:
             # Made by an earlier attempt that did not bind: start afresh.
             failure = self._write_now(self._post_filter_writer().delete(extended))
-            if failure is not None:
-                return None, failure
-            return None, Status.unschedulable(EXTENDED_CLAIM_DELETED)
-        return None, self._nothing_freed(STILL_NOT_SCHEDULABLE)
+            return True, failure or Status.unschedulable(EXTENDED_CLAIM_DELETED)
+        return False, self._nothing_freed(STILL_NOT_SCHEDULABLE)
 
     def pod_group_post_filter(self, members: Sequence[tuple[PodInfo, CycleState]]) -> Status:
         """v1.37's PodGroupPostFilter for a group that did not fit: each member tried in
         the cycle frees what its own PostFilter would (one claim each at most), an
-        Error ends it; then it answers Unschedulable, whatever it freed. (PodGroup-level
-        claims, DRAWorkloadResourceClaims, are not followed.)"""
+        Error ends it. With DRAWorkloadResourceClaims on, when some member freed
+        nothing, the group's own claims may be freed too (group_cleanup.py), whose
+        answer is then the group's. Otherwise it answers Unschedulable, whatever it
+        freed."""
+        tried: list[_State] = []
+        freed_nothing = False
         for pod, state in members:
-            if state.get(_STATE_KEY) is None:
+            data: _State | None = state.get(_STATE_KEY)
+            if data is None:
                 continue  # not tried in this cycle: nothing of its own is known
-            _, status = self.post_filter(state, pod, {})
+            tried.append(data)
+            freed, status = self._free_one_claim(data, pod)
             if status.code == Code.ERROR:
                 return status
+            freed_nothing = freed_nothing or not freed
+        if freed_nothing and self._workload_claims and members:
+            group_status = self._free_group_claims(members[0][0].pod, tried)
+            if group_status is not None:
+                return group_status
         return Status.unschedulable(POD_GROUP_CLAIMS_CLEANED_UP)
+
+    def _free_group_claims(self, pod: api.Pod, tried: list[_State]) -> Status | None:
+        """Upstream's deallocatePodGroupClaims, for the group of `pod` (a member): only
+        while none of its members is assumed or bound, since they would use the
+        claims. None when it did nothing that ends the point."""
+        name = pod_claims_mod.pod_group_of(pod)
+        if name is None:
+            return None
+        namespace = pod.metadata.namespace
+        # The cache's view (not the cycle's copy, whose assumptions were undone).
+        if self._handle.pod_group_state(None, namespace, name).scheduled_count() > 0:
+            return None
+        try:
+            group = self._group_of(pod)
+        except ClaimUnavailableError as error:
+            return Status.error(str(error))
+        assert group is not None
+        unavailable = [data.claims[index] for data in tried
+                       for index in sorted(data.unavailable)]
+        return free_group_claims(pod, group, unavailable, self._tracker.get,
+                                 self._post_filter_writer(), self._write_now)
 
     def _nothing_freed(self, reason: str) -> Status:
         """PostFilter's answer when it freed nothing: v1.36 says why (the reason ends up
@@ -715,7 +794,7 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
         if not data.claims:
             return SUCCESS
         for index, claim in enumerate(data.claims):
-            if pod_claims_mod.is_reserved_for_pod(pod.pod, claim):
+            if pod_claims_mod.is_reserved_for_pod(pod.pod, claim, self._workload_claims):
                 continue
             allocation = data.infos[index].allocation
             extended = index == data.extended_index
@@ -730,7 +809,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
                     data.claims[index] = await self._bind_extended(
                         data, claim, allocation, pod, node_name)
                 else:
-                    data.claims[index] = await self._writer.bind(claim, allocation, pod.pod)
+                    data.claims[index] = await self._writer.bind(
+                        claim, allocation, data.binding(index, pod.pod))
                     recorded = self._tracker.assume(data.claims[index])
             except ClaimWriteError as error:
                 return Status.error(str(error))
@@ -760,7 +840,8 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
             claim = await self._writer.create(er.claim_create_body(node_claim, pod.pod))
             # From now on Unreserve and PostFilter delete the real claim.
             data.claims[data.extended_index or 0] = claim
-        bound = await self._writer.bind(claim, allocation, pod.pod)
+        bound = await self._writer.bind(
+            claim, allocation, data.binding(data.extended_index or 0, pod.pod))
         self._tracker.assume(bound)
         if not mappings:
             meta = pod.pod.metadata
