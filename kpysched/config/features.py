@@ -12,7 +12,10 @@ pod whose in-place resize the kubelet deferred is then scheduled again on its no
 may v1.37's PodGroupPreemptionPolicy (alpha, off, needs GenericWorkload): a pod group
 then preempts by its PodGroup's spec.preemptionPolicy. And v1.37's
 TopologyAwareWorkloadScheduling (alpha, off, needs GenericWorkload): a pod group is then
-tried one placement (topology domain) at a time.
+tried one placement (topology domain) at a time. And v1.37's DRAWorkloadResourceClaims
+(beta, off, needs GenericWorkload): a PodGroup's members then share the ResourceClaims
+it lists, reserved for the PodGroup. (v1.36 has that gate as alpha; kpysched refuses it
+there.)
 """
 
 from __future__ import annotations
@@ -36,12 +39,14 @@ IN_PLACE_RESIZE_PREEMPTION: Final = "InPlacePodVerticalScalingSchedulerPreemptio
 POD_GROUP_PREEMPTION_POLICY: Final = "PodGroupPreemptionPolicy"
 # v1.37 alpha: a pod group is tried topology domain by domain (placements).
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: Final = "TopologyAwareWorkloadScheduling"
+# v1.37 beta (off): ResourceClaims reserved for, and shared by, a PodGroup.
+DRA_WORKLOAD_RESOURCE_CLAIMS: Final = "DRAWorkloadResourceClaims"
 # Gates kpysched honours when turned on, per release; every other gate must keep its
 # default.
 RELEASE_SWITCHABLE: Final[Mapping[int, frozenset[str]]] = {
     36: frozenset({GENERIC_WORKLOAD, GANG_SCHEDULING}),
     37: frozenset({GENERIC_WORKLOAD, IN_PLACE_RESIZE_PREEMPTION, POD_GROUP_PREEMPTION_POLICY,
-                   TOPOLOGY_AWARE_WORKLOAD_SCHEDULING}),
+                   TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, DRA_WORKLOAD_RESOURCE_CLAIMS}),
 }
 # Every name some release lets the command line switch (Settings' first check).
 SWITCHABLE: Final = frozenset().union(*RELEASE_SWITCHABLE.values())
@@ -50,7 +55,9 @@ SWITCHABLE: Final = frozenset().union(*RELEASE_SWITCHABLE.values())
 RELEASE_DEPENDS_ON: Final[Mapping[int, Mapping[str, tuple[str, ...]]]] = {
     36: {GANG_SCHEDULING: (GENERIC_WORKLOAD,)},
     37: {POD_GROUP_PREEMPTION_POLICY: (GENERIC_WORKLOAD,),
-         TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: (GENERIC_WORKLOAD,)},
+         TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: (GENERIC_WORKLOAD,),
+         # Upstream's also names DynamicResourceAllocation, locked on in v1.37.
+         DRA_WORKLOAD_RESOURCE_CLAIMS: (GENERIC_WORKLOAD,)},
 }
 
 # Each release's gates: those `kube-scheduler --help` lists (name -> default) and the

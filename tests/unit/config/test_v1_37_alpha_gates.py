@@ -1,7 +1,9 @@
-"""v1.37's alpha gates that hang on GenericWorkload (PodGroupPreemptionPolicy,
-TopologyAwareWorkloadScheduling): off by default, taken with GenericWorkload on v1.37,
-refused without it in upstream's words, and refused on v1.36, as kube-scheduler v1.37.2
-and v1.36.4 do. Each gate's own behaviour is tested beside its module."""
+"""v1.37's gates that hang on GenericWorkload and are off by default (the alpha
+PodGroupPreemptionPolicy and TopologyAwareWorkloadScheduling, the beta
+DRAWorkloadResourceClaims): taken with GenericWorkload on v1.37, refused without it in
+upstream's words, and refused on v1.36 (which has no such gate, or, for
+DRAWorkloadResourceClaims, an alpha one kpysched does not follow). Each gate's own
+behaviour is tested beside its module."""
 
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ from kpysched.config.flags import FlagError, interpret
 from kpysched.config.flags.feature_gates import check_gates
 from kpysched.config.settings import Settings
 
-GATES = ("PodGroupPreemptionPolicy", "TopologyAwareWorkloadScheduling")
+GATES = ("PodGroupPreemptionPolicy", "TopologyAwareWorkloadScheduling",
+         "DRAWorkloadResourceClaims")
 
 
 @pytest.mark.parametrize("gate", GATES)
