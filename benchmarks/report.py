@@ -220,6 +220,7 @@ def rebuild(doc: dict[str, Any]) -> dict[str, Any]:
         if doc["meta"].get("create_mode") != "live":
             active -= figures["startup_s"]
         figures["sampled_share"] = sampled_share(samples, bound, active)
+        figures.setdefault("startup_cpu_s", math.nan)  # measured from 28 November on
         figures.setdefault("attempts_unschedulable",
                            fields["attempts_by_result"].get("unschedulable", 0.0))
         if "pods_per_cpu_second" not in figures:

@@ -439,7 +439,7 @@ def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[flo
              scheduler_after: promtext.Samples, server_before: promtext.Samples,
              server_after: promtext.Samples, cpu_after: schedulers.ProcStats,
              cpu_before: float, apiserver_cpu: float, startup: float,
-             ready_at: float) -> dict[str, float]:
+             ready_at: float, startup_cpu: float) -> dict[str, float]:
     """Every figure of results.FIGURES for one run."""
     bound_times = list(bound_at.values())
     latencies = []
@@ -474,6 +474,7 @@ def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[flo
         "throughput_overall": _rate(bound, makespan),
         "makespan_s": makespan,
         "startup_s": startup,
+        "startup_cpu_s": startup_cpu,
         "latency_p50_ms": ms(percentile(latencies, 50)),
         "latency_p90_ms": ms(percentile(latencies, 90)),
         "latency_p99_ms": ms(percentile(latencies, 99)),
@@ -536,6 +537,7 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             await asyncio.to_thread(scheduler.start)
             await asyncio.to_thread(schedulers.wait_ready, scheduler)
             ready_at = time.monotonic()
+            startup_cpu = schedulers.proc_stats(scheduler.pid).cpu_seconds
             setup_seconds = ready_at - started
             idle_rate = math.nan
             if spec.workload.one_at_a_time:
@@ -615,7 +617,7 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         sizes.pods, spec.workload.measured_pod.prefix, observer.bound_at, acked, t0,
         scheduler_before, scheduler_after, server_before, server_after,
         cpu_after, cpu_before, apiserver_cpu_after - apiserver_cpu_before,
-        ready_at - spawned_at, ready_at)
+        ready_at - spawned_at, ready_at, startup_cpu)
     bound_times = list(observer.bound_at.values())
     samples = throughput_samples(t0, bound_times)
     bound = len(bound_times)
