@@ -24,13 +24,14 @@ from kpysched.cache.cache import Cache
 from kpysched.cache.dump import cache_dump, dump_from
 from kpysched.cache.pod_groups import membership
 from kpysched.config import EffectiveProfile, SchedulerConfiguration, Settings, kubeconfig_path
-from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
 from kpysched.config.features import (
+    COMPOSITE_POD_GROUP,
     NEWEST_RELEASE,
     RELEASES,
     TOPOLOGY_AWARE_WORKLOAD_SCHEDULING,
     Features,
 )
+from kpysched.config.features import DEFAULT as DEFAULT_FEATURES
 from kpysched.config.release import Choice, for_server, undetected
 from kpysched.config.written import effective_document
 from kpysched.decisions.api import DecisionLookup, PodAnswer
@@ -115,7 +116,8 @@ def build_scheduler(
     coscheduling = uses_coscheduling(profiles)
     if listers is None:
         listers = Listers(generic_workload=features.generic_workload, coscheduling=coscheduling,
-                          device_taint_rules=features.release >= 37, release=features.release)
+                          device_taint_rules=features.release >= 37, release=features.release,
+                          composite_pod_groups=features.enabled(COMPOSITE_POD_GROUP))
     if metrics is None:
         metrics = NoMetrics()
     binder = Binder(raw, release=features.release)
@@ -343,6 +345,7 @@ async def run(
         listers = Listers(generic_workload=features.generic_workload,
                           coscheduling=coscheduling,
                           device_taint_rules=features.release >= 37,
+                          composite_pod_groups=features.enabled(COMPOSITE_POD_GROUP),
                           release=features.release)
         scheduler = build_scheduler(
             config, profiles, registry, raw, listers, metrics,

@@ -15,7 +15,9 @@ TopologyAwareWorkloadScheduling (alpha, off, needs GenericWorkload): a pod group
 tried one placement (topology domain) at a time. And v1.37's DRAWorkloadResourceClaims
 (beta, off, needs GenericWorkload): a PodGroup's members then share the ResourceClaims
 it lists, reserved for the PodGroup. (v1.36 has that gate as alpha; kpysched refuses it
-there.)
+there.) And v1.37's CompositePodGroup (alpha, off, needs GenericWorkload and
+TopologyAwareWorkloadScheduling): PodGroups may then sit under CompositePodGroups, and a
+workload's whole tree is scheduled as one.
 """
 
 from __future__ import annotations
@@ -41,12 +43,15 @@ POD_GROUP_PREEMPTION_POLICY: Final = "PodGroupPreemptionPolicy"
 TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: Final = "TopologyAwareWorkloadScheduling"
 # v1.37 beta (off): ResourceClaims reserved for, and shared by, a PodGroup.
 DRA_WORKLOAD_RESOURCE_CLAIMS: Final = "DRAWorkloadResourceClaims"
+# v1.37 alpha: PodGroups under CompositePodGroups, a workload's tree scheduled as one.
+COMPOSITE_POD_GROUP: Final = "CompositePodGroup"
 # Gates kpysched honours when turned on, per release; every other gate must keep its
 # default.
 RELEASE_SWITCHABLE: Final[Mapping[int, frozenset[str]]] = {
     36: frozenset({GENERIC_WORKLOAD, GANG_SCHEDULING}),
     37: frozenset({GENERIC_WORKLOAD, IN_PLACE_RESIZE_PREEMPTION, POD_GROUP_PREEMPTION_POLICY,
-                   TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, DRA_WORKLOAD_RESOURCE_CLAIMS}),
+                   TOPOLOGY_AWARE_WORKLOAD_SCHEDULING, DRA_WORKLOAD_RESOURCE_CLAIMS,
+                   COMPOSITE_POD_GROUP}),
 }
 # Every name some release lets the command line switch (Settings' first check).
 SWITCHABLE: Final = frozenset().union(*RELEASE_SWITCHABLE.values())
@@ -57,7 +62,8 @@ RELEASE_DEPENDS_ON: Final[Mapping[int, Mapping[str, tuple[str, ...]]]] = {
     37: {POD_GROUP_PREEMPTION_POLICY: (GENERIC_WORKLOAD,),
          TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: (GENERIC_WORKLOAD,),
          # Upstream's also names DynamicResourceAllocation, locked on in v1.37.
-         DRA_WORKLOAD_RESOURCE_CLAIMS: (GENERIC_WORKLOAD,)},
+         DRA_WORKLOAD_RESOURCE_CLAIMS: (GENERIC_WORKLOAD,),
+         COMPOSITE_POD_GROUP: (GENERIC_WORKLOAD, TOPOLOGY_AWARE_WORKLOAD_SCHEDULING)},
 }
 
 # Each release's gates: those `kube-scheduler --help` lists (name -> default) and the

@@ -38,6 +38,8 @@ class Resource(Enum):
     RESOURCE_SLICE = "ResourceSlice"
     DEVICE_CLASS = "DeviceClass"
     POD_GROUP = "PodGroup"  # scheduling.k8s.io/v1alpha2, with GenericWorkload on
+    # scheduling.k8s.io/v1alpha3, with v1.37's CompositePodGroup on.
+    COMPOSITE_POD_GROUP = "CompositePodGroup"
     # scheduler-plugins' PodGroup CRD, named as upstream names custom resources' events.
     COSCHEDULING_POD_GROUP = "podgroups.v1alpha1.scheduling.x-k8s.io"
     WILDCARD = "*"

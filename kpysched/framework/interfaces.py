@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
     from kpysched.config.features import Features
+    from kpysched.framework.pod_group_tree import GroupTree
     from kpysched.framework.pod_totals import PodTotals, TotalsColumns
     from kpysched.objects import api, coscheduling, dra, storage
     from kpysched.objects.scheduling import PodGroup
@@ -257,6 +258,12 @@ class SharedHandle(Protocol):
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         """A scheduling.k8s.io/v1alpha2 PodGroup from its informer (GenericWorkload);
         None when it does not exist."""
+        ...
+
+    def pod_group_tree(self, namespace: str, name: str) -> GroupTree | None:
+        """The whole tree the PodGroup belongs to, from its root (v1.37's
+        CompositePodGroup: the PodGroup alone when it has no parent or the gate is
+        off); None when the PodGroup, or a group above it, is not known yet."""
         ...
 
     def coscheduling_pod_group(self, namespace: str,

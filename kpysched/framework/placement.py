@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from kpysched.framework.interfaces import Plugin
 from kpysched.framework.status import Status
+from kpysched.objects.composite_pod_groups import CompositePodGroup
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 
@@ -59,6 +60,9 @@ class PodGroupInfo:
     members: PodGroupState
     # Members assumed or bound before this cycle, each with its node.
     scheduled: tuple[ScheduledMember, ...] = ()
+    # A CompositePodGroup of a tree (v1.37's CompositePodGroup gate); then `pod_group`
+    # is None, and `members` and `scheduled` are those of every PodGroup below it.
+    composite: CompositePodGroup | None = None
 
     @property
     def key(self) -> str:

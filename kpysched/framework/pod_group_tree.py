@@ -82,6 +82,12 @@ class GroupTree:
         return sorted(self.children, key=lambda child: (child.creation_timestamp,
                                                         child.key.name))
 
+    def nodes(self) -> Iterator[GroupTree]:
+        """This group and every group below it."""
+        yield self
+        for child in self.children:
+            yield from child.nodes()
+
     def leaves(self) -> Iterator[GroupTree]:
         """Every PodGroup of the subtree, this one included when it is a PodGroup."""
         if self.composite is None:

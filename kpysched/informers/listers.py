@@ -13,6 +13,7 @@ from kubernetes_asyncio import client
 from kpysched.framework.cluster_events import ActionType, ClusterEvent, Resource
 from kpysched.informers.reflector import Reflector
 from kpysched.objects import api, coscheduling, dra, scheduling, storage
+from kpysched.objects import composite_pod_groups as cpg_api
 from kpysched.objects.extended_resource_classes import ExtendedResourceClasses
 
 
@@ -102,7 +103,7 @@ class Listers:
     """Indexes of the secondary resources, each fed by its own informer."""
 
     def __init__(self, *, generic_workload: bool = False, coscheduling: bool = False,
-                 device_taint_rules: bool = False,
+                 device_taint_rules: bool = False, composite_pod_groups: bool = False,
                  release: int = scheduling.NEWEST_API_RELEASE) -> None:
         self.namespaces: Index[api.Namespace] = Index()
         self.pdbs: Index[api.PodDisruptionBudget] = Index()
@@ -115,7 +116,8 @@ class Listers:
         self.resources = ResourceListers(device_taint_rules=device_taint_rules)
         # Only when the API server serves PodGroups (GenericWorkload), in the version
         # of the release kpysched behaves as.
-        self.workloads = WorkloadListers(release) if generic_workload else None
+        self.workloads = (WorkloadListers(release, composites=composite_pod_groups)
+                          if generic_workload else None)
         # Only when a profile enables Coscheduling: its CRD must be installed then.
         self.coscheduling = CoschedulingListers() if coscheduling else None
 
@@ -278,16 +280,27 @@ class WorkloadListers(_RequeueingListers):
     kube-scheduler watches them. Started only with GenericWorkload on, as kube-scheduler
     does: the API server serves them only then."""
 
-    def __init__(self, release: int = scheduling.NEWEST_API_RELEASE) -> None:
+    def __init__(self, release: int = scheduling.NEWEST_API_RELEASE, *,
+                 composites: bool = False) -> None:
         self.pod_groups: Index[scheduling.PodGroup] = Index()
         self.api_version = scheduling.api_version(release)
+        # v1.37's CompositePodGroups (v1alpha3), only with that alpha gate on.
+        self.composite_pod_groups: Index[cpg_api.CompositePodGroup] | None = (
+            Index() if composites else None)
 
     def _by_resource(self) -> list[tuple[Resource, Index[Any]]]:
-        return [(Resource.POD_GROUP, self.pod_groups)]
+        return [(Resource.POD_GROUP, self.pod_groups),
+                *([(Resource.COMPOSITE_POD_GROUP, self.composite_pod_groups)]
+                  if self.composite_pod_groups is not None else [])]
 
     def specs(self) -> list[tuple[str, type[Any], type[Any], Index[Any], str]]:
         return [(f"/apis/{self.api_version}/podgroups", scheduling.PodGroup,
-                 scheduling.PodGroupList, self.pod_groups, "podgroups")]
+                 scheduling.PodGroupList, self.pod_groups, "podgroups"),
+                *([(f"/apis/{cpg_api.API_VERSION}/compositepodgroups",
+                    cpg_api.CompositePodGroup,
+                    cpg_api.CompositePodGroupList, self.composite_pod_groups,
+                    "compositepodgroups")]
+                  if self.composite_pod_groups is not None else [])]
 
 
 class CoschedulingListers(_RequeueingListers):

@@ -167,3 +167,21 @@ class WorkloadForest:
                 if subtree is not None:
                     node.children.append(subtree)
         return node
+
+
+def forest_changed(forest: WorkloadForest, old: object, new: object) -> None:
+    """Feed `forest` one informer change of a PodGroup or CompositePodGroup."""
+    if new is None:
+        if isinstance(old, PodGroup):
+            forest.delete_pod_group(old)
+        elif isinstance(old, CompositePodGroup):
+            forest.delete_composite(old)
+    elif old is None:
+        if isinstance(new, PodGroup):
+            forest.add_pod_group(new)
+        elif isinstance(new, CompositePodGroup):
+            forest.add_composite(new)
+    elif isinstance(new, PodGroup):
+        forest.update_pod_group(new)
+    elif isinstance(new, CompositePodGroup):
+        forest.update_composite(new)

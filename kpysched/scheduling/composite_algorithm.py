@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Protocol
 
 from kpysched.framework.placement import Placement
@@ -216,7 +216,7 @@ def successful_leaves(root: GroupTree, results: Results) -> Iterator[SubtreeResu
 def complete_results(root: GroupTree, results: Results) -> Results:
     """Every group of the tree given a result, a parent's failure handed down to the
     children that succeeded under it or were never reached (upstream's
-    completeCompositePodGroupAlgorithmResultMap)."""
+    completeCompositePodGroupAlgorithmResultMap); such a child has no outcome."""
     _hand_down(root, results, SUCCESS)
     return results
 
@@ -224,7 +224,9 @@ def complete_results(root: GroupTree, results: Results) -> Results:
 def _hand_down(tree: GroupTree, results: Results, parent: Status) -> None:
     result = results.get(tree.key)
     if result is None or (not parent.ok and result.status.ok):
-        result = SubtreeResult(tree, replace(parent, reasons=list(parent.reasons)))
+        # The parent's very status, shared (upstream's pointer): what is appended to
+        # it later shows in each group that shares it.
+        result = SubtreeResult(tree, parent)
         results[tree.key] = result
     for child in tree.child_groups():
         _hand_down(child, results, result.status)

@@ -37,17 +37,20 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from contextlib import nullcontext
 
 import structlog
 
 from kpysched.cache.pod_groups import group_name
 from kpysched.framework.interfaces import QueuedPodInfo
+from kpysched.framework.pod_group_tree import EntityKey, GroupTree, pod_group_key
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Status
 from kpysched.scheduling import pod_group_placement as placement
-from kpysched.scheduling.attempt import Attempts, GroupOutcome
+from kpysched.scheduling.attempt import Attempt, Attempts, GroupOutcome, MemberResult
 from kpysched.scheduling.binding_cycle import BindingCycle
+from kpysched.scheduling.composite_cycle import TreeDecision, TreeOutcome
 from kpysched.scheduling.context import CycleContext
 from kpysched.scheduling.coscheduling_groups import CoschedulingGroups
 from kpysched.scheduling.group_preemption import GroupPreemption as CoschedulingPreemption
@@ -57,6 +60,9 @@ from kpysched.scheduling.pod_group_results import LAST_CYCLES_KEPT, GroupResults
 from kpysched.scheduling.pod_group_trial import POD_GROUP_UNSCHEDULABLE, MemberTrial
 
 log = structlog.get_logger(__name__)
+
+# v1.37 alpha: PodGroups under CompositePodGroups decided as one tree.
+COMPOSITE_POD_GROUP = "CompositePodGroup"
 
 # The plugin a held-back Coscheduling member is rejected by: its queueing hints say
 # which events may help the group. (Named, not imported: the core imports no plugin.)
@@ -71,6 +77,7 @@ class PodGroupCycle:
         self._members = GroupMembers(context, attempts)
         self._trial = MemberTrial(context, attempts)
         self._as_37_decision = DecisionAs37(context, self._trial)
+        self._tree_decision = TreeDecision(context, self._trial)
         self._results = GroupResults(context, attempts, binding)
         # scheduler-plugins' PodGroups (a profile has Coscheduling), else None; their
         # members' informer feeds it too (the application connects it).
@@ -90,12 +97,16 @@ class PodGroupCycle:
         """Schedule the group of `first` (just popped), with every member the queue holds."""
         members = [first]
         try:
-            members = self._members.take(first)
-            framework = self._members.framework(members)
+            tree = self._tree(first)
+            members = (self._members.take(first) if tree is None
+                       else self._members.take_tree(first, tree))
+            framework = self._members.framework(members, tree)
             if framework is None:
                 return
             members = self._members.without_skipped(members)
-            if members:
+            if members and tree is not None:
+                self._tree_cycle(framework, tree, members)
+            elif members:
                 self._cycle(framework, members)
         except Exception as error:
             # A bug in the core fails the members taken, never the loop.
@@ -111,7 +122,61 @@ class PodGroupCycle:
                 else:
                     self._attempts.failed(self._attempts.new(framework, member), failure, "")
 
+    def _tree(self, first: QueuedPodInfo) -> GroupTree | None:
+        """The tree of the member's PodGroup when it is decided as one: v1.37 with
+        CompositePodGroup on, and the PodGroup under a CompositePodGroup."""
+        pod = first.pod_info
+        name = group_name(pod.pod)
+        framework = self._context.frameworks.get(pod.pod.spec.scheduler_name)
+        if (name is None or framework is None
+                or not framework.handle.features.enabled(COMPOSITE_POD_GROUP)):
+            return None
+        tree = framework.handle.pod_group_tree(pod.namespace, name)
+        return tree if tree is not None and tree.composite is not None else None
+
     # --- the cycle ---------------------------------------------------------------------
+
+    def _tree_cycle(self, framework: Framework, tree: GroupTree,
+                    members: list[QueuedPodInfo]) -> None:
+        """A tree decided as one (composite_cycle.py); each PodGroup's members then
+        bind or go back as a lone group's do, and each PodGroup gets its condition."""
+        context = self._context
+        started = time.perf_counter()
+        attempts = [self._attempts.new(framework, member, started) for member in members]
+        by_leaf: dict[EntityKey, list[Attempt]] = {}
+        for attempt in attempts:
+            pod = attempt.queued.pod_info
+            by_leaf.setdefault(pod_group_key(pod.namespace, group_name(pod.pod) or ""),
+                               []).append(attempt)
+        try:
+            context.cache.update_snapshot(context.snapshot)
+            decided = self._tree_decision.decide(framework, tree, by_leaf)
+        except Exception as error:
+            log.exception("pod_group_cycle.crashed", group=str(tree.key))
+            context.reset_snapshot()
+            failure = Status.error(
+                f"pod group scheduling cycle failed: {type(error).__name__}: {error}")
+            decided = TreeOutcome(failure, {leaf.key: placement.complete(
+                GroupOutcome([], failure), by_leaf.get(leaf.key, [])) for leaf in tree.leaves()})
+        context.metrics.pod_group_algorithm_duration(time.perf_counter() - started)
+        left_over: list[str] = []
+        for leaf in tree.leaves():
+            outcome = decided.leaves[leaf.key]
+            leaf_attempts = by_leaf.get(leaf.key, [])
+            held_back = Status.unschedulable(POD_GROUP_UNSCHEDULABLE, outcome.status.message())
+            self._results.submit(leaf_attempts, outcome, _always(held_back), as_37=True)
+            self._results.condition(framework, leaf.key.namespace, leaf.key.name,
+                                    outcome.status)
+            if outcome.status.ok:
+                left_over += [attempt.queued.pod_info.uid for attempt, member
+                              in zip(leaf_attempts, outcome.members, strict=True)
+                              if member.permit is None]
+        root = GroupOutcome([], decided.status,
+                            any(o.waiting_on_preemption for o in decided.leaves.values()))
+        self._results.record_attempt(framework, tree.key.namespace, tree.key.name, root,
+                                     started)
+        if decided.status.ok and left_over:
+            context.queue.activate_left_over(left_over)
 
     def _cycle(self, framework: Framework, members: list[QueuedPodInfo]) -> None:
         context = self._context
@@ -180,3 +245,8 @@ class PodGroupCycle:
         """Whether an upstream PodGroup's cycle follows v1.37's rules."""
         return (coscheduling is None and framework.handle.features.release
                 >= placement.PLACEMENT_FEASIBLE_FROM)
+
+
+def _always(status: Status) -> Callable[[MemberResult], Status]:
+    """A held-back member's failure that is the same for every member."""
+    return lambda _: status

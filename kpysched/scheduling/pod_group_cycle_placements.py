@@ -78,12 +78,17 @@ def scheduled_members(context: CycleContext, group: PodGroupState
 def decide_in_placements(framework: Framework, context: CycleContext,
                          attempts: list[Attempt], group: PodGroupState,
                          pod_group: PodGroup | None, name: str,
-                         try_member: algorithm.TryMember) -> GroupOutcome:
-    """The group's outcome over the placements; `attempts` take on the cycle states of
-    the placement whose outcome it is."""
-    namespace = attempts[0].queued.pod_info.namespace
+                         try_member: algorithm.TryMember,
+                         parent: Placement | None = None,
+                         namespace: str = "") -> GroupOutcome:
+    """The group's outcome over the placements cut from `parent` (the whole cluster
+    when None; a CompositePodGroup's placement for a group of its tree);
+    `attempts` take on the cycle states of the placement whose outcome it is. A group
+    of a tree may have no member waiting: then `namespace` names its namespace."""
+    namespace = attempts[0].queued.pod_info.namespace if attempts else namespace
     info = PodGroupInfo(namespace, name, pod_group, group, scheduled_members(context, group))
-    placements, status = framework.run_placement_generate(info, context.snapshot.node_infos)
+    placements, status = framework.run_placement_generate(
+        info, context.snapshot.node_infos if parent is None else parent.nodes)
     if not status.ok:
         return algorithm.complete(GroupOutcome([], status), attempts)
     metrics, profile = context.metrics, framework.profile_name
@@ -94,9 +99,8 @@ def decide_in_placements(framework: Framework, context: CycleContext,
         started = time.perf_counter()
         # A placement of every node restricts nothing (upstream forgets it): the
         # algorithm keeps its whole-snapshot (vector) path.
-        inside = (None if len(placement.nodes) == len(context.snapshot.node_infos)
-                  else tuple(node.name for node in placement.nodes))
-        trial = [_fresh(attempt, inside) for attempt in attempts]
+        inside = restriction(context, placement)
+        trial = [fresh(attempt, inside) for attempt in attempts]
         outcome = algorithm.try_in_turn(framework, trial, group, pod_group, try_member)
         if outcome.status.code == Code.ERROR:
             return _adopted(algorithm.complete(outcome, trial), attempts, trial)
@@ -113,7 +117,7 @@ def decide_in_placements(framework: Framework, context: CycleContext,
         return _adopted(algorithm.complete(outcome, trial), attempts, trial)
     chosen = 0
     if len(fitted) > 1:
-        assignments = [PodGroupAssignments(placement, _proposed(outcome))
+        assignments = [PodGroupAssignments(placement, proposed(outcome))
                        for placement, outcome, _ in fitted]
         totals, status = framework.run_placement_score(info, assignments)
         if not status.ok:
@@ -124,7 +128,14 @@ def decide_in_placements(framework: Framework, context: CycleContext,
     return _adopted(algorithm.complete(outcome, trial), attempts, trial)
 
 
-def _fresh(attempt: Attempt, placement: tuple[str, ...] | None) -> Attempt:
+def restriction(context: CycleContext, placement: Placement) -> tuple[str, ...] | None:
+    """The node names a member tried inside `placement` may use; None for every node."""
+    if len(placement.nodes) == len(context.snapshot.node_infos):
+        return None
+    return tuple(node.name for node in placement.nodes)
+
+
+def fresh(attempt: Attempt, placement: tuple[str, ...] | None) -> Attempt:
     """The member tried anew inside a placement: a cycle state of its own, and, when
     decisions are recorded, a record of its own (the placement kept hands its record
     to the attempt)."""
@@ -148,7 +159,7 @@ def _adopted(outcome: GroupOutcome, attempts: list[Attempt],
     return outcome
 
 
-def _proposed(outcome: GroupOutcome) -> tuple[ProposedAssignment, ...]:
+def proposed(outcome: GroupOutcome) -> tuple[ProposedAssignment, ...]:
     return tuple(ProposedAssignment(member.attempt.pod, member.result.node_name)
                  for member in outcome.members
                  if member.status.ok and member.result is not None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from kpysched.cache.pod_groups import group_name
 from kpysched.framework.interfaces import QueuedPodInfo
+from kpysched.framework.pod_group_tree import GroupTree
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Status
 from kpysched.objects import scheduling
@@ -45,13 +46,34 @@ class GroupMembers:
                                     q.initial_attempt_timestamp or 0.0))
         return members
 
-    def framework(self, members: list[QueuedPodInfo]) -> Framework | None:
-        """The one profile of the whole group; members of a mixed group all fail."""
+    def take_tree(self, first: QueuedPodInfo, tree: GroupTree) -> list[QueuedPodInfo]:
+        """`first` and every member waiting in any PodGroup of its tree (v1.37's
+        CompositePodGroup), in upstream's order."""
+        context = self._context
+        groups = context.cache.pod_groups
+        assert groups is not None
+        members = [first]
+        for leaf in tree.leaves():
+            for other in groups.get(leaf.key.namespace, leaf.key.name).unscheduled_pods():
+                if other.uid == first.pod_info.uid:
+                    continue
+                taken = context.queue.pop_specific(other.uid)
+                if taken is not None:
+                    members.append(taken)
+        members.sort(key=lambda q: (-q.pod_info.priority,
+                                    q.initial_attempt_timestamp or 0.0))
+        return members
+
+    def framework(self, members: list[QueuedPodInfo],
+                  tree: GroupTree | None = None) -> Framework | None:
+        """The one profile of the whole group (or tree); members of a mixed group all
+        fail."""
         frameworks = self._context.frameworks
         names = list(dict.fromkeys(m.pod_info.pod.spec.scheduler_name for m in members))
         if len(names) == 1 and names[0] in frameworks:
             chosen = frameworks[names[0]]
-            invalid = self._invalid_as_37(chosen, members)
+            invalid = (self._invalid_as_37(chosen, members) if tree is None
+                       else _invalid_tree(members, tree))
             if invalid is None:
                 return chosen
             reason = invalid
@@ -105,3 +127,14 @@ class GroupMembers:
             else:
                 kept.append(member)
         return kept
+
+
+def _invalid_tree(members: list[QueuedPodInfo], tree: GroupTree) -> str | None:
+    """v1.37's validatePodGroup for a tree: every member has the root's priority."""
+    assert tree.composite is not None
+    priority = tree.composite.spec.priority or 0
+    for member in members:
+        if member.pod_info.priority != priority:
+            return ("all pods in a single pod group should have the same priority as the "
+                    f"pod group's priority, got {member.pod_info.priority} and {priority}")
+    return None

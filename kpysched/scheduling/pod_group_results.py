@@ -114,11 +114,17 @@ class GroupResults:
                outcome: GroupOutcome, started: float, *, stale_copy: bool = False) -> bool:
         """The PodGroup's condition and the podgroup metrics; True when the condition
         became True now (PodGroupConditionWriter.set_scheduled_condition)."""
-        status = outcome.status
-        result = self.record_attempt(framework, namespace, name, outcome, started)
+        self.record_attempt(framework, namespace, name, outcome, started)
+        return self.condition(framework, namespace, name, outcome.status,
+                              stale_copy=stale_copy)
+
+    def condition(self, framework: Framework, namespace: str, name: str, status: Status,
+                  *, stale_copy: bool = False) -> bool:
+        """The PodGroup's condition after a cycle that ended with `status`; True when
+        it became True now."""
         if status.ok:
             condition, reason = "True", "Scheduled"
-        elif result == "error":
+        elif status.code == Code.ERROR:
             condition, reason = "False", scheduling.REASON_SCHEDULER_ERROR
         else:
             condition, reason = "False", scheduling.REASON_UNSCHEDULABLE

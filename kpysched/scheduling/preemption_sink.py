@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from kpysched.objects import scheduling
+from kpysched.objects import composite_pod_groups, scheduling
+from kpysched.objects.composite_pod_groups import CompositePodGroup
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.writes.preemption import Preemptor
@@ -60,18 +61,24 @@ class ImmediatePreemption:
                                on_failed=lambda: self._activate([preemptor]),
                                on_done=self._timed("pod"))
 
-    def preempt_for_group(self, group: PodGroup, release: int, members: Sequence[PodInfo],
-                          priority: int, node_name: str, victims: Sequence[PodInfo],
-                          plugin: str) -> None:
+    def preempt_for_group(self, group: PodGroup | CompositePodGroup, release: int,
+                          members: Sequence[PodInfo], priority: int, node_name: str,
+                          victims: Sequence[PodInfo], plugin: str) -> None:
         """A v1.37 pod group's preemption: the victims go in the PodGroup's name (the
-        API version `release` serves), and its members are retried if one could not be
-        removed. (Its victims are counted where they were chosen, pod_group_preemption.py;
-        the removal's duration here, as v1.37's preemption_execution_duration_seconds.)"""
+        API version `release` serves), or a CompositePodGroup's for a tree of groups,
+        and its members are retried if one could not be removed. (Its victims are
+        counted where they were chosen, pod_group_preemption.py; the removal's duration
+        here, as v1.37's preemption_execution_duration_seconds.)"""
         meta = group.metadata
+        if isinstance(group, PodGroup):
+            kind, type_, version = "PodGroup", "podgroup", scheduling.api_version(release)
+        else:
+            kind, type_, version = ("CompositePodGroup", "compositepodgroup",
+                                    composite_pod_groups.API_VERSION)
         preemptor = Preemptor(
             meta.uid, f"{meta.namespace}/{meta.name}", members[0].pod.spec.scheduler_name,
-            priority, "podgroup",
-            {"kind": "PodGroup", "apiVersion": scheduling.api_version(release),
+            priority, type_,
+            {"kind": kind, "apiVersion": version,
              "namespace": meta.namespace, "name": meta.name, "uid": meta.uid})
         in_memory, to_delete = self._split(victims, plugin)
         self._executor.preempt(preemptor, node_name, to_delete, plugin, in_memory=in_memory,

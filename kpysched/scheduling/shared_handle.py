@@ -20,12 +20,14 @@ from kpysched.config.features import Features
 from kpysched.extenders.preemption import PreemptionExtender
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.pod_group_tree import GroupTree, key_of
 from kpysched.framework.status import Status
 from kpysched.informers.listers import Listers, ResourceListers, StorageListers
 from kpysched.objects import api, coscheduling
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.plugins.pod_topology_spread import default_selector
+from kpysched.queue.workload_forest import WorkloadForest, forest_changed
 from kpysched.writes.binding import Binder
 
 if TYPE_CHECKING:
@@ -77,6 +79,16 @@ class SchedulerHandle:
         self._raw = raw
         self._served: CycleContext | None = None
         self._preemption_extenders: tuple[PreemptionExtender, ...] | None = None
+        # The trees of PodGroups under CompositePodGroups, kept from their informers
+        # (only with that gate on; else each PodGroup is a root of its own).
+        workloads = listers.workloads
+        composites = workloads.composite_pod_groups if workloads is not None else None
+        self._forest: WorkloadForest | None = None
+        if workloads is not None and composites is not None:
+            forest = self._forest = WorkloadForest(composite_pod_groups=True)
+            workloads.pod_groups.observers.append(
+                lambda _, old, new: forest_changed(forest, old, new))
+            composites.observers.append(lambda _, old, new: forest_changed(forest, old, new))
 
     def serve(self, context: CycleContext) -> None:
         """Connect the handle to the cycles it serves (see the module docstring)."""
@@ -135,6 +147,14 @@ class SchedulerHandle:
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         workloads = self._listers.workloads
         return None if workloads is None else workloads.pod_groups.get(f"{namespace}/{name}")
+
+    def pod_group_tree(self, namespace: str, name: str) -> GroupTree | None:
+        forest = self._forest
+        if forest is None:
+            group = self.pod_group(namespace, name)
+            return None if group is None else GroupTree(key_of(group), pod_group=group)
+        root = forest.root_of_pod_group(namespace, name)
+        return None if root is None else forest.tree(root)
 
     def coscheduling_pod_group(self, namespace: str,
                                name: str) -> coscheduling.PodGroup | None:

@@ -16,12 +16,14 @@ from kpysched.cache.pod_groups import PodGroupState, PodGroupStates
 from kpysched.cache.snapshot import Snapshot
 from kpysched.config.features import Features
 from kpysched.framework.cycle_state import CycleState
+from kpysched.framework.pod_group_tree import GroupTree
 from kpysched.framework.status import Status
 from kpysched.informers.listers import ResourceListers, StorageListers
 from kpysched.objects import api, composite_pod_groups, coscheduling, scheduling
 from kpysched.objects.composite_pod_groups import CompositePodGroup
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
+from kpysched.queue.workload_forest import WorkloadForest
 
 Quantity = str | int | float
 
@@ -283,6 +285,7 @@ class FakeHandle:
     api_client: Any = None
     # GangScheduling's PodGroups (namespace/name) and the cache's member states.
     pod_groups: dict[str, PodGroup] = field(default_factory=dict)
+    composite_groups: dict[str, CompositePodGroup] = field(default_factory=dict)
     # Coscheduling's PodGroups (scheduling.x-k8s.io), by namespace/name.
     coscheduling_groups: dict[str, coscheduling.PodGroup] = field(default_factory=dict)
     pod_group_states: PodGroupStates = field(default_factory=PodGroupStates)
@@ -352,6 +355,15 @@ class FakeHandle:
 
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         return self.pod_groups.get(f"{namespace}/{name}")
+
+    def pod_group_tree(self, namespace: str, name: str) -> GroupTree | None:
+        forest = WorkloadForest(composite_pod_groups=True)
+        for group in self.pod_groups.values():
+            forest.add_pod_group(group)
+        for composite in self.composite_groups.values():
+            forest.add_composite(composite)
+        root = forest.root_of_pod_group(namespace, name)
+        return None if root is None else forest.tree(root)
 
     def coscheduling_pod_group(self, namespace: str,
                                name: str) -> coscheduling.PodGroup | None:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from kpysched.cache.pod_groups import PodGroupState
     from kpysched.cache.snapshot import Snapshot
     from kpysched.config.features import Features
+    from kpysched.framework.pod_group_tree import GroupTree
     from kpysched.framework.runtime.scheduling_points import SchedulingPoints
     from kpysched.objects import api, coscheduling
     from kpysched.objects.scheduling import PodGroup
@@ -82,6 +83,9 @@ class ProfileHandle:
 
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         return self._shared.pod_group(namespace, name)
+
+    def pod_group_tree(self, namespace: str, name: str) -> GroupTree | None:
+        return self._shared.pod_group_tree(namespace, name)
 
     def coscheduling_pod_group(self, namespace: str,
                                name: str) -> coscheduling.PodGroup | None:

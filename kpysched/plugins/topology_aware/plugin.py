@@ -10,7 +10,9 @@
   nodes the snapshot does not know, or on nodes without K, or in two domains, are an
   Error: the group cannot be placed consistently.
 
-Only the first topology constraint counts (the API allows one).
+Only the first topology constraint counts (the API allows one). A CompositePodGroup
+(v1.37's CompositePodGroup gate) is cut the same way by its own constraint, its
+members placed being those of every PodGroup below it.
 """
 
 from __future__ import annotations
@@ -29,16 +31,18 @@ from kpysched.framework.placement import (
 )
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Status
+from kpysched.objects.composite_pod_groups import CompositePodGroup
 from kpysched.objects.scheduling import PodGroup
 
 NAME = "TopologyPlacementGenerator"
 
 
-def topology_key(pod_group: PodGroup | None) -> str | None:
-    """The label key of the group's (first) topology constraint, or None."""
-    if pod_group is None:
+def topology_key(group: PodGroup | CompositePodGroup | None) -> str | None:
+    """The label key of the group's (first) topology constraint, or None; a
+    CompositePodGroup's constrains its whole subtree."""
+    if group is None:
         return None
-    constraints = pod_group.spec.scheduling_constraints
+    constraints = group.spec.scheduling_constraints
     if constraints is None or not constraints.topology:
         return None
     return constraints.topology[0].key
@@ -55,7 +59,7 @@ class TopologyPlacement(PlacementGeneratePlugin):
 
     def generate_placements(self, group: PodGroupInfo,
                             parent: Placement) -> tuple[list[Placement], Status]:
-        key = topology_key(group.pod_group)
+        key = topology_key(group.pod_group or group.composite)
         if key is None:
             return [parent], SUCCESS
         required: str | None = None

@@ -43,3 +43,39 @@ def test_v1_36_refuses_it(gate: str) -> None:
     with pytest.raises(FlagError, match=gate):
         interpret(["--emulated-version=1.36", "--feature-gates=GenericWorkload=true,"
                    f"GangScheduling=true,{gate}=true"])
+
+
+# CompositePodGroup hangs on two gates.
+COMPOSITE = "CompositePodGroup"
+COMPOSITE_NEEDS = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true"
+
+
+def test_v1_37_takes_composite_pod_group_with_both_dependencies() -> None:
+    invocation = interpret(["--emulated-version=1.37",
+                            f"--feature-gates={COMPOSITE_NEEDS},{COMPOSITE}=true"])
+    features = Settings(**invocation.settings).features
+    assert features.enabled(COMPOSITE)
+    assert features.gates() == {"GenericWorkload": True,
+                                "TopologyAwareWorkloadScheduling": True, COMPOSITE: True}
+
+
+@pytest.mark.parametrize(("others", "missing"), [
+    ({}, "GenericWorkload TopologyAwareWorkloadScheduling"),
+    ({"GenericWorkload": "true"}, "TopologyAwareWorkloadScheduling"),
+])
+def test_composite_pod_group_depends_on_both_in_upstream_words(
+        others: dict[str, str], missing: str) -> None:
+    assert check_gates({**others, COMPOSITE: "true"}, 37) == [
+        f"{COMPOSITE} is enabled, but depends on features that are disabled: [{missing}]"]
+
+
+def test_composite_pod_group_off_by_default() -> None:
+    assert not Features.from_gates({"GenericWorkload": True,
+                                    "TopologyAwareWorkloadScheduling": True},
+                                   release=37).enabled(COMPOSITE)
+
+
+def test_v1_36_refuses_composite_pod_group() -> None:
+    with pytest.raises(FlagError, match=COMPOSITE):
+        interpret(["--emulated-version=1.36", "--feature-gates=GenericWorkload=true,"
+                   f"GangScheduling=true,{COMPOSITE}=true"])

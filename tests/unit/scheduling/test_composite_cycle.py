@@ -1,0 +1,147 @@
+"""A tree of pod groups scheduled as one (v1.37's alpha CompositePodGroup, with
+GenericWorkload and TopologyAwareWorkloadScheduling): the whole cycle, from the pop of
+one member to the bindings, FailedScheduling notes and each PodGroup's condition
+(scheduling/composite_cycle.py over composite_algorithm.py). The same shapes run
+against kube-scheduler v1.37.2 in
+tests/e2e/differential/test_composite_pod_group_differential.py."""
+
+from __future__ import annotations
+
+from kpysched.config.features import Features
+from kpysched.informers.listers import Listers
+from kpysched.objects import api, scheduling
+from kpysched.objects.composite_pod_groups import CompositePodGroup
+from tests.unit.builders import make_composite_pod_group, make_node, make_pod, make_pod_group
+from tests.unit.scheduler_harness import SchedulerHarness, build_harness
+
+GATES = {"GenericWorkload": True, "TopologyAwareWorkloadScheduling": True,
+         "CompositePodGroup": True}
+COMPOSITE = Features.from_gates(GATES, release=37)
+RACK = "example.com/rack"
+CONDITION = "PodGroupInitiallyScheduled"
+NO_VICTIMS = "pod group preemption: No preemption victims found for incoming preemptor"
+
+
+def rack_node(name: str, rack: str, cpu: str) -> api.Node:
+    return make_node(name).capacity(cpu=cpu, memory="8Gi", pods=110).label(RACK, rack).obj()
+
+
+class Harness(SchedulerHarness):
+    def composite(self, name: str, min_groups: int | None, parent: str | None = None,
+                  rack: bool = False) -> CompositePodGroup:
+        workloads = self.listers.workloads
+        assert workloads is not None and workloads.composite_pod_groups is not None
+        group = make_composite_pod_group(name, min_groups, parent=parent)
+        if rack:
+            group.spec.scheduling_constraints = scheduling.PodGroupSchedulingConstraints(
+                topology=[scheduling.TopologyConstraint(key=RACK)])
+        workloads.composite_pod_groups.on_add(group)
+        return group
+
+    def group(self, name: str, min_count: int | None, parent: str | None,
+              members: int, cpu: str = "1", created: str | None = None) -> None:
+        assert self.listers.workloads is not None
+        self.listers.workloads.pod_groups.on_add(
+            make_pod_group(name, min_count, parent=parent, created=created))
+        for index in range(members):
+            pod = make_pod(f"{name}-{index}").group(name).req(cpu=cpu).obj()
+            pod.spec.scheduler_name = "kpysched"
+            self.pods.on_add(pod)
+
+    def conditions(self) -> dict[str, tuple[str, str, str]]:
+        """Each PodGroup's last condition written, by name."""
+        found = {}
+        for method, path, body in self.api.requests:
+            if method != "PATCH" or not path.endswith("/status") or "/podgroups/" not in path:
+                continue
+            for condition in body.get("status", {}).get("conditions", []):
+                if condition.get("type") == CONDITION:
+                    found[path.split("/")[-2]] = (condition["status"], condition["reason"],
+                                                  condition["message"])
+        return found
+
+
+def make_harness(*nodes: api.Node) -> Harness:
+    built = build_harness({"schedulerName": "kpysched"}, COMPOSITE,
+                          Listers(generic_workload=True, release=37, composite_pod_groups=True),
+                          *nodes)
+    return Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
+
+
+async def test_a_tree_that_fits_binds_every_member_of_every_group() -> None:
+    harness = make_harness(rack_node("n1", "a", "4"))
+    harness.composite("root", 2)
+    harness.group("a", 2, "root", 2)
+    harness.group("b", 2, "root", 2)
+    await harness.schedule_all()
+    assert sorted(harness.bound()) == ["a-0", "a-1", "b-0", "b-1"]
+    assert harness.conditions() == {"a": ("True", "Scheduled", ""),
+                                    "b": ("True", "Scheduled", "")}
+    assert harness.scheduler.cache.assumed_count() == 4
+
+
+async def test_one_child_that_cannot_fit_keeps_the_whole_tree_pending() -> None:
+    harness = make_harness(rack_node("n1", "a", "3"))
+    harness.composite("root", 2)
+    harness.group("a", 2, "root", 2, created="2026-11-28T05:00:00Z")
+    harness.group("b", 2, "root", 2, created="2026-11-28T05:00:01Z")
+    await harness.schedule_all()
+    assert harness.bound() == {}
+    root_words = ("pod group is unschedulable, 0/1 placements are available, first "
+                  "placement status: minCount (2) cannot be satisfied: 1 scheduled, "
+                  "0 remaining")
+    notes = harness.notes("FailedScheduling")
+    # a fit on its own but its parent failed: its members take the root's words.
+    assert notes["a-0"] == notes["a-1"] == root_words
+    assert "Insufficient cpu" in notes["b-1"]
+    conditions = harness.conditions()
+    assert conditions["a"][:2] == ("False", "Unschedulable")
+    assert conditions["a"][2].startswith(root_words)
+    assert conditions["a"][2].endswith(NO_VICTIMS)
+    assert harness.scheduler.cache.assumed_count() == 0
+
+
+async def test_a_basic_root_lets_the_child_that_fits_go_alone() -> None:
+    harness = make_harness(rack_node("n1", "a", "2"))
+    harness.composite("root", None)
+    harness.group("a", 2, "root", 2, created="2026-11-28T05:00:00Z")
+    harness.group("b", 3, "root", 3, created="2026-11-28T05:00:01Z")
+    await harness.schedule_all()
+    assert sorted(harness.bound()) == ["a-0", "a-1"]
+    assert harness.conditions()["a"] == ("True", "Scheduled", "")
+    assert harness.conditions()["b"][:2] == ("False", "Unschedulable")
+
+
+async def test_min_group_count_counts_children_across_the_tree() -> None:
+    """Root gang of 2 over three groups; the third cannot fit: the first two bind."""
+    harness = make_harness(rack_node("n1", "a", "4"))
+    harness.composite("root", 2)
+    harness.group("a", 2, "root", 2, created="2026-11-28T05:00:00Z")
+    harness.group("b", 2, "root", 2, created="2026-11-28T05:00:01Z")
+    harness.group("c", 2, "root", 2, cpu="3", created="2026-11-28T05:00:02Z")
+    await harness.schedule_all()
+    assert sorted(harness.bound()) == ["a-0", "a-1", "b-0", "b-1"]
+    assert harness.conditions()["c"][:2] == ("False", "Unschedulable")
+
+
+async def test_a_topology_constraint_at_the_parent_keeps_the_tree_in_one_rack() -> None:
+    """Each group alone would fit in either rack; together only in rack b."""
+    harness = make_harness(rack_node("a1", "a", "2"), rack_node("b1", "b", "4"))
+    harness.composite("root", 2, rack=True)
+    harness.group("a", 2, "root", 2)
+    harness.group("b", 2, "root", 2)
+    await harness.schedule_all()
+    assert set(harness.bound().values()) == {"b1"}
+    assert len(harness.bound()) == 4
+
+
+async def test_members_wait_until_the_tree_is_complete() -> None:
+    """Without the root, no member is tried; its arrival releases them all."""
+    harness = make_harness(rack_node("n1", "a", "4"))
+    harness.group("a", 1, "root", 1)
+    harness.group("b", 1, "root", 1)
+    await harness.schedule_all()
+    assert harness.bound() == {}
+    harness.composite("root", 2)
+    await harness.schedule_all()
+    assert sorted(harness.bound()) == ["a-0", "b-0"]
