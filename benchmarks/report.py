@@ -319,7 +319,12 @@ def markdown(doc: dict[str, Any]) -> str:
         writes = ", ".join(f"{k} {v:g}" for k, v in run["api_writes_by_kind"].items())
         extras.append(f"- {run['scheduler']} #{run['repeat']}: pods created at "
                       f"{run['created_per_second']:.0f}/s, load average "
-                      f"{run['load_average']:.2f} at start, attempts "
+                      f"{run['load_average']:.2f} at start"
+                      + (f", from ready to the end the scheduler on a CPU "
+                         f"{run['scheduler_busy_share']:.0%} of the time and the machine's "
+                         f"CPU {run['machine_idle_share']:.0%} idle"
+                         if not math.isnan(run.get("scheduler_busy_share", math.nan)) else "")
+                      + ", attempts "
                       f"{ {k: round(v) for k, v in run['attempts_by_result'].items()} }, "
                       f"writes: {writes or 'none'}"
                       + (f", never-fitting pods {run['churn_pods']}" if run["churn_pods"]

@@ -34,6 +34,7 @@ from benchmarks.stats import (
     sampled_share,
     throughput_samples,
 )
+from tests.cluster import procfs
 from tests.cluster.cluster import ClusterError, log_tail
 from tests.progress import Progress
 
@@ -434,6 +435,10 @@ def _rate(count: int, seconds: float) -> float:
     return count / seconds if count and seconds > 0 else math.nan
 
 
+def _share(part: float, whole: float) -> float:
+    return part / whole if whole > 0 else math.nan
+
+
 def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[float],
              t0: float, scheduler_before: promtext.Samples,
              scheduler_after: promtext.Samples, server_before: promtext.Samples,
@@ -538,6 +543,7 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             await asyncio.to_thread(schedulers.wait_ready, scheduler)
             ready_at = time.monotonic()
             startup_cpu = schedulers.proc_stats(scheduler.pid).cpu_seconds
+            machine_at_ready = procfs.machine_cpu_ticks()
             setup_seconds = ready_at - started
             idle_rate = math.nan
             if spec.workload.one_at_a_time:
@@ -599,6 +605,7 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
                 creating_seconds = max(a for a in acked if not math.isnan(a)) - t0
             server_after = await _settle(api)
             cpu_after = schedulers.proc_stats(scheduler.pid)
+            machine_at_end, ended_at = procfs.machine_cpu_ticks(), time.monotonic()
             apiserver_cpu_after = schedulers.proc_stats(bench.state.apiserver_pid).cpu_seconds
             scheduler_after = promtext.parse(await asyncio.to_thread(scheduler.metrics_text))
             profile = await profiler.stop() if profiler is not None else None
@@ -653,6 +660,9 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         podgroup_latency_ms=_podgroup_latency_ms(scheduler_before, scheduler_after),
         pod_costs=[asdict(cost) for cost in pod_costs],
         idle_cpu_ms_per_second=idle_rate * 1000,
+        scheduler_busy_share=_share(cpu_after.cpu_seconds - startup_cpu, ended_at - ready_at),
+        machine_idle_share=_share(machine_at_end[0] - machine_at_ready[0],
+                                  machine_at_end[1] - machine_at_ready[1]),
         unschedulable_by_last_bind=_unschedulable_by(
             max(bound_times, default=math.inf), unschedulable_timeline,
             promtext.total(scheduler_before, ATTEMPTS_COUNTER, result="unschedulable")))

@@ -33,3 +33,11 @@ def status_kib(pid: int, field: str) -> int | None:
         if key == field:
             return int(value.split()[0])
     return None
+
+
+def machine_cpu_ticks() -> tuple[int, int]:
+    """(idle, total) clock ticks of every CPU since boot, from /proc/stat's first line
+    (idle counts iowait too; guest time is already in user and nice)."""
+    first = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    ticks = [int(value) for value in first[1:9]]  # user nice system idle iowait irq softirq steal
+    return ticks[3] + ticks[4], sum(ticks)

@@ -37,3 +37,14 @@ def test_a_zombie_is_not_alive() -> None:
     assert procfs.status_kib(child.pid, "VmRSS") is None  # a zombie holds no memory
     assert not processes.alive(child.pid)  # reaps it: our own child
     child.wait()
+
+
+def test_the_machine_cpu_ticks_grow_and_idle_is_part_of_them() -> None:
+    idle, total = procfs.machine_cpu_ticks()
+    assert 0 <= idle <= total
+    deadline = time.monotonic() + 0.3
+    while time.monotonic() < deadline:
+        pass  # on a CPU for a while: the machine's ticks move on
+    later_idle, later_total = procfs.machine_cpu_ticks()
+    assert later_total > total and later_idle >= idle
+    assert later_total - total >= later_idle - idle
