@@ -68,8 +68,8 @@ class RunResult:
     created_per_second: float  # how fast the benchmark created the measured pods
     setup_seconds: float  # cluster + nodes + initial pods
     load_average: float = 0.0  # 1-minute load average when the run began
-    # From the scheduler's ready to the run's end (its last write settled): the share of
-    # that time it was on a CPU, and the share of the machine's CPU time left idle. Busy
+    # From the scheduler's ready to the last bind the watch saw: the share of that time
+    # it was on a CPU, and the share of the machine's CPU time left idle. Busy
     # well under 1 with idle CPU left means it waited (on the network, on a lock), not
     # that it was crowded out.
     scheduler_busy_share: float = math.nan

@@ -592,6 +592,9 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
                 complete = await observer.wait(spec.bind_timeout())
             finally:
                 shown.cancel()
+            # The measured phase's end, as the watch saw it (events still trail).
+            cpu_at_end = schedulers.proc_stats(scheduler.pid).cpu_seconds
+            machine_at_end, ended_at = procfs.machine_cpu_ticks(), time.monotonic()
             if sampler is not None:
                 sampler.cancel()
             if spec.workload.one_at_a_time and creator is not None:
@@ -605,7 +608,6 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
                 creating_seconds = max(a for a in acked if not math.isnan(a)) - t0
             server_after = await _settle(api)
             cpu_after = schedulers.proc_stats(scheduler.pid)
-            machine_at_end, ended_at = procfs.machine_cpu_ticks(), time.monotonic()
             apiserver_cpu_after = schedulers.proc_stats(bench.state.apiserver_pid).cpu_seconds
             scheduler_after = promtext.parse(await asyncio.to_thread(scheduler.metrics_text))
             profile = await profiler.stop() if profiler is not None else None
@@ -660,7 +662,7 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         podgroup_latency_ms=_podgroup_latency_ms(scheduler_before, scheduler_after),
         pod_costs=[asdict(cost) for cost in pod_costs],
         idle_cpu_ms_per_second=idle_rate * 1000,
-        scheduler_busy_share=_share(cpu_after.cpu_seconds - startup_cpu, ended_at - ready_at),
+        scheduler_busy_share=_share(cpu_at_end - startup_cpu, ended_at - ready_at),
         machine_idle_share=_share(machine_at_end[0] - machine_at_ready[0],
                                   machine_at_end[1] - machine_at_ready[1]),
         unschedulable_by_last_bind=_unschedulable_by(
