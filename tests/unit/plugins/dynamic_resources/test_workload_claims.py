@@ -14,6 +14,7 @@ from kpysched.api.response import ApiResponse
 from kpysched.config.features import Features
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code, Status
+from kpysched.informers.listers import Listers
 from kpysched.objects import api
 from kpysched.objects import dra as resource
 from kpysched.objects.pod import PodInfo
@@ -26,9 +27,10 @@ from kpysched.plugins.dynamic_resources.group_cleanup import (
 )
 from kpysched.plugins.dynamic_resources.plugin import POD_GROUP_CLAIMS_CLEANED_UP
 from tests.unit.api_double import RecordingApi
-from tests.unit.builders import FakeHandle, make_node
+from tests.unit.builders import FakeHandle, make_node, make_pod, make_pod_group
 from tests.unit.plugins.dynamic_resources.test_claim_writes import VersionedApi
 from tests.unit.plugins.dynamic_resources.test_plugin import DRIVER, _class, _slice
+from tests.unit.scheduler_harness import build_harness, node
 
 GATE = "DRAWorkloadResourceClaims"
 GROUP = "g"
@@ -308,3 +310,35 @@ def test_a_failed_unreserve_of_the_podgroup_is_passed_by() -> None:
     status = world.plugin.pod_group_post_filter(_tried_members(world, _member()))
     assert (status.code, status.message()) == (Code.UNSCHEDULABLE, POD_GROUP_CLAIMS_CLEANED_UP)
     assert len(recording.sent("PATCH", "/resourceclaims/shared/status")) == 1
+
+
+# --- through the scheduler ---------------------------------------------------------------
+
+async def test_a_gang_sharing_its_podgroups_claim_reserves_it_for_the_podgroup() -> None:
+    """The gate reaches the plugin from --feature-gates: both members of a gang bind and
+    every reservation PreBind writes names the PodGroup."""
+    listers = Listers(generic_workload=True)
+    features = Features.from_gates({"GenericWorkload": True, GATE: True}, release=37)
+    harness = build_harness({"schedulerName": "kpysched"}, features, listers,
+                            node("n1", "4"))
+    group = msgspec.structs.replace(_group(), spec=msgspec.structs.replace(
+        _group().spec, scheduling_policy=make_pod_group(GROUP, 2).spec.scheduling_policy))
+    listers.workloads.pod_groups.on_add(group)
+    listers.resources.device_classes.on_add(_class())
+    listers.resources.resource_slices.on_add(_slice("n1", "gpu-0"))
+    listers.resources.resource_claims.on_add(msgspec.convert(_claim_body(),
+                                                             resource.ResourceClaim))
+    for name in ("a", "b"):
+        pod = make_pod(name, namespace="d").group(GROUP).req(cpu="1").obj()
+        pod.spec.scheduler_name = "kpysched"
+        pod.spec.resource_claims = [msgspec.convert(BY_NAME, api.PodResourceClaim)]
+        harness.pods.on_add(pod)
+    await harness.schedule_all()
+    assert harness.bound() == {"a": "n1", "b": "n1"}
+    # (The recording API answers the finalizer's update with an empty claim, whose
+    # status update then names no claim: only its body is read here.)
+    reservations = [msgspec.json.decode(body)["status"]["reservedFor"]
+                    for method, path, body in harness.api.requests
+                    if method == "PUT" and "/resourceclaims/" in path
+                    and path.endswith("/status")]
+    assert reservations == [[GROUP_REF], [GROUP_REF]]
