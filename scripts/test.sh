@@ -4,6 +4,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 KPYSCHED_SETUP_CORE_ONLY=1 bash scripts/setup.sh
+# Each kube-apiserver and kube-controller-manager holds 6 inotify instances (its
+# certificate and key file watchers), and a run has up to a dozen of them up at once
+# (two workers' session clusters, their twins and v1.36 clusters, a module's own)
+# beside Kueue's, containerd's and the kubelet's. The kernel's default per-user limit
+# of 128 then refuses the next one as "too many open files": Kueue exited so at
+# start-up in the cold run of 28 November. Raise the limit as kind's docs advise for
+# several clusters on one machine; never lower it. Without the right to (not root, a
+# read-only /proc/sys), say so and go on.
+inotify_limit=/proc/sys/fs/inotify/max_user_instances
+if [ "$(cat "$inotify_limit")" -lt 512 ]; then
+    if { echo 512 >"$inotify_limit"; } 2>/dev/null; then
+        echo "fs.inotify.max_user_instances raised to 512 for the test clusters"
+    else
+        echo "warning: fs.inotify.max_user_instances is $(cat "$inotify_limit");" \
+            "with many clusters up, a component may fail with 'too many open files'" >&2
+    fi
+fi
 # What only some tests need (the other releases' control planes, kubectl, helm,
 # Prometheus, the dashboard linter, kube-proxy, Kueue, Karpenter, and the real node's
 # kubelet, containerd, runc and CNI plugins) builds in the background while the suite
