@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from kpysched.framework.placement import Placement
@@ -224,9 +224,11 @@ def complete_results(root: GroupTree, results: Results) -> Results:
 def _hand_down(tree: GroupTree, results: Results, parent: Status) -> None:
     result = results.get(tree.key)
     if result is None or (not parent.ok and result.status.ok):
-        # The parent's very status, shared (upstream's pointer): what is appended to
-        # it later shows in each group that shares it.
-        result = SubtreeResult(tree, parent)
+        # A failure is the parent's very status, shared (upstream's pointer): what is
+        # appended to it later shows in each group that shares it. A success is a
+        # copy: SUCCESS is one object for every caller.
+        result = SubtreeResult(tree, parent if not parent.ok
+                               else replace(parent, reasons=list(parent.reasons)))
         results[tree.key] = result
     for child in tree.child_groups():
         _hand_down(child, results, result.status)

@@ -28,6 +28,7 @@ from tests.e2e.differential.runner import ensure_priority_classes
 from tests.e2e.differential.topology_aware import (
     RackNode,
     TopologyScenario,
+    assert_same_outcome,
     run_topology_scenario,
 )
 
@@ -110,14 +111,4 @@ async def test_same_outcome_as_kube_scheduler(topology_api: client.ApiClient,
     await ensure_priority_classes(topology_api)
     upstream = await run_topology_scenario(topology_api, scenario, UPSTREAM)
     ours = await run_topology_scenario(topology_api, scenario, KPYSCHED)
-    detail = f"\n upstream:{upstream.describe()}\n kpysched:{ours.describe()}"
-    # The scenario means what it says on upstream...
-    assert upstream.nodes() == scenario.expect, detail
-    assert upstream.preempted == scenario.expect_preempted, detail
-    if all(node is None for node in scenario.expect.values()):
-        assert upstream.condition is not None and upstream.condition[0] == "False", detail
-    # ... and kpysched ends the same way.
-    assert ours.nodes() == upstream.nodes(), detail
-    assert ours.notes() == upstream.notes(), detail
-    assert ours.condition == upstream.condition, detail
-    assert ours.preempted == upstream.preempted, detail
+    assert_same_outcome(scenario, upstream, ours)

@@ -6,9 +6,14 @@ kube-scheduler and once under kpysched, one after the other, each run on nodes a
 namespace of its own that are gone before the next starts: a placement is cut from
 every node of the cluster, so no other run's nodes may be there.
 
+A scenario may instead be a tree of groups (v1.37's alpha CompositePodGroup, which
+needs TopologyAwareWorkloadScheduling): CompositePodGroups (the root first) with
+PodGroups under them, each PodGroup with members of its own (named <group>-m<i>); a
+CompositePodGroup may carry the rack constraint for its whole subtree.
+
 The outcome compared is, for every member, the node it was bound to (as a role) or
-the first FailedScheduling note it got, the PodGroupInitiallyScheduled condition, and
-which of the pods already bound were preempted.
+the first FailedScheduling note it got, the PodGroupInitiallyScheduled condition of
+each PodGroup, and which of the pods already bound were preempted.
 Scenarios are built so that neither scheduler has a tie to break at random: one node
 per rack where the node matters, distinct placement scores, and racks alike where the
 group fits in none (upstream tries its placements in random order and reports the
@@ -30,6 +35,10 @@ from tests.e2e.differential.compare import first_failures
 from tests.e2e.differential.runner import ROLE_LABEL, _Names, _wait_nodes_gone
 
 GROUP, VERSION = "scheduling.k8s.io", "v1beta1"
+COMPOSITE_VERSION = "v1alpha3"
+# Every group of a tree must name a Workload template (the API server asks it of a
+# CompositePodGroup, and of a PodGroup with a parent); the Workload need not exist.
+WORKLOAD = "w"
 CONDITION = "PodGroupInitiallyScheduled"
 RACK = "topology.example.com/rack"
 # Time for both schedulers' informers to see every member before the PodGroup comes.
@@ -44,6 +53,27 @@ class RackNode:
     role: str
     rack: str | None  # the rack label's value; None: the node has no rack label
     cpu: str
+
+
+@dataclass(frozen=True)
+class TreeGroup:
+    """A PodGroup of a tree: `members` pods named <name>-m<i>."""
+
+    name: str
+    parent: str
+    min_count: int | None  # None: basic policy
+    members: int
+    member_cpu: str = "1"
+
+
+@dataclass(frozen=True)
+class TreeComposite:
+    """A CompositePodGroup of a tree; `constrained`: the rack constraint."""
+
+    name: str
+    min_group_count: int | None  # None: basic policy
+    parent: str | None = None
+    constrained: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +94,10 @@ class TopologyScenario:
     # node role, or None (pending); the busy pods it preempts.
     expect: dict[str, str | None] = field(default_factory=dict)
     expect_preempted: frozenset[str] = frozenset()
+    # A tree instead of the one PodGroup "g" (min_count, members, member_cpu and
+    # constrained are then unused): composite groups root first, then PodGroups.
+    composites: tuple[TreeComposite, ...] = ()
+    groups: tuple[TreeGroup, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -73,6 +107,8 @@ class TopologyOutcome:
     condition: tuple[str, str, str] | None
     # The busy pods the scheduler preempted (deleted, with a Preempted event).
     preempted: frozenset[str] = frozenset()
+    # A tree's PodGroups' conditions, by PodGroup name.
+    conditions: dict[str, tuple[str, str, str] | None] = field(default_factory=dict)
 
     def nodes(self) -> dict[str, str | None]:
         return {role: node for role, (node, _) in self.members.items()}
@@ -85,12 +121,54 @@ class TopologyOutcome:
     def describe(self) -> str:
         lines = [f"   {role}: {node or 'pending'} note={note!r}"
                  for role, (node, note) in sorted(self.members.items())]
-        return "\n" + "\n".join([*lines, f"   condition: {self.condition}",
+        groups = [f"   condition of {name}: {condition}"
+                  for name, condition in sorted(self.conditions.items())]
+        return "\n" + "\n".join([*lines, f"   condition: {self.condition}", *groups,
                                   f"   preempted: {sorted(self.preempted)}"])
 
 
 def member_roles(scenario: TopologyScenario) -> list[str]:
+    if scenario.groups:
+        return [role for _, role, _ in _tree_members(scenario)]
     return [f"m{i}" for i in range(scenario.members)]
+
+
+def _tree_members(scenario: TopologyScenario) -> list[tuple[str, str, str]]:
+    """(PodGroup, member role, cpu) of every member of a tree scenario."""
+    return [(group.name, f"{group.name}-m{i}", group.member_cpu)
+            for group in scenario.groups for i in range(group.members)]
+
+
+def _policy(count: int | None, field_name: str) -> dict[str, Any]:
+    return {"basic": {}} if count is None else {"gang": {field_name: count}}
+
+
+def _tree_bodies(scenario: TopologyScenario) -> list[tuple[str, str, dict[str, Any]]]:
+    """(version, plural, body) of every group of a tree, the root first."""
+    bodies = []
+    for composite in scenario.composites:
+        spec: dict[str, Any] = {
+            "schedulingPolicy": _policy(composite.min_group_count, "minGroupCount"),
+            "workloadRef": {"workloadName": WORKLOAD, "templateName": composite.name}}
+        if composite.parent is not None:
+            spec["parentCompositePodGroupName"] = composite.parent
+        if composite.constrained:
+            spec["schedulingConstraints"] = {"topology": [{"key": RACK}]}
+        if scenario.priority_class is not None:
+            spec["priorityClassName"] = scenario.priority_class
+        bodies.append((COMPOSITE_VERSION, "compositepodgroups", {
+            "apiVersion": f"{GROUP}/{COMPOSITE_VERSION}", "kind": "CompositePodGroup",
+            "metadata": {"name": composite.name}, "spec": spec}))
+    for group in scenario.groups:
+        spec = {"schedulingPolicy": _policy(group.min_count, "minCount"),
+                "parentCompositePodGroupName": group.parent,
+                "workloadRef": {"workloadName": WORKLOAD, "templateName": group.name}}
+        if scenario.priority_class is not None:
+            spec["priorityClassName"] = scenario.priority_class
+        bodies.append((VERSION, "podgroups", {
+            "apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup",
+            "metadata": {"name": group.name}, "spec": spec}))
+    return bodies
 
 
 def _group_body(scenario: TopologyScenario) -> dict[str, Any]:
@@ -118,17 +196,22 @@ async def run_topology_scenario(api: client.ApiClient, scenario: TopologyScenari
                                  memory="100Mi", priority_class=scenario.busy_priority_class)
             body["spec"]["nodeName"] = names.of(node_role)
             await core.create_namespaced_pod(namespace, body)
-        for role in member_roles(scenario):
-            body = kube.pod_body(role, scheduler_name=scheduler_name,
-                                 cpu=scenario.member_cpu, memory="100Mi",
-                                 priority_class=scenario.priority_class)
-            body["spec"]["schedulingGroup"] = {"podGroupName": "g"}
+        members = (_tree_members(scenario) if scenario.groups else
+                   [("g", role, scenario.member_cpu) for role in member_roles(scenario)])
+        for group_name, role, cpu in members:
+            body = kube.pod_body(role, scheduler_name=scheduler_name, cpu=cpu,
+                                 memory="100Mi", priority_class=scenario.priority_class)
+            body["spec"]["schedulingGroup"] = {"podGroupName": group_name}
             await core.create_namespaced_pod(namespace, body)
-        # The PodGroup last: its members wait for it at PreEnqueue, so the group's first
+        # The groups last: their members wait for them at PreEnqueue, so the first
         # cycle has every member, whatever minCount lets through.
         await asyncio.sleep(MEMBERS_SEEN_SECONDS)
-        await client.CustomObjectsApi(api).create_namespaced_custom_object(
-            GROUP, VERSION, namespace, "podgroups", _group_body(scenario))
+        custom = client.CustomObjectsApi(api)
+        bodies = (_tree_bodies(scenario) if scenario.groups
+                  else [(VERSION, "podgroups", _group_body(scenario))])
+        for version, plural, group_body in bodies:
+            await custom.create_namespaced_custom_object(GROUP, version, namespace, plural,
+                                                         group_body)
         return await _observe(api, scenario, names)
     finally:
         await kube.delete_namespace(api, namespace)
@@ -164,13 +247,18 @@ async def _observe(api: client.ApiClient, scenario: TopologyScenario,
         event["regarding"]["name"]
         for event in await kube.events(api, names.namespace, "Preempted")
         if event["regarding"]["name"] not in listed)
+    if scenario.groups:
+        conditions = {group.name: await _condition(api, names, group.name)
+                      for group in scenario.groups}
+        return TopologyOutcome(members, None, preempted, conditions)
     return TopologyOutcome(members, await _condition(api, names), preempted)
 
 
-async def _condition(api: client.ApiClient, names: _Names) -> tuple[str, str, str] | None:
+async def _condition(api: client.ApiClient, names: _Names,
+                     name: str = "g") -> tuple[str, str, str] | None:
     try:
         group = await client.CustomObjectsApi(api).get_namespaced_custom_object(
-            GROUP, VERSION, names.namespace, "podgroups", "g")
+            GROUP, VERSION, names.namespace, "podgroups", name)
     except ApiException as error:
         if error.status != 404:
             raise
@@ -180,3 +268,21 @@ async def _condition(api: client.ApiClient, names: _Names) -> tuple[str, str, st
     if not found:
         return None
     return (found[0]["status"], found[0]["reason"], names.text(found[0].get("message", "")))
+
+
+def assert_same_outcome(scenario: TopologyScenario, upstream: TopologyOutcome,
+                        ours: TopologyOutcome) -> None:
+    """The scenario means what it says on upstream, and kpysched ends the same way:
+    the same nodes, notes (as a multiset), conditions and victims."""
+    detail = f"\n upstream:{upstream.describe()}\n kpysched:{ours.describe()}"
+    assert upstream.nodes() == scenario.expect, detail
+    assert upstream.preempted == scenario.expect_preempted, detail
+    if all(node is None for node in scenario.expect.values()):
+        conditions = ([upstream.condition] if not scenario.groups
+                      else list(upstream.conditions.values()))
+        assert all(c is not None and c[0] == "False" for c in conditions), detail
+    assert ours.nodes() == upstream.nodes(), detail
+    assert ours.notes() == upstream.notes(), detail
+    assert ours.condition == upstream.condition, detail
+    assert ours.conditions == upstream.conditions, detail
+    assert ours.preempted == upstream.preempted, detail
