@@ -73,7 +73,7 @@ class GroupMembers:
         if len(names) == 1 and names[0] in frameworks:
             chosen = frameworks[names[0]]
             invalid = (self._invalid_as_37(chosen, members) if tree is None
-                       else _invalid_tree(members, tree))
+                       else self._invalid_tree(chosen, members, tree))
             if invalid is None:
                 return chosen
             reason = invalid
@@ -114,6 +114,27 @@ class GroupMembers:
                                            scheduling.REASON_SCHEDULER_ERROR, invalid)
         return invalid
 
+    def _invalid_tree(self, framework: Framework, members: list[QueuedPodInfo],
+                      tree: GroupTree) -> str | None:
+        """validatePodGroup for a tree: every member, queued or placed in any of its
+        PodGroups, has the root's priority and one preemption policy (the root's with
+        PodGroupPreemptionPolicy on); the error is written on every PodGroup."""
+        root = tree.composite
+        groups = self._context.cache.pod_groups
+        assert root is not None and groups is not None
+        placed = [pod for leaf in tree.leaves()
+                  for pod in groups.get(leaf.key.namespace, leaf.key.name).placed_pods()]
+        check = (policy.invalid_group if framework.handle.features.enabled(policy.GATE)
+                 else placement.invalid_group)
+        invalid = check((m.pod_info for m in members), placed, root)
+        writer = self._context.writes.pod_groups
+        if invalid is not None and writer is not None:
+            for leaf in tree.leaves():
+                if leaf.pod_group is not None:
+                    writer.set_scheduled_condition(
+                        leaf.pod_group, "False", scheduling.REASON_SCHEDULER_ERROR, invalid)
+        return invalid
+
     def without_skipped(self, members: list[QueuedPodInfo]) -> list[QueuedPodInfo]:
         """Members being deleted, or already assumed or bound, are not tried again."""
         context = self._context
@@ -128,13 +149,3 @@ class GroupMembers:
                 kept.append(member)
         return kept
 
-
-def _invalid_tree(members: list[QueuedPodInfo], tree: GroupTree) -> str | None:
-    """v1.37's validatePodGroup for a tree: every member has the root's priority."""
-    assert tree.composite is not None
-    priority = tree.composite.spec.priority or 0
-    for member in members:
-        if member.pod_info.priority != priority:
-            return ("all pods in a single pod group should have the same priority as the "
-                    f"pod group's priority, got {member.pod_info.priority} and {priority}")
-    return None

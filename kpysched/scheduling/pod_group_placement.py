@@ -29,6 +29,7 @@ from kpysched.cache.pod_groups import PodGroupState
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import SUCCESS, Code, Status
+from kpysched.objects.composite_pod_groups import CompositePodGroup
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.scheduling.attempt import Attempt, GroupOutcome, MemberResult
@@ -202,15 +203,16 @@ def post_filter(framework: Framework, attempts: Sequence[Attempt],
     return Status.unschedulable(*reasons, plugin=rejector), None
 
 
-def group_priority(pod_group: PodGroup | None) -> int:
-    """Upstream's PodGroupPriority: spec.priority, 0 when unset."""
+def group_priority(pod_group: PodGroup | CompositePodGroup | None) -> int:
+    """Upstream's PodGroupPriority (CompositePodGroupPriority for a tree's root):
+    spec.priority, 0 when unset."""
     if pod_group is None or pod_group.spec.priority is None:
         return 0
     return pod_group.spec.priority
 
 
 def invalid_group(members: Iterable[PodInfo], placed: Iterable[PodInfo],
-                  pod_group: PodGroup | None) -> str | None:
+                  pod_group: PodGroup | CompositePodGroup | None) -> str | None:
     """v1.37's validatePodGroup beyond the scheduler name: every member, queued or
     placed, has the group's priority and the first member's preemption policy
     (PodGroupPreemptionPolicy off). The error's text, or None."""

@@ -7,13 +7,15 @@ PodGroup's own spec.preemptionPolicy (the API server defaults it to
 PreemptLowerPriority then; PreemptLowerPriority too when a PodGroup was written
 without the gate and has none), and every member, queued or placed, must have that
 policy, checked in the same pass as the priority (upstream's validatePodGroup and
-resolvePreemptionPolicy, pkg/scheduler of v1.37.2).
+resolvePreemptionPolicy, pkg/scheduler of v1.37.2). For a tree of groups
+(CompositePodGroup) the root CompositePodGroup's priority and policy are the group's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+from kpysched.objects.composite_pod_groups import CompositePodGroup
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 
@@ -27,7 +29,7 @@ def pod_policy(pod: PodInfo) -> str:
     return pod.pod.spec.preemption_policy or PREEMPT_LOWER_PRIORITY
 
 
-def pod_group_policy(pod_group: PodGroup | None) -> str:
+def pod_group_policy(pod_group: PodGroup | CompositePodGroup | None) -> str:
     """The PodGroup's spec.preemptionPolicy, PreemptLowerPriority when unset."""
     if pod_group is None or not pod_group.spec.preemption_policy:
         return PREEMPT_LOWER_PRIORITY
@@ -46,7 +48,7 @@ def group_policy(pod_group: PodGroup | None, members: Iterable[PodInfo], *,
 
 
 def invalid_group(members: Iterable[PodInfo], placed: Iterable[PodInfo],
-                  pod_group: PodGroup | None) -> str | None:
+                  pod_group: PodGroup | CompositePodGroup | None) -> str | None:
     """v1.37's validatePodGroup beyond the scheduler name with the gate on, member by
     member (the queued ones, then those placed): the group's priority, then the
     PodGroup's policy. The error's text, or None. (Gate off:

@@ -39,12 +39,14 @@ class Harness(SchedulerHarness):
         return group
 
     def group(self, name: str, min_count: int | None, parent: str | None,
-              members: int, cpu: str = "1", created: str | None = None) -> None:
+              members: int, cpu: str = "1", created: str | None = None,
+              priority: int = 0) -> None:
         assert self.listers.workloads is not None
         self.listers.workloads.pod_groups.on_add(
             make_pod_group(name, min_count, parent=parent, created=created))
         for index in range(members):
-            pod = make_pod(f"{name}-{index}").group(name).req(cpu=cpu).obj()
+            pod = make_pod(f"{name}-{index}").group(name).req(cpu=cpu).priority(
+                priority).obj()
             pod.spec.scheduler_name = "kpysched"
             self.pods.on_add(pod)
 
@@ -145,3 +147,17 @@ async def test_members_wait_until_the_tree_is_complete() -> None:
     harness.composite("root", 2)
     await harness.schedule_all()
     assert sorted(harness.bound()) == ["a-0", "b-0"]
+
+
+async def test_every_member_must_have_the_roots_priority() -> None:
+    harness = make_harness(rack_node("n1", "a", "4"))
+    harness.composite("root", 2)
+    harness.group("a", 1, "root", 1)
+    harness.group("b", 1, "root", 1, priority=10)
+    await harness.schedule_all()
+    assert harness.bound() == {}
+    words = ("all pods in a single pod group should have the same priority as the pod "
+             "group's priority, got 10 and 0")
+    assert set(harness.notes("FailedScheduling").values()) == {words}
+    assert harness.conditions() == {"a": ("False", "SchedulerError", words),
+                                    "b": ("False", "SchedulerError", words)}
