@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from kpysched.framework.pod_group_tree import GroupTree
     from kpysched.framework.pod_totals import PodTotals, TotalsColumns
     from kpysched.objects import api, coscheduling, dra, storage
+    from kpysched.objects.composite_pod_groups import CompositePodGroup
     from kpysched.objects.scheduling import PodGroup
 
 MAX_NODE_SCORE = 100
@@ -258,6 +259,11 @@ class SharedHandle(Protocol):
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         """A scheduling.k8s.io/v1alpha2 PodGroup from its informer (GenericWorkload);
         None when it does not exist."""
+        ...
+
+    def composite_pod_group(self, namespace: str, name: str) -> CompositePodGroup | None:
+        """A scheduling.k8s.io/v1alpha3 CompositePodGroup from its informer (v1.37's
+        CompositePodGroup gate); None when it does not exist or the gate is off."""
         ...
 
     def pod_group_tree(self, namespace: str, name: str) -> GroupTree | None:

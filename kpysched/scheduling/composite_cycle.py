@@ -229,7 +229,8 @@ class TreeDecision:
         priority = composite.spec.priority or 0
         found = preempt_for_group(
             framework, context.snapshot, priority, members, handle.pod_group, handle.pdbs(),
-            lambda: self._schedule_again(framework, tree, attempts))
+            lambda: self._schedule_again(framework, tree, attempts),
+            composites=handle.composite_pod_group)
         if found.status.ok and found.victims:
             sink = context.preemptions
             assert isinstance(sink, ImmediatePreemption), "no Coscheduling trial here"

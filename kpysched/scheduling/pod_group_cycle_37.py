@@ -90,7 +90,9 @@ class DecisionAs37:
         priority = placement.group_priority(pod_group)
         found = preempt_for_group(
             framework, context.snapshot, priority, members, handle.pod_group, handle.pdbs(),
-            lambda: self._schedule_again(framework, attempts, pod_group, name))
+            lambda: self._schedule_again(framework, attempts, pod_group, name),
+            composites=(handle.composite_pod_group
+                        if handle.features.enabled("CompositePodGroup") else None))
         if found.status.ok and found.victims:
             sink = context.preemptions
             assert isinstance(sink, ImmediatePreemption), "no Coscheduling trial here"

@@ -39,6 +39,7 @@ from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.default_preemption.selection import terminating_by_preemption
 from kpysched.plugins.default_preemption.victims import (
+    CompositeLookup,
     PodGroupLookup,
     Victim,
     by_importance,
@@ -92,12 +93,14 @@ def preempt_for_group(
     framework: Framework, snapshot: Snapshot, priority: int, members: Sequence[PodInfo],
     lookup: PodGroupLookup, pdbs: Sequence[api.PodDisruptionBudget],
     schedule_again: ScheduleAgain, now: int | None = None,
+    composites: CompositeLookup | None = None,
 ) -> GroupPreemption:
     """Upstream's PodGroupEvaluator.Preempt without the eviction (the caller's),
-    counted in v1.37's workload preemption metrics."""
+    counted in v1.37's workload preemption metrics. `composites`: with
+    CompositePodGroup on, victims count their trees (victims.py)."""
     metrics = framework.metrics if isinstance(framework.metrics, SchedulerMetrics) else None
     found = _preempt(framework, snapshot, priority, members, lookup, pdbs, schedule_again,
-                     now, metrics)
+                     now, metrics, composites)
     if metrics is not None:
         metrics.workload_preemption_attempt(found.status.code.label)
     return found
@@ -106,15 +109,17 @@ def preempt_for_group(
 def _preempt(framework: Framework, snapshot: Snapshot, priority: int,
              members: Sequence[PodInfo], lookup: PodGroupLookup,
              pdbs: Sequence[api.PodDisruptionBudget], schedule_again: ScheduleAgain,
-             now: int | None, metrics: SchedulerMetrics | None) -> GroupPreemption:
+             now: int | None, metrics: SchedulerMetrics | None,
+             composites: CompositeLookup | None) -> GroupPreemption:
     if _policy(framework, members, lookup) == policy.NEVER:
         return GroupPreemption(Status.unschedulable(NOT_ELIGIBLE))
-    if _ongoing(snapshot, priority, members, lookup):
+    if _ongoing(snapshot, priority, members, lookup, composites):
         return GroupPreemption(
             Status(Code.SUCCESS, [ONGOING]),
             {m.uid: m.pod.status.nominated_node_name or "" for m in members})
     started = time.perf_counter()
-    found = _evaluate(framework, snapshot, priority, lookup, pdbs, schedule_again, now)
+    found = _evaluate(framework, snapshot, priority, lookup, pdbs, schedule_again, now,
+                      composites)
     if metrics is not None:
         metrics.preemption_evaluation(PREEMPTOR, found.status.code.label,
                                       time.perf_counter() - started)
@@ -128,11 +133,13 @@ def _preempt(framework: Framework, snapshot: Snapshot, priority: int,
 
 def _evaluate(framework: Framework, snapshot: Snapshot, priority: int,
               lookup: PodGroupLookup, pdbs: Sequence[api.PodDisruptionBudget],
-              schedule_again: ScheduleAgain, now: int | None) -> GroupPreemption:
+              schedule_again: ScheduleAgain, now: int | None,
+              composites: CompositeLookup | None) -> GroupPreemption:
     """Upstream's PodGroupEvaluator.evaluate: the victims, or why there are none."""
     now = time.time_ns() if now is None else now
     nodes = snapshot.node_infos
-    everyone = victims_on(nodes, lookup, now, placed_on(nodes))
+    everyone = victims_on(nodes, lookup, now, placed_on(nodes, lookup, composites),
+                          composites)
     potential = [v for v in everyone if v.priority < priority]
     if not potential:
         return GroupPreemption(Status.unresolvable(NO_VICTIMS))
@@ -147,7 +154,7 @@ def _policy(framework: Framework, members: Sequence[PodInfo], lookup: PodGroupLo
 
 
 def _ongoing(snapshot: Snapshot, priority: int, members: Sequence[PodInfo],
-             lookup: PodGroupLookup) -> bool:
+             lookup: PodGroupLookup, composites: CompositeLookup | None) -> bool:
     """A member's nominated node still has a lower-priority pod its preemption is
     removing (upstream's isOngoingPreemption)."""
     nominated = {m.pod.status.nominated_node_name for m in members
@@ -156,7 +163,8 @@ def _ongoing(snapshot: Snapshot, priority: int, members: Sequence[PodInfo],
         info = snapshot.get(name)
         if info is None:
             continue
-        if any(pod_priority(pod, lookup) < priority and terminating_by_preemption(pod)
+        if any(pod_priority(pod, lookup, composites) < priority
+               and terminating_by_preemption(pod)
                for pod in info.pods.values()):
             return True
     return False

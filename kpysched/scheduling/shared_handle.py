@@ -24,6 +24,7 @@ from kpysched.framework.pod_group_tree import GroupTree, key_of
 from kpysched.framework.status import Status
 from kpysched.informers.listers import Listers, ResourceListers, StorageListers
 from kpysched.objects import api, coscheduling
+from kpysched.objects.composite_pod_groups import CompositePodGroup
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.plugins.pod_topology_spread import default_selector
@@ -147,6 +148,11 @@ class SchedulerHandle:
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         workloads = self._listers.workloads
         return None if workloads is None else workloads.pod_groups.get(f"{namespace}/{name}")
+
+    def composite_pod_group(self, namespace: str, name: str) -> CompositePodGroup | None:
+        workloads = self._listers.workloads
+        composites = workloads.composite_pod_groups if workloads is not None else None
+        return None if composites is None else composites.get(f"{namespace}/{name}")
 
     def pod_group_tree(self, namespace: str, name: str) -> GroupTree | None:
         forest = self._forest

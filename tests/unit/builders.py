@@ -356,6 +356,9 @@ class FakeHandle:
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         return self.pod_groups.get(f"{namespace}/{name}")
 
+    def composite_pod_group(self, namespace: str, name: str) -> CompositePodGroup | None:
+        return self.composite_groups.get(f"{namespace}/{name}")
+
     def pod_group_tree(self, namespace: str, name: str) -> GroupTree | None:
         forest = WorkloadForest(composite_pod_groups=True)
         for group in self.pod_groups.values():

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from kpysched.framework.pod_group_tree import GroupTree
     from kpysched.framework.runtime.scheduling_points import SchedulingPoints
     from kpysched.objects import api, coscheduling
+    from kpysched.objects.composite_pod_groups import CompositePodGroup
     from kpysched.objects.scheduling import PodGroup
 
 
@@ -83,6 +84,9 @@ class ProfileHandle:
 
     def pod_group(self, namespace: str, name: str) -> PodGroup | None:
         return self._shared.pod_group(namespace, name)
+
+    def composite_pod_group(self, namespace: str, name: str) -> CompositePodGroup | None:
+        return self._shared.composite_pod_group(namespace, name)
 
     def pod_group_tree(self, namespace: str, name: str) -> GroupTree | None:
         return self._shared.pod_group_tree(namespace, name)

@@ -70,6 +70,8 @@ from kpysched.plugins.default_preemption.selection import (
     terminating_by_preemption,
 )
 from kpysched.plugins.default_preemption.victims import (
+    CompositeLookup,
+    UnitKey,
     extension_error,
     placed_on,
     pod_priority,
@@ -197,7 +199,11 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         # v1.37 with GenericWorkload: pod groups preempt as one (pod_group_preemption.py).
         self._group_preemption = self._v137 and handle.features.enabled("GenericWorkload")
         # Each group's placed members, for one preemption attempt (_placed_members).
-        self._placed: Callable[[str, str], Sequence[PodInfo]] | None = None
+        self._placed: Callable[[UnitKey], Sequence[PodInfo]] | None = None
+        # v1.37's CompositePodGroup on: victims count their tree (victims.py).
+        self._composites: CompositeLookup | None = (
+            handle.composite_pod_group if handle.features.enabled("CompositePodGroup")
+            else None)
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
         # Only the PreEnqueue hold below rejects; its hint defers to the other rejectors.
@@ -319,8 +325,8 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         return True, ""
 
     def _preemption_allowed(self, node: NodeInfo, victim: PodInfo, preemptor: PodInfo) -> bool:
-        priority = (pod_priority(victim, self._handle.pod_group) if self._group_preemption
-                    else victim.priority)
+        priority = (pod_priority(victim, self._handle.pod_group, self._composites)
+                    if self._group_preemption else victim.priority)
         return priority < preemptor.priority and self.is_eligible_pod(
             node, victim, preemptor)
 
@@ -471,11 +477,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         return self._group_preemption and any(
             group_name(other.pod) is not None for other in node.pods.values())
 
-    def _placed_members(self) -> Callable[[str, str], Sequence[PodInfo]]:
+    def _placed_members(self) -> Callable[[UnitKey], Sequence[PodInfo]]:
         """Each group's members as they sit on the snapshot's nodes, worked out once per
         preemption attempt (upstream reads the group's scheduled pods)."""
         if self._placed is None:
-            self._placed = placed_on(self._handle.snapshot.node_infos)
+            self._placed = placed_on(self._handle.snapshot.node_infos,
+                                     self._handle.pod_group, self._composites)
         return self._placed
 
     def _select_unit_victims_on_node(
@@ -491,7 +498,7 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         affinity constraints read)."""
         snapshot = self._handle.snapshot
         units = [unit for unit in victims_on([node], self._handle.pod_group, self._now,
-                                             self._placed_members())
+                                             self._placed_members(), self._composites)
                  if unit.priority < pod.priority and all(
                      self.is_eligible_pod(snapshot.get(p.node_name) or node, p, pod)
                      for p in unit.pods)]

@@ -9,6 +9,11 @@ Ordering (upstream's MoreImportantVictim): higher priority first; then a pod gro
 members before plain pods; then the larger unit; then the one that started earlier.
 PDB accounting is per victim: one pod of it over a budget makes the whole unit
 violating (a group cannot be reprieved in part).
+
+With v1.37's CompositePodGroup on, a member's tree counts (upstream's
+TraverseHierarchyUp): its priority is its highest known group's, and the highest
+group with disruptionMode all, a CompositePodGroup included, makes every placed pod
+below it one victim, ranked above a PodGroup's.
 """
 
 from __future__ import annotations
@@ -22,16 +27,27 @@ from kpysched.cache.pod_groups import group_name
 from kpysched.framework.interfaces import NodeSimulation
 from kpysched.framework.status import SUCCESS, Status
 from kpysched.objects import api
+from kpysched.objects.composite_pod_groups import CompositeDisruptionMode, CompositePodGroup
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import DisruptionMode, PodGroup
 from kpysched.plugins.default_preemption.selection import pod_start_nanos, split_by_pdb_violation
 
-# Upstream's victim ranks (victimRank): a pod group's member outranks a plain pod.
+# Upstream's victim ranks (victimRank): a pod group's member outranks a plain pod, a
+# CompositePodGroup's subtree taken whole outranks both.
 _RANK_POD = 1
 _RANK_POD_GROUP = 2
+_RANK_COMPOSITE = 3
+# scheduling.k8s.io's WorkloadMaxTreeDepth: how far up a tree is followed.
+_MAX_TREE_DEPTH = 4
 
 # A pod's PodGroup by namespace and name (the informer's), or None.
 PodGroupLookup = Callable[[str, str], PodGroup | None]
+# With v1.37's CompositePodGroup on: a CompositePodGroup by namespace and name, or None.
+CompositeLookup = Callable[[str, str], CompositePodGroup | None]
+# What a pod goes with: (kind, namespace, name) of a PodGroup or CompositePodGroup.
+UnitKey = tuple[str, str, str]
+POD_GROUP_KIND = "PodGroup"
+COMPOSITE_KIND = "CompositePodGroup"
 
 
 @dataclass(slots=True)
@@ -51,25 +67,49 @@ def group_priority(group: PodGroup) -> int:
     return group.spec.priority if group.spec.priority is not None else 0
 
 
-def pod_priority(pod: PodInfo, lookup: PodGroupLookup) -> int:
-    """Upstream's GetPodPriority: a member of an existing PodGroup has the group's."""
+def _ancestry(pod: PodInfo, lookup: PodGroupLookup, composites: CompositeLookup | None
+              ) -> list[tuple[UnitKey, PodGroup | CompositePodGroup]]:
+    """The pod's PodGroup and, with CompositePodGroup on, the groups above it, bottom
+    up, as far as they are known (upstream's TraverseHierarchyUp)."""
     name = group_name(pod.pod)
-    if name is None:
+    group = lookup(pod.namespace, name) if name is not None else None
+    if name is None or group is None:
+        return []
+    found: list[tuple[UnitKey, PodGroup | CompositePodGroup]] = [
+        ((POD_GROUP_KIND, pod.namespace, name), group)]
+    parent = group.spec.parent_composite_pod_group_name
+    while composites is not None and parent is not None and len(found) < _MAX_TREE_DEPTH:
+        key = (COMPOSITE_KIND, pod.namespace, parent)
+        above = composites(pod.namespace, parent)
+        if above is None or any(seen == key for seen, _ in found):
+            break
+        found.append((key, above))
+        parent = above.spec.parent_composite_pod_group_name
+    return found
+
+
+def pod_priority(pod: PodInfo, lookup: PodGroupLookup,
+                 composites: CompositeLookup | None = None) -> int:
+    """Upstream's GetPodPriority: a member of an existing PodGroup has the group's, or,
+    with CompositePodGroup on, its tree's highest known group's."""
+    ancestry = _ancestry(pod, lookup, composites)
+    if not ancestry:
         return pod.priority
-    group = lookup(pod.namespace, name)
-    return pod.priority if group is None else group_priority(group)
+    top = ancestry[-1][1]
+    return top.spec.priority if top.spec.priority is not None else 0
 
 
-def _whole_group(pod: PodInfo, lookup: PodGroupLookup) -> tuple[str, str] | None:
-    """The group `pod` goes with (disruptionMode all), or None."""
-    name = group_name(pod.pod)
-    if name is None:
-        return None
-    group = lookup(pod.namespace, name)
-    mode = None if group is None else group.spec.disruption_mode
-    if not isinstance(mode, DisruptionMode) or mode.all is None:
-        return None  # single (the default), or v1alpha2's string, which v1.36 ignores
-    return pod.namespace, name
+def whole_unit(pod: PodInfo, lookup: PodGroupLookup,
+                 composites: CompositeLookup | None = None) -> UnitKey | None:
+    """The unit `pod` goes with: its highest group with disruptionMode all (upstream's
+    getHighestAllAncestor), or None."""
+    whole = None
+    for key, group in _ancestry(pod, lookup, composites):
+        mode = group.spec.disruption_mode
+        # Single (the default), or v1alpha2's string, which v1.36 ignores.
+        if isinstance(mode, DisruptionMode | CompositeDisruptionMode) and mode.all is not None:
+            whole = key
+    return whole
 
 
 def _victim(pods: list[PodInfo], priority: int, rank: int, now: int) -> Victim:
@@ -79,16 +119,18 @@ def _victim(pods: list[PodInfo], priority: int, rank: int, now: int) -> Victim:
 
 
 def victims_on(nodes: Iterable[NodeInfo], lookup: PodGroupLookup, now: int,
-               placed_members: Callable[[str, str], Sequence[PodInfo]]) -> list[Victim]:
+               placed_members: Callable[[UnitKey], Sequence[PodInfo]],
+               composites: CompositeLookup | None = None) -> list[Victim]:
     """Every pod on `nodes` as victims, in node and pod order: a member of a group with
-    disruptionMode all brings its group's placed members (`placed_members`, wherever
-    they run) along as one victim."""
-    seen: set[tuple[str, str]] = set()
+    disruptionMode all (with CompositePodGroup on, of any group above it) brings that
+    group's placed members (`placed_members`, wherever they run) along as one
+    victim."""
+    seen: set[UnitKey] = set()
     victims: list[Victim] = []
     for info in nodes:
         for pod in info.pods.values():
-            whole = _whole_group(pod, lookup)
-            priority = pod_priority(pod, lookup)
+            whole = whole_unit(pod, lookup, composites)
+            priority = pod_priority(pod, lookup, composites)
             if whole is None:
                 rank = _RANK_POD if group_name(pod.pod) is None else _RANK_POD_GROUP
                 victims.append(_victim([pod], priority, rank, now))
@@ -96,21 +138,29 @@ def victims_on(nodes: Iterable[NodeInfo], lookup: PodGroupLookup, now: int,
             if whole in seen:
                 continue
             seen.add(whole)
-            members = list(placed_members(*whole)) or [pod]
-            victims.append(_victim(members, priority, _RANK_POD_GROUP, now))
+            members = list(placed_members(whole)) or [pod]
+            rank = _RANK_POD_GROUP if whole[0] == POD_GROUP_KIND else _RANK_COMPOSITE
+            victims.append(_victim(members, priority, rank, now))
     return victims
 
 
-def placed_on(nodes: Iterable[NodeInfo]) -> Callable[[str, str], list[PodInfo]]:
+def placed_on(nodes: Iterable[NodeInfo], lookup: PodGroupLookup | None = None,
+              composites: CompositeLookup | None = None
+              ) -> Callable[[UnitKey], list[PodInfo]]:
     """`placed_members` for victims_on when `nodes` are the whole cluster: each group's
-    members as they sit on those nodes."""
-    by_group: dict[tuple[str, str], list[PodInfo]] = {}
+    members as they sit on those nodes, and (given both lookups, CompositePodGroup on)
+    each CompositePodGroup's, those of every PodGroup below it."""
+    by_unit: dict[UnitKey, list[PodInfo]] = {}
     for info in nodes:
         for pod in info.pods.values():
             name = group_name(pod.pod)
-            if name is not None:
-                by_group.setdefault((pod.namespace, name), []).append(pod)
-    return lambda namespace, name: by_group.get((namespace, name), [])
+            if name is None:
+                continue
+            by_unit.setdefault((POD_GROUP_KIND, pod.namespace, name), []).append(pod)
+            if lookup is not None and composites is not None:
+                for key, _ in _ancestry(pod, lookup, composites)[1:]:
+                    by_unit.setdefault(key, []).append(pod)
+    return lambda key: by_unit.get(key, [])
 
 
 def _compare(first: Victim, second: Victim) -> int:
