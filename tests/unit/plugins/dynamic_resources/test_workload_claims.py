@@ -12,6 +12,7 @@ import pytest
 
 from kpysched.api.response import ApiResponse
 from kpysched.config.features import Features
+from kpysched.framework.cluster_events import QueueingHint
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.status import Code, Status
 from kpysched.informers.listers import Listers
@@ -19,6 +20,7 @@ from kpysched.objects import api
 from kpysched.objects import dra as resource
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
+from kpysched.plugins.dynamic_resources import hints
 from kpysched.plugins.dynamic_resources import plugin as dynamic_resources
 from kpysched.plugins.dynamic_resources.args import DynamicResourcesArgs
 from kpysched.plugins.dynamic_resources.group_cleanup import (
@@ -342,3 +344,24 @@ async def test_a_gang_sharing_its_podgroups_claim_reserves_it_for_the_podgroup()
                     if method == "PUT" and "/resourceclaims/" in path
                     and path.endswith("/status")]
     assert reservations == [[GROUP_REF], [GROUP_REF]]
+
+
+# --- queueing hints ------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("gate", "hint"), [
+    pytest.param(True, QueueingHint.QUEUE, id="gate-on"),
+    pytest.param(False, QueueingHint.QUEUE_SKIP, id="gate-off"),
+])
+def test_a_members_template_claim_made_for_its_podgroup_requeues_it(
+        gate: bool, hint: QueueingHint) -> None:
+    """The resourceclaim controller records the PodGroup's claim in a member's status:
+    the member may go on only if a claim its PodGroup owns counts as its own."""
+    claim = msgspec.convert(_claim_body("made", owner=GROUP_OWNER), resource.ResourceClaim)
+    waiting = _member(entry=BY_TEMPLATE)
+    recorded = _member(entry=BY_TEMPLATE, statuses=TEMPLATE_STATUS)
+    lookup = {"d/made": claim}.get
+    assert hints.after_pod_change(lookup, waiting, waiting, recorded, gate) == hint
+    # A change of the claim is heard the same way.
+    changed = msgspec.structs.replace(claim, status=msgspec.convert(
+        {"allocation": ON_N1}, resource.ResourceClaimStatus))
+    assert hints.after_claim_change(lookup, recorded, claim, changed, gate) == hint
