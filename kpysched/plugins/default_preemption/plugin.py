@@ -55,7 +55,9 @@ from kpysched.framework.interfaces import (
 from kpysched.framework.registry import PluginSpec
 from kpysched.framework.status import SUCCESS, Code, Status
 from kpysched.objects import api
+from kpysched.objects.composite_pod_groups import CompositePodGroup
 from kpysched.objects.pod import PodInfo
+from kpysched.objects.scheduling import PodGroup
 from kpysched.plugins._shared.args import invalid
 from kpysched.plugins.default_preemption.batch import NodeVictims, select_victims_on_nodes
 from kpysched.plugins.default_preemption.extenders import call_extenders
@@ -216,7 +218,12 @@ class DefaultPreemption(PreEnqueuePlugin, PostFilterPlugin):
         preemption runs (the group preempts as one, in the PodGroup's name)."""
         group = pod.pod.spec.scheduling_group
         if self._group_preemption and group is not None and group.pod_group_name:
-            found = self._handle.pod_group(pod.namespace, group.pod_group_name)
+            found: PodGroup | CompositePodGroup | None = self._handle.pod_group(
+                pod.namespace, group.pod_group_name)
+            if self._composites is not None and found is not None:
+                # With CompositePodGroup on, the tree preempts in its root's name.
+                tree = self._handle.pod_group_tree(pod.namespace, group.pod_group_name)
+                found = None if tree is None else (tree.composite or tree.pod_group)
             if found is not None and self._handle.is_pod_running_preemption(
                     found.metadata.uid):
                 return Status.unresolvable(WAITING_FOR_GROUP_PREEMPTION)

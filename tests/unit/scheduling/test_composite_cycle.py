@@ -28,10 +28,11 @@ def rack_node(name: str, rack: str, cpu: str) -> api.Node:
 
 class Harness(SchedulerHarness):
     def composite(self, name: str, min_groups: int | None, parent: str | None = None,
-                  rack: bool = False) -> CompositePodGroup:
+                  rack: bool = False, priority: int | None = None) -> CompositePodGroup:
         workloads = self.listers.workloads
         assert workloads is not None and workloads.composite_pod_groups is not None
         group = make_composite_pod_group(name, min_groups, parent=parent)
+        group.spec.priority = priority
         if rack:
             group.spec.scheduling_constraints = scheduling.PodGroupSchedulingConstraints(
                 topology=[scheduling.TopologyConstraint(key=RACK)])
@@ -49,6 +50,17 @@ class Harness(SchedulerHarness):
                 priority).obj()
             pod.spec.scheduler_name = "kpysched"
             self.pods.on_add(pod)
+
+    def nominated(self) -> dict[str, str]:
+        """Each pod's last nominatedNodeName written, by name."""
+        found: dict[str, str] = {}
+        for method, path, body in self.api.requests:
+            if method == "PATCH" and "/pods/" in path and path.endswith("/status") \
+                    and isinstance(body, dict):
+                node_name = body.get("status", {}).get("nominatedNodeName")
+                if node_name:
+                    found[path.split("/")[-2]] = node_name
+        return found
 
     def conditions(self) -> dict[str, tuple[str, str, str]]:
         """Each PodGroup's last condition written, by name."""
@@ -161,3 +173,40 @@ async def test_every_member_must_have_the_roots_priority() -> None:
     assert set(harness.notes("FailedScheduling").values()) == {words}
     assert harness.conditions() == {"a": ("False", "SchedulerError", words),
                                     "b": ("False", "SchedulerError", words)}
+
+
+async def test_a_tree_preempts_for_all_its_groups_in_the_roots_name() -> None:
+    harness = make_harness(rack_node("n1", "a", "4"))
+    low = make_pod("low").req(cpu="3").node("n1").obj()
+    harness.pods.on_add(low)
+    root = harness.composite("root", 2, priority=100)
+    harness.group("a", 2, "root", 2, priority=100)
+    harness.group("b", 2, "root", 2, priority=100)
+    await harness.schedule_all()
+    assert harness.bound() == {}
+    deleted = [path for method, path, _ in harness.api.requests
+               if method == "DELETE" and "/pods/" in path]
+    assert [path.rsplit("/", 1)[-1] for path in deleted] == ["low"]
+    preempted = harness.notes("Preempted")
+    assert preempted == {"low": f"Preempted by compositepodgroup {root.metadata.uid} "
+                                "on node cluster"}
+    found = "pod group preemption: found a placement for podgroup, preempting 1 victims"
+    placements = "pod group is unschedulable, 0/1 placements are available, first placement "
+    # a failed on its own (one of two fit): a-0, which fit, waits on the preemption
+    # with a's words, which PodGroupPostFilter's were appended to. b was never tried:
+    # its members take the root's status as it was before PodGroupPostFilter
+    # (upstream clones it then).
+    assert harness.notes("FailedScheduling") == {
+        "a-0": f"{placements}status: minCount (2) cannot be satisfied: 1 scheduled, "
+               f"0 remaining, {found}",
+        "a-1": "0/1 nodes are available: 1 Insufficient cpu.",
+        "b-0": f"{placements}status: minCount (2) cannot be satisfied: 0 scheduled, 1 remaining",
+        "b-1": f"{placements}status: minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"}
+    # b shares the root's status, so the words were appended to it twice (upstream's
+    # shared pointer).
+    root_words = (f"{placements}status: minCount (2) cannot be satisfied: 0 scheduled, "
+                  f"1 remaining, {found}, {found}")
+    assert harness.conditions()["b"] == ("False", "Unschedulable", root_words)
+    # Every member is nominated to the node the dry run placed it on.
+    assert set(harness.nominated().values()) == {"n1"}
+    assert len(harness.nominated()) == 4
