@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
@@ -48,10 +49,11 @@ def on(node: str | None, *groups: tuple[str, int]) -> dict[str, str | None]:
 
 
 def tree(name: str, nodes: tuple[RackNode, ...], root: TreeComposite,
-         *groups: TreeGroup, expect: dict[str, str | None], **rest: object
-         ) -> TopologyScenario:
-    return TopologyScenario(name, nodes, min_count=0, members=0, composites=(root,),
-                            groups=groups, expect=expect, **rest)  # type: ignore[arg-type]
+         *groups: TreeGroup, expect: dict[str, str | None],
+         inner: tuple[TreeComposite, ...] = (), **rest: Any) -> TopologyScenario:
+    """A tree scenario: `root`, then the `inner` CompositePodGroups, then `groups`."""
+    return TopologyScenario(name, nodes, min_count=0, members=0, composites=(root, *inner),
+                            groups=groups, expect=expect, **rest)
 
 
 SCENARIOS = (
@@ -85,14 +87,24 @@ SCENARIOS = (
          TreeComposite("root", 2, constrained=True),
          TreeGroup("ga", "root", 2, 2), TreeGroup("gb", "root", 2, 2),
          expect=on("b1", ("ga", 2), ("gb", 2))),
-    # Two levels: the root (gang 2) over a composite (gang 2 of ga, gb) and gc.
-    tree("two-levels",
+    # Two levels: the root (gang 2) over a composite (gang 2 of ga, gb) and gc; room
+    # for five of the six members: gb cannot complete, so mid fails, and with it the
+    # root, though gc and ga fit.
+    tree("two-levels-inner-failure-fails-the-root",
+         (RackNode("n1", "a", "5"),),
+         TreeComposite("root", 2),
+         TreeGroup("ga", "mid", 2, 2), TreeGroup("gb", "mid", 2, 2),
+         TreeGroup("gc", "root", 2, 2),
+         expect=on(None, ("ga", 2), ("gb", 2), ("gc", 2)),
+         inner=(TreeComposite("mid", 2, parent="root"),)),
+    # The same tree with room for all six: every member binds.
+    tree("two-levels-fit",
          (RackNode("n1", "a", "6"),),
          TreeComposite("root", 2),
          TreeGroup("ga", "mid", 2, 2), TreeGroup("gb", "mid", 2, 2),
          TreeGroup("gc", "root", 2, 2),
          expect=on("n1", ("ga", 2), ("gb", 2), ("gc", 2)),
-         composites=(TreeComposite("root", 2), TreeComposite("mid", 2, parent="root"))),
+         inner=(TreeComposite("mid", 2, parent="root"),)),
     # A tree of high priority fits only without the low pod: it preempts for the whole
     # tree, in the CompositePodGroup's name, and its members bind once it is gone.
     tree("tree-preempts-for-all-its-groups", (RackNode("n1", "a", "4"),),
