@@ -95,7 +95,8 @@ class _TreeSteps:
 
         outcome = decide_in_placements(self._framework, self._context, attempts, group,
                                        tree.pod_group, tree.key.name, try_member,
-                                       parent=self._placement, namespace=tree.key.namespace)
+                                       parent=self._placement, namespace=tree.key.namespace,
+                                       root=False)
         if not outcome.status.ok:
             return outcome, []
         try:

@@ -80,11 +80,13 @@ def decide_in_placements(framework: Framework, context: CycleContext,
                          pod_group: PodGroup | None, name: str,
                          try_member: algorithm.TryMember,
                          parent: Placement | None = None,
-                         namespace: str = "") -> GroupOutcome:
+                         namespace: str = "", root: bool = True) -> GroupOutcome:
     """The group's outcome over the placements cut from `parent` (the whole cluster
     when None; a CompositePodGroup's placement for a group of its tree);
     `attempts` take on the cycle states of the placement whose outcome it is. A group
-    of a tree may have no member waiting: then `namespace` names its namespace."""
+    of a tree may have no member waiting: then `namespace` names its namespace; and it
+    is not the root (`root` False), so it may succeed with none of its members placed
+    now (upstream asks a placed member of the root's result only)."""
     namespace = attempts[0].queued.pod_info.namespace if attempts else namespace
     info = PodGroupInfo(namespace, name, pod_group, group, scheduled_members(context, group))
     placements, status = framework.run_placement_generate(
@@ -124,7 +126,8 @@ def decide_in_placements(framework: Framework, context: CycleContext,
             return algorithm.complete(GroupOutcome([], status), attempts)
         chosen = max(range(len(totals)), key=lambda index: (totals[index], -index))
     _, outcome, trial = fitted[chosen]
-    outcome = algorithm.require_one_placed(outcome)
+    if root:
+        outcome = algorithm.require_one_placed(outcome)
     return _adopted(algorithm.complete(outcome, trial), attempts, trial)
 
 
