@@ -7,9 +7,10 @@ namespace of its own that are gone before the next starts: a placement is cut fr
 every node of the cluster, so no other run's nodes may be there.
 
 A scenario may instead be a tree of groups (v1.37's alpha CompositePodGroup, which
-needs TopologyAwareWorkloadScheduling): CompositePodGroups (the root first) with
-PodGroups under them, each PodGroup with members of its own (named <group>-m<i>); a
-CompositePodGroup may carry the rack constraint for its whole subtree.
+needs TopologyAwareWorkloadScheduling): PodGroups under CompositePodGroups (created
+PodGroups first, the root CompositePodGroup last), each PodGroup with members of its
+own (named <group>-m<i>); a CompositePodGroup may carry the rack constraint for its
+whole subtree.
 
 The outcome compared is, for every member, the node it was bound to (as a role) or
 the first FailedScheduling note it got, the PodGroupInitiallyScheduled condition of
@@ -95,7 +96,7 @@ class TopologyScenario:
     expect: dict[str, str | None] = field(default_factory=dict)
     expect_preempted: frozenset[str] = frozenset()
     # A tree instead of the one PodGroup "g" (min_count, members, member_cpu and
-    # constrained are then unused): composite groups root first, then PodGroups.
+    # constrained are then unused): composite groups root first (created last).
     composites: tuple[TreeComposite, ...] = ()
     groups: tuple[TreeGroup, ...] = ()
 
@@ -144,9 +145,12 @@ def _policy(count: int | None, field_name: str) -> dict[str, Any]:
 
 
 def _tree_bodies(scenario: TopologyScenario) -> list[tuple[str, str, dict[str, Any]]]:
-    """(version, plural, body) of every group of a tree, the root first."""
-    bodies = []
-    for composite in scenario.composites:
+    """(version, plural, body) of every group of a tree in the order they are created:
+    the PodGroups, then the CompositePodGroups from the deepest, the root last. Until
+    the root exists no member can be tried, so the first cycle sees the whole tree
+    whatever its quorum lets through earlier."""
+    composites: list[tuple[str, str, dict[str, Any]]] = []
+    for composite in reversed(scenario.composites):
         spec: dict[str, Any] = {
             "schedulingPolicy": _policy(composite.min_group_count, "minGroupCount"),
             "workloadRef": {"workloadName": WORKLOAD, "templateName": composite.name}}
@@ -156,9 +160,10 @@ def _tree_bodies(scenario: TopologyScenario) -> list[tuple[str, str, dict[str, A
             spec["schedulingConstraints"] = {"topology": [{"key": RACK}]}
         if scenario.priority_class is not None:
             spec["priorityClassName"] = scenario.priority_class
-        bodies.append((COMPOSITE_VERSION, "compositepodgroups", {
+        composites.append((COMPOSITE_VERSION, "compositepodgroups", {
             "apiVersion": f"{GROUP}/{COMPOSITE_VERSION}", "kind": "CompositePodGroup",
             "metadata": {"name": composite.name}, "spec": spec}))
+    bodies: list[tuple[str, str, dict[str, Any]]] = []
     for group in scenario.groups:
         spec = {"schedulingPolicy": _policy(group.min_count, "minCount"),
                 "parentCompositePodGroupName": group.parent,
@@ -168,7 +173,7 @@ def _tree_bodies(scenario: TopologyScenario) -> list[tuple[str, str, dict[str, A
         bodies.append((VERSION, "podgroups", {
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup",
             "metadata": {"name": group.name}, "spec": spec}))
-    return bodies
+    return bodies + composites
 
 
 def _group_body(scenario: TopologyScenario) -> dict[str, Any]:
