@@ -40,6 +40,10 @@ _QUIET_1_37 = "n1000-basic-preferred-affinity-v1.37-qps5000-repeat3.json"
 _AFFINITY4_1_37 = "n1000-affinity4-v1.37-qps5000-repeat3.json"
 # The preferred cases and upstream's gangs (v1.37's queue entities), interleaved.
 _PREFERRED_GANG_1_37 = "n1000-preferred-gang-v1.37-qps5000-repeat3.json"
+# One interleaved run each, alone on the machine (28 November, 06:09-06:28).
+_PVS_EXTENDER_1_37 = "n1000-in-tree-pvs-basic-extender-v1.37-qps5000-repeat3.json"
+_N200_PVS_DRA_1_37 = "n200-in-tree-pvs-dra-claim-templates-v1.37-qps5000-repeat3.json"
+
 CURRENT: tuple[Row, ...] = (
     Row(_QUIET_1_37, "basic", 1000),
     *(Row(_SIX_1_37, workload, 1000) for workload in (
@@ -54,12 +58,16 @@ CURRENT: tuple[Row, ...] = (
     Row(_FOUR_5000, "unschedulable", 5000),
     Row("n5000-preemption-1000pods-qps5000-repeat3-lean.json", "preemption", 5000),
     Row("n15000-basic-growth-qps5000-lean.json", "basic", 15000),
-    Row("n1000-in-tree-pvs-v1.37-qps5000-repeat2.json", "in-tree-pvs", 1000),
-    Row("n200-in-tree-pvs-issue33.json", "in-tree-pvs", 200),
-    Row("n200-dra-claim-templates-v1.37-qps5000.json", "dra-claim-templates", 200),
+    Row(_PVS_EXTENDER_1_37, "in-tree-pvs", 1000),
+    # Upstream's SchedulingInTreePVs/5000Nodes (5000 initial pods, 1000 measured).
+    Row("n5000-in-tree-pvs-v1.37-qps5000-repeat3.json", "in-tree-pvs", 5000),
+    # 200 nodes, and upstream's SchedulingWithResourceClaimTemplate/2000pods_200nodes
+    # (1000 initial pods, 1000 measured), one interleaved run on a quiet machine.
+    Row(_N200_PVS_DRA_1_37, "in-tree-pvs", 200),
+    Row(_N200_PVS_DRA_1_37, "dra-claim-templates", 200),
     Row(_PREFERRED_GANG_1_37, "gang", 1000),
     Row(_PREFERRED_GANG_1_37, "gang-blocked", 1000),
-    Row("n1000-basic-extender-qps5000.json", "basic-extender", 1000),
+    Row(_PVS_EXTENDER_1_37, "basic-extender", 1000),
     # Issue 30's one-tenant pathological pod (3 measured pods: the per-CPU figure is the one).
     Row("n1000-expensive-pod.json", "expensive-pod", 1000),
     Row(_AFFINITY4_1_37, "pod-affinity", 1000),
