@@ -90,13 +90,17 @@ class HTTPExtender:
     async def filter(self, pod: bytes, nodes: Sequence[NodeInfo]) -> Filtered:
         if not self.is_filter:
             return Filtered(list(nodes), {}, {})
+        names = self._names(nodes)
         answer = wire.decode_filter_result(
-            await self._call(FILTER, self.config.filter_verb, self._args(pod, nodes)))
+            await self._call(FILTER, self.config.filter_verb, self._args(pod, nodes, names)))
         if answer.error:
             raise ExtenderError(answer.error)
-        if self.node_cache_capable and answer.node_names is not None:
+        if names is not None and answer.node_names == names:
+            # Every node passed, in the order sent (node names are unique).
+            passing = list(nodes)
+        elif self.node_cache_capable and answer.node_names is not None:
             by_name = {node.name: node for node in nodes}
-            passing: list[NodeInfo] = []
+            passing = []
             for name in answer.node_names:
                 node = by_name.get(name)
                 if node is None:
@@ -113,8 +117,9 @@ class HTTPExtender:
         """(node, score) as the extender answered, scores 0-10 before weighting."""
         if not self.is_prioritizer:
             return [(node.name, 0) for node in nodes]
+        args = self._args(pod, nodes, self._names(nodes))
         return wire.decode_host_priorities(
-            await self._call(PRIORITIZE, self.config.prioritize_verb, self._args(pod, nodes)))
+            await self._call(PRIORITIZE, self.config.prioritize_verb, args))
 
     async def process_preemption(
         self, pod: bytes, victims: Mapping[str, tuple[Sequence[api.Pod], int]],
@@ -159,9 +164,12 @@ class HTTPExtender:
 
     # --- how a call is made ----------------------------------------------------------------
 
-    def _args(self, pod: bytes, nodes: Sequence[NodeInfo]) -> bytes:
-        names = [node.name for node in nodes]
-        if self.node_cache_capable:
+    def _names(self, nodes: Sequence[NodeInfo]) -> list[str] | None:
+        """The node names sent (nodeCacheCapable), else None: whole nodes are sent."""
+        return [node.name for node in nodes] if self.node_cache_capable else None
+
+    def _args(self, pod: bytes, nodes: Sequence[NodeInfo], names: list[str] | None) -> bytes:
+        if names is not None:
             return wire.extender_args(pod, None, names, self._bodies)
         return wire.extender_args(pod, [node.node for node in nodes if node.node is not None],
                                   None, self._bodies)

@@ -87,7 +87,8 @@ def prioritize(extenders: Extenders, pod: PodInfo, nodes: Sequence[NodeInfo],
         return await asyncio.gather(*(extender.prioritize(body, nodes)
                                       for extender in interested), return_exceptions=True)
 
-    position = {node.name: index for index, node in enumerate(nodes)}
+    names = [node.name for node in nodes]
+    position: dict[str, int] | None = None
     for extender, answer in zip(interested, extenders.wait(ask_all()), strict=True):
         if isinstance(answer, BaseException):
             if not isinstance(answer, ExtenderError):
@@ -98,6 +99,14 @@ def prioritize(extenders: Extenders, pod: PodInfo, nodes: Sequence[NodeInfo],
                 said.append(ExtenderAnswer(extender.name, "prioritize", error=str(answer),
                                          skipped=True))
             continue
+        if said is None and _in_order(answer, names):
+            # Every node once, in the order asked (how extenders answer): no node can
+            # be listed twice, so the scores add up position by position.
+            factor = _factor(extender)
+            totals += np.array([score * factor for _, score in answer], dtype=np.int64)
+            continue
+        if position is None:
+            position = {name: index for index, name in enumerate(names)}
         scores = _scaled(extender, answer)
         for name, score in scores.items():
             index = position.get(name)
@@ -127,9 +136,17 @@ async def bind(extenders: Extenders, pod: PodInfo, node: str) -> Status | None:
     return None
 
 
+def _in_order(answer: list[tuple[str, int]], names: list[str]) -> bool:
+    return len(answer) == len(names) and [host for host, _ in answer] == names
+
+
+def _factor(extender: HTTPExtender) -> int:
+    return extender.weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+
+
 def _scaled(extender: HTTPExtender, answer: list[tuple[str, int]]) -> dict[str, int]:
     """Upstream adds every entry, even a host listed twice."""
-    factor = extender.weight * (MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY)
+    factor = _factor(extender)
     scores: dict[str, int] = {}
     for name, score in answer:
         scores[name] = scores.get(name, 0) + score * factor
