@@ -150,6 +150,7 @@ class _TreeSteps:
         assumed in the snapshot and the group's copy, and Reserved."""
         undo: list[Undo] = []
         framework, snapshot = self._framework, self._context.snapshot
+        nominator = self._context.queue.nominator
         for member in outcome.members:
             if not member.status.ok or member.result is None or not member.result.node_name:
                 continue
@@ -158,12 +159,16 @@ class _TreeSteps:
             assumed = assumed_copy(pod, node)
             restore = snapshot.assume_pod(assumed, node)
             group.assume(assumed)
+            # As a member's trial does: assumed, it no longer holds room as nominated.
+            nominator.delete(pod.uid)
 
             def revert(state: CycleState = state, assumed: PodInfo = assumed, node: str = node,
-                       restore: Callable[[], None] = restore, uid: str = pod.uid) -> None:
+                       restore: Callable[[], None] = restore, pod: PodInfo = pod) -> None:
                 framework.run_unreserve(state, assumed, node)
                 restore()
-                group.forget(uid)
+                group.forget(pod.uid)
+                if pod.pod.status.nominated_node_name:
+                    nominator.add(pod, pod.pod.status.nominated_node_name)
 
             undo.append(revert)
             status = framework.run_reserve(state, assumed, node)

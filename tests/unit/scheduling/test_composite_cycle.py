@@ -7,6 +7,11 @@ tests/e2e/differential/test_composite_pod_group_differential.py."""
 
 from __future__ import annotations
 
+import time
+
+import msgspec
+import pytest
+
 from kpysched.config.features import Features
 from kpysched.informers.listers import Listers
 from kpysched.objects import api, scheduling
@@ -27,6 +32,8 @@ def rack_node(name: str, rack: str, cpu: str) -> api.Node:
 
 
 class Harness(SchedulerHarness):
+    created: dict[str, api.Pod]
+
     def composite(self, name: str, min_groups: int | None, parent: str | None = None,
                   rack: bool = False, priority: int | None = None) -> CompositePodGroup:
         workloads = self.listers.workloads
@@ -49,7 +56,12 @@ class Harness(SchedulerHarness):
             pod = make_pod(f"{name}-{index}").group(name).req(cpu=cpu).priority(
                 priority).obj()
             pod.spec.scheduler_name = "kpysched"
+            self.created[pod.metadata.name] = pod
             self.pods.on_add(pod)
+
+    def listed(self, name: str) -> api.Pod:
+        """The pod as this harness created it (the informer's copy)."""
+        return self.created[name]
 
     def nominated(self) -> dict[str, str]:
         """Each pod's last nominatedNodeName written, by name."""
@@ -79,7 +91,9 @@ def make_harness(*nodes: api.Node) -> Harness:
     built = build_harness({"schedulerName": "kpysched"}, COMPOSITE,
                           Listers(generic_workload=True, release=37, composite_pod_groups=True),
                           *nodes)
-    return Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
+    harness = Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
+    harness.created = {}
+    return harness
 
 
 async def test_a_tree_that_fits_binds_every_member_of_every_group() -> None:
@@ -175,7 +189,8 @@ async def test_every_member_must_have_the_roots_priority() -> None:
                                     "b": ("False", "SchedulerError", words)}
 
 
-async def test_a_tree_preempts_for_all_its_groups_in_the_roots_name() -> None:
+async def test_a_tree_preempts_for_all_its_groups_in_the_roots_name(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     harness = make_harness(rack_node("n1", "a", "4"))
     low = make_pod("low").req(cpu="3").node("n1").obj()
     harness.pods.on_add(low)
@@ -210,6 +225,21 @@ async def test_a_tree_preempts_for_all_its_groups_in_the_roots_name() -> None:
     # Every member is nominated to the node the dry run placed it on.
     assert set(harness.nominated().values()) == {"n1"}
     assert len(harness.nominated()) == 4
+    # Once the victim is gone and the backoff passed, the whole tree binds there; the
+    # members' nominations have come back through the informer, and a member placed
+    # in the cycle must not also hold room as nominated.
+    for name, node_name in harness.nominated().items():
+        before = harness.listed(name)
+        after = msgspec.structs.replace(before, status=msgspec.structs.replace(
+            before.status, nominated_node_name=node_name))
+        harness.pods.on_update(before, after)
+    harness.pods.on_delete(low)
+    queue = harness.scheduler.queue
+    later = time.monotonic() + 60
+    monkeypatch.setattr(queue, "_clock", lambda: later)
+    queue.flush_backoff_completed()
+    await harness.schedule_all()
+    assert harness.bound() == {name: "n1" for name in ("a-0", "a-1", "b-0", "b-1")}
 
 
 async def test_a_child_arriving_late_is_tried_with_its_bound_siblings_counted() -> None:
