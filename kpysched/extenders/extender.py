@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.node_rows import NodeRows
 from kpysched.config.extenders import Extender as ExtenderConfig
 from kpysched.extenders import wire
 from kpysched.extenders.errors import ExtenderError
@@ -35,6 +36,13 @@ _RETURNED_KEPT = 8192
 
 def observe_nothing(extender: str, verb: str, seconds: float) -> None:
     return None
+
+
+def node_names(nodes: Sequence[NodeInfo]) -> list[str]:
+    """The nodes' names (from the snapshot's names for its rows: no NodeInfo read)."""
+    if isinstance(nodes, NodeRows):
+        return nodes.names().as_list()
+    return [node.name for node in nodes]
 
 
 @dataclass(slots=True)
@@ -166,7 +174,7 @@ class HTTPExtender:
 
     def _names(self, nodes: Sequence[NodeInfo]) -> list[str] | None:
         """The node names sent (nodeCacheCapable), else None: whole nodes are sent."""
-        return [node.name for node in nodes] if self.node_cache_capable else None
+        return node_names(nodes) if self.node_cache_capable else None
 
     def _args(self, pod: bytes, nodes: Sequence[NodeInfo], names: list[str] | None) -> bytes:
         if names is not None:

@@ -16,7 +16,7 @@ import structlog
 from kpysched.cache.node_info import NodeInfo
 from kpysched.decisions.record import ExtenderAnswer
 from kpysched.extenders.errors import ExtenderError
-from kpysched.extenders.extender import HTTPExtender
+from kpysched.extenders.extender import HTTPExtender, node_names
 from kpysched.extenders.registry import Extenders
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.status import SUCCESS, Status
@@ -37,7 +37,9 @@ def filter_nodes(extenders: Extenders, pod: PodInfo, feasible: Sequence[NodeInfo
     """The feasible nodes every interested extender keeps, one extender after another
     on what the previous left; the others' reasons go into the diagnosis. An Error
     status when a non-ignorable extender fails."""
-    nodes = list(feasible)
+    # The first extender is sent the feasible nodes as given (their names read from the
+    # snapshot's rows); each later one what the previous left.
+    nodes: Sequence[NodeInfo] = feasible
     body: bytes | None = None
     for extender in extenders:
         if not nodes:
@@ -69,7 +71,7 @@ def filter_nodes(extenders: Extenders, pod: PodInfo, feasible: Sequence[NodeInfo
         nodes = answer.nodes
     if len(nodes) != len(feasible):
         diagnosis.unschedulable_plugins.add(EXTENDER_PLUGIN)
-    return nodes
+    return nodes if isinstance(nodes, list) else list(nodes)
 
 
 def prioritize(extenders: Extenders, pod: PodInfo, nodes: Sequence[NodeInfo],
@@ -87,7 +89,7 @@ def prioritize(extenders: Extenders, pod: PodInfo, nodes: Sequence[NodeInfo],
         return await asyncio.gather(*(extender.prioritize(body, nodes)
                                       for extender in interested), return_exceptions=True)
 
-    names = [node.name for node in nodes]
+    names = node_names(nodes)
     position: dict[str, int] | None = None
     for extender, answer in zip(interested, extenders.wait(ask_all()), strict=True):
         if isinstance(answer, BaseException):
@@ -99,19 +101,21 @@ def prioritize(extenders: Extenders, pod: PodInfo, nodes: Sequence[NodeInfo],
                 said.append(ExtenderAnswer(extender.name, "prioritize", error=str(answer),
                                          skipped=True))
             continue
-        if said is None and _in_order(answer, names):
-            # Every node once, in the order asked (how extenders answer): no node can
-            # be listed twice, so the scores add up position by position.
+        if _in_order(answer, names):
+            # Every node once, in the order asked (how extenders answer): no host is
+            # listed twice, so the scores add up position by position.
             factor = _factor(extender)
-            totals += np.array([score * factor for _, score in answer], dtype=np.int64)
-            continue
-        if position is None:
-            position = {name: index for index, name in enumerate(names)}
-        scores = _scaled(extender, answer)
-        for name, score in scores.items():
-            index = position.get(name)
-            if index is not None:
-                totals[index] += score
+            scaled = [score * factor for _, score in answer]
+            totals += np.array(scaled, dtype=np.int64)
+            scores = dict(zip(names, scaled, strict=True)) if said is not None else {}
+        else:
+            if position is None:
+                position = {name: index for index, name in enumerate(names)}
+            scores = _scaled(extender, answer)
+            for name, score in scores.items():
+                index = position.get(name)
+                if index is not None:
+                    totals[index] += score
         if said is not None and extender.is_prioritizer:
             said.append(ExtenderAnswer(extender.name, "prioritize", scores=scores))
     return totals

@@ -1,20 +1,23 @@
 """The quick readings of an extender's answers (issue 38) decide exactly what the general
 ones do: a HostPriorityList spelled as Go writes it, a filter that keeps every node in
-the order sent, prioritize scores for every node in the order sent."""
+the order sent, prioritize scores for every node in the order sent; and the nodes are
+sent as given whether they come as a list or as snapshot rows."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kpysched.cache.node_info import NodeInfo
+from kpysched.cache.node_rows import NodeRows
 from kpysched.config.extenders import Extender
 from kpysched.extenders import steps, wire
 from kpysched.extenders.errors import ExtenderError
@@ -105,10 +108,16 @@ def _pod() -> PodInfo:
 @pytest.mark.parametrize("order", ["as-sent", "reversed", "shuffled", "one-twice",
                                    "one-missing", "a-stranger"])
 @pytest.mark.parametrize("weight", [1, 3])
-def test_prioritize_totals_match_with_and_without_a_record(
-        extender: FakeExtender, built: list[Extenders], order: str, weight: int) -> None:
-    """Without a decision record the in-order answer is added position by position;
-    with one, entry by entry: the totals are the same."""
+@pytest.mark.parametrize("recorded", [False, True])
+@pytest.mark.parametrize("rows", [False, True])
+def test_prioritize_totals_add_every_entry_scaled(
+        extender: FakeExtender, built: list[Extenders], order: str, weight: int,
+        recorded: bool, rows: bool) -> None:
+    """Upstream adds score x weight x 10 of every entry to its host's total (a host
+    listed twice counts twice, a host not asked about counts nowhere); the record
+    holds the same sums by host. An answer in the order asked is added position by
+    position, any other entry by entry: both give these totals."""
+    answered: list[list[dict[str, Any]]] = []
 
     def answer(body: dict[str, Any]) -> tuple[int, Any]:
         names = names_of(body)
@@ -122,38 +131,58 @@ def test_prioritize_totals_match_with_and_without_a_record(
             names.pop(2)
         elif order == "a-stranger":
             names[0] = "elsewhere"
-        return 200, [{"Host": name, "Score": len(name) + index % 11}
-                     for index, name in enumerate(names)]
+        entries = [{"Host": name, "Score": len(name) + index % 11}
+                   for index, name in enumerate(names)]
+        answered.append(entries)
+        return 200, entries
 
     extender.answers["prioritize"] = answer
     extenders = Extenders([Extender.model_validate(
         {"urlPrefix": extender.url, "prioritizeVerb": "prioritize", "weight": weight,
          "nodeCacheCapable": True})])
     built.append(extenders)
-    nodes = _nodes(12)
-    pod = _pod()
-    quick = steps.prioritize(extenders, pod, nodes)
-    said: list[Any] = []
-    general = steps.prioritize(extenders, pod, nodes, said)
-    assert quick.tolist() == general.tolist()
-    (record,) = said
-    expected = [record.scores.get(node.name, 0) for node in nodes]
-    assert quick.tolist() == expected
+    infos = _nodes(12)
+    nodes: Sequence[NodeInfo] = infos
+    if rows:
+        nodes = NodeRows(infos, tuple(info.name for info in infos),
+                         np.array([5, 0, 11, 3, 7, 1, 2, 4, 6, 8, 9, 10], dtype=np.int64))
+    said: list[Any] | None = [] if recorded else None
+    totals = steps.prioritize(extenders, _pod(), nodes, said)
+    (entries,) = answered
+    sums: dict[str, int] = {}
+    for entry in entries:
+        sums[entry["Host"]] = sums.get(entry["Host"], 0) + entry["Score"] * weight * 10
+    assert totals.tolist() == [sums.get(node.name, 0) for node in nodes]
+    if said is not None:
+        (record,) = said
+        assert record.scores == sums and list(record.scores) == list(sums)
 
 
-def test_a_filter_keeping_every_node_in_order_keeps_the_nodes_sent(
-        extender: FakeExtender, built: list[Extenders]) -> None:
-    extender.answers["filter"] = lambda body: (200, {"NodeNames": names_of(body)})
+def _filter_answers_in(order: str) -> Any:
+    def answer(body: dict[str, Any]) -> tuple[int, Any]:
+        names = names_of(body)
+        return 200, {"NodeNames": names if order == "as-sent" else names[::-1]}
+    return answer
+
+
+@pytest.mark.parametrize("rows", [False, True])
+def test_a_filter_keeping_every_node_keeps_the_nodes_sent_in_its_order(
+        extender: FakeExtender, built: list[Extenders], rows: bool) -> None:
     extenders = Extenders([Extender.model_validate(
         {"urlPrefix": extender.url, "filterVerb": "filter", "nodeCacheCapable": True})])
     built.append(extenders)
-    nodes = _nodes(5)
-    kept = steps.filter_nodes(extenders, _pod(), nodes, Diagnosis(num_all_nodes=5))
-    assert isinstance(kept, list)
-    assert [id(node) for node in kept] == [id(node) for node in nodes]
-    extender.answers["filter"] = lambda body: (200, {"NodeNames": names_of(body)[::-1]})
-    diagnosis = Diagnosis(num_all_nodes=5)
-    reordered = steps.filter_nodes(extenders, _pod(), nodes, diagnosis)
-    assert isinstance(reordered, list)
-    assert [id(node) for node in reordered] == [id(node) for node in reversed(nodes)]
-    assert diagnosis.unschedulable_plugins == set()
+    infos = _nodes(5)
+    nodes: Sequence[NodeInfo] = infos
+    if rows:
+        nodes = NodeRows(infos, tuple(info.name for info in infos),
+                         np.array([3, 0, 4], dtype=np.int64))
+    for order in ("as-sent", "reversed"):
+        extender.answers["filter"] = _filter_answers_in(order)
+        diagnosis = Diagnosis(num_all_nodes=5)
+        kept = steps.filter_nodes(extenders, _pod(), nodes, diagnosis)
+        assert isinstance(kept, list)
+        expected = list(nodes) if order == "as-sent" else list(reversed(list(nodes)))
+        assert [id(node) for node in kept] == [id(node) for node in expected]
+        assert diagnosis.unschedulable_plugins == set()
+    sent = [names_of(body) for verb, body in extender.requests]
+    assert sent == [[node.name for node in nodes]] * 2
