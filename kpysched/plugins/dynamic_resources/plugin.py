@@ -346,8 +346,11 @@ class DynamicResources(PreEnqueuePlugin, PreFilterPlugin, VectorFilterPlugin, Po
                     and claim.metadata.uid in group_pending):
                 # Another member of this pod-group cycle reserved it: share that
                 # allocation (it still goes to the allocator's count, so that Reserve
-                # and PreBind record it for this pod too).
+                # and PreBind record it for this pod too). v1.37 also keeps this member
+                # to the allocation's nodes, as for an allocated claim; v1.36 does not.
                 info.allocation = pending
+                if self._release >= 37:
+                    info.available_on = pending.node_selector
                 continue
             if pending is not None:
                 return None, Status.unresolvable(

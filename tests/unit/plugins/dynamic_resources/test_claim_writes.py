@@ -349,6 +349,27 @@ def test_members_of_one_pod_group_cycle_share_an_inflight_allocation() -> None:
     assert group.cycle_data["PreFilterDynamicResources"] == set()
 
 
+@pytest.mark.parametrize(("release", "verdict"), [
+    (37, "resourceclaim not available on the node"),
+    (36, ""),  # v1.36.4 does not keep the sharer to the allocation's node
+])
+def test_a_member_sharing_an_inflight_allocation_is_kept_to_its_nodes(
+        release: int, verdict: str) -> None:
+    """v1.37.2 (TestPreFilterReusesPendingAllocation...): a member reusing another's
+    allocation in flight may only go where that allocation's devices are."""
+    world = World(_claim("shared"), _class(), _slice("n1", "gpu-0"), release=release)
+    group = PodGroupState()
+    _reserve(world, _member("a"), group)
+    state = CycleState()
+    state.pod_group = group
+    _, status = world.plugin.pre_filter(state, _member("b"), world.nodes("n1", "n2"))
+    assert status.ok, status.message()
+    on_n1, on_n2 = (world.plugin.filter(state, _member("b"), info)
+                    for info in world.nodes("n1", "n2"))
+    assert on_n1.ok
+    assert on_n2.message() == verdict
+
+
 async def test_prebind_failure_only_drops_its_share_of_the_inflight_allocation() -> None:
     recording = RecordingApi(answers={("PUT", "/resourceclaims/shared"): ApiResponse(
         500, b'{"kind":"Status","message":"etcdserver: request timed out"}')})
