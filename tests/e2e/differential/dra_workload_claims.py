@@ -78,9 +78,11 @@ class WorkloadClaimScenario:
     owned_by_group: bool = False  # the PodGroup is the claim's controller
     outsiders: tuple[Outsider, ...] = ()
     # What upstream must do for the scenario to mean what it says: pod -> node role
-    # (None: pending), and words its members' first notes must carry.
+    # (None: pending), and the claim's end: the node of its allocation and whom it is
+    # reserved for. (PodGroupPostFilter's words reach neither the members' first notes
+    # nor the PodGroup's condition: what it did shows in the claim.)
     expect_nodes: dict[str, str | None] | None = None
-    expect_note_words: str = ""
+    expect_claim: tuple[str | None, tuple[str, ...]] | None = None
 
     def member_roles(self) -> list[str]:
         return [f"g-{i}" for i in range(self.members)]
@@ -91,7 +93,9 @@ class WorkloadClaimOutcome:
     nodes: dict[str, str | None]  # pod role -> node role
     notes: tuple[str, ...]  # the first FailedScheduling notes, sorted (which member was
     # tried first follows creation order to the millisecond)
-    noted: frozenset[str]  # the pods that got one
+    # The pods outside the group that got one (members are told by the group's words,
+    # whichever of them lost a race).
+    noted: frozenset[str]
     condition: tuple[str, str, str] | None
     claims: tuple[ClaimEnd, ...]
 
@@ -267,7 +271,7 @@ async def _observe(api: client.ApiClient, raw: RawApi, scenario: WorkloadClaimSc
     return WorkloadClaimOutcome(
         {role: names.role(pod.spec.node_name) if pod.spec.node_name else None
          for role, pod in pods.items()},
-        tuple(sorted(notes.values())), frozenset(notes),
+        tuple(sorted(notes.values())), frozenset(notes) - set(members),
         await _condition(client.CustomObjectsApi(api), names),
         await _claims(api, raw, names))
 
@@ -277,8 +281,8 @@ def check_upstream(scenario: WorkloadClaimScenario, outcome: WorkloadClaimOutcom
     detail = outcome.describe()
     if scenario.expect_nodes is not None:
         assert outcome.nodes == scenario.expect_nodes, detail
-    if scenario.expect_note_words:
-        member_notes = [note for note in outcome.notes if scenario.expect_note_words in note]
-        assert member_notes, detail
+    if scenario.expect_claim is not None:
+        [claim] = outcome.claims
+        assert (claim.node, claim.reserved_for) == scenario.expect_claim, detail
     for outsider in scenario.outsiders:
         assert outsider.role not in outcome.noted, detail  # held at PreEnqueue: no event

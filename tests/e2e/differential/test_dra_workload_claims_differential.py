@@ -43,11 +43,12 @@ WORKLOAD_CLAIMS = gates.Gates(
 SCENARIOS = (
     # Two members share one claim nobody allocated: the first member's allocation is
     # shared in the group's cycle, and PreBind reserves the claim for the PodGroup (one
-    # entry, not one per pod). Only n0 has devices.
+    # entry, not one per pod). Only n0 has devices: the member that reuses the other's
+    # allocation in flight must go there too.
     WorkloadClaimScenario(
         "group-shares-one-claim",
         (ClaimNode("n0", devices=2), ClaimNode("n1", devices=0)),
-        expect_nodes={"g-0": "n0", "g-1": "n0"}),
+        expect_nodes={"g-0": "n0", "g-1": "n0"}, expect_claim=("n0", ("g",))),
     # The claim is the PodGroup's (its controller): a pod in no group and a pod of
     # another group that name it through a template's status are held at PreEnqueue
     # (IsForPod: "Pod is not owner" / "neither Pod nor PodGroup h is the owner"), the
@@ -56,23 +57,23 @@ SCENARIOS = (
         "outsiders-refused",
         (ClaimNode("n0", devices=1),), owned_by_group=True,
         outsiders=(Outsider("lone", None), Outsider("stranger", "h")),
-        expect_nodes={"g-0": "n0", "g-1": "n0", "lone": None, "stranger": None}),
+        expect_nodes={"g-0": "n0", "g-1": "n0", "lone": None, "stranger": None},
+        expect_claim=("n0", ("g",))),
     # The claim is allocated for the group on a node no member may use (tainted): the
-    # group does not fit, PodGroupPostFilter deallocates the claim, and the next
-    # attempt allocates it where the members go.
+    # group does not fit, PodGroupPostFilter deallocates the claim ("deallocation of
+    # PodGroup ResourceClaim completed", in no note or condition), and the next attempt
+    # allocates it where the members go.
     WorkloadClaimScenario(
         "unschedulable-group-deallocates-its-claim",
         (ClaimNode("n-taken", tainted=True), ClaimNode("n-free")), allocated_on="n-taken",
-        expect_nodes={"g-0": "n-free", "g-1": "n-free"},
-        expect_note_words="deallocation of PodGroup ResourceClaim completed"),
+        expect_nodes={"g-0": "n-free", "g-1": "n-free"}, expect_claim=("n-free", ("g",))),
     # The claim is allocated for the group where its devices are, but the members do
-    # not fit there (cpu): PodGroupPostFilter takes the PodGroup out of reservedFor and
-    # the group stays pending.
+    # not fit there (cpu): PodGroupPostFilter takes the PodGroup out of reservedFor
+    # ("ResourceClaim unreserved for PodGroup") and the group stays pending.
     WorkloadClaimScenario(
         "unschedulable-group-unreserves-its-claim",
         (ClaimNode("n0", cpu="2"),), member_cpu="3", allocated_on="n0",
-        expect_nodes={"g-0": None, "g-1": None},
-        expect_note_words="ResourceClaim unreserved for PodGroup"),
+        expect_nodes={"g-0": None, "g-1": None}, expect_claim=("n0", ())),
 )
 
 
