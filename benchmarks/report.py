@@ -320,7 +320,7 @@ def markdown(doc: dict[str, Any]) -> str:
         extras.append(f"- {run['scheduler']} #{run['repeat']}: pods created at "
                       f"{run['created_per_second']:.0f}/s, load average "
                       f"{run['load_average']:.2f} at start"
-                      + (f", from ready to the end the scheduler on a CPU "
+                      + (f", from ready to the last bind the scheduler on a CPU "
                          f"{run['scheduler_busy_share']:.0%} of the time and the machine's "
                          f"CPU {run['machine_idle_share']:.0%} idle"
                          if not math.isnan(run.get("scheduler_busy_share", math.nan)) else "")
