@@ -113,6 +113,19 @@ SCENARIOS = (
          expect=on("n1", ("ga", 2), ("gb", 2)),
          busy=(("n1", "3"),), busy_priority_class="low", priority_class="high",
          expect_preempted=frozenset({"busy-0"})),
+    # The victims are a low tree whose root has disruptionMode all, one member on each
+    # node: room on n1 alone would do, but the tree goes whole (both pods), and the
+    # preemptor then binds on n1, the roomier node.
+    tree("victim-tree-with-disruption-mode-all-goes-whole",
+         (RackNode("n1", "a", "3"), RackNode("n2", "a", "2")),
+         TreeComposite("root", 1),
+         TreeGroup("ga", "root", 1, 1, member_cpu="2"),
+         expect=on("n1", ("ga", 1)),
+         busy=(("n1", "2"), ("n2", "2")), busy_priority_class="low", priority_class="high",
+         victim_composites=(TreeComposite("vroot", 1, disruption_all=True),),
+         victim_groups=(TreeGroup("va", "vroot", 1, 1), TreeGroup("vb", "vroot", 1, 1)),
+         busy_groups=("va", "vb"),
+         expect_preempted=frozenset({"busy-0", "busy-1"})),
 )
 
 

@@ -75,6 +75,7 @@ class TreeComposite:
     min_group_count: int | None  # None: basic policy
     parent: str | None = None
     constrained: bool = False
+    disruption_all: bool = False  # spec.disruptionMode: all
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,11 @@ class TopologyScenario:
     # constrained are then unused): composite groups root first (created last).
     composites: tuple[TreeComposite, ...] = ()
     groups: tuple[TreeGroup, ...] = ()
+    # A tree the busy pods belong to (of busy_priority_class), created before them:
+    # busy pod i is a member of PodGroup busy_groups[i] (None: of none).
+    victim_composites: tuple[TreeComposite, ...] = ()
+    victim_groups: tuple[TreeGroup, ...] = ()
+    busy_groups: tuple[str | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -144,13 +150,18 @@ def _policy(count: int | None, field_name: str) -> dict[str, Any]:
     return {"basic": {}} if count is None else {"gang": {field_name: count}}
 
 
-def _tree_bodies(scenario: TopologyScenario) -> list[tuple[str, str, dict[str, Any]]]:
+def _tree_bodies(scenario: TopologyScenario, *, victims: bool = False
+                 ) -> list[tuple[str, str, dict[str, Any]]]:
     """(version, plural, body) of every group of a tree in the order they are created:
     the PodGroups, then the CompositePodGroups from the deepest, the root last. Until
     the root exists no member can be tried, so the first cycle sees the whole tree
-    whatever its quorum lets through earlier."""
+    whatever its quorum lets through earlier. `victims`: the busy pods' tree, of their
+    priority class."""
+    tree_composites, tree_groups, priority_class = (
+        (scenario.victim_composites, scenario.victim_groups, scenario.busy_priority_class)
+        if victims else (scenario.composites, scenario.groups, scenario.priority_class))
     composites: list[tuple[str, str, dict[str, Any]]] = []
-    for composite in reversed(scenario.composites):
+    for composite in reversed(tree_composites):
         spec: dict[str, Any] = {
             "schedulingPolicy": _policy(composite.min_group_count, "minGroupCount"),
             "workloadRef": {"workloadName": WORKLOAD, "templateName": composite.name}}
@@ -158,18 +169,20 @@ def _tree_bodies(scenario: TopologyScenario) -> list[tuple[str, str, dict[str, A
             spec["parentCompositePodGroupName"] = composite.parent
         if composite.constrained:
             spec["schedulingConstraints"] = {"topology": [{"key": RACK}]}
-        if scenario.priority_class is not None:
-            spec["priorityClassName"] = scenario.priority_class
+        if composite.disruption_all:
+            spec["disruptionMode"] = {"all": {}}
+        if priority_class is not None:
+            spec["priorityClassName"] = priority_class
         composites.append((COMPOSITE_VERSION, "compositepodgroups", {
             "apiVersion": f"{GROUP}/{COMPOSITE_VERSION}", "kind": "CompositePodGroup",
             "metadata": {"name": composite.name}, "spec": spec}))
     bodies: list[tuple[str, str, dict[str, Any]]] = []
-    for group in scenario.groups:
+    for group in tree_groups:
         spec = {"schedulingPolicy": _policy(group.min_count, "minCount"),
                 "parentCompositePodGroupName": group.parent,
                 "workloadRef": {"workloadName": WORKLOAD, "templateName": group.name}}
-        if scenario.priority_class is not None:
-            spec["priorityClassName"] = scenario.priority_class
+        if priority_class is not None:
+            spec["priorityClassName"] = priority_class
         bodies.append((VERSION, "podgroups", {
             "apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup",
             "metadata": {"name": group.name}, "spec": spec}))
@@ -196,9 +209,15 @@ async def run_topology_scenario(api: client.ApiClient, scenario: TopologyScenari
             labels = {ROLE_LABEL: node.role, **({RACK: node.rack} if node.rack else {})}
             await kube.create_node(api, kube.node_body(names.of(node.role), cpu=node.cpu,
                                                        labels=labels))
+        custom = client.CustomObjectsApi(api)
+        for version, plural, group_body in _tree_bodies(scenario, victims=True):
+            await custom.create_namespaced_custom_object(GROUP, version, namespace, plural,
+                                                         group_body)
         for index, (node_role, cpu) in enumerate(scenario.busy):
             body = kube.pod_body(f"busy-{index}", scheduler_name=scheduler_name, cpu=cpu,
                                  memory="100Mi", priority_class=scenario.busy_priority_class)
+            if index < len(scenario.busy_groups) and scenario.busy_groups[index]:
+                body["spec"]["schedulingGroup"] = {"podGroupName": scenario.busy_groups[index]}
             body["spec"]["nodeName"] = names.of(node_role)
             await core.create_namespaced_pod(namespace, body)
         members = (_tree_members(scenario) if scenario.groups else
@@ -211,7 +230,6 @@ async def run_topology_scenario(api: client.ApiClient, scenario: TopologyScenari
         # The groups last: their members wait for them at PreEnqueue, so the first
         # cycle has every member, whatever minCount lets through.
         await asyncio.sleep(MEMBERS_SEEN_SECONDS)
-        custom = client.CustomObjectsApi(api)
         bodies = (_tree_bodies(scenario) if scenario.groups
                   else [(VERSION, "podgroups", _group_body(scenario))])
         for version, plural, group_body in bodies:
