@@ -43,6 +43,7 @@ from kpysched.extenders import steps
 from kpysched.extenders.registry import Extenders
 from kpysched.framework.diagnosis import Diagnosis
 from kpysched.framework.runtime.cooperative import run_cooperatively
+from kpysched.framework.status import Status
 from kpysched.objects import api
 from kpysched.objects.pod import PodInfo
 
@@ -163,7 +164,7 @@ async def _run(url: str, nodes: int, pods: int, full_nodes: bool, records: bool,
         feasible = NodeRows(infos, names, np.roll(rows, -start))
         said: list[ExtenderAnswer] | None = [] if records else None
         kept = steps.filter_nodes(extenders, pod, feasible, diagnosis, said)
-        assert isinstance(kept, list), kept
+        assert not isinstance(kept, Status), kept
         totals = steps.prioritize(extenders, pod, kept, said)
         digest.update(",".join(node.name for node in kept).encode())
         digest.update(totals.tobytes())

@@ -47,10 +47,11 @@ def node_names(nodes: Sequence[NodeInfo]) -> list[str]:
 
 @dataclass(slots=True)
 class Filtered:
-    """What one extender's filter left: the nodes that pass (in its order) and why the
-    others do not."""
+    """What one extender's filter left: the nodes that pass (in its order; the very
+    sequence it was given when every node passed in that order) and why the others do
+    not."""
 
-    nodes: list[NodeInfo]
+    nodes: Sequence[NodeInfo]
     failed: dict[str, str]
     failed_and_unresolvable: dict[str, str]
 
@@ -97,24 +98,26 @@ class HTTPExtender:
 
     async def filter(self, pod: bytes, nodes: Sequence[NodeInfo]) -> Filtered:
         if not self.is_filter:
-            return Filtered(list(nodes), {}, {})
+            return Filtered(nodes, {}, {})
         names = self._names(nodes)
         answer = wire.decode_filter_result(
             await self._call(FILTER, self.config.filter_verb, self._args(pod, nodes, names)))
         if answer.error:
             raise ExtenderError(answer.error)
+        passing: Sequence[NodeInfo]
         if names is not None and answer.node_names == names:
             # Every node passed, in the order sent (node names are unique).
-            passing = list(nodes)
+            passing = nodes
         elif self.node_cache_capable and answer.node_names is not None:
             by_name = {node.name: node for node in nodes}
-            passing = []
+            found = []
             for name in answer.node_names:
                 node = by_name.get(name)
                 if node is None:
                     raise ExtenderError(f'extender "{self.name}" claims a filtered node '
                                         f'"{name}" which is not found in the input node list')
-                passing.append(node)
+                found.append(node)
+            passing = found
         else:
             # Upstream builds NodeInfos afresh from the returned objects, without their
             # pods, and scores those (an answer with neither field keeps no node).

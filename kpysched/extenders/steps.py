@@ -33,10 +33,11 @@ MAX_EXTENDER_PRIORITY: Final = 10
 
 def filter_nodes(extenders: Extenders, pod: PodInfo, feasible: Sequence[NodeInfo],
                  diagnosis: Diagnosis,
-                 said: list[ExtenderAnswer] | None = None) -> list[NodeInfo] | Status:
+                 said: list[ExtenderAnswer] | None = None) -> Sequence[NodeInfo] | Status:
     """The feasible nodes every interested extender keeps, one extender after another
     on what the previous left; the others' reasons go into the diagnosis. An Error
-    status when a non-ignorable extender fails."""
+    status when a non-ignorable extender fails. `feasible` itself when every extender
+    kept every node in the order given (the caller keeps the snapshot's rows then)."""
     # The first extender is sent the feasible nodes as given (their names read from the
     # snapshot's rows); each later one what the previous left.
     nodes: Sequence[NodeInfo] = feasible
@@ -71,7 +72,7 @@ def filter_nodes(extenders: Extenders, pod: PodInfo, feasible: Sequence[NodeInfo
         nodes = answer.nodes
     if len(nodes) != len(feasible):
         diagnosis.unschedulable_plugins.add(EXTENDER_PLUGIN)
-    return nodes if isinstance(nodes, list) else list(nodes)
+    return nodes
 
 
 def prioritize(extenders: Extenders, pod: PodInfo, nodes: Sequence[NodeInfo],

@@ -23,8 +23,10 @@ from kpysched.extenders import steps, wire
 from kpysched.extenders.errors import ExtenderError
 from kpysched.extenders.registry import Extenders
 from kpysched.framework.diagnosis import Diagnosis
+from kpysched.framework.status import Status
 from kpysched.objects.pod import PodInfo
 from tests.unit.builders import make_node, make_pod
+from tests.unit.extenders.run import schedule_with
 from tests.unit.extenders.server import FakeExtender, names_of, serving
 
 # --- HostPriorityList: typed reading against the general one ------------------------------
@@ -166,7 +168,7 @@ def _filter_answers_in(order: str) -> Any:
 
 
 @pytest.mark.parametrize("rows", [False, True])
-def test_a_filter_keeping_every_node_keeps_the_nodes_sent_in_its_order(
+def test_a_filter_keeping_every_node_in_order_hands_back_what_it_was_given(
         extender: FakeExtender, built: list[Extenders], rows: bool) -> None:
     extenders = Extenders([Extender.model_validate(
         {"urlPrefix": extender.url, "filterVerb": "filter", "nodeCacheCapable": True})])
@@ -180,9 +182,39 @@ def test_a_filter_keeping_every_node_keeps_the_nodes_sent_in_its_order(
         extender.answers["filter"] = _filter_answers_in(order)
         diagnosis = Diagnosis(num_all_nodes=5)
         kept = steps.filter_nodes(extenders, _pod(), nodes, diagnosis)
-        assert isinstance(kept, list)
-        expected = list(nodes) if order == "as-sent" else list(reversed(list(nodes)))
-        assert [id(node) for node in kept] == [id(node) for node in expected]
+        assert not isinstance(kept, Status)
+        if order == "as-sent":
+            assert kept is nodes  # the caller keeps its rows
+        else:
+            assert [id(node) for node in kept] == [id(node) for node in reversed(list(nodes))]
         assert diagnosis.unschedulable_plugins == set()
     sent = [names_of(body) for verb, body in extender.requests]
     assert sent == [[node.name for node in nodes]] * 2
+
+
+# --- through the scheduler: the snapshot's rows kept or not, the same decision ---------------
+
+
+async def test_the_decision_is_the_same_whether_the_rows_are_kept(
+        extender: FakeExtender) -> None:
+    """An in-order answer keeps the vector path's rows for scoring; any other order
+    takes the extender's list through the snapshot's index. The same totals by node
+    and the same node chosen either way."""
+    extender.answers["prioritize"] = lambda body: (200, [
+        {"Host": name, "Score": 10 if name == "n4" else 3} for name in names_of(body)])
+    cpus = {f"n{index}": str(2 + index) for index in range(1, 7)}
+    outcomes = []
+    for order in ("as-sent", "reversed"):
+        extender.answers["filter"] = _filter_answers_in(order)
+        decisions: list[Any] = []
+        recording = await schedule_with(
+            [{"urlPrefix": extender.url, "filterVerb": "filter",
+              "prioritizeVerb": "prioritize", "weight": 2, "nodeCacheCapable": True}],
+            make_pod("p").req(cpu="1").obj(), decisions=decisions, node_cpus=cpus)
+        (binding,) = recording.sent("POST", "/binding")
+        (record,) = decisions
+        outcomes.append((binding["target"]["name"],
+                         dict(zip(record["feasible"], record["totals"], strict=True))))
+    assert outcomes[0] == outcomes[1]
+    chosen, by_node = outcomes[0]
+    assert chosen == "n4" and sorted(by_node) == sorted(cpus)
