@@ -274,7 +274,8 @@ class Algorithm:
                     (self._next_start_node_index + processed) % len(all_nodes))
                 fit.error = passed
                 return fit
-            feasible = self._known(passed, snapshot, fit)
+            if passed is not feasible:  # else every node was kept in order: rows stay
+                feasible = self._known(passed, snapshot, fit)
         if mask is not None and not feasible:
             # Reasons for rows the vector verdict rejected are only needed now. The
             # chain runs in order but skips the plugins whose own verdict passed the
@@ -290,7 +291,7 @@ class Algorithm:
         return fit
 
     def _pass_extenders(self, state: CycleState, pod: PodInfo, feasible: Sequence[NodeInfo],
-                        diagnosis: Diagnosis) -> list[NodeInfo] | Status:
+                        diagnosis: Diagnosis) -> Sequence[NodeInfo] | Status:
         assert self.extenders is not None
         decision = state.decision
         return extender_steps.filter_nodes(
@@ -298,7 +299,8 @@ class Algorithm:
             decision.extenders if decision is not None else None)
 
     @staticmethod
-    def _known(nodes: list[NodeInfo], snapshot: Snapshot, fit: FitResult) -> list[NodeInfo]:
+    def _known(nodes: Sequence[NodeInfo], snapshot: Snapshot,
+               fit: FitResult) -> list[NodeInfo]:
         """The extenders' nodes that the snapshot knows (a name it does not know cannot
         be assumed); notes in `fit` when some are not the snapshot's own NodeInfos."""
         known = [node for node in nodes if node.name in snapshot.index]
