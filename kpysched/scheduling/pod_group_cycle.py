@@ -165,12 +165,20 @@ class PodGroupCycle:
             leaf_attempts = by_leaf.get(leaf.key, [])
             held_back = Status.unschedulable(POD_GROUP_UNSCHEDULABLE, outcome.status.message())
             self._results.submit(leaf_attempts, outcome, _always(held_back), as_37=True)
-            self._results.condition(framework, leaf.key.namespace, leaf.key.name,
-                                    outcome.status)
-            if outcome.status.ok:
-                left_over += [attempt.queued.pod_info.uid for attempt, member
-                              in zip(leaf_attempts, outcome.members, strict=True)
-                              if member.permit is None]
+            # As for a lone group: a PodGroup whose last cycle wrote a fresh True and
+            # left members over is judged by a copy not showing that True.
+            key = f"{leaf.key.namespace}/{leaf.key.name}"
+            stale_copy = key in self._stale_copy
+            self._stale_copy.discard(key)
+            fresh = self._results.condition(framework, leaf.key.namespace, leaf.key.name,
+                                            outcome.status, stale_copy=stale_copy)
+            if outcome.status.ok and decided.status.ok:
+                leaf_left = [attempt.queued.pod_info.uid for attempt, member
+                             in zip(leaf_attempts, outcome.members, strict=True)
+                             if member.permit is None]
+                left_over += leaf_left
+                if fresh and leaf_left and len(self._stale_copy) < LAST_CYCLES_KEPT:
+                    self._stale_copy.add(key)
         root = GroupOutcome([], decided.status,
                             any(o.waiting_on_preemption for o in decided.leaves.values()))
         self._results.record_attempt(framework, tree.key.namespace, tree.key.name, root,

@@ -268,3 +268,18 @@ async def test_a_child_arriving_late_is_tried_with_its_bound_siblings_counted() 
     # words went on it once for each of the three.
     assert cycles.last_cycles["default/root"]["message"] == (
         f"pod group is unschedulable, {NO_VICTIMS}, {NO_VICTIMS}, {NO_VICTIMS}")
+
+
+async def test_a_left_over_member_is_retried_at_once_and_judged_by_a_stale_copy() -> None:
+    """ga (gang of 2, three members, room for two) is placed and its condition turns
+    True; the member left over is retried at once, alone in its tree: ga's minCount is
+    met by the two placed, the root by ga, but nothing was placed now, so the root is
+    Unschedulable and ga takes its words. As upstream's copy of the PodGroup does not
+    show the True yet, the False goes through (the writer sends the last of the two)."""
+    harness = make_harness(rack_node("n1", "a", "2"))
+    harness.composite("root", 1)
+    harness.group("ga", 2, "root", 3)
+    await harness.schedule_all()
+    assert len(harness.bound()) == 2
+    assert harness.conditions()["ga"] == (
+        "False", "Unschedulable", f"pod group is unschedulable, {NO_VICTIMS}, {NO_VICTIMS}")
