@@ -38,7 +38,8 @@ class KpyschedProcess:
                  *, log_level: str = "debug",
                  wait_for: str | tuple[str, ...] = "scheduler.started",
                  extra_args: tuple[str, ...] = (), env: Mapping[str, str] | None = None,
-                 kubeconfig: str | None = None, secure: bool = False) -> None:
+                 kubeconfig: str | None = None, secure: bool = False,
+                 new_session: bool = False) -> None:
         """`secure` serves HTTPS with delegated authentication, as in a cluster; by
         default the endpoints are plain HTTP (--insecure-serving) for the tests' probes."""
         self.state = state
@@ -64,6 +65,10 @@ class KpyschedProcess:
                     **(env or {})}
         self.process: subprocess.Popen[bytes] | None = None
         self.returncode: int | None = None
+        # A session of its own, as processes.spawn starts the cluster's components and
+        # upstream.py kube-scheduler: with autogroup scheduling each session is a group
+        # the kernel shares the CPU between (the benchmarks compare both schedulers).
+        self.new_session = new_session
         # What log_events has parsed so far, and where in the log it stopped: tests poll
         # the log many times a second, and a debug log grows to many thousand lines.
         self._events: list[dict[str, Any]] = []
@@ -72,7 +77,8 @@ class KpyschedProcess:
     def start(self) -> KpyschedProcess:
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(self.command, stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=self.env)
+                                            stdin=subprocess.DEVNULL, env=self.env,
+                                            start_new_session=self.new_session)
         deadline = time.monotonic() + START_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
