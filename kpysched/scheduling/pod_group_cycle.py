@@ -166,7 +166,9 @@ class PodGroupCycle:
             held_back = Status.unschedulable(POD_GROUP_UNSCHEDULABLE, outcome.status.message())
             self._results.submit(leaf_attempts, outcome, _always(held_back), as_37=True)
             # As for a lone group: a PodGroup whose last cycle wrote a fresh True and
-            # left members over is judged by a copy not showing that True.
+            # left members over is judged by a copy not showing that True (upstream's
+            # immediate retry races the watch; in two runs of the same scenario
+            # kube-scheduler v1.37.2 ended once True and once False).
             key = f"{leaf.key.namespace}/{leaf.key.name}"
             stale_copy = key in self._stale_copy
             self._stale_copy.discard(key)

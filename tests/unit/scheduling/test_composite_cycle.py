@@ -274,8 +274,10 @@ async def test_a_left_over_member_is_retried_at_once_and_judged_by_a_stale_copy(
     """ga (gang of 2, three members, room for two) is placed and its condition turns
     True; the member left over is retried at once, alone in its tree: ga's minCount is
     met by the two placed, the root by ga, but nothing was placed now, so the root is
-    Unschedulable and ga takes its words. As upstream's copy of the PodGroup does not
-    show the True yet, the False goes through (the writer sends the last of the two)."""
+    Unschedulable and ga takes its words. As for a lone group, the retry is judged by a
+    copy of the PodGroup not showing the True yet, so the False goes through (the
+    writer sends the last of the two). Upstream races its watch here: in
+    test_composite_pod_group_differential's runs it ended once True, once False."""
     harness = make_harness(rack_node("n1", "a", "2"))
     harness.composite("root", 1)
     harness.group("ga", 2, "root", 3)
