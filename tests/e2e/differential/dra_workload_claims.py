@@ -4,7 +4,8 @@ after the other, each in a namespace and on nodes of its own (deleted before the
 run, so both count the same nodes in their messages).
 
 Every scenario has a PodGroup `g` (a gang of its members) whose spec.resourceClaims
-lists the claim `shared` by name, and members g-0, g-1... whose own spec.resourceClaims
+lists the claim `shared` by name (or a template, from which kube-controller-manager
+makes the PodGroup's claim), and members g-0, g-1... whose own spec.resourceClaims
 name it the same way: PreBind then reserves it for the PodGroup. A node has one
 device per `devices`, in a ResourceSlice of this run's driver pool. The outcome
 compared: which node each pod is on, the first FailedScheduling note of each, the
@@ -21,7 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +53,8 @@ OUTCOME_TIMEOUT_SECONDS = 40.0
 # A pod held at PreEnqueue sends no event: watch this long that nothing happens.
 QUIET_SECONDS = 6.0
 SETTLE_SECONDS = 3.0
+# The name kube-controller-manager gives the PodGroup's claim made from the template.
+GENERATED_CLAIM = re.compile(r"\bg-gpu-[a-z0-9]{5}\b")
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,10 @@ class WorkloadClaimScenario:
     # device it is allocated, reserved for the PodGroup.
     allocated_on: str | None = None
     owned_by_group: bool = False  # the PodGroup is the claim's controller
+    # The PodGroup and its members name a ResourceClaimTemplate instead of `shared`:
+    # kube-controller-manager makes one claim for the PodGroup (g-gpu-<random>, its
+    # role g-gpu) and records it in the PodGroup's and the members' status.
+    template: bool = False
     outsiders: tuple[Outsider, ...] = ()
     # What upstream must do for the scenario to mean what it says: pod -> node role
     # (None: pending), and the claim's end: the node of its allocation and whom it is
@@ -113,11 +122,18 @@ def _slice(names: _Names, node: ClaimNode) -> dict[str, Any]:
         "devices": [{"name": f"gpu-{i}"} for i in range(node.devices)]}}
 
 
-def _group_body(name: str, min_count: int | None) -> dict[str, Any]:
+def _claim_entry(template: bool) -> dict[str, str]:
+    """The spec.resourceClaims entry the PodGroup and its members share."""
+    if template:
+        return {"name": "gpu", "resourceClaimTemplateName": "gpu-template"}
+    return {"name": "gpu", "resourceClaimName": "shared"}
+
+
+def _group_body(name: str, min_count: int | None, template: bool = False) -> dict[str, Any]:
     policy = {"gang": {"minCount": min_count}} if min_count is not None else {"basic": {}}
     spec: dict[str, Any] = {"schedulingPolicy": policy}
     if name == "g":
-        spec["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared"}]
+        spec["resourceClaims"] = [_claim_entry(template)]
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PodGroup", "metadata": {"name": name},
             "spec": spec}
 
@@ -161,10 +177,10 @@ async def _create_claim(raw: RawApi, names: _Names, device_class: str,
         assert response.ok, response.message()
 
 
-def _member(role: str, scheduler: str, cpu: str) -> dict[str, Any]:
+def _member(role: str, scheduler: str, cpu: str, template: bool) -> dict[str, Any]:
     body = kube.pod_body(role, scheduler_name=scheduler, cpu=cpu, memory="100Mi")
     body["spec"]["schedulingGroup"] = {"podGroupName": "g"}
-    body["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "shared"}]
+    body["spec"]["resourceClaims"] = [_claim_entry(template)]
     body["spec"]["containers"][0]["resources"]["claims"] = [{"name": "gpu"}]
     return body
 
@@ -199,14 +215,23 @@ async def run_workload_claim_scenario(api: client.ApiClient, scenario: WorkloadC
             if node.devices:
                 await custom.create_cluster_custom_object(
                     "resource.k8s.io", "v1", "resourceslices", _slice(names, node))
+        if scenario.template:
+            response = await raw.request(
+                "POST", f"{BASE}/namespaces/{namespace}/resourceclaimtemplates",
+                {"metadata": {"name": "gpu-template"}, "spec": {"spec": {"devices": {
+                    "requests": [{"name": "gpu",
+                                  "exactly": {"deviceClassName": device_class}}]}}}})
+            assert response.ok, response.message()
         group = await custom.create_namespaced_custom_object(
-            GROUP, VERSION, namespace, "podgroups", _group_body("g", scenario.members))
+            GROUP, VERSION, namespace, "podgroups",
+            _group_body("g", scenario.members, scenario.template))
         for outsider in scenario.outsiders:
             if outsider.group is not None:
                 await custom.create_namespaced_custom_object(
                     GROUP, VERSION, namespace, "podgroups", _group_body(outsider.group, None))
-        await _create_claim(raw, names, device_class,
-                            group if scenario.owned_by_group else None)
+        if not scenario.template:
+            await _create_claim(raw, names, device_class,
+                                group if scenario.owned_by_group else None)
         if scenario.allocated_on is not None:
             await _allocate_for_group(raw, names, scenario.allocated_on, group)
         await asyncio.sleep(SETTLE_SECONDS / 2)  # the scheduler's informers have it all
@@ -215,8 +240,8 @@ async def run_workload_claim_scenario(api: client.ApiClient, scenario: WorkloadC
             await core.patch_namespaced_pod_status(outsider.role, namespace, {"status": {
                 "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "shared"}]}})
         for role in scenario.member_roles():
-            await core.create_namespaced_pod(namespace, _member(role, scheduler,
-                                                                scenario.member_cpu))
+            await core.create_namespaced_pod(namespace, _member(
+                role, scheduler, scenario.member_cpu, scenario.template))
         return await _observe(api, raw, scenario, names)
     finally:
         with contextlib.suppress(ApiException):
@@ -271,9 +296,15 @@ async def _observe(api: client.ApiClient, raw: RawApi, scenario: WorkloadClaimSc
     return WorkloadClaimOutcome(
         {role: names.role(pod.spec.node_name) if pod.spec.node_name else None
          for role, pod in pods.items()},
-        tuple(sorted(notes.values())), frozenset(notes) - set(members),
+        tuple(sorted(GENERATED_CLAIM.sub("g-gpu", note) for note in notes.values())),
+        frozenset(notes) - set(members),
         await _condition(client.CustomObjectsApi(api), names),
-        await _claims(api, raw, names))
+        tuple(_with_role(claim) for claim in await _claims(api, raw, names)))
+
+
+def _with_role(claim: ClaimEnd) -> ClaimEnd:
+    """A claim kube-controller-manager named g-gpu-<random> as its role, g-gpu."""
+    return dataclasses.replace(claim, role=GENERATED_CLAIM.sub("g-gpu", claim.role))
 
 
 def check_upstream(scenario: WorkloadClaimScenario, outcome: WorkloadClaimOutcome) -> None:

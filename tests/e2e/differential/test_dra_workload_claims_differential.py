@@ -49,6 +49,14 @@ SCENARIOS = (
         "group-shares-one-claim",
         (ClaimNode("n0", devices=2), ClaimNode("n1", devices=0)),
         expect_nodes={"g-0": "n0", "g-1": "n0"}, expect_claim=("n0", ("g",))),
+    # The same with a ResourceClaimTemplate: kube-controller-manager makes one claim for
+    # the PodGroup (owned by it) and records it in each member's status; the members
+    # take it as theirs (IsForPod accepts their PodGroup as owner) and it is reserved
+    # for the PodGroup.
+    WorkloadClaimScenario(
+        "group-shares-one-claim-from-a-template",
+        (ClaimNode("n0", devices=2), ClaimNode("n1", devices=0)), template=True,
+        expect_nodes={"g-0": "n0", "g-1": "n0"}, expect_claim=("n0", ("g",))),
     # The claim is the PodGroup's (its controller): a pod in no group and a pod of
     # another group that name it through a template's status are held at PreEnqueue
     # (IsForPod: "Pod is not owner" / "neither Pod nor PodGroup h is the owner"), the
