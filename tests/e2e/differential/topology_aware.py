@@ -105,6 +105,11 @@ class TopologyScenario:
     victim_composites: tuple[TreeComposite, ...] = ()
     victim_groups: tuple[TreeGroup, ...] = ()
     busy_groups: tuple[str | None, ...] = ()
+    # PodGroups whose final condition kube-scheduler does not fix, left out of the
+    # comparison: a PodGroup placed while a sibling failed takes the root's failure on
+    # the sibling's retry, and upstream writes that False over its True or not
+    # depending on whether its copy shows the True yet (seen both ways).
+    racy_conditions: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -307,5 +312,10 @@ def assert_same_outcome(scenario: TopologyScenario, upstream: TopologyOutcome,
     assert ours.nodes() == upstream.nodes(), detail
     assert ours.notes() == upstream.notes(), detail
     assert ours.condition == upstream.condition, detail
-    assert ours.conditions == upstream.conditions, detail
+    def fixed(conditions: dict[str, tuple[str, str, str] | None]
+              ) -> dict[str, tuple[str, str, str] | None]:
+        return {name: condition for name, condition in conditions.items()
+                if name not in scenario.racy_conditions}
+
+    assert fixed(ours.conditions) == fixed(upstream.conditions), detail
     assert ours.preempted == upstream.preempted, detail
