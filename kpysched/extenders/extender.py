@@ -38,10 +38,35 @@ def observe_nothing(extender: str, verb: str, seconds: float) -> None:
     return None
 
 
+class _LastRowNames:
+    """The last rows' names: a cycle reads them up to three times (its filter call, its
+    prioritize call, the totals) when every node passed. A NodeRows is not changed once
+    made (a list may be, so lists are read afresh)."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        # One pair, replaced whole: a reader on another thread never sees one rows'
+        # object with another's names.
+        self._last: tuple[NodeRows, list[str]] | None = None
+
+    def of(self, rows: NodeRows) -> list[str]:
+        last = self._last
+        if last is not None and last[0] is rows:
+            return last[1]
+        names = rows.names().as_list()
+        self._last = (rows, names)
+        return names
+
+
+_last_row_names = _LastRowNames()
+
+
 def node_names(nodes: Sequence[NodeInfo]) -> list[str]:
-    """The nodes' names (from the snapshot's names for its rows: no NodeInfo read)."""
+    """The nodes' names (from the snapshot's names for its rows: no NodeInfo read).
+    Callers only read the list."""
     if isinstance(nodes, NodeRows):
-        return nodes.names().as_list()
+        return _last_row_names.of(nodes)
     return [node.name for node in nodes]
 
 
