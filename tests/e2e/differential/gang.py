@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from kubernetes_asyncio import client
@@ -77,6 +79,12 @@ class GangScenario:
     expect_held_back: int = 0
     # The pods upstream preempted (deleted) for a group.
     expect_preempted: frozenset[str] = frozenset()
+    # Groups whose last condition kube-scheduler leaves to a race, with every ending it
+    # was seen to reach. v1.37 sends a placed group's left-over member back at once; if
+    # that retry fails before kube-scheduler's own watch has brought back the True its
+    # cycle wrote (it had not, under load), it overwrites the True with a False. Both
+    # schedulers must end in one of these; every other group's condition must match.
+    racy_conditions: dict[str, frozenset[tuple[str, str, str]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -111,14 +119,22 @@ class GangOutcome:
         return {role for role, o in self.pods.items() if o.bound}
 
 
-def assert_same_outcome(upstream: GangOutcome, ours: GangOutcome) -> None:
+def assert_same_outcome(upstream: GangOutcome, ours: GangOutcome,
+                        racy_conditions: Mapping[str, frozenset[tuple[str, str, str]]]
+                        = MappingProxyType({})) -> None:
     """kpysched ends a gang scenario as kube-scheduler did: the same pods bound and
-    preempted, the same notes on those held back, the same PodGroup conditions."""
+    preempted, the same notes on those held back, the same PodGroup conditions (for a
+    group of `racy_conditions`, both end in one of the endings listed there)."""
     detail = f"\n upstream:{upstream.describe()}\n kpysched:{ours.describe()}"
     assert ours.bound() == upstream.bound(), detail
     assert ours.held_back_notes() == upstream.held_back_notes(), detail
     assert ours.preempted() == upstream.preempted(), detail
-    assert ours.conditions == upstream.conditions, detail
+    for group, endings in racy_conditions.items():
+        assert upstream.conditions.get(group) in endings, detail
+        assert ours.conditions.get(group) in endings, detail
+    assert ({g: c for g, c in ours.conditions.items() if g not in racy_conditions}
+            == {g: c for g, c in upstream.conditions.items() if g not in racy_conditions}), \
+        detail
 
 
 def _pod_body(pod: GangPod, scheduler_name: str) -> dict[str, Any]:

@@ -73,7 +73,15 @@ SCENARIOS = (
                  expect_held_back=2),
     GangScenario("min-count-fits-the-rest-waits", (node("n0", "2"), node("n1", "2")),
                  (Step(group=("g", 2)), Step(pods=members("g", 3, cpu="2"))),
-                 expect_bound={"g-0": True, "g-1": True, "g-2": False}),
+                 expect_bound={"g-0": True, "g-1": True, "g-2": False},
+                 # On v1.37 the left-over g-2 is retried at once: on 28 November
+                 # kube-scheduler v1.37.2 ended True in 10 runs and False in 5 (all
+                 # while other engineers' e2e tests loaded the machine); kpysched True.
+                 racy_conditions={"g": frozenset({
+                     ("True", "Scheduled", ""),
+                     ("False", "Unschedulable", "pod group is unschedulable, pod group "
+                      "preemption: No preemption victims found for incoming preemptor"),
+                 })}),
     GangScenario("two-groups-compete", (node("n0", "2"), node("n1", "2")),
                  (Step(group=("a", 2)), Step(group=("b", 2)),
                   Step(pods=members("a", 2, cpu="2"), pause=0.5),
@@ -174,7 +182,7 @@ async def same_gang_outcome(api: client.ApiClient, scenario: GangScenario,
     assert len(held) == scenario.expect_held_back, upstream.describe()
     assert upstream.preempted() == scenario.expect_preempted, upstream.describe()
     # ... and kpysched ends the same way.
-    assert_same_outcome(upstream, ours)
+    assert_same_outcome(upstream, ours, scenario.racy_conditions)
 
 
 async def same_outcome_of_a_gang_sharing_one_claim(api: client.ApiClient,
