@@ -371,6 +371,40 @@ def test_gang_scheduling_turns_on_the_gates_and_the_pod_group_rules_together() -
             (["podgroups"], ["list", "watch"]), (["podgroups/status"], ["patch"])]
 
 
+def test_gang_scheduling_extra_gates_follow_v1_37_and_read_composite_pod_groups() -> None:
+    def parts(*options: str) -> tuple[list[str], list[list[str]]]:
+        objects = render("gang", "gang", "--set", "gangScheduling.enabled=true", *options)
+        (deployment,) = find(objects, "Deployment")
+        args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        resources = [rule["resources"] for role in find(objects, "ClusterRole")
+                     for rule in role["rules"] if "scheduling.k8s.io" in rule.get("apiGroups", ())]
+        return [a for a in args if a.startswith("--feature-gates")], resources
+
+    gates, resources = parts("--set", "gangScheduling.extraGates={TopologyAwareWorkloadScheduling,"
+                             "CompositePodGroup}", "--kube-version", "1.37.2")
+    assert gates == ["--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true,"
+                     "CompositePodGroup=true"]
+    assert resources == [["podgroups"], ["podgroups/status"], ["compositepodgroups"]]
+    # Without CompositePodGroup, no read access to its objects.
+    gates, resources = parts("--set", "gangScheduling.extraGates={DRAWorkloadResourceClaims}",
+                             "--kube-version", "1.37.2")
+    assert gates == ["--feature-gates=GenericWorkload=true,DRAWorkloadResourceClaims=true"]
+    assert resources == [["podgroups"], ["podgroups/status"]]
+    # v1.36 has none of them (kpysched would refuse each there): helm says so at once.
+    refused = helm("template", "gang", str(CHART), "--namespace", "gang", *LOCAL_IMAGE,
+                   "--set", "gangScheduling.enabled=true", "--set",
+                   "gangScheduling.extraGates={PodGroupPreemptionPolicy}",
+                   "--kube-version", "1.36.4", check=False)
+    assert refused.returncode != 0
+    assert "gangScheduling.extraGates: [PodGroupPreemptionPolicy] are gates of Kubernetes " \
+        "v1.37; this cluster is v1.36.4" in refused.stderr
+    # A name that is not one of them is refused by the values schema, naming the field.
+    typo = helm("template", "gang", str(CHART), "--namespace", "gang", *LOCAL_IMAGE,
+                "--set", "gangScheduling.extraGates={CompositePodGroups}",
+                "--kube-version", "1.37.2", check=False)
+    assert typo.returncode != 0 and "extraGates" in typo.stderr, typo.stderr
+
+
 def _ingress(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
     (policy,) = find(objects, "NetworkPolicy")
     assert policy["spec"]["policyTypes"] == ["Ingress"]  # egress (the API server) stays open
