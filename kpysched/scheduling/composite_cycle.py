@@ -236,7 +236,7 @@ class TreeDecision:
         found = preempt_for_group(
             framework, context.snapshot, priority, members, handle.pod_group, handle.pdbs(),
             lambda: self._schedule_again(framework, tree, attempts),
-            composites=handle.composite_pod_group)
+            composites=handle.composite_pod_group, root=composite)
         if found.status.ok and found.victims:
             sink = context.preemptions
             assert isinstance(sink, ImmediatePreemption), "no Coscheduling trial here"

@@ -47,6 +47,17 @@ def group_policy(pod_group: PodGroup | None, members: Iterable[PodInfo], *,
     return PREEMPT_LOWER_PRIORITY
 
 
+def tree_policy(root: CompositePodGroup, members: Iterable[PodInfo], *, gate: bool) -> str:
+    """The policy a tree of groups preempts by (upstream's resolveCompositePreemptionPolicy):
+    with the gate on the root CompositePodGroup's own, where any value other than
+    PreemptLowerPriority means Never and none means PreemptLowerPriority; else Never
+    when any member of the tree has it."""
+    if gate:
+        own = root.spec.preemption_policy
+        return NEVER if own and own != PREEMPT_LOWER_PRIORITY else PREEMPT_LOWER_PRIORITY
+    return group_policy(None, members, gate=False)
+
+
 def invalid_group(members: Iterable[PodInfo], placed: Iterable[PodInfo],
                   pod_group: PodGroup | CompositePodGroup | None) -> str | None:
     """v1.37's validatePodGroup beyond the scheduler name with the gate on, member by

@@ -4,8 +4,8 @@ whole pod group, found across the cluster at once (upstream's PodGroupEvaluator)
 When a v1.37 group's cycle ends Unschedulable:
 
 1. The group must be eligible: its policy must not be Never (pod_group_policy.py:
-   the PodGroup's own with PodGroupPreemptionPolicy on, else Never when any member
-   has it). If a member's
+   the PodGroup's own with PodGroupPreemptionPolicy on, a tree's root
+   CompositePodGroup's for a tree, else Never when any member has it). If a member's
    nominated node still has a lower-priority pod terminating by preemption, the
    group's earlier preemption is under way: it keeps its nominations and waits.
 2. Every pod of the cluster is a victim (victims.py: a group with disruptionMode all
@@ -36,6 +36,7 @@ from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Code, Status
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
+from kpysched.objects.composite_pod_groups import CompositePodGroup
 from kpysched.objects.pod import PodInfo
 from kpysched.plugins.default_preemption.selection import terminating_by_preemption
 from kpysched.plugins.default_preemption.victims import (
@@ -93,14 +94,15 @@ def preempt_for_group(
     framework: Framework, snapshot: Snapshot, priority: int, members: Sequence[PodInfo],
     lookup: PodGroupLookup, pdbs: Sequence[api.PodDisruptionBudget],
     schedule_again: ScheduleAgain, now: int | None = None,
-    composites: CompositeLookup | None = None,
+    composites: CompositeLookup | None = None, root: CompositePodGroup | None = None,
 ) -> GroupPreemption:
     """Upstream's PodGroupEvaluator.Preempt without the eviction (the caller's),
     counted in v1.37's workload preemption metrics. `composites`: with
-    CompositePodGroup on, victims count their trees (victims.py)."""
+    CompositePodGroup on, victims count their trees (victims.py). `root`: the tree's
+    CompositePodGroup when a tree preempts, whose policy is the tree's."""
     metrics = framework.metrics if isinstance(framework.metrics, SchedulerMetrics) else None
     found = _preempt(framework, snapshot, priority, members, lookup, pdbs, schedule_again,
-                     now, metrics, composites)
+                     now, metrics, composites, root)
     if metrics is not None:
         metrics.workload_preemption_attempt(found.status.code.label)
     return found
@@ -110,8 +112,9 @@ def _preempt(framework: Framework, snapshot: Snapshot, priority: int,
              members: Sequence[PodInfo], lookup: PodGroupLookup,
              pdbs: Sequence[api.PodDisruptionBudget], schedule_again: ScheduleAgain,
              now: int | None, metrics: SchedulerMetrics | None,
-             composites: CompositeLookup | None) -> GroupPreemption:
-    if _policy(framework, members, lookup) == policy.NEVER:
+             composites: CompositeLookup | None,
+             root: CompositePodGroup | None) -> GroupPreemption:
+    if _policy(framework, members, lookup, root) == policy.NEVER:
         return GroupPreemption(Status.unschedulable(NOT_ELIGIBLE))
     if _ongoing(snapshot, priority, members, lookup, composites):
         return GroupPreemption(
@@ -146,8 +149,11 @@ def _evaluate(framework: Framework, snapshot: Snapshot, priority: int,
     return _Dry(framework, snapshot).run(potential, pdbs, schedule_again)
 
 
-def _policy(framework: Framework, members: Sequence[PodInfo], lookup: PodGroupLookup) -> str:
+def _policy(framework: Framework, members: Sequence[PodInfo], lookup: PodGroupLookup,
+            root: CompositePodGroup | None) -> str:
     gate = framework.handle.features.enabled(policy.GATE)
+    if root is not None:
+        return policy.tree_policy(root, members, gate=gate)
     name = group_name(members[0].pod) if members and gate else None
     pod_group = lookup(members[0].namespace, name) if name is not None else None
     return policy.group_policy(pod_group, members, gate=gate)

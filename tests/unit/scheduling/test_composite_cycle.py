@@ -242,6 +242,34 @@ async def test_a_tree_preempts_for_all_its_groups_in_the_roots_name(
     assert harness.bound() == {name: "n1" for name in ("a-0", "a-1", "b-0", "b-1")}
 
 
+async def test_a_tree_preempts_by_its_roots_policy_not_a_childs() -> None:
+    # With PodGroupPreemptionPolicy on, the root CompositePodGroup's Never keeps the
+    # tree from preempting although its PodGroups have no policy of their own
+    # (upstream's resolveCompositePreemptionPolicy); read from the first member's
+    # PodGroup it would preempt "low".
+    gates = Features.from_gates({**GATES, "PodGroupPreemptionPolicy": True}, release=37)
+    built = build_harness({"schedulerName": "kpysched"}, gates,
+                          Listers(generic_workload=True, release=37, composite_pod_groups=True),
+                          rack_node("n1", "a", "4"))
+    harness = Harness(built.scheduler, built.api, built.listers, built.pods, built.nodes)
+    harness.created = {}
+    harness.pods.on_add(make_pod("low").req(cpu="3").node("n1").obj())
+    root = harness.composite("root", 2, priority=100)
+    root.spec.preemption_policy = "Never"
+    harness.group("a", 2, "root", 2, priority=100)
+    harness.group("b", 2, "root", 2, priority=100)
+    for pod in harness.created.values():
+        pod.spec.preemption_policy = "Never"
+    await harness.schedule_all()
+    assert harness.bound() == {}
+    assert not [path for method, path, _ in harness.api.requests
+                if method == "DELETE" and "/pods/" in path]
+    assert harness.notes("Preempted") == {}
+    assert harness.nominated() == {}
+    assert any("not eligible due to preemptionPolicy=Never." in note
+               for note in harness.notes("FailedScheduling").values())
+
+
 async def test_a_child_arriving_late_is_tried_with_its_bound_siblings_counted() -> None:
     """ga and gb meet the root's quorum and bind; gc comes later and does not fit: its
     tree is tried again, ga and gb count as placed with nothing of theirs to place,

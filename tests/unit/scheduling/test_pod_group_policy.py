@@ -4,7 +4,7 @@ PodGroupPreemptionPolicy gate (scheduling/pod_group_policy.py).
 Cases from upstream v1.37.2's TestNewPodGroupPreemptorResolvesPreemptionPolicy
 (framework/preemption/types_test.go), the preemption-policy rows of TestValidatePodGroup
 (schedule_one_podgroup_test.go) and the PreemptNever row of podgrouppreemption_test.go
-(CompositePodGroup rows left out: that gate stays refused).
+(its CompositePodGroup rows: test_the_tree_preemption_policy).
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ import pytest
 
 from kpysched.config.features import Features
 from kpysched.informers.listers import Listers
+from kpysched.objects.composite_pod_groups import CompositePodGroup
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.scheduling import pod_group_placement as placement
 from kpysched.scheduling import pod_group_policy as policy
-from tests.unit.builders import make_pod, make_pod_group
+from tests.unit.builders import make_composite_pod_group, make_pod, make_pod_group
 from tests.unit.scheduler_harness import build_harness, node
 from tests.unit.scheduling.test_pod_group_preemption import Harness
 
@@ -57,6 +58,34 @@ def test_the_group_preemption_policy(pod_group: str | None, pods: list[str | Non
                                      want: str) -> None:
     members = [pod(f"p{i}", p) for i, p in enumerate(pods)]
     assert policy.group_policy(group(pod_group), members, gate=gate) == want
+
+
+def root(preemption_policy: str | None) -> CompositePodGroup:
+    made = make_composite_pod_group("cpg1")
+    made.spec.preemption_policy = preemption_policy
+    return made
+
+
+@pytest.mark.parametrize(("composite", "pods", "gate", "want"), [
+    pytest.param(None, [LOWER, None], False, LOWER,
+                 id="resolved from pods, CompositePodGroup: LowerPriority when no pod is Never"),
+    pytest.param(None, [NEVER, LOWER], False, NEVER,
+                 id="resolved from pods, CompositePodGroup: Never when any pod is Never"),
+    pytest.param(NEVER, [LOWER], True, NEVER,
+                 id="Never is resolved from CompositePodGroup, ignoring policy in pod, enabled"),
+    pytest.param(LOWER, [LOWER, NEVER], True, LOWER,
+                 id="LowerPriority is resolved from CompositePodGroup, ignoring pods, enabled"),
+    pytest.param(NEVER, [LOWER, None], False, LOWER,
+                 id="resolved from pods when CompositePodGroup has policy but gate disabled"),
+    pytest.param(None, [NEVER], True, LOWER,
+                 id="defaults to LowerPriority when CompositePodGroup has none, enabled"),
+])
+def test_the_tree_preemption_policy(composite: str | None, pods: list[str | None], gate: bool,
+                                    want: str) -> None:
+    # TestNewPodGroupPreemptorResolvesPreemptionPolicy's CompositePodGroup rows: a
+    # tree's policy is its root's, never a child PodGroup's.
+    members = [pod(f"p{i}", p) for i, p in enumerate(pods)]
+    assert policy.tree_policy(root(composite), members, gate=gate) == want
 
 
 @pytest.mark.parametrize(("pod_group", "pods", "gate", "error"), [
