@@ -20,7 +20,7 @@ from kpysched.config.features import Features
 from kpysched.extenders.preemption import PreemptionExtender
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
-from kpysched.framework.pod_group_tree import GroupTree, key_of
+from kpysched.framework.pod_group_tree import EntityKind, GroupTree, key_of
 from kpysched.framework.status import Status
 from kpysched.informers.listers import Listers, ResourceListers, StorageListers
 from kpysched.objects import api, coscheduling
@@ -161,6 +161,16 @@ class SchedulerHandle:
             return None if group is None else GroupTree(key_of(group), pod_group=group)
         root = forest.root_of_pod_group(namespace, name)
         return None if root is None else forest.tree(root)
+
+    def composite_root(self, namespace: str, name: str) -> str | None:
+        """The name of the root CompositePodGroup of the PodGroup's tree, as far as the
+        forest has seen it; None for a PodGroup that is a root of its own, one whose
+        root is not seen yet, and with CompositePodGroup off (the queue's entity key)."""
+        forest = self._forest
+        root = forest.root_of_pod_group(namespace, name) if forest is not None else None
+        if root is None or root.kind is not EntityKind.COMPOSITE_POD_GROUP:
+            return None
+        return root.name
 
     def coscheduling_pod_group(self, namespace: str,
                                name: str) -> coscheduling.PodGroup | None:
