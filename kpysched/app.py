@@ -192,6 +192,7 @@ def _build_queue(config: SchedulerConfiguration, frameworks: Mapping[str, Framew
         namespace_labels=handle.namespace_labels,
         release=features.release,
         deferred_resize=features.enabled(IN_PLACE_RESIZE_PREEMPTION_GATE),
+        tree_root=handle.composite_root,
     )
 
 

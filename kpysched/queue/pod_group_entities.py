@@ -18,6 +18,12 @@ all of a group's waiting members as one (pod_group_moves.py):
 - A group none of whose members waits (all in flight, or newly seen) starts afresh:
   the first member to come starts a new entity with no failures.
 
+With CompositePodGroup on, a tree of groups is one entity, its root's: the members
+of every PodGroup under the root CompositePodGroup share one backoff (counted once
+per attempt of the whole tree, capped by the tree's size) and wait, move and are held
+together. A PodGroup whose root is not seen yet (or is gone) is an entity of its own
+until it is; its members then move to the root's entity (`regroup`).
+
 v1.36 and plain pods never reach this module.
 """
 
@@ -28,8 +34,15 @@ from dataclasses import dataclass, field
 
 from kpysched.queue.backoff import NO_BACKOFF, FailureCounts
 
-# A group: (namespace, PodGroup name).
+# A group: (namespace, PodGroup name), or for a tree of groups (CompositePodGroup)
+# (namespace, "compositepodgroup/<root's name>"), which no PodGroup name can be.
 GroupKey = tuple[str, str]
+TREE_PREFIX = "compositepodgroup/"
+
+
+def tree_key(namespace: str, root: str) -> GroupKey:
+    """The entity of the tree whose root is the CompositePodGroup `root`."""
+    return (namespace, TREE_PREFIX + root)
 
 _NANOSECONDS = 1_000_000_000
 
@@ -103,6 +116,33 @@ class PodGroupEntities:
         entity.members[uid] = None
         self._group_of[uid] = key
         return entity
+
+    def key_of(self, uid: str) -> GroupKey | None:
+        return self._group_of.get(uid)
+
+    def regroup(self, uids: list[str], key: GroupKey) -> None:
+        """These members now wait in `key`'s entity (their tree's root was seen, or is
+        gone). An entity made for them starts with no failures, as upstream's root
+        entity made for pods that waited for their tree; its time is the one they
+        left, and so is its hold (the members stay where PreEnqueue put them until the
+        entity is asked again)."""
+        for uid in uids:
+            old = self._group_of.get(uid)
+            if old is None or old == key:
+                continue
+            left = self._groups[old]
+            left.members.pop(uid, None)
+            entity = self._groups.get(key)
+            if entity is None:
+                entity = self._groups[key] = GroupEntity(timestamp=left.timestamp,
+                                                         holder=left.holder)
+            entity.members[uid] = None
+            if uid in left.turned_away:
+                left.turned_away.discard(uid)
+                entity.turned_away.add(uid)
+            if not left.members:
+                del self._groups[old]
+            self._group_of[uid] = key
 
     def leave(self, uid: str) -> tuple[GroupKey, GroupEntity] | None:
         """The member left the queue (deleted, or bound); the group it left, if any."""

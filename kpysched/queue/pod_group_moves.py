@@ -24,13 +24,24 @@ from kpysched.queue.gated import GatedPods
 from kpysched.queue.hints import QueueingHints, Strategy
 from kpysched.queue.in_flight import InFlightEvents
 from kpysched.queue.labels import POD_ENTITY, POD_GROUP_ENTITY, SCHEDULE_ATTEMPT_FAILURE
-from kpysched.queue.pod_group_entities import GroupEntity, GroupKey, PodGroupEntities
+from kpysched.queue.pod_group_entities import (
+    TREE_PREFIX,
+    GroupEntity,
+    GroupKey,
+    PodGroupEntities,
+    tree_key,
+)
 from kpysched.queue.unschedulable import UnschedulablePods
+
+# (namespace, PodGroup name) -> the name of its tree's root CompositePodGroup, or None
+# for a PodGroup that is its own root or whose root is not seen (yet).
+TreeRoot = Callable[[str, str], str | None]
 
 
 class PodGroupMoves:
     # The queue's state and steps these methods use (SchedulingQueue has them).
     _entities: PodGroupEntities | None
+    _tree_root: TreeRoot | None
     _backoff: BackoffQueue
     _unschedulable: UnschedulablePods
     _gated: GatedPods
@@ -83,7 +94,49 @@ class PodGroupMoves:
         name = group_name(pod.pod)
         if name is None or self._deferred(pod):
             return None
-        return (pod.namespace, name)
+        root = self._tree_root(pod.namespace, name) if self._tree_root is not None else None
+        key = (pod.namespace, name) if root is None else tree_key(pod.namespace, root)
+        self._regroup(pod.uid, key)
+        return key
+
+    def _regroup(self, uid: str, key: GroupKey) -> None:
+        """The member's entity is no longer the one it joined (its tree's root was
+        seen, or went): it moves there, and with it every member of its PodGroup's own
+        entity (they share the PodGroup, so the root too)."""
+        assert self._entities is not None
+        old = self._entities.key_of(uid)
+        if old is None or old == key:
+            return
+        entity = self._entities.get(old)
+        lone = not old[1].startswith(TREE_PREFIX)
+        self._entities.regroup(list(entity.members) if lone and entity is not None else [uid],
+                               key)
+
+    def _trees_seen(self, namespace: str, pod_group: str | None = None) -> None:
+        """A PodGroup (`pod_group`) or a CompositePodGroup of `namespace` was seen: the
+        entities of PodGroups whose tree's root is now known move to the root's, so
+        that the tree waits, is held and is asked as one from now on."""
+        assert self._entities is not None and self._tree_root is not None
+        for key, entity in self._entities.items():
+            if key[0] != namespace or key[1].startswith(TREE_PREFIX) or (
+                    pod_group is not None and key[1] != pod_group):
+                continue
+            if (root := self._tree_root(namespace, key[1])) is not None:
+                self._entities.regroup(list(entity.members), tree_key(namespace, root))
+
+    def _members_of_pod_group(self, namespace: str, name: str) -> list[QueuedPodInfo]:
+        """The queued members (waiting or in flight) of one PodGroup, whichever entity
+        holds them."""
+        assert self._entities is not None
+        found = []
+        for key, entity in self._entities.items():
+            if key[0] != namespace:
+                continue
+            for uid in entity.members:
+                info = self._info_anywhere(uid)
+                if info is not None and group_name(info.pod_info.pod) == name:
+                    found.append(info)
+        return found
 
     def _entity(self, key: GroupKey) -> GroupEntity | None:
         return self._entities.get(key) if self._entities is not None else None
@@ -297,11 +350,17 @@ class PodGroupMoves:
             return 0
         return len(members) if self._group_requeue(key, strategy, event.queue_label()) else 0
 
-    def _group_lost_its_pod_group(self, key: GroupKey, event: str) -> None:
+    def _group_lost_its_pod_group(self, namespace: str, name: str, event: str) -> None:
         """Upstream takes a deleted PodGroup's members out of its queue until the
         PodGroup is seen again (incompletePodGroupPods): here PreEnqueue is asked
         again, and GangScheduling's, which waits for the PodGroup, holds the group
-        wherever it waited (a backoff ending would otherwise send it to a cycle)."""
+        wherever it waited (a backoff ending would otherwise send it to a cycle). In a
+        tree, its members leave the tree's entity first (the rest of the tree waits
+        on where it was)."""
+        key: GroupKey = (namespace, name)
+        if self._tree_root is not None:
+            for info in self._members_of_pod_group(namespace, name):
+                key = self._group_key(info.pod_info) or key
         entity = self._entity(key)
         members = self._waiting_members(key)
         if entity is None or not members:
@@ -340,6 +399,12 @@ class PodGroupMoves:
                     # group keeps its timestamp when members were left over.
                     info.timestamp = timestamp
         self.activate(uids)
+
+    def entity_of(self, uid: str) -> GroupKey | None:
+        """The entity the queued pod waits in (its PodGroup's, or its tree's root's);
+        None for a pod outside any v1.37 group or not queued."""
+        info = self._info_anywhere(uid)
+        return None if info is None else self._group_key(info.pod_info)
 
     def pending_entities(self) -> dict[tuple[str, str], int]:
         """(queue, type) -> entities waiting there (v1.37's scheduler_queued_entities):

@@ -13,7 +13,8 @@ arrive while pods are in flight are logged (in_flight.py): a pod that comes back
 rejected is judged by the hints against what happened during its attempt.
 
 As v1.37 (GenericWorkload), a pod group's members wait, back off and move together as
-one entity (pod_group_entities.py, pod_group_moves.py).
+one entity (pod_group_entities.py, pod_group_moves.py); with CompositePodGroup, a
+whole tree of groups is one entity, its root's (`tree_root` finds it).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from kpysched.framework.cluster_events import (
 from kpysched.framework.deferred_resize import is_pod_resize_deferred
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Status
+from kpysched.objects.composite_pod_groups import CompositePodGroup
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.queue.backoff import BackoffQueue, FailureCounts, Less
@@ -55,8 +57,13 @@ from kpysched.queue.labels import (
     SCHEDULE_ATTEMPT_FAILURE,
 )
 from kpysched.queue.nominator import Nominator
-from kpysched.queue.pod_group_entities import GroupEntity, GroupKey, PodGroupEntities
-from kpysched.queue.pod_group_moves import PodGroupMoves
+from kpysched.queue.pod_group_entities import (
+    TREE_PREFIX,
+    GroupEntity,
+    GroupKey,
+    PodGroupEntities,
+)
+from kpysched.queue.pod_group_moves import PodGroupMoves, TreeRoot
 from kpysched.queue.pod_state import PodQueueState, triggers, wall_clock
 from kpysched.queue.unschedulable import UnschedulablePods
 
@@ -113,6 +120,7 @@ class SchedulingQueue(PodGroupMoves):
         namespace_labels: NamespaceLabels = lambda _: None,
         release: int = OLDEST_RELEASE,
         deferred_resize: bool = False,
+        tree_root: TreeRoot | None = None,
     ) -> None:
         self._less = less
         # The kube-scheduler minor this queue behaves as (pod updates' events differ).
@@ -127,6 +135,9 @@ class SchedulingQueue(PodGroupMoves):
         # As v1.37: a pod group's members wait, back off and move as one entity.
         self._entities = (PodGroupEntities(initial_backoff_seconds, max_backoff_seconds)
                           if pod_groups and release >= GROUP_ENTITY_RELEASE else None)
+        # CompositePodGroup: the root of a PodGroup's tree, whose entity its members
+        # wait in (pod_group_moves._group_key).
+        self._tree_root = tree_root
         self._max_unschedulable_seconds = max_unschedulable_seconds
         self._pre_enqueue = pre_enqueue
         self.hints = hints
@@ -470,10 +481,16 @@ class SchedulingQueue(PodGroupMoves):
         if event.resource is Resource.COSCHEDULING_POD_GROUP and event.action & (
                 ActionType.ADD | ActionType.DELETE):
             self.reorder()
+        if (self._tree_root is not None and self._entities is not None
+                and event.action & ActionType.ADD
+                and isinstance(new, PodGroup | CompositePodGroup)):
+            meta = new.metadata
+            self._trees_seen(meta.namespace,
+                             meta.name if isinstance(new, PodGroup) else None)
         if (self._entities is not None and event.resource is Resource.POD_GROUP
                 and event.action & ActionType.DELETE and isinstance(old, PodGroup)):
             meta = old.metadata
-            self._group_lost_its_pod_group((meta.namespace, meta.name), event.queue_label())
+            self._group_lost_its_pod_group(meta.namespace, meta.name, event.queue_label())
         if not self.hints.interested(event):
             return 0  # no plugin listens: not even in-flight pods need it
         candidates = [info for info in (*self._unschedulable.hearing(event, self.hints.hears),
@@ -495,7 +512,13 @@ class SchedulingQueue(PodGroupMoves):
         group's members): costs what the group has, not what the whole pool has."""
         if not self.hints.interested(event):
             return 0
-        candidates = [info for uid in uids
+        uids = list(uids)
+        if (self._tree_root is not None and isinstance(new, PodInfo)
+                and (key := self._group_key(new)) is not None and key[1].startswith(TREE_PREFIX)):
+            # In a tree the new member may complete any group of it: its entity's
+            # members (the new one among them) are asked, as upstream asks the entity.
+            uids += [info.pod_info.uid for info in self._waiting_members(key)]
+        candidates = [info for uid in dict.fromkeys(uids)
                       if (info := self._unschedulable.get(uid) or self._gated.get(uid))
                       is not None]
         return self._move(candidates, event, old, new)
@@ -524,8 +547,11 @@ class SchedulingQueue(PodGroupMoves):
         """Upstream's movePodsToActiveOrBackoffQueue."""
         moved = 0
         groups_asked: set[GroupKey] = set()
-        for info in candidates:
-            if (key := self._group_key(info.pod_info)) is not None:
+        # Every candidate's entity first: one whose tree's root the event brought moves
+        # to the root's entity before that entity is asked.
+        keys = [self._group_key(info.pod_info) for info in candidates]
+        for info, key in zip(candidates, keys, strict=True):
+            if key is not None:
                 # A group is asked once, as a whole, for the event.
                 if key not in groups_asked:
                     groups_asked.add(key)
