@@ -361,6 +361,29 @@ class PodGroupMoves:
         if self._tree_root is not None:
             for info in self._members_of_pod_group(namespace, name):
                 key = self._group_key(info.pod_info) or key
+        self._ask_again(key, event)
+
+    def _tree_lost_a_composite(self, namespace: str, event: str) -> None:
+        """A CompositePodGroup of `namespace` was deleted: the members under it leave
+        their tree's entity (upstream takes them aside until it is seen again), and
+        PreEnqueue is asked again of the entities they went to, as for a deleted
+        PodGroup."""
+        assert self._entities is not None
+        left: set[GroupKey] = set()
+        for key, entity in self._entities.items():
+            if key[0] != namespace or not key[1].startswith(TREE_PREFIX):
+                continue
+            for uid in list(entity.members):
+                info = self._info_anywhere(uid)
+                now = self._group_key(info.pod_info) if info is not None else None
+                if now is not None and now != key:
+                    left.add(now)
+        for key in left:
+            self._ask_again(key, event)
+
+    def _ask_again(self, key: GroupKey, event: str) -> None:
+        """PreEnqueue for every waiting member of the entity; one turned away holds it
+        whole wherever it waited."""
         entity = self._entity(key)
         members = self._waiting_members(key)
         if entity is None or not members:

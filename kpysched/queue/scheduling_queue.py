@@ -491,6 +491,9 @@ class SchedulingQueue(PodGroupMoves):
                 and event.action & ActionType.DELETE and isinstance(old, PodGroup)):
             meta = old.metadata
             self._group_lost_its_pod_group(meta.namespace, meta.name, event.queue_label())
+        if (self._tree_root is not None and self._entities is not None
+                and event.action & ActionType.DELETE and isinstance(old, CompositePodGroup)):
+            self._tree_lost_a_composite(old.metadata.namespace, event.queue_label())
         if not self.hints.interested(event):
             return 0  # no plugin listens: not even in-flight pods need it
         candidates = [info for info in (*self._unschedulable.hearing(event, self.hints.hears),

@@ -233,3 +233,21 @@ def test_a_held_pod_group_brings_its_hold_into_the_tree_seen_after_it() -> None:
     assert queue.where(pod2.uid) == "gated"
     assert queue.entity_of(gated.uid) == queue.entity_of(pod2.uid) == tree_key(NS, "root-cpg")
     assert queue.pending_entities()[("gated", "podgroup")] == 1
+
+
+def test_a_deleted_root_sends_each_pod_group_back_to_its_own_entity() -> None:
+    # DeleteCompositePodGroup: the tree's pods leave the root's entity (upstream:
+    # aside, in incompletePodGroupPods; here each PodGroup's own entity, where
+    # PreEnqueue is asked again: GangScheduling holds it in a scheduler).
+    tree = Tree()
+    root = tree.composite("root-cpg")
+    tree.pod_group("pg1", parent="root-cpg")
+    tree.pod_group("pg2", parent="root-cpg")
+    tree.pod("pod1", "pg1")
+    tree.pod("pod2", "pg2")
+    assert tree.queue.pending_entities()[("active", "podgroup")] == 1
+    tree.forest.delete_composite(root)
+    tree.queue.move_on_event(ClusterEvent(Resource.COMPOSITE_POD_GROUP, ActionType.DELETE),
+                             root, None)
+    assert tree.queue.pending_entities()[("active", "podgroup")] == 2
+    assert tree.entities() == {"pod1": "podgroup/pg1", "pod2": "podgroup/pg2"}
