@@ -117,9 +117,14 @@ class PodGroupMoves:
         entities of PodGroups whose tree's root is now known move to the root's, so
         that the tree waits, is held and is asked as one from now on."""
         assert self._entities is not None and self._tree_root is not None
-        for key, entity in self._entities.items():
-            if key[0] != namespace or key[1].startswith(TREE_PREFIX) or (
-                    pod_group is not None and key[1] != pod_group):
+        if pod_group is not None:
+            # Only this PodGroup's own entity can have found its root.
+            entity = self._entities.get((namespace, pod_group))
+            candidates = [] if entity is None else [((namespace, pod_group), entity)]
+        else:
+            candidates = self._entities.items()
+        for key, entity in candidates:
+            if key[0] != namespace or key[1].startswith(TREE_PREFIX):
                 continue
             if (root := self._tree_root(namespace, key[1])) is not None:
                 self._entities.regroup(list(entity.members), tree_key(namespace, root))
