@@ -38,17 +38,19 @@ _QUIET_1_37 = "n1000-basic-preferred-affinity-v1.37-qps5000-repeat3.json"
 # After InterPodAffinity's kept rows by row version and kept domain sums (9ca2f53,
 # e7a54fe, 94c9fb8, 6b04a9d), alone on the machine.
 _AFFINITY4_1_37 = "n1000-affinity4-v1.37-qps5000-repeat3.json"
-# The preferred cases and upstream's gangs (v1.37's queue entities), interleaved.
-_PREFERRED_GANG_1_37 = "n1000-preferred-gang-v1.37-qps5000-repeat3.json"
 # One interleaved run each, alone on the machine (28 November, 06:09-06:28).
 _PVS_EXTENDER_1_37 = "n1000-in-tree-pvs-basic-extender-v1.37-qps5000-repeat3.json"
+# The first run with kpysched in a session (autogroup) of its own, as kube-scheduler
+# always was (d0f54dc), alone on the machine (28 November, 07:12-07:28 and 07:32-07:41).
+_OWN_SESSION_1_37 = "n1000-mixed-preferred-extender-gang-blocked-v1.37-qps5000-repeat3.json"
+_OWN_SESSION_B_1_37 = "n1000-pod-affinity-anti-gang-v1.37-qps5000-repeat3.json"
 _N200_PVS_DRA_1_37 = "n200-in-tree-pvs-dra-claim-templates-v1.37-qps5000-repeat3.json"
 
 CURRENT: tuple[Row, ...] = (
     Row(_QUIET_1_37, "basic", 1000),
     *(Row(_SIX_1_37, workload, 1000) for workload in (
         "node-affinity", "topology-spreading", "unschedulable")),
-    Row(_AFFINITY4_1_37, "pod-anti-affinity", 1000),
+    Row(_OWN_SESSION_B_1_37, "pod-anti-affinity", 1000),
     # Re-measured alone on a quiet machine (load 0.6-3.7).
     Row("n1000-preemption-v1.37-qps5000-repeat3.json", "preemption", 1000),
     Row("n5000-basic-with-ceiling-qps5000-repeat3-lean.json", "basic", 5000),
@@ -65,16 +67,19 @@ CURRENT: tuple[Row, ...] = (
     # (1000 initial pods, 1000 measured), one interleaved run on a quiet machine.
     Row(_N200_PVS_DRA_1_37, "in-tree-pvs", 200),
     Row(_N200_PVS_DRA_1_37, "dra-claim-templates", 200),
-    Row(_PREFERRED_GANG_1_37, "gang", 1000),
-    Row(_PREFERRED_GANG_1_37, "gang-blocked", 1000),
-    Row(_PVS_EXTENDER_1_37, "basic-extender", 1000),
+    Row(_OWN_SESSION_B_1_37, "gang", 1000),
+    Row(_OWN_SESSION_1_37, "gang-blocked", 1000),
+    Row(_OWN_SESSION_1_37, "basic-extender", 1000),
     # Issue 30's one-tenant pathological pod (3 measured pods: the per-CPU figure is the one).
     Row("n1000-expensive-pod.json", "expensive-pod", 1000),
-    Row(_AFFINITY4_1_37, "pod-affinity", 1000),
-    Row(_PREFERRED_GANG_1_37, "preferred-pod-affinity", 1000),
-    Row(_PREFERRED_GANG_1_37, "preferred-pod-anti-affinity", 1000),
-    *(Row(_AFFINITY4_1_37, workload, 1000) for workload in (
-        "mixed-affinity", "anti-affinity-ns-selector")),
+    Row(_OWN_SESSION_B_1_37, "pod-affinity", 1000),
+    Row(_OWN_SESSION_1_37, "preferred-pod-affinity", 1000),
+    Row(_OWN_SESSION_1_37, "preferred-pod-anti-affinity", 1000),
+    Row(_OWN_SESSION_1_37, "mixed-affinity", 1000),
+    Row(_AFFINITY4_1_37, "anti-affinity-ns-selector", 1000),
+    # Upstream's 5000Nodes size (4000 initial pods, 1000 measured), alone on the machine.
+    Row("n5000-anti-affinity-ns-selector-v1.37-qps5000-repeat3.json", "anti-affinity-ns-selector",
+        5000),
     Row(_AFFINITY_CSI_1_37, "csi-pvs", 1000),
 )
 
