@@ -76,6 +76,8 @@ CURRENT: tuple[Row, ...] = (
     Row(_OWN_SESSION_1_37, "preferred-pod-affinity", 1000),
     Row(_OWN_SESSION_1_37, "preferred-pod-anti-affinity", 1000),
     Row(_OWN_SESSION_1_37, "mixed-affinity", 1000),
+    # Upstream's 5000Nodes_5000Pods (10000 initial pods of five kinds), alone on the machine.
+    Row("n5000-mixed-affinity-v1.37-qps5000-repeat3.json", "mixed-affinity", 5000),
     Row(_AFFINITY4_1_37, "anti-affinity-ns-selector", 1000),
     # Upstream's 5000Nodes size (4000 initial pods, 1000 measured), alone on the machine.
     Row("n5000-anti-affinity-ns-selector-v1.37-qps5000-repeat3.json", "anti-affinity-ns-selector",
