@@ -101,11 +101,15 @@ def schedulable_after_pod_group_updated(pod: PodInfo, old: object,
     if (pod.namespace != after.metadata.namespace
             or group_name(pod.pod) != after.metadata.name):
         return QueueingHint.QUEUE_SKIP
+    return QueueingHint.QUEUE if _min_count_fell(before, after) else QueueingHint.QUEUE_SKIP
+
+
+def _min_count_fell(before: PodGroup, after: PodGroup) -> bool:
+    """The group's gang asks for fewer members than before."""
     old_gang = before.spec.scheduling_policy.gang
     new_gang = after.spec.scheduling_policy.gang
-    if old_gang is None or new_gang is None or new_gang.min_count >= old_gang.min_count:
-        return QueueingHint.QUEUE_SKIP
-    return QueueingHint.QUEUE
+    return (old_gang is not None and new_gang is not None
+            and new_gang.min_count < old_gang.min_count)
 
 
 # A member's group is immutable; in v1.36 PodGroups are too, so only additions can
@@ -184,11 +188,7 @@ class GangScheduling(PreEnqueuePlugin, PermitPlugin):
         meta = after.metadata
         if not self._same_tree(pod, meta.namespace, pod_group_key(meta.namespace, meta.name)):
             return QueueingHint.QUEUE_SKIP
-        old_gang = before.spec.scheduling_policy.gang
-        new_gang = after.spec.scheduling_policy.gang
-        if old_gang is None or new_gang is None or new_gang.min_count >= old_gang.min_count:
-            return QueueingHint.QUEUE_SKIP
-        return QueueingHint.QUEUE
+        return QueueingHint.QUEUE if _min_count_fell(before, after) else QueueingHint.QUEUE_SKIP
 
     def _min_count(self, pod: PodInfo, name: str) -> int | None:
         """The gang's minCount; None when the group has no gang policy. KeyError when

@@ -11,12 +11,15 @@ tried again.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from kpysched.cache.pod_groups import group_name
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.pod_group_tree import GroupTree
 from kpysched.framework.runtime import Framework
 from kpysched.framework.status import Status
 from kpysched.objects import scheduling
+from kpysched.objects.pod import PodInfo
 from kpysched.scheduling import pod_group_placement as placement
 from kpysched.scheduling import pod_group_policy as policy
 from kpysched.scheduling.attempt import Attempts
@@ -34,17 +37,7 @@ class GroupMembers:
         groups = context.cache.pod_groups
         assert groups is not None, "pod-group cycles run only with GenericWorkload on"
         live = groups.get(pod.namespace, groups.name_of(pod.pod) or "")
-        members = [first]
-        for other in live.unscheduled_pods():
-            if other.uid == pod.uid:
-                continue
-            taken = context.queue.pop_specific(other.uid)
-            if taken is not None:
-                members.append(taken)
-        # Upstream's order: higher priority first, then the longest waiting.
-        members.sort(key=lambda q: (-q.pod_info.priority,
-                                    q.initial_attempt_timestamp or 0.0))
-        return members
+        return self._with_waiting(first, live.unscheduled_pods())
 
     def take_tree(self, first: QueuedPodInfo, tree: GroupTree) -> list[QueuedPodInfo]:
         """`first` and every member waiting in any PodGroup of its tree (v1.37's
@@ -52,14 +45,21 @@ class GroupMembers:
         context = self._context
         groups = context.cache.pod_groups
         assert groups is not None
+        return self._with_waiting(first, (
+            other for leaf in tree.leaves()
+            for other in groups.get(leaf.key.namespace, leaf.key.name).unscheduled_pods()))
+
+    def _with_waiting(self, first: QueuedPodInfo,
+                      unscheduled: Iterable[PodInfo]) -> list[QueuedPodInfo]:
+        """`first` and those of `unscheduled` still waiting in the queue (taken out of
+        it), in upstream's order: higher priority first, then the longest waiting."""
         members = [first]
-        for leaf in tree.leaves():
-            for other in groups.get(leaf.key.namespace, leaf.key.name).unscheduled_pods():
-                if other.uid == first.pod_info.uid:
-                    continue
-                taken = context.queue.pop_specific(other.uid)
-                if taken is not None:
-                    members.append(taken)
+        for other in unscheduled:
+            if other.uid == first.pod_info.uid:
+                continue
+            taken = self._context.queue.pop_specific(other.uid)
+            if taken is not None:
+                members.append(taken)
         members.sort(key=lambda q: (-q.pod_info.priority,
                                     q.initial_attempt_timestamp or 0.0))
         return members
