@@ -1,11 +1,13 @@
 """The summary table at the top of docs/benchmarks.md, drawn from the results files.
 
 `CURRENT` names, for each workload and size, the newest results file in which
-kpysched and kube-scheduler ran on the same API server in one run. The table is
-rendered from those files (`python -m benchmarks summary`), and a unit test holds
-docs/benchmarks.md to exactly that rendering, so the figures a reader sees are the
-files' figures. A new measurement replaces its row's file here and the table is
-pasted again.
+kpysched and kube-scheduler ran on the same API server in one run. A workload
+kube-scheduler cannot run (kpysched's Coscheduling) is compared instead with kpysched
+on a baseline workload of the same run (`Row.baseline`): its compared cells name that
+baseline, so they cannot be read as kube-scheduler's. The table is rendered from those
+files (`python -m benchmarks summary`), and a unit test holds docs/benchmarks.md to
+exactly that rendering, so the figures a reader sees are the files' figures. A new
+measurement replaces its row's file here and the table is pasted again.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ class Row:
     file: str  # under benchmarks/results/
     workload: str
     nodes: int
+    # None: kpysched against kube-scheduler in the same suite. Otherwise the workload,
+    # in the same file and run, whose kpysched figures are compared with this one's
+    # kpysched (the workload less one thing, e.g. plain pods for gangs).
+    baseline: str | None = None
 
 
 _FOUR_5000 = "n5000-four-qps5000-repeat3-lean.json"
@@ -97,8 +103,9 @@ def suite_of(row: Row, results: Path = RESULTS) -> dict[str, Any]:
     raise ValueError(f"{row.file} has no {row.workload} suite at {row.nodes} nodes")
 
 
-def _median(suite: dict[str, Any], scheduler: str, key: str) -> float:
-    value = suite["summary"].get(scheduler, {}).get(key, {}).get("median")
+def _median(figures: dict[str, Any], key: str) -> float:
+    """One scheduler's median of `key` in a suite's summary ({} when it did not run)."""
+    value = figures.get(key, {}).get("median")
     return math.nan if value is None else float(value)
 
 
@@ -116,6 +123,37 @@ def _ratio(ours: float, theirs: float) -> str:
     return f"**{ours / theirs:.2f}x**"
 
 
+# What must agree for a workload and its baseline to be one comparison: the same run
+# (command), cluster, sizes and client settings.
+_SAME_RUN = ("command", "kubernetes_version", "nodes", "init_pods", "pods", "qps", "burst",
+             "create_mode", "repeat")
+
+
+def compared_with(row: Row, suite: dict[str, Any], results: Path = RESULTS
+                  ) -> tuple[dict[str, Any], str]:
+    """The figures kpysched's are compared with, and the label their cells carry:
+    kube-scheduler's in the same suite (no label), or kpysched's on the row's baseline
+    workload, labelled with its name. ValueError when that comparison cannot be made."""
+    if row.baseline is None:
+        if "kube-scheduler" not in suite["summary"]:
+            raise ValueError(f"{row.file}: {row.workload} at {row.nodes} nodes has no "
+                             "kube-scheduler run; give the row a kpysched baseline")
+        return suite["summary"]["kube-scheduler"], ""
+    base = suite_of(Row(row.file, row.baseline, row.nodes), results)
+    differ = [key for key in _SAME_RUN if base["meta"].get(key) != suite["meta"].get(key)]
+    if differ:
+        raise ValueError(f"{row.file}: {row.workload} and its baseline {row.baseline} "
+                         f"differ in {', '.join(differ)}: not one comparison")
+    if "kpysched" not in base["summary"]:
+        raise ValueError(f"{row.file}: baseline {row.baseline} has no kpysched run")
+    return base["summary"]["kpysched"], f"kpysched baseline ({row.baseline}): "
+
+
+def _per_core(figures: dict[str, Any]) -> float:
+    cpu = _median(figures, "cpu_ms_per_pod")
+    return 1000 / cpu if cpu > 0 else math.nan
+
+
 def render(results: Path = RESULTS) -> str:
     """The table and, under it, the command of each file it reads (in order)."""
     header = ("| workload (upstream) | nodes | release | pods/s kpysched | pods/s kube-scheduler | "
@@ -129,14 +167,15 @@ def render(results: Path = RESULTS) -> str:
         command = meta["command"]
         if command not in commands:
             commands.append(command)
-        rates = [_median(suite, s, "throughput_avg") for s in ("kpysched", "kube-scheduler")]
-        per_core = [1000 / cpu if cpu > 0 else math.nan for cpu in (
-            _median(suite, s, "cpu_ms_per_pod") for s in ("kpysched", "kube-scheduler"))]
+        ours = suite["summary"].get("kpysched", {})
+        theirs, label = compared_with(row, suite, results)
+        rates = [_median(figures, "throughput_avg") for figures in (ours, theirs)]
+        per_core = [_per_core(figures) for figures in (ours, theirs)]
         lines.append(
             f"| {row.workload} ({meta['upstream']}) | {row.nodes:,} | "
             f"{meta.get('kubernetes_version', '-')} | {_number(rates[0])} | "
-            f"{_number(rates[1])} | {_ratio(*rates)} | {_number(per_core[0])} | "
-            f"{_number(per_core[1])} | {_ratio(*per_core)} | {meta['repeat']} | "
+            f"{label}{_number(rates[1])} | {_ratio(*rates)} | {_number(per_core[0])} | "
+            f"{label}{_number(per_core[1])} | {_ratio(*per_core)} | {meta['repeat']} | "
             f"{meta['started_utc'][:10]} | [{commands.index(command) + 1}] |")
     lines.append("")
     lines.extend(f"[{index}] `{command}`" + "  " * (index < len(commands))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,3 +52,60 @@ def test_a_row_naming_a_missing_suite_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "a.json").write_text(json.dumps({"suites": []}))
     with pytest.raises(ValueError, match="no basic suite at 1000 nodes"):
         summary.suite_of(summary.Row("a.json", "basic", 1000), tmp_path)
+
+
+def _figures(rate: float, cpu_ms: float) -> dict[str, dict[str, float]]:
+    return {"throughput_avg": {"median": rate}, "cpu_ms_per_pod": {"median": cpu_ms}}
+
+
+def _suite(workload: str, pods: int = 2400, **by_scheduler: dict[str, Any]) -> dict[str, Any]:
+    return {"meta": {"workload": workload, "nodes": 1000, "init_pods": 1000, "pods": pods,
+                     "qps": 5000, "burst": 5000, "create_mode": "before",
+                     "upstream": f"{workload} upstream", "repeat": 3,
+                     "started_utc": "2026-11-28T09:00:00Z", "kubernetes_version": "v1.37.2",
+                     "command": "python -m benchmarks run --workload coscheduling,base"},
+            "summary": {name.replace("_", "-"): figures
+                        for name, figures in by_scheduler.items()}}
+
+
+def _render(tmp_path: Path, suites: list[dict[str, Any]], *rows: summary.Row) -> str:
+    (tmp_path / "a.json").write_text(json.dumps({"suites": suites}))
+    original = summary.CURRENT
+    summary.CURRENT = rows
+    try:
+        return summary.render(tmp_path)
+    finally:
+        summary.CURRENT = original
+
+
+def test_a_kpysched_only_workload_is_compared_with_its_named_kpysched_baseline(
+        tmp_path: Path) -> None:
+    suites = [_suite("coscheduling", kpysched=_figures(300.0, 2.5)),
+              _suite("base", kpysched=_figures(400.0, 2.0))]
+    rendered = _render(tmp_path, suites,
+                       summary.Row("a.json", "coscheduling", 1000, baseline="base"))
+    # Both compared cells say whose figures they are: never a bare kube-scheduler number.
+    assert rendered.splitlines()[2] == (
+        "| coscheduling (coscheduling upstream) | 1,000 | v1.37.2 | 300 | "
+        "kpysched baseline (base): 400 | **0.75x** | 400 | kpysched baseline (base): 500 | "
+        "**0.80x** | 3 | 2026-11-28 | [1] |")
+
+
+def test_a_baseline_from_another_run_or_size_is_refused(tmp_path: Path) -> None:
+    suites = [_suite("coscheduling", kpysched=_figures(300.0, 2.5)),
+              _suite("base", pods=3000, kpysched=_figures(400.0, 2.0))]
+    with pytest.raises(ValueError, match="differ in pods"):
+        _render(tmp_path, suites, summary.Row("a.json", "coscheduling", 1000, baseline="base"))
+
+
+def test_a_baseline_without_a_kpysched_run_is_refused(tmp_path: Path) -> None:
+    suites = [_suite("coscheduling", kpysched=_figures(300.0, 2.5)),
+              _suite("base", kube_scheduler=_figures(400.0, 2.0))]
+    with pytest.raises(ValueError, match="baseline base has no kpysched run"):
+        _render(tmp_path, suites, summary.Row("a.json", "coscheduling", 1000, baseline="base"))
+
+
+def test_a_row_without_kube_scheduler_must_name_a_baseline(tmp_path: Path) -> None:
+    suites = [_suite("coscheduling", kpysched=_figures(300.0, 2.5))]
+    with pytest.raises(ValueError, match="no kube-scheduler run; give the row a kpysched"):
+        _render(tmp_path, suites, summary.Row("a.json", "coscheduling", 1000))
