@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import msgspec
 
@@ -47,12 +48,15 @@ _decode_list = msgspec.json.Decoder(_PodList).decode
 
 
 class BindingObserver:
-    """Records time.monotonic() at which each pod in `namespace` first had a node."""
+    """Records time.monotonic() at which each pod in `namespace` first had a node;
+    `on_bound(name)`, when given, runs at that moment (steady state replaces the pod)."""
 
-    def __init__(self, api: BenchApi, namespace: str, expected: int) -> None:
+    def __init__(self, api: BenchApi, namespace: str, expected: int,
+                 on_bound: Callable[[str], None] | None = None) -> None:
         self._api = api
         self._namespace = namespace
         self.expected = expected
+        self._on_bound = on_bound
         self.bound_at: dict[str, float] = {}
         self.all_bound = asyncio.Event()
         self._waiting: dict[str, asyncio.Event] = {}
@@ -103,6 +107,8 @@ class BindingObserver:
             self.bound_at[pod.metadata.name] = now
             if pod.metadata.name in self._waiting:
                 self._waiting[pod.metadata.name].set()
+            if self._on_bound is not None:
+                self._on_bound(pod.metadata.name)
             if len(self.bound_at) >= self.expected:
                 self.all_bound.set()
 

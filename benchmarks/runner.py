@@ -21,7 +21,7 @@ from typing import Literal
 
 import msgspec
 
-from benchmarks import cluster, gangs, promtext, schedulers, workloads
+from benchmarks import cluster, gangs, promtext, schedulers, steady, workloads
 from benchmarks import extender as bench_extender
 from benchmarks.kubeapi import BenchApi, encode
 from benchmarks.observer import BindingObserver
@@ -73,6 +73,13 @@ class RunSpec:
     workdir: Path | None = None
     profile_dir: Path | None = None  # profile kpysched with py-spy into this directory
     logs_dir: Path | None = None  # keep each scheduler's log here
+    duration: float | None = None  # steady state: the window's seconds (workload's default)
+
+    def steady_seconds(self) -> float | None:
+        """The steady-state window's length; None unless the workload is steady."""
+        if self.workload.steady_seconds is None:
+            return None
+        return self.duration if self.duration is not None else self.workload.steady_seconds
 
     def bind_timeout(self) -> float:
         # Generous: even 10 pods/s must finish; a stuck scheduler is reported, not hung on.
@@ -332,6 +339,20 @@ async def _settle(api: BenchApi) -> promtext.Samples:
     return last
 
 
+async def _steady_end(api: BenchApi, scheduler: schedulers.SchedulerUnderTest,
+                      bench: cluster.BenchCluster
+                      ) -> tuple[promtext.Samples, schedulers.ProcStats, float,
+                                 promtext.Samples]:
+    """At a steady-state window's end: the API server's metrics, the scheduler's CPU,
+    the API server's CPU and the scheduler's metrics, in the order _settle's caller
+    reads them."""
+    server = promtext.parse(await api.get_text("/metrics"))
+    cpu = schedulers.proc_stats(scheduler.pid)
+    apiserver_cpu = schedulers.proc_stats(bench.state.apiserver_pid).cpu_seconds
+    metrics = promtext.parse(await asyncio.to_thread(scheduler.metrics_text))
+    return server, cpu, apiserver_cpu, metrics
+
+
 def _writes_by_kind(before: promtext.Samples, after: promtext.Samples) -> dict[str, float]:
     """Write requests the API server served during the run, by verb and resource,
     less the benchmark's own pod creates and the server's lease renewals (leader
@@ -435,6 +456,11 @@ def _rate(count: int, seconds: float) -> float:
     return count / seconds if count and seconds > 0 else math.nan
 
 
+def _per_pod(total: float, pods: int) -> float:
+    # A steady-state window in which nothing got scheduled has no pods to divide by.
+    return total / pods if pods else math.nan
+
+
 def _share(part: float, whole: float) -> float:
     return part / whole if whole > 0 else math.nan
 
@@ -445,10 +471,12 @@ def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[flo
              server_after: promtext.Samples, cpu_after: schedulers.ProcStats,
              cpu_before: float, apiserver_cpu: float, startup: float,
              ready_at: float, startup_cpu: float) -> dict[str, float]:
-    """Every figure of results.FIGURES for one run."""
+    """Every figure of results.FIGURES for one run; `pods` is what per-pod figures
+    divide by (the measured pods; in steady state those bound in the window), `acked`
+    each created pod's create reply by its number."""
     bound_times = list(bound_at.values())
     latencies = []
-    for index in range(pods):
+    for index in range(len(acked)):
         moment = bound_at.get(f"{prefix}-{index}")
         if moment is not None and not math.isnan(acked[index]):
             latencies.append(max(0.0, moment - max(acked[index], t0)))
@@ -485,14 +513,14 @@ def _figures(pods: int, prefix: str, bound_at: dict[str, float], acked: list[flo
         "latency_p99_ms": ms(percentile(latencies, 99)),
         "algorithm_p50_ms": ms(promtext.quantile(0.5, algorithm)),
         "algorithm_p99_ms": ms(promtext.quantile(0.99, algorithm)),
-        "attempts_per_pod": attempts / pods,
+        "attempts_per_pod": _per_pod(attempts, pods),
         "attempts_unschedulable": _attempts(scheduler_before, scheduler_after).get(
             "unschedulable", 0.0),
         "cpu_seconds": cpu_seconds,
-        "cpu_ms_per_pod": cpu_seconds * 1000 / pods,
+        "cpu_ms_per_pod": _per_pod(cpu_seconds * 1000, pods),
         "pods_per_cpu_second": pods / cpu_seconds if cpu_seconds > 0 else math.nan,
         "peak_rss_mib": cpu_after.peak_rss_mib,
-        "api_requests_per_pod": requests / pods,
+        "api_requests_per_pod": _per_pod(requests, pods),
         "apiserver_cpu_seconds": apiserver_cpu,
     }
 
@@ -508,7 +536,13 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         blocked = await _create_blocked(api, spec, scheduler_name)
         if blocked:
             progress(f"{tag} created {blocked} never-fitting pods before the scheduler")
-        bodies = _measured_bodies(spec, scheduler_name)
+        seconds = spec.steady_seconds()
+        driver = (steady.SteadyDriver(api, workloads.MEASURED_NAMESPACE,
+                                      spec.workload.measured_pod, scheduler_name,
+                                      sizes.pods, seconds, spec.concurrency)
+                  if seconds is not None else None)
+        # Steady state creates its pods as it goes (SteadyDriver).
+        bodies = _measured_bodies(spec, scheduler_name) if driver is None else []
         acked = [math.nan] * len(bodies)
 
         def on_created(index: int, moment: float) -> None:
@@ -530,7 +564,10 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             feature_gates=spec.workload.gates.feature_gates,
             plugins=gangs.COSCHEDULING_PLUGINS if spec.workload.coscheduling else None,
             extenders=extender.config() if extender is not None else None)
-        observer = BindingObserver(api, workloads.MEASURED_NAMESPACE, sizes.pods)
+        observer = (BindingObserver(api, workloads.MEASURED_NAMESPACE, sizes.pods)
+                    if driver is None else
+                    BindingObserver(api, workloads.MEASURED_NAMESPACE,
+                                    driver.keeper.max_pods + 1, on_bound=driver.bound))
         await observer.start()
         profiler = None
         scheduler_before: promtext.Samples = {}  # a fresh process: its counters start at 0
@@ -566,7 +603,8 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
                                    schedulers.proc_stats(scheduler.pid).cpu_seconds)
 
             progress(f"{tag} measuring {sizes.pods} pods "
-                     f"({spec.workload.upstream}, create mode {spec.create_mode})")
+                     f"({spec.workload.upstream}, create mode {spec.create_mode}"
+                     + (f", kept pending for {seconds:g}s)" if seconds is not None else ")"))
             # Live: from the first create. Before: from the scheduler's spawn (it may
             # bind its first pods before /readyz is seen to say ok).
             t0 = time.monotonic() if live else spawned_at
@@ -576,7 +614,7 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
                 creator = asyncio.create_task(_create_one_at_a_time(
                     api, spec, bodies, observer, scheduler.pid, idle_rate, on_created,
                     pod_costs))
-            elif live:
+            elif live and driver is None:
                 creator = asyncio.create_task(api.create_all(bodies, on_created))
             stop_churn = asyncio.Event()
             churn = (asyncio.create_task(_churn(api, spec, scheduler_name, stop_churn))
@@ -587,14 +625,27 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             # counted in their cost (and is not in the idle rate).
             sampler = None if spec.workload.one_at_a_time else asyncio.create_task(
                 _sample_scheduled(scheduler, scheduled_timeline, unschedulable_timeline))
-            shown = asyncio.create_task(_show_binds(observer, f"{tag} bound", sizes.pods))
+            shown = asyncio.create_task(_show_binds(
+                observer, f"{tag} bound", sizes.pods if driver is None
+                else driver.keeper.max_pods))
+            window: steady.Window | None = None
             try:
-                complete = await observer.wait(spec.bind_timeout())
+                if driver is None:
+                    complete = await observer.wait(spec.bind_timeout())
+                else:
+                    window = await driver.run()
+                    t0 = window.started
             finally:
                 shown.cancel()
             # The measured phase's end, as the watch saw it (events still trail).
             cpu_at_end = schedulers.proc_stats(scheduler.pid).cpu_seconds
             machine_at_end, ended_at = procfs.machine_cpu_ticks(), time.monotonic()
+            if window is not None:
+                # Everything is read at the window's end: the pods still pending then
+                # are not measured, nor what the scheduler does for them afterwards.
+                assert driver is not None
+                steady_end = await _steady_end(api, scheduler, bench)
+                await driver.drain()
             if sampler is not None:
                 sampler.cancel()
             if spec.workload.one_at_a_time and creator is not None:
@@ -606,10 +657,15 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
             if creator is not None:
                 await creator
                 creating_seconds = max(a for a in acked if not math.isnan(a)) - t0
-            server_after = await _settle(api)
-            cpu_after = schedulers.proc_stats(scheduler.pid)
-            apiserver_cpu_after = schedulers.proc_stats(bench.state.apiserver_pid).cpu_seconds
-            scheduler_after = promtext.parse(await asyncio.to_thread(scheduler.metrics_text))
+            if window is None:
+                server_after = await _settle(api)
+                cpu_after = schedulers.proc_stats(scheduler.pid)
+                apiserver_cpu_after = schedulers.proc_stats(
+                    bench.state.apiserver_pid).cpu_seconds
+                scheduler_after = promtext.parse(
+                    await asyncio.to_thread(scheduler.metrics_text))
+            else:
+                server_after, cpu_after, apiserver_cpu_after, scheduler_after = steady_end
             profile = await profiler.stop() if profiler is not None else None
         finally:
             await observer.stop()
@@ -620,14 +676,22 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
                 spec.logs_dir.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(scheduler.log_path, spec.logs_dir / (
                     f"{spec.workload.name}-{sizes.nodes}-{scheduler_name}-{repeat}.log"))
+        bound_at = observer.bound_at
+        measured = sizes.pods
+        if window is not None:
+            bound_at = steady.binds_in_window(observer.bound_at, window)
+            measured = len(bound_at)
+            acked = steady.acked_in_order(window, spec.workload.measured_pod.prefix)
+            # Upstream fails a steady-state run in which nothing got scheduled.
+            complete = measured > 0
         scheduler_log = "" if complete else log_tail(scheduler.log_path, 40)
 
     figures = _figures(
-        sizes.pods, spec.workload.measured_pod.prefix, observer.bound_at, acked, t0,
+        measured, spec.workload.measured_pod.prefix, bound_at, acked, t0,
         scheduler_before, scheduler_after, server_before, server_after,
         cpu_after, cpu_before, apiserver_cpu_after - apiserver_cpu_before,
         ready_at - spawned_at, ready_at, startup_cpu)
-    bound_times = list(observer.bound_at.values())
+    bound_times = list(bound_at.values())
     samples = throughput_samples(t0, bound_times)
     bound = len(bound_times)
     makespan = figures["makespan_s"]
@@ -635,21 +699,28 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         # Only what happened while py-spy was attached.
         profile["cpu_seconds"] = cpu_after.cpu_seconds - profile_started[1]
         profile["pods"] = sum(1 for moment in bound_times if moment >= profile_started[0])
-    progress(f"{tag} {bound}/{sizes.pods} bound in {makespan:.1f}s, "
-             f"avg {figures['throughput_avg']:.1f} pods/s")
+    if window is not None:
+        progress(f"{tag} {bound} pods scheduled in the {window.seconds:.1f}s window "
+                 f"({window.created} created, {sizes.pods} kept pending"
+                 + (", stopped at the pod limit" if window.exhausted else "")
+                 + f"), avg {figures['throughput_avg']:.1f} pods/s")
+    else:
+        progress(f"{tag} {bound}/{sizes.pods} bound in {makespan:.1f}s, "
+                 f"avg {figures['throughput_avg']:.1f} pods/s")
     for cost in pod_costs:
         progress(f"{tag} {cost.pod}: bound {cost.seconds_to_bind:.2f}s after its create, "
                  f"CPU {cost.cpu_ms_to_bind:.0f} ms to the binding, "
                  f"{cost.cpu_ms_settled:.0f} ms to {TRAILING_SECONDS:g}s after (idle less)")
     return RunResult(
-        scheduler=scheduler_name, repeat=repeat, pods=sizes.pods, bound=bound,
+        scheduler=scheduler_name, repeat=repeat, pods=measured, bound=bound,
         complete=complete, figures=figures, throughput_samples=samples,
         bound_per_second=per_second(t0, bound_times),
         scheduled_per_second=[b - a for a, b in
                               itertools.pairwise(scheduled_timeline)],
         attempts_by_result=_attempts(scheduler_before, scheduler_after),
         api_writes_by_kind=_writes_by_kind(server_before, server_after),
-        created_per_second=sizes.pods / creating_seconds if creating_seconds > 0 else math.nan,
+        created_per_second=(window.created / window.seconds if window is not None
+                            else _rate(sizes.pods, creating_seconds)),
         setup_seconds=setup_seconds, churn_pods=churn_pods, scheduler_log=scheduler_log,
         profile=profile,
         events_dropped=promtext.delta_by(scheduler_before, scheduler_after, EVENTS_DROPPED,

@@ -364,6 +364,10 @@ class Workload:
     namespace_labels: tuple[tuple[str, str], ...] = ()
     # Each node may attach this many CSI_DRIVER volumes: its allocatable and a CSINode.
     csi_volumes_per_node: int | None = None
+    # Steady state (benchmarks/steady.py): the measured pods are a fixed number kept
+    # pending, each bound one deleted and replaced, for this many seconds by default
+    # (--duration); the run is in create mode live.
+    steady_seconds: float | None = None
 
     def csi_node(self, index: int) -> dict[str, Any] | None:
         if self.csi_volumes_per_node is None:
@@ -530,6 +534,19 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
         default_init_pods=lambda nodes: 5 * nodes, default_pods=lambda nodes: 5 * nodes,
         capacity=lambda nodes, init: 10 * nodes - init,
         dra=DraSetup(devices_per_node=10), node_labels=(("node-with-dra", "true"),)),
+    Workload(
+        "dra-steady-state", "SteadyStateClusterResourceClaimTemplate",
+        "as dra-claim-templates in a steady state: 10 pods kept pending, each bound one "
+        "deleted (its device freed) and replaced, for 10 s; pods scheduled per second",
+        zones=("zone1", "zone2", "zone3"), init_pod=DRA_INIT_POD, measured_pod=DRA_POD,
+        # Upstream's empty_500nodes (v1.36 SteadyStateClusterResourceClaimTemplate, v1.37
+        # SchedulingWithResourceClaimTemplate with steadyState): 10 devices per node, no
+        # device taken, 10 pods kept for 10s; its half_ and full_ cases are --init-pods
+        # 5 x nodes and 10 x nodes - 10. The same shape at any node count.
+        default_init_pods=lambda nodes: 0, default_pods=lambda nodes: 10,
+        capacity=lambda nodes, init: 10 * nodes - init,
+        dra=DraSetup(devices_per_node=10), node_labels=(("node-with-dra", "true"),),
+        steady_seconds=10.0),
     Workload(
         "gang", "GangScheduling",
         "gangs of 8 default pods (upstream PodGroup scheduling.k8s.io/v1alpha2, gang "
