@@ -47,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="before: create every measured pod before the scheduler starts "
                           "(default; creation can never be the bottleneck); live: create "
                           "them while it runs, as scheduler_perf does")
+    run.add_argument("--duration", type=float, metavar="SECONDS",
+                     help="steady-state workloads: how long the pods are kept pending "
+                          "and replaced (default: the workload's, upstream's 10)")
     run.add_argument("--concurrency", type=int, default=48,
                      help="requests in flight while creating pods")
     run.add_argument("--timeout", type=float,
@@ -130,12 +133,16 @@ def _run(args: argparse.Namespace) -> int:
                              f"{schedulers.KPYSCHED}")
     suites: list[tuple[RunSpec, dict[str, Any]]] = []
     for workload, sizes in planned:
-        # Pods measured one at a time are created while the scheduler runs.
-        create_mode: CreateMode = "live" if workload.one_at_a_time else args.create_mode
+        # Pods measured one at a time or in a steady state are created while the
+        # scheduler runs.
+        create_mode: CreateMode = ("live" if workload.one_at_a_time
+                                   or workload.steady_seconds is not None
+                                   else args.create_mode)
         spec = RunSpec(workload, sizes, qps=args.qps, burst=burst,
                        create_mode=create_mode, timeout=args.timeout,
                        concurrency=args.concurrency, workdir=args.workdir,
-                       profile_dir=args.profile, logs_dir=args.keep_logs)
+                       profile_dir=args.profile, logs_dir=args.keep_logs,
+                       duration=args.duration)
         suites.append((spec, report.meta({
             "workload": workload.name, "upstream": workload.upstream,
             "nodes": sizes.nodes, "init_pods": sizes.init_pods, "pods": sizes.pods,
@@ -145,6 +152,8 @@ def _run(args: argparse.Namespace) -> int:
             "runtime_config": list(workload.gates.runtime_config),
             "coscheduling": workload.coscheduling, "baseline": workload.baseline,
             "interleaved": args.interleave,
+            **({"steady_state_seconds": spec.steady_seconds()}
+               if spec.steady_seconds() is not None else {}),
         }, releases.selected().kubernetes_version)))
     if args.interleave:
         _run_interleaved(suites, names, args.repeat, args.out)
