@@ -353,11 +353,18 @@ async def _steady_end(api: BenchApi, scheduler: schedulers.SchedulerUnderTest,
     return server, cpu, apiserver_cpu, metrics
 
 
-def _writes_by_kind(before: promtext.Samples, after: promtext.Samples) -> dict[str, float]:
+def _writes_by_kind(before: promtext.Samples, after: promtext.Samples,
+                    steady_state: bool = False) -> dict[str, float]:
     """Write requests the API server served during the run, by verb and resource,
     less the benchmark's own pod creates and the server's lease renewals (leader
-    election is off, so everything else is the scheduler's)."""
-    return promtext.delta_by(before, after, "apiserver_request_total", _write_kind)
+    election is off, so everything else is the scheduler's, or with DRA the
+    resourceclaim controller's). In steady state the pod deletes are the benchmark's
+    too (its replacements)."""
+    found = promtext.delta_by(before, after, "apiserver_request_total", _write_kind)
+    if steady_state:
+        found = {kind: count for kind, count in found.items()
+                 if not kind.startswith("DELETE pods")}
+    return found
 
 
 def _write_kind(labels: dict[str, str]) -> str | None:
@@ -718,7 +725,8 @@ async def _run(spec: RunSpec, bench: cluster.BenchCluster, scheduler_name: str,
         scheduled_per_second=[b - a for a, b in
                               itertools.pairwise(scheduled_timeline)],
         attempts_by_result=_attempts(scheduler_before, scheduler_after),
-        api_writes_by_kind=_writes_by_kind(server_before, server_after),
+        api_writes_by_kind=_writes_by_kind(server_before, server_after,
+                                           steady_state=window is not None),
         created_per_second=(window.created / window.seconds if window is not None
                             else _rate(sizes.pods, creating_seconds)),
         setup_seconds=setup_seconds, churn_pods=churn_pods, scheduler_log=scheduler_log,

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from benchmarks import steady, workloads
-from benchmarks.runner import RunSpec
+from benchmarks.runner import RunSpec, _writes_by_kind
 from benchmarks.stats import throughput_samples
 
 
@@ -175,3 +175,16 @@ def test_the_window_length_is_the_workloads_unless_given() -> None:
     burst = workloads.WORKLOADS["dra-claim-templates"]
     assert RunSpec(burst, workloads.sizes_for(burst, 10, None, None),
                    duration=30.0).steady_seconds() is None
+
+
+def test_a_steady_windows_pod_deletes_are_the_benchmarks_not_the_schedulers() -> None:
+    def requests(deletes: float, binds: float) -> dict[str, list[tuple[dict[str, str], float]]]:
+        return {"apiserver_request_total": [
+            ({"verb": "DELETE", "resource": "pods", "code": "200"}, deletes),
+            ({"verb": "POST", "resource": "pods", "subresource": "binding",
+              "code": "201"}, binds),
+            ({"verb": "POST", "resource": "pods", "code": "201"}, 99.0)]}
+
+    before, after = requests(1.0, 2.0), requests(41.0, 43.0)
+    assert _writes_by_kind(before, after) == {"DELETE pods": 40.0, "POST pods/binding": 41.0}
+    assert _writes_by_kind(before, after, steady_state=True) == {"POST pods/binding": 41.0}
