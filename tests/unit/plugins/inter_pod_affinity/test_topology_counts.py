@@ -33,7 +33,7 @@ def by_value(column: LabelColumn, sums: np.ndarray) -> TopologyCounts:
     return counts
 
 
-@settings(derandomize=True, database=None, max_examples=300)
+@settings(derandomize=True, database=None, max_examples=300, deadline=None)
 @given(data=st.data())
 def test_sums_by_code_read_as_the_same_counts_by_value(data: st.DataObject) -> None:
     column = data.draw(columns())
