@@ -2,7 +2,7 @@
 kube-scheduler calls them.
 
 config/extenders.py reads the configuration; here live the transport (kept-alive
-connections on a loop thread of their own), the request and answer bodies (wire),
+connections on the calling loop), the request and answer bodies (wire),
 one extender's verbs (extender), the ordered set a scheduler uses and how a cycle
 waits on it (registry), and the steps of a cycle that ask them (steps). The
 scheduling loop, the binding cycle and DefaultPreemption (through the handle) call

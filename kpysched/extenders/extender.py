@@ -17,7 +17,6 @@ from kpysched.extenders import wire
 from kpysched.extenders.errors import ExtenderError
 from kpysched.extenders.raw import RawObjects
 from kpysched.extenders.transport import Transport
-from kpysched.framework.runtime.loop_thread import LoopThread
 from kpysched.objects import api
 
 FILTER = "filter"
@@ -82,7 +81,7 @@ class Filtered:
 
 
 class HTTPExtender:
-    def __init__(self, config: ExtenderConfig, loop: LoopThread, bodies: wire.NodeBodies,
+    def __init__(self, config: ExtenderConfig, bodies: wire.NodeBodies,
                  observe: RequestObserver = observe_nothing,
                  raw_pods: RawObjects | None = None) -> None:
         # Upstream names an extender by its urlPrefix as written.
@@ -96,7 +95,7 @@ class HTTPExtender:
         self.is_binder = bool(config.bind_verb)
         self.supports_preemption = bool(config.preempt_verb)
         self._managed = frozenset(resource.name for resource in config.managed_resources)
-        self._transport = Transport(config, loop)
+        self._transport = Transport(config)
         self._bodies = bodies
         self._observe = observe
         self._raw_pods = raw_pods

@@ -1,6 +1,6 @@
 """Extenders: the configured extenders in the order upstream calls them, what they
-share (a loop thread, node bodies, the informers' raw JSON), and how a synchronous
-scheduling cycle waits for their answers.
+share (a loop thread for callers that cannot pause, node bodies, the informers' raw
+JSON), and how a synchronous scheduling cycle waits for their answers.
 
 Upstream's buildExtenders puts the ignorable extenders after the others, so an
 ignorable one never filters the nodes a required one sees first; so does this.
@@ -25,7 +25,8 @@ Result = TypeVar("Result")
 
 
 class Extenders:
-    """Every configured extender, sharing one loop thread and one cache of node bodies."""
+    """Every configured extender, sharing one loop thread (for callers that wait
+    synchronously) and one cache of node bodies."""
 
     def __init__(self, configs: Sequence[ExtenderConfig],
                  observe: RequestObserver = observe_nothing) -> None:
@@ -47,7 +48,7 @@ class Extenders:
         """One extender; ConfigError naming its tlsConfig when its certificates cannot
         be loaded (kube-scheduler does not start then either)."""
         try:
-            return HTTPExtender(config, self._loop, self._bodies, observe, self.raw_pods)
+            return HTTPExtender(config, self._bodies, observe, self.raw_pods)
         except (OSError, ssl.SSLError, ValueError) as error:
             reason = getattr(error, "strerror", None) or str(error)
             raise ConfigError([problem(f"extenders[{index}].tlsConfig",

@@ -3,11 +3,15 @@ sends: `<urlPrefix without trailing slashes>/<verb>`, Content-Type application/j
 a 200 or an error naming the verb, the URL and the code, and httpTimeout for the
 whole exchange.
 
-The connections live on a loop of their own (one thread for all extenders), so a
-slow extender never holds the loop that carries the informers, the bindings and the
-events, and the pool stays bound to one loop whoever calls: a scheduling cycle (it
-pauses until the answer comes, see kpysched/framework/runtime/cooperative.py), a
-binding task, or a simulation with no loop at all.
+A call runs on the caller's event loop, over connections kept for that loop (a
+connection belongs to the loop that opened it): a scheduling cycle (it pauses until
+the answer comes, see kpysched/framework/runtime/cooperative.py) and a binding task
+use the scheduler's own loop, so a slow extender holds neither the informers, the
+bindings nor the events; a caller that must wait synchronously (a pod group's trial,
+a simulation) runs its calls on the extenders' loop thread (registry.py), over that
+loop's connections. Measured (issue 38), handing every call to the thread and its
+answer back cost about 0.4 ms of CPU per pod (filter and prioritize) in
+benchmarks/extender_micro.py, a third of the calls' CPU.
 
 Failures read as Go's net/http client words them, because kube-scheduler puts the
 error's text in the pod's FailedScheduling event.
@@ -28,7 +32,6 @@ from urllib.parse import urlsplit
 from kpysched.api.http11 import ConnectionPool, ProtocolError
 from kpysched.config.extenders import Extender
 from kpysched.extenders.errors import ExtenderError
-from kpysched.framework.runtime.loop_thread import LoopThread
 
 _OK: Final = 200
 
@@ -36,15 +39,17 @@ _OK: Final = 200
 class Transport:
     """One extender's endpoint: where it is, how to reach it, how long to wait."""
 
-    def __init__(self, config: Extender, loop: LoopThread) -> None:
+    def __init__(self, config: Extender) -> None:
         self.url_prefix = config.url_prefix.rstrip("/")
         self._timeout = config.http_timeout
-        self._loop = loop
         parts = urlsplit(self.url_prefix)
         # Upstream accepts any urlPrefix and fails each call: so does kpysched, in the
         # words of Go's client.
         self._unusable = ""
-        self._pool: ConnectionPool | None = None
+        # One pool per event loop that calls (a connection belongs to the loop that
+        # opened it): the scheduler's own loop, and the thread's for blocking callers.
+        self._pools: dict[asyncio.AbstractEventLoop, ConnectionPool] = {}
+        self._pool_args: tuple[str, int, ssl.SSLContext | None, str] | None = None
         if parts.scheme not in ("http", "https"):
             self._unusable = f'unsupported protocol scheme "{parts.scheme}"'
         elif not parts.hostname:
@@ -61,27 +66,25 @@ class Transport:
         self._base_path = parts.path
         tls = _tls_context(config) if secure else None
         server_name = (config.tls_config.server_name if config.tls_config else "") or None
-        self._pool = ConnectionPool(
-            parts.hostname, port, tls, server_name or parts.hostname, 0, parts.netloc)
+        self._pool_args = (parts.hostname, port, tls, server_name or parts.hostname)
+        self._netloc = parts.netloc
 
     def url(self, verb: str) -> str:
         return f"{self.url_prefix}/{verb}"
 
     async def post(self, verb: str, body: bytes) -> bytes:
-        """The body of a 200 answer to `body` POSTed to `verb`, from the caller's loop;
+        """The body of a 200 answer to `body` POSTed to `verb`, on the caller's loop;
         ExtenderError otherwise."""
-        return await self._loop.run(self._post(verb, body))
-
-    async def _post(self, verb: str, body: bytes) -> bytes:
         url = self.url(verb)
-        if self._pool is None:
+        if self._pool_args is None:
             raise ExtenderError(f'Post "{url}": {self._unusable}')
-        head = (f"POST {self._base_path}/{verb} HTTP/1.1\r\nHost: {self._pool.host_header}\r\n"
+        pool = self._pool_for(asyncio.get_running_loop())
+        head = (f"POST {self._base_path}/{verb} HTTP/1.1\r\nHost: {pool.host_header}\r\n"
                 "User-Agent: kpysched\r\nContent-Type: application/json\r\n"
                 f"Content-Length: {len(body)}\r\n\r\n").encode("latin-1")
         try:
             async with asyncio.timeout(self._timeout):
-                reply = await self._pool.request(head, body)
+                reply = await pool.request(head, body)
         except TimeoutError:
             raise ExtenderError(f'Post "{url}": context deadline exceeded '
                                 "(Client.Timeout exceeded while awaiting headers)") from None
@@ -94,9 +97,31 @@ class Transport:
             raise ExtenderError(f"failed {verb} with extender at URL {url}, code {reply.status}")
         return reply.body
 
+    def _pool_for(self, loop: asyncio.AbstractEventLoop) -> ConnectionPool:
+        pool = self._pools.get(loop)
+        if pool is None:
+            # (list(): another thread's loop may add its pool meanwhile.)
+            for ended in [other for other in list(self._pools) if other.is_closed()]:
+                dropped = self._pools.pop(ended, None)
+                if dropped is not None:
+                    dropped.close()
+            assert self._pool_args is not None
+            pool = self._pools[loop] = ConnectionPool(*self._pool_args, 0, self._netloc)
+        return pool
+
     def close(self) -> None:
-        if self._pool is not None:
-            self._loop.call_soon(self._pool.close)
+        """Close each pool's idle connections on the loop they belong to."""
+        pools, self._pools = self._pools, {}
+        try:
+            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        for loop, pool in pools.items():
+            if loop is running or loop.is_closed():
+                pool.close()  # a closed loop's connections went with it (close says so)
+            else:
+                with contextlib.suppress(RuntimeError):  # closed meanwhile
+                    loop.call_soon_threadsafe(pool.close)
 
 
 # OpenSSL's verify results that Go's crypto/x509 reports as an unknown authority:
