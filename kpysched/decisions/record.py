@@ -159,8 +159,12 @@ class Decision:
         return found
 
 
-# The narrowest kept type that holds every value; int64 past int32.
+# The narrowest kept type that holds every value; int64 past int32. Their limits as
+# Python ints, read once (np.iinfo builds an object per call).
 _KEPT_TYPES = (np.int16, np.int32)
+_KEPT_LIMITS = tuple((kept, int(np.iinfo(kept).min), int(np.iinfo(kept).max))
+                     for kept in _KEPT_TYPES)
+_INT16_MIN, _INT16_MAX = _KEPT_LIMITS[0][1], _KEPT_LIMITS[0][2]
 
 
 def compact(values: npt.NDArray[np.int64]) -> npt.NDArray[np.signedinteger[Any]]:
@@ -170,11 +174,21 @@ def compact(values: npt.NDArray[np.int64]) -> npt.NDArray[np.signedinteger[Any]]
     if not values.size:
         return values.astype(np.int16)
     low, high = int(values.min()), int(values.max())
-    for kept in _KEPT_TYPES:
-        limits = np.iinfo(kept)
-        if limits.min <= low and high <= limits.max:
+    for kept, least, most in _KEPT_LIMITS:
+        if least <= low and high <= most:
             return values.astype(kept)
     return values.copy()
+
+
+def compact_within(values: npt.NDArray[np.int64], low: int,
+                   high: int) -> npt.NDArray[np.signedinteger[Any]]:
+    """compact for values the caller knows lie in [low, high] (normalised scores it
+    checked, totals of those times known weights): when int16 holds that range it is
+    the type compact would pick, so the copy is made without scanning for the least
+    and greatest value (two passes of the vector, each cycle, per Score plugin)."""
+    if low >= _INT16_MIN and high <= _INT16_MAX:
+        return values.astype(np.int16)
+    return compact(values)
 
 
 def _ints(values: Scores) -> list[int]:

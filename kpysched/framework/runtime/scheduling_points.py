@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import numpy.typing as npt
 
-from kpysched.decisions.record import PluginScores, compact
+from kpysched.decisions.record import PluginScores, compact, compact_within
 from kpysched.framework import interfaces as fw
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.pod_totals import PodTotals
@@ -344,10 +344,13 @@ class SchedulingPoints(Instrumented):
         and stay in numpy through normalisation and weighting."""
         totals = np.zeros(len(nodes), dtype=np.int64)
         picked_rows = np.asarray(rows, dtype=np.int64) if rows is not None else None
+        # The least and greatest total the scored plugins' weights allow (for the record).
+        least = most = 0
         for plugin in self.score_plugins:
             if plugin.NAME in state.skip_score_plugins:
                 continue
             give_loop_a_turn()
+            self._raw_scores = None  # set below only by a plugin that normalises
             started, paused = time.perf_counter(), paused_seconds()
             try:
                 values = self._vector_scores(state, pod, plugin, snapshot, picked_rows)
@@ -373,13 +376,18 @@ class SchedulingPoints(Instrumented):
             totals += values * weight
             if state.decision is not None:
                 # Compact arrays, not lists (decisions.record): copies, as a vector
-                # plugin may hand out a view of a buffer it reuses.
-                raw = self._raw_scores if self._raw_scores is not None else values
-                state.decision.scores.append(PluginScores(
-                    plugin.NAME, weight, compact(raw), compact(values)))
+                # plugin may hand out a view of a buffer it reuses. The values were
+                # checked in range just above; a plugin that does not normalise has its
+                # raw scores equal to them, and the record keeps one copy for both.
+                normalized = compact_within(values, fw.MIN_NODE_SCORE, fw.MAX_NODE_SCORE)
+                raw = (compact(self._raw_scores) if self._raw_scores is not None
+                       else normalized)
+                state.decision.scores.append(PluginScores(plugin.NAME, weight, raw, normalized))
                 self._raw_scores = None
+                least += min(weight * fw.MIN_NODE_SCORE, weight * fw.MAX_NODE_SCORE)
+                most += max(weight * fw.MIN_NODE_SCORE, weight * fw.MAX_NODE_SCORE)
         if state.decision is not None:
-            state.decision.totals = compact(totals)
+            state.decision.totals = compact_within(totals, least, most)
         return totals, SUCCESS
 
     def _node_scores(self, state: CycleState, pod: PodInfo, plugin: fw.ScorePlugin,
@@ -394,10 +402,10 @@ class SchedulingPoints(Instrumented):
                 if not status.ok:
                     return _NO_SCORES, _score_error(plugin.NAME, status)
                 scores.append(fw.NodeScore(node.name, value))
-            if state.decision is not None:
-                self._raw_scores = np.fromiter((s.score for s in scores), dtype=np.int64,
-                                               count=len(scores))
             if fw.ScoreExtensions in type(plugin).__mro__:
+                if state.decision is not None:  # the raw scores, before normalising
+                    self._raw_scores = np.fromiter((s.score for s in scores),
+                                                   dtype=np.int64, count=len(scores))
                 point = "ScoreExtensionNormalize"
                 status = cast(fw.ScoreExtensions, plugin).normalize_score(state, pod, scores)
                 if not status.ok:
@@ -425,8 +433,8 @@ class SchedulingPoints(Instrumented):
             values = every_row[rows] if every_row is not None else None
         if values is None:
             return None
-        if state.decision is not None:
-            self._raw_scores = values.copy()
         if fw.VectorNormalizePlugin in mro:
+            if state.decision is not None:  # the raw scores, before normalising in place
+                self._raw_scores = values.copy()
             return cast(fw.VectorNormalizePlugin, plugin).normalize_vector(state, pod, values)
         return values

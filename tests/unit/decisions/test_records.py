@@ -7,6 +7,7 @@ import random
 import re
 import threading
 from collections import Counter
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 
 from kpysched.cache.node_info import NodeInfo
 from kpysched.cache.node_rows import RowNames
-from kpysched.decisions.record import Decision, compact
+from kpysched.decisions.record import Decision, compact, compact_within
 from kpysched.decisions.store import DecisionStore
 from kpysched.explain.render import filter_counts
 from kpysched.framework.cycle_state import CycleState
@@ -30,6 +31,7 @@ from tests.unit.framework.fake_plugins import Script, build, fake
 FILTER_A = fake("FilterA", "preFilter", "filter")
 SCORE_A = fake("ScoreA", "score")
 SCORE_B = fake("ScoreB", "score")
+NORMALIZING = fake("Normalizing", "score", "normalize")
 
 
 def nodes(*names: str, cpu: str = "4") -> list[NodeInfo]:
@@ -267,3 +269,55 @@ def test_kept_score_vectors_take_the_narrowest_type_that_holds_them() -> None:
         assert kept.dtype == kept_type, values
         assert kept.tolist() == values and kept is not original
     assert compact(np.zeros(0, dtype=np.int64)).tolist() == []
+
+
+@given(st.lists(st.integers(-(2**40), 2**40), max_size=30), st.integers(0, 2**33),
+       st.integers(0, 2**33))
+def test_kept_vectors_within_known_bounds_are_what_compact_keeps(
+        values: list[int], below: int, above: int) -> None:
+    """compact_within (bounds the caller knows, no scan when int16 holds them) against
+    compact (which scans): same type, same values, a copy, for any bounds that hold."""
+    original = np.array(values, dtype=np.int64)
+    low = (min(values) if values else 0) - below
+    high = (max(values) if values else 0) + above
+    kept, scanned = compact_within(original, low, high), compact(original)
+    assert kept.dtype == scanned.dtype
+    assert kept.tolist() == scanned.tolist() == values and kept is not original
+
+
+def _halve(scores: list[Any]) -> Status:
+    for score in scores:
+        score.score //= 2
+    return Status()
+
+
+def test_raw_scores_are_kept_apart_only_for_a_plugin_that_normalises() -> None:
+    """A normalising plugin's raw scores are the ones before Normalize; the next plugin's
+    (no ScoreExtensions) raw scores are its own values, not the previous plugin's."""
+    framework = build({"score": ["Normalizing", "ScoreA"]}, NORMALIZING, SCORE_A,
+                      weights={"Normalizing": 1, "ScoreA": 1},
+                      scripts={"Normalizing": Script(scores={"n1": 80, "n2": 20},
+                                                     normalize=_halve),
+                               "ScoreA": Script(scores={"n1": 7, "n2": 9})})
+    _, decision = record(framework, nodes("n1", "n2"))
+    index = {node: position for position, node in enumerate(decision.feasible)}
+    normalizing, plain = decision.scores
+    assert [normalizing.raw[index[n]] for n in ("n1", "n2")] == [80, 20]
+    assert [normalizing.normalized[index[n]] for n in ("n1", "n2")] == [40, 10]
+    assert [plain.raw[index[n]] for n in ("n1", "n2")] == [7, 9]
+    assert list(plain.raw) == list(plain.normalized)
+    found = decision.to_json()["scores"]
+    assert found[1]["raw"] == found[1]["normalized"]
+
+
+def test_totals_past_int16_bounds_keep_the_type_compact_picks() -> None:
+    """Weights whose bound passes int16 (100 x 400) while the totals do not: the record
+    keeps them as compact would (int16), and a total past int16 widens them."""
+    for scores, kept_type in (({"n1": 10, "n2": 20}, np.int16),
+                              ({"n1": 100, "n2": 20}, np.int32)):
+        framework = build({"score": ["ScoreA"]}, SCORE_A, weights={"ScoreA": 400},
+                          scripts={"ScoreA": Script(scores=scores)})
+        _, decision = record(framework, nodes("n1", "n2"))
+        totals = dict(zip(decision.feasible, decision.totals, strict=True))
+        assert totals == {node: 400 * value for node, value in scores.items()}
+        assert isinstance(decision.totals, np.ndarray) and decision.totals.dtype == kept_type
