@@ -26,8 +26,10 @@ from prometheus_client import (
     Histogram,
     ProcessCollector,
 )
-from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from prometheus_client.metrics_core import Metric
+
+from kpysched.metrics_text import TextFormat
 
 log = structlog.get_logger(__name__)
 
@@ -107,6 +109,7 @@ class SchedulerMetrics:
                  generic_workload: bool = False, release: int = 36,
                  topology_aware: bool = False) -> None:
         self.registry = CollectorRegistry()
+        self._text = TextFormat()
         self.release = release
         v137 = release >= V1_37
         # Families --disabled-metrics hides (fully qualified names, as upstream).
@@ -429,9 +432,10 @@ class SchedulerMetrics:
     def render(self) -> bytes:
         """The registry in Prometheus text format 0.0.4 (see CONTENT_TYPE), with bucket
         bounds spelled as Go spells them so `le` matchers in dashboards keep working.
-        Safe from any thread: prometheus_client locks each metric."""
+        Safe from any thread: prometheus_client locks each metric, and the text kept
+        between reads (metrics_text.py) is only ever looked up or added to whole."""
         exposed = _WithoutCreated(self.registry, self.disabled)
-        return _WHOLE_LE.sub(rb'le="\1"', generate_latest(exposed))
+        return _WHOLE_LE.sub(rb'le="\1"', self._text.render(exposed.collect()))
 
     # --- scheduling attempts ---------------------------------------------------------
 
