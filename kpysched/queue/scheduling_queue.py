@@ -496,6 +496,8 @@ class SchedulingQueue(PodGroupMoves):
             self._tree_lost_a_composite(old.metadata.namespace, event.queue_label())
         if not self.hints.interested(event):
             return 0  # no plugin listens: not even in-flight pods need it
+        if not self._waiting():
+            return self._move([], event, old, new)
         candidates = [info for info in (*self._unschedulable.hearing(event, self.hints.hears),
                                         *self._gated.hearing(event, self.hints.hears))
                       if pre_check is None or pre_check(info.pod_info)]
@@ -539,11 +541,20 @@ class SchedulingQueue(PodGroupMoves):
             return self.move_on_event(event, old, new)
         if not self.hints.interested(event):
             return 0
+        if not self._waiting():
+            return self._move([], event, old, new)
         labels = self._namespace_labels(new.namespace) or {}
         candidates = [info for info in (*self._unschedulable.needing_assigned_pods(),
                                         *self._gated.hearing(event, self.hints.hears))
                       if _may_be_helped_by(info, new, labels)]
         return self._move(candidates, event, old, new)
+
+    def _waiting(self) -> bool:
+        """Whether any pod waits for an event (unschedulable or gated). None does while
+        an informer's initial LIST is delivered before the first cycle (every listed
+        node, bound pod and object is an event), nor on a scheduler keeping up: such a
+        move only logs the event for the pods in flight."""
+        return bool(self._unschedulable) or bool(self._gated)
 
     def _move(self, candidates: list[QueuedPodInfo], event: ClusterEvent, old: object,
               new: object) -> int:

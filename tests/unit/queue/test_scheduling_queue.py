@@ -968,3 +968,50 @@ async def test_a_pod_group_added_or_deleted_reorders_the_queued_pods() -> None:
     queue.move_on_event(ClusterEvent(Resource.COSCHEDULING_POD_GROUP, ActionType.DELETE),
                         None, None)
     assert [(await pop_now(queue)).pod_info.name for _ in range(4)] == ["d", "b", "c", "a"]
+
+
+# --- moves with nothing waiting (an informer's initial LIST) ---------------------------
+
+
+@pytest.mark.parametrize("assigned", [False, True], ids=["node add", "assigned pod add"])
+async def test_a_move_with_nothing_waiting_still_logs_the_event_for_pods_in_flight(
+        assigned: bool) -> None:
+    """With no pod unschedulable or gated, a move returns at once (as every node and
+    bound pod of the initial LIST asks it), yet the event is kept for the pods in
+    flight: one that comes back rejected by a plugin the event may help is requeued."""
+    queue = make_queue(FakeClock(), registered={SPREAD: (ClusterEvent(
+        Resource.POD, ActionType.ADD),)})
+    info = pod("p")
+    queue.add(info)
+    queued = await pop_now(queue)
+    if assigned:
+        placed = make_pod("placed").node("n1").info()
+        assert queue.move_on_assigned_pod(ASSIGNED_POD_ADD, None, placed) == 0
+    else:
+        assert queue.move_on_event(NODE_ADD, None, object()) == 0
+    reject(queue, queued, SPREAD if assigned else FIT)
+    assert queue.where(info.uid) == "backoff"
+
+
+async def test_many_events_with_nothing_waiting_leave_pending_pods_where_they_are() -> None:
+    """The initial LIST's events over pods only added (active) and pods being gated
+    (their gates' plugin hears none of them): each stays where it was, and a pod parked
+    afterwards still hears the next event."""
+    clock = FakeClock()
+    queue = make_queue(clock)
+    active = [pod(f"a{index}") for index in range(3)]
+    gated = pod("g", gates=["example.com/hold"])
+    for info in (*active, gated):
+        queue.add(info)
+    placed = make_pod("placed").node("n1").info()
+    for _ in range(5):
+        assert queue.move_on_event(NODE_ADD, None, object()) == 0
+        assert queue.move_on_assigned_pod(ASSIGNED_POD_ADD, None, placed) == 0
+    assert [queue.where(info.uid) for info in active] == ["active"] * 3
+    assert queue.where(gated.uid) == "gated"
+    queue.delete(active[1].uid)
+    queue.delete(active[2].uid)
+    waiting = await rejected_pod(queue, clock, active[0], FIT)
+    clock.advance(100)  # its backoff is over
+    assert queue.move_on_event(NODE_ADD, None, object()) == 1
+    assert queue.where(waiting.pod_info.uid) == "active"
