@@ -52,6 +52,12 @@ class PodsByPlugin:
         """A snapshot: the caller may put and pop while it iterates."""
         return iter(list(self._by_uid.values()))
 
+    def holds_as_is(self, info: QueuedPodInfo) -> bool:
+        """Whether this very `info` is kept here under the keys `put` would give it now:
+        putting it again would change nothing (but its place in iteration order)."""
+        uid = info.pod_info.uid
+        return self._by_uid.get(uid) is info and self._keys_of[uid] == self._keys(info)
+
     def put(self, info: QueuedPodInfo) -> None:
         """Keep the pod under its keys as they are now; a pod put again is indexed again."""
         uid = info.pod_info.uid

@@ -198,6 +198,10 @@ class SchedulingQueue(PodGroupMoves):
     def _park(self, info: QueuedPodInfo, event: str, *, gated: bool,
               strategy: Strategy | None = None) -> None:
         """Keep the pod among the unschedulable (or gated) pods."""
+        if gated and self._gated.holds_as_is(info):
+            # Held again by the plugin that held it (every event its gating plugin hears
+            # asks PreEnqueue again: each node of the initial LIST, for every held pod).
+            return
         uid = info.pod_info.uid
         if uid not in self._unschedulable and uid not in self._gated:
             self._count("unschedulable", event, strategy,
@@ -289,10 +293,16 @@ class SchedulingQueue(PodGroupMoves):
         if strategy is Strategy.SKIP:
             self._park(info, event, gated=info.gated, strategy=strategy)
             return False
+        # PreEnqueue first, as both queues ask it: a pod it holds needs no backoff time.
+        if not self._admitted(info, event, strategy):
+            return False
         if (strategy is Strategy.AFTER_BACKOFF
-                and self._backoff.is_backing_off(self._backoff_expiry(info), self._clock())):
-            return self._to_backoff(info, event, early=early, strategy=strategy)
-        return self._to_active(info, event, strategy=strategy)
+                and self._backoff.is_backing_off(expiry := self._backoff_expiry(info),
+                                                 self._clock())):
+            self._place_backoff(info, expiry, event, strategy, early=early)
+        else:
+            self._place_active(info, event, strategy)
+        return True
 
     # --- informer-facing API -----------------------------------------------------
 

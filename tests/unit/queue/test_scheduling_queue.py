@@ -1015,3 +1015,58 @@ async def test_many_events_with_nothing_waiting_leave_pending_pods_where_they_ar
     clock.advance(100)  # its backoff is over
     assert queue.move_on_event(NODE_ADD, None, object()) == 1
     assert queue.where(waiting.pod_info.uid) == "active"
+
+
+# --- gated pods asked again -------------------------------------------------------------
+
+
+GATE_A, GATE_B = "GateA", "GateB"
+
+
+def _switchable_gate() -> tuple[list[str], list[str], Callable[[PodInfo], Status]]:
+    """A PreEnqueue held by the plugin named in holder[0] ('' lets pods through); asked
+    lists the pods it was asked about."""
+    holder, asked = [GATE_A], []
+
+    def pre_enqueue(info: PodInfo) -> Status:
+        asked.append(info.name)
+        return Status.unresolvable("held", plugin=holder[0]) if holder[0] else Status()
+
+    return holder, asked, pre_enqueue
+
+
+async def test_a_gated_pod_held_again_by_another_plugin_waits_for_that_plugin_s_events(
+        ) -> None:
+    """Held again by the same plugin, a pod stays as it was; held by another, it waits
+    for the events that one registered, not the first one's."""
+    holder, asked, pre_enqueue = _switchable_gate()
+    queue = make_queue(FakeClock(), pre_enqueue=pre_enqueue, registered={
+        GATE_A: (NODE_ADD,), GATE_B: (NODE_LABEL_UPDATE,)})
+    info = pod("p")
+    queue.add(info)
+    assert queue.move_on_event(NODE_ADD, None, object()) == 0
+    assert queue.where(info.uid) == "gated" and len(asked) == 2
+    holder[0] = GATE_B
+    assert queue.move_on_event(NODE_ADD, None, object()) == 0  # GateA's event: asked again
+    assert queue.state_of(info.uid) is not None
+    assert queue.state_of(info.uid).gated_by == GATE_B  # type: ignore[union-attr]
+    holder[0] = ""
+    assert queue.move_on_event(NODE_ADD, None, object()) == 0  # GateB hears no node add
+    assert queue.where(info.uid) == "gated" and len(asked) == 3
+    assert queue.move_on_event(NODE_LABEL_UPDATE, None, object()) == 1
+    assert queue.where(info.uid) == "active"
+
+
+async def test_a_backing_off_pod_that_pre_enqueue_now_holds_is_gated_not_backed_off() -> None:
+    holder, _, pre_enqueue = _switchable_gate()
+    holder[0] = ""
+    clock = FakeClock()
+    queue = make_queue(clock, pre_enqueue=pre_enqueue, registered={GATE_A: (NODE_ADD,)})
+    waiting = await rejected_pod(queue, clock, pod("p"), FIT)
+    holder[0] = GATE_A
+    assert queue.move_on_event(NODE_ADD, None, object()) == 0  # FIT's hint: after backoff
+    assert queue.where(waiting.pod_info.uid) == "gated"
+    holder[0] = ""
+    clock.advance(100)
+    assert queue.move_on_event(NODE_ADD, None, object()) == 1  # GateA's event releases it
+    assert queue.where(waiting.pod_info.uid) == "active"
