@@ -10,9 +10,11 @@ over a recording API (tests/unit/scheduler_harness.py).
   its PreEnqueue holds them all (as a Coscheduling workload's start can be, the pods'
   LIST before the PodGroups'); Coscheduling hears node adds, so each listed node asks
   every held member.
+- sorted: Coscheduling on (its QueueSort reads PodGroups), plain pending pods in the
+  active queue, and `--groups` PodGroups none of them belongs to listed after the rest.
 
     python -m benchmarks.initial_list_micro [--scenario plain,gated] [--nodes 1000]
-        [--pending 2000] [--bound 2000] [--volumes 200]
+        [--pending 2000] [--bound 2000] [--volumes 200] [--groups 250]
 
 Prints CPU ms of the whole delivery and of the queue moves in it (move_on_event and
 move_on_assigned_pod), and where the pending pods ended up (must not change with a cut).
@@ -22,6 +24,7 @@ kube-scheduler does not run here: kpysched's own before/after figures.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import time
 from collections.abc import Callable
@@ -71,14 +74,21 @@ def _timed(owner: Any, name: str, spent: list[float]) -> None:
     setattr(owner, name, timed)
 
 
-def run(scenario: str, nodes: int, pending: int, bound: int,
-        volumes: int) -> dict[str, Any]:
+def _pod_group(index: int) -> cs.PodGroup:
+    return cs.PodGroup(metadata=api.ObjectMeta(name=f"listed-{index}", namespace="default",
+                                               uid=f"uid-pg-{index}",
+                                               creation_timestamp="2026-01-01T00:00:00Z"),
+                       spec=cs.PodGroupSpec(min_member=GROUP_SIZE))
+
+
+async def run(scenario: str, nodes: int, pending: int, bound: int, volumes: int,
+        groups: int = 0) -> dict[str, Any]:
     gated = scenario == "gated"
-    listers = Listers(coscheduling=gated)
-    harness = build_harness(COSCHEDULING if gated else {"schedulerName": SCHEDULER},
+    coscheduling = scenario in ("gated", "sorted")
+    listers = Listers(coscheduling=coscheduling)
+    harness = build_harness(COSCHEDULING if coscheduling else {"schedulerName": SCHEDULER},
                             Features(), listers)
     queue = harness.scheduler.queue
-    listers.storage.requeue_with(queue.move_on_event)
     for index in range(pending):
         harness.pods.on_add(_pod(f"pending-{index}",
                                  group=f"g{index // GROUP_SIZE}" if gated else None))
@@ -86,9 +96,14 @@ def run(scenario: str, nodes: int, pending: int, bound: int,
     bound_pods = [_pod(f"bound-{index}", node_name=f"node-{index % nodes}")
                   for index in range(bound)]
     pvs = [_volume(index) for index in range(volumes)]
+    pod_groups = [_pod_group(index) for index in range(groups if coscheduling else 0)]
     moves = [0.0]
     _timed(queue, "move_on_event", moves)
     _timed(queue, "move_on_assigned_pod", moves)
+    # Wired after the wrapping, so that the objects' moves are timed too.
+    listers.storage.requeue_with(queue.move_on_event)
+    if listers.coscheduling is not None:
+        listers.coscheduling.requeue_with(queue.move_on_event)
     gc.collect()
     started = time.process_time()
     for node_object in node_objects:
@@ -97,9 +112,14 @@ def run(scenario: str, nodes: int, pending: int, bound: int,
         harness.pods.on_add(pod)
     for pv in pvs:
         listers.storage.persistent_volumes.on_add(pv)
+    for pod_group in pod_groups:
+        assert listers.coscheduling is not None
+        listers.coscheduling.pod_groups.on_add(pod_group)
     total = time.process_time() - started
+    await harness.scheduler.abort_writes()  # PodGroup status patches, not measured
     return {"total_ms": total * 1e3, "moves_ms": moves[0] * 1e3,
-            "events": nodes + bound + volumes, "queues": queue.pending_counts()}
+            "events": nodes + bound + volumes + len(pod_groups),
+            "queues": queue.pending_counts()}
 
 
 def main() -> None:
@@ -109,13 +129,17 @@ def main() -> None:
     parser.add_argument("--pending", type=int, default=2000)
     parser.add_argument("--bound", type=int, default=2000)
     parser.add_argument("--volumes", type=int, default=200)
+    parser.add_argument("--groups", type=int, default=250,
+                        help="PodGroups listed (scenarios gated and sorted only)")
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     for scenario in args.scenario.split(","):
         for _ in range(args.repeat):
-            found = run(scenario, args.nodes, args.pending, args.bound, args.volumes)
+            found = asyncio.run(run(scenario, args.nodes, args.pending, args.bound, args.volumes,
+                        args.groups))
             print(f"{scenario}: {found['events']} events ({args.nodes} nodes, {args.bound} "
-                  f"bound pods, {args.volumes} PVs) over {args.pending} pending pods: "
+                  f"bound pods, {args.volumes} PVs, PodGroups if Coscheduling) over "
+                  f"{args.pending} pending pods: "
                   f"all {found['total_ms']:.1f} ms CPU, queue moves {found['moves_ms']:.1f} ms "
                   f"({found['moves_ms'] * 1e3 / found['events']:.1f} us an event); "
                   f"queues {found['queues']}", flush=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from kpysched.framework.interfaces import QueuedPodInfo
@@ -115,6 +115,11 @@ class BackoffQueue:
         entry.removed = True
         self._rejected_count -= entry.rejected
         return entry.info
+
+    def in_rejected_heap(self) -> Iterator[QueuedPodInfo]:
+        """The pods of every entry of the heap QueueSort orders (podBackoffQ), removed
+        ones included: their place still orders the others."""
+        return (entry.info for entry in self._rejected)
 
     def reorder(self, uid: str | None = None) -> None:
         """The order QueueSort gives (expiry ties) may have changed: for one pod whose

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import itertools
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from kpysched.cache.pod_groups import group_name
+from kpysched.cache.pod_groups import coscheduling_group_name, group_name
 from kpysched.config.features import OLDEST_RELEASE
 from kpysched.framework.cluster_events import (
     FORCE_ACTIVATE,
@@ -43,6 +44,7 @@ from kpysched.framework.deferred_resize import is_pod_resize_deferred
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Status
 from kpysched.objects.composite_pod_groups import CompositePodGroup
+from kpysched.objects.coscheduling import PodGroup as CoschedulingPodGroup
 from kpysched.objects.pod import PodInfo
 from kpysched.objects.scheduling import PodGroup
 from kpysched.queue.backoff import BackoffQueue, FailureCounts, Less
@@ -489,7 +491,8 @@ class SchedulingQueue(PodGroupMoves):
         Plugin.events_to_register for which objects each resource brings); only pods
         passing `pre_check`, if given. Returns how many left."""
         if event.resource is Resource.COSCHEDULING_POD_GROUP and event.action & (
-                ActionType.ADD | ActionType.DELETE):
+                ActionType.ADD | ActionType.DELETE) and self._orders_members_of(
+                    new if new is not None else old):
             self.reorder()
         if (self._tree_root is not None and self._entities is not None
                 and event.action & ActionType.ADD
@@ -512,6 +515,20 @@ class SchedulingQueue(PodGroupMoves):
                                         *self._gated.hearing(event, self.hints.hears))
                       if pre_check is None or pre_check(info.pod_info)]
         return self._move(candidates, event, old, new)
+
+    def _orders_members_of(self, group: object) -> bool:
+        """Whether a heap holds a pod of this Coscheduling PodGroup, whose creation time
+        (appearing or gone) orders its members: only then did a key in the heaps change.
+        A look at each entry's labels costs far less than rebuilding the heaps with
+        QueueSort's `less` (each PodGroup of an initial LIST asked that, over every
+        pending pod). Entries removed lazily count too: their place orders the others."""
+        if not isinstance(group, CoschedulingPodGroup):
+            return True  # nothing to tell by: rebuild, as always
+        namespace, name = group.metadata.namespace, group.metadata.name
+        queued = itertools.chain((entry.info for entry in self._active),
+                                 self._backoff.in_rejected_heap())
+        return any(info.pod_info.namespace == namespace
+                   and coscheduling_group_name(info.pod_info.pod) == name for info in queued)
 
     def reorder(self) -> None:
         """Rebuild the heaps: what QueueSort reads for queued pods changed. Coscheduling

@@ -27,6 +27,7 @@ from kpysched.framework.cluster_events import (
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Status
 from kpysched.objects import api
+from kpysched.objects import coscheduling as cs
 from kpysched.objects.pod import DEFAULT_SCHEDULER_NAME, PodInfo
 from kpysched.plugins import priority_sort, scheduling_gates
 from kpysched.queue.hints import HintObserver, QueueingHints
@@ -968,6 +969,36 @@ async def test_a_pod_group_added_or_deleted_reorders_the_queued_pods() -> None:
     queue.move_on_event(ClusterEvent(Resource.COSCHEDULING_POD_GROUP, ActionType.DELETE),
                         None, None)
     assert [(await pop_now(queue)).pod_info.name for _ in range(4)] == ["d", "b", "c", "a"]
+
+
+def _pod_group(name: str, namespace: str = "default") -> cs.PodGroup:
+    return cs.PodGroup(metadata=api.ObjectMeta(name=name, namespace=namespace,
+                                               uid=f"uid-pg-{namespace}-{name}"),
+                       spec=cs.PodGroupSpec(min_member=2))
+
+
+async def test_a_pod_group_reorders_the_heaps_when_a_queued_pod_is_its_member() -> None:
+    """Only a PodGroup whose members are queued changes a key in the heaps: its add
+    rebuilds them (active members, or members in backoff), another group's does not
+    need to (each PodGroup of the initial LIST asked for a rebuild over every pod)."""
+    keys = {"a": 1, "b": 2, "c": 3, "d": 4}
+    queue = _keyed_queue(keys)
+    group = {cs.POD_GROUP_LABEL: "g1"}
+    for name in keys:
+        queue.add(pod(name, labels=group if name in ("a", "d") else None))
+    add = ClusterEvent(Resource.COSCHEDULING_POD_GROUP, ActionType.ADD)
+    assert not queue._orders_members_of(_pod_group("g2"))
+    assert not queue._orders_members_of(_pod_group("g1", namespace="other"))
+    assert queue._orders_members_of(_pod_group("g1"))
+    assert queue._orders_members_of(object())  # nothing to tell by: rebuilt
+    keys.update({"a": 9, "d": 0})  # g1 appeared: its members' order changed
+    queue.move_on_event(add, None, _pod_group("g1"))
+    assert [(await pop_now(queue)).pod_info.name for _ in range(4)] == ["d", "b", "c", "a"]
+    member = await rejected_pod(queue, FakeClock(), pod("m", labels=group), FIT)
+    queue.move_on_event(NODE_ADD, None, object())  # to backoff (its rejected heap)
+    assert queue.where(member.pod_info.uid) == "backoff"
+    assert queue._orders_members_of(_pod_group("g1"))
+    assert not queue._orders_members_of(_pod_group("g2"))
 
 
 # --- moves with nothing waiting (an informer's initial LIST) ---------------------------
