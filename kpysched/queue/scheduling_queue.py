@@ -267,13 +267,6 @@ class SchedulingQueue(PodGroupMoves):
         if (entry := self._active_by_uid.pop(uid, None)) is not None:
             entry.removed = True
 
-    def _to_backoff(self, info: QueuedPodInfo, event: str, *, early: bool = True,
-                    strategy: Strategy | None = None) -> bool:
-        if not self._admitted(info, event, strategy):
-            return False
-        self._place_backoff(info, self._backoff_expiry(info), event, strategy, early=early)
-        return True
-
     def _place_backoff(self, info: QueuedPodInfo, expiry: float, event: str,
                        strategy: Strategy | None, *, early: bool) -> None:
         uid = info.pod_info.uid
