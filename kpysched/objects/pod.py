@@ -9,7 +9,7 @@ import msgspec
 
 from kpysched.objects import api
 from kpysched.objects.pod_affinity import AffinityTerms, affinity_terms
-from kpysched.objects.resource_vectors import Resource, pod_requests
+from kpysched.objects.resource_vectors import Resource, pod_requests_and_non_zero
 
 DEFAULT_SCHEDULER_NAME = "default-scheduler"
 
@@ -49,8 +49,7 @@ class PodInfo:
 
     @classmethod
     def of(cls, pod: api.Pod) -> PodInfo:
-        return cls(pod, pod_requests(pod.spec), pod_requests(pod.spec, non_zero=True),
-                   _host_ports(pod.spec))
+        return cls(pod, *pod_requests_and_non_zero(pod.spec), _host_ports(pod.spec))
 
     def bound_to(self, node: str) -> PodInfo:
         """This pod as it will be once bound to `node`. What is derived from the pod

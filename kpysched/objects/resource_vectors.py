@@ -178,24 +178,46 @@ def _request_list(spec: api.PodSpec, defaults: QuantityList) -> QuantityList:
     return total
 
 
+def _non_zero_list(spec: api.PodSpec, requests: QuantityList) -> QuantityList:
+    """The non-zero request list, given the plain one (`_request_list(spec, {})`).
+
+    Containers without a cpu/memory request count upstream's defaults, but when
+    pod-level requests are set, only for a resource that neither the pod level, any
+    container nor the overhead names. When every container (init ones included)
+    already requests each defaulted resource, the defaults change nothing and the
+    plain list is the answer: summing the containers again is the cost of every
+    pod's PodInfo, start-up's LIST included.
+    """
+    if _pod_level_requests_set(spec):
+        defaults = {name: amount for name, amount in _ALL_DEFAULTS.items()
+                    if name not in requests}
+    else:
+        defaults = _ALL_DEFAULTS
+    if not defaults or all(
+            name in container.resources.requests
+            for containers in (spec.containers, spec.init_containers)
+            for container in containers for name in defaults):
+        return requests
+    return _request_list(spec, defaults)
+
+
 def pod_requests(spec: api.PodSpec, *, non_zero: bool = False) -> Resource:
     """What a pod occupies on its node, computed as upstream's resource helper does.
 
     With `non_zero`, the requests NodeInfo counts for scoring (PodInfo.CalculateResource's
-    Non0CPU/Non0Mem): containers without a cpu/memory request count upstream's defaults,
-    but when pod-level requests are set, only for a resource that neither the pod
-    level, any container nor the overhead names.
+    Non0CPU/Non0Mem; see `_non_zero_list`).
     """
     requests = _request_list(spec, {})
-    if non_zero:
-        if _pod_level_requests_set(spec):
-            defaults = {name: amount for name, amount in _ALL_DEFAULTS.items()
-                        if name not in requests}
-        else:
-            defaults = _ALL_DEFAULTS
-        if defaults:
-            requests = _request_list(spec, defaults)
-    return Resource.from_mapping(requests)
+    return Resource.from_mapping(_non_zero_list(spec, requests) if non_zero else requests)
+
+
+def pod_requests_and_non_zero(spec: api.PodSpec) -> tuple[Resource, Resource]:
+    """`pod_requests(spec)` and `pod_requests(spec, non_zero=True)`, with the containers
+    summed once when the defaults change nothing (two separate objects either way)."""
+    requests = _request_list(spec, {})
+    non_zero = _non_zero_list(spec, requests)
+    plain = Resource.from_mapping(requests)
+    return plain, plain.clone() if non_zero is requests else Resource.from_mapping(non_zero)
 
 
 def scoring_requests(spec: api.PodSpec) -> Resource:
