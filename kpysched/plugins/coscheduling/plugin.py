@@ -20,6 +20,7 @@ Where the texts are scheduler-plugins' own, they are kept.
 
 from __future__ import annotations
 
+import enum
 import functools
 import time
 from collections.abc import Sequence
@@ -67,6 +68,14 @@ log = structlog.get_logger(__name__)
 
 # Queue timestamps are monotonic; PodGroups carry wall-clock times.
 _WALL_MINUS_MONOTONIC = time.time() - time.monotonic()
+
+
+class _Hold(enum.Enum):
+    """Why PreEnqueue holds a member."""
+
+    NO_GROUP = "its PodGroup is not there"
+    TOO_FEW = "fewer than minMember members"
+    GATED = "fewer than minMember members not scheduling-gated"
 
 
 def not_found(namespace: str, name: str) -> str:
@@ -134,17 +143,9 @@ def schedulable_after_pod_group_change(pod: PodInfo, old: object,
     return QueueingHint.QUEUE
 
 
-def _always(pod: PodInfo, old: object, new: object) -> QueueingHint:
-    return QueueingHint.QUEUE
-
-
-# A member rejected by this plugin is one that fit but whose group did not: what can
-# make the group fit is what can make any pod fit. Coarse on purpose: the members that
-# did not fit are woken by their own rejecting plugins' precise hints anyway.
-#
 # A new member arrives unscheduled; bindings (assigned pods added, thousands a minute
 # when busy) cannot help a group and are not even offered to its hints.
-_EVENTS = (
+_MEMBER_EVENTS = (
     ClusterEventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD),
                          schedulable_after_pod_added),
     ClusterEventWithHint(ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.UPDATE_POD_LABEL),
@@ -155,14 +156,18 @@ _EVENTS = (
     ClusterEventWithHint(ClusterEvent(Resource.COSCHEDULING_POD_GROUP,
                                       ActionType.ADD | ActionType.UPDATE),
                          schedulable_after_pod_group_change),
+)
+
+# A member rejected by this plugin is one that fit but whose group did not: what can
+# make the group fit is what can make any pod fit. Coarse on purpose: the members that
+# did not fit are woken by their own rejecting plugins' precise hints anyway.
+_ROOM_EVENTS = (
     # Changes that can give a pod room (not conditions or annotations: a Ready node's
     # heartbeat must not retry every failed group).
-    ClusterEventWithHint(ClusterEvent(Resource.NODE, ActionType.ADD
-                                      | ActionType.UPDATE_NODE_ALLOCATABLE
-                                      | ActionType.UPDATE_NODE_LABEL
-                                      | ActionType.UPDATE_NODE_TAINT), _always),
+    ClusterEvent(Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+                 | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT),
     # Room freed on a node: a pod on it deleted (or finished).
-    ClusterEventWithHint(ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE), _always),
+    ClusterEvent(Resource.ASSIGNED_POD, ActionType.DELETE),
 )
 
 
@@ -172,9 +177,18 @@ class Coscheduling(QueueSortPlugin, PreEnqueuePlugin, PreFilterPlugin, PermitPlu
     def __init__(self, args: CoschedulingArgs, handle: Handle) -> None:
         self._args = args
         self._handle = handle
+        self._events = (*_MEMBER_EVENTS, *(ClusterEventWithHint(event, self.schedulable_after_room)
+                                           for event in _ROOM_EVENTS))
 
     def events_to_register(self) -> Sequence[ClusterEventWithHint]:
-        return _EVENTS
+        return self._events
+
+    def schedulable_after_room(self, pod: PodInfo, old: object, new: object) -> QueueingHint:
+        """Room on the nodes (a node added or changed, a pod deleted) may let a rejected
+        group fit, but never lifts what PreEnqueue holds a member for: its PodGroup
+        missing or short of members. Those wait for a member or the PodGroup; asking
+        them again cost every node of an initial LIST a look at every held pod."""
+        return QueueingHint.QUEUE_SKIP if self._hold(pod) is not None else QueueingHint.QUEUE
 
     def _group(self, pod: PodInfo) -> tuple[str | None, PodGroup | None]:
         name = coscheduling_group_name(pod.pod)
@@ -210,20 +224,32 @@ class Coscheduling(QueueSortPlugin, PreEnqueuePlugin, PreFilterPlugin, PermitPlu
     # --- PreEnqueue ----------------------------------------------------------------------
 
     def pre_enqueue(self, pod: PodInfo) -> Status:
+        hold = self._hold(pod)
+        if hold is None:
+            return SUCCESS
+        reason, name, count, min_member = hold
+        if reason is _Hold.NO_GROUP:
+            return Status.unresolvable(not_found(pod.namespace, name), plugin=NAME)
+        if reason is _Hold.TOO_FEW:
+            return Status.unresolvable(too_few_members(pod, count, min_member), plugin=NAME)
+        return Status.unresolvable(gated_members(pod), plugin=NAME)
+
+    def _hold(self, pod: PodInfo) -> tuple[_Hold, str, int, int] | None:
+        """Why PreEnqueue holds the member (with its group's name, member count and
+        minMember), or None when it does not."""
         name, group = self._group(pod)
         if name is None:
-            return SUCCESS
+            return None
         if group is None:
-            return Status.unresolvable(not_found(pod.namespace, name), plugin=NAME)
-        members = self._handle.pod_group_state(None, pod.namespace, name).all_pods()
-        min_member = group.spec.min_member
-        if len(members) < min_member:
-            return Status.unresolvable(too_few_members(pod, len(members), min_member),
-                                       plugin=NAME)
-        gated = sum(1 for member in members if member.pod.spec.scheduling_gates)
-        if len(members) - gated < min_member:
-            return Status.unresolvable(gated_members(pod), plugin=NAME)
-        return SUCCESS
+            return _Hold.NO_GROUP, name, 0, 0
+        state = self._handle.pod_group_state(None, pod.namespace, name)
+        count, min_member = state.all_count(), group.spec.min_member
+        if count < min_member:
+            return _Hold.TOO_FEW, name, count, min_member
+        gated = sum(1 for member in state.all_pods() if member.pod.spec.scheduling_gates)
+        if count - gated < min_member:
+            return _Hold.GATED, name, count, min_member
+        return None
 
     # --- PreFilter -----------------------------------------------------------------------
 

@@ -14,10 +14,12 @@ import time
 import pytest
 
 from kpysched.config.features import Features
+from kpysched.framework.status import Status
 from kpysched.informers.listers import Listers
 from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs
+from kpysched.objects.pod import PodInfo
 from tests.unit.builders import make_pod
 from tests.unit.scheduler_harness import SchedulerHarness, build_harness, node
 
@@ -129,6 +131,33 @@ async def test_a_node_added_wakes_the_whole_group(monkeypatch: pytest.MonkeyPatc
     queue.flush_backoff_completed()
     await harness.schedule_all()
     assert sorted(harness.bound()) == ["a", "b", "c"]
+
+
+async def test_a_node_added_leaves_members_held_for_their_group_alone() -> None:
+    """Members PreEnqueue holds (PodGroup missing, or short of members) are not asked
+    again for a node: no node can lift that. The last member still releases them."""
+    harness = make_harness(node("n1", "4"))
+    harness.member("x", "missing")
+    harness.group("g", 3)
+    harness.member("a", "g")
+    harness.member("b", "g")
+    queue = harness.scheduler.queue
+    asked: list[str] = []
+    pre_enqueue = queue._pre_enqueue
+
+    def counting(pod: PodInfo) -> Status:
+        asked.append(pod.name)
+        return pre_enqueue(pod)
+
+    queue._pre_enqueue = counting
+    harness.nodes.on_add(node("n2", "4"))
+    assert asked == []
+    assert queue.pending_counts()["gated"] == 3
+    harness.member("c", "g")
+    assert sorted(asked) == ["a", "b", "c"]
+    await harness.schedule_all()
+    assert sorted(harness.bound()) == ["a", "b", "c"]
+    assert queue.where("uid-default-x") == "gated"
 
 
 # --- preemption: all or nothing --------------------------------------------------------

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from kpysched.cache.pod_groups import PodGroupState, PodGroupStates, coscheduling_group_name
-from kpysched.framework.cluster_events import QueueingHint
+from kpysched.framework.cluster_events import ActionType, QueueingHint, Resource
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Code
@@ -177,6 +177,35 @@ def test_hints_wake_members_for_their_own_group_only() -> None:
     status_only.status.phase = cs.SCHEDULING
     assert change(pod, before, status_only) is QueueingHint.QUEUE_SKIP
     assert change(pod, None, pod_group("other")) is QueueingHint.QUEUE_SKIP
+
+
+@pytest.mark.parametrize(("members", "group", "answer"), [
+    (("a", "b", "c"), None, QueueingHint.QUEUE_SKIP),
+    (("a", "b"), pod_group(), QueueingHint.QUEUE_SKIP),
+    (("a", "b", "c*"), pod_group(), QueueingHint.QUEUE_SKIP),
+    (("a", "b", "c"), pod_group(), QueueingHint.QUEUE),
+    (("a", "b", "c", "d*"), pod_group(), QueueingHint.QUEUE),
+], ids=["no PodGroup", "short of members", "short of members not gated", "complete",
+        "complete beside a gated one"])
+def test_room_on_the_nodes_wakes_a_member_only_when_its_group_is_complete(
+        members: tuple[str, ...], group: cs.PodGroup | None, answer: QueueingHint) -> None:
+    """A node added or a pod deleted may let a rejected group fit; it cannot give a group
+    its PodGroup or its members, which PreEnqueue holds the member for."""
+    handle = handle_with(*(member(name.rstrip("*")).gates("wait") if name.endswith("*")
+                           else member(name) for name in members), group=group)
+    cosched = plugin(handle)
+    room = [registration for registration in cosched.events_to_register()
+            if registration.event.resource in (Resource.NODE, Resource.ASSIGNED_POD)]
+    assert {(r.event.resource, r.event.action) for r in room} == {
+        (Resource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+         | ActionType.UPDATE_NODE_LABEL | ActionType.UPDATE_NODE_TAINT),
+        (Resource.ASSIGNED_POD, ActionType.DELETE)}
+    pod = member("a").info()
+    for registration in room:
+        assert registration.hint is not None
+        assert registration.hint(pod, None, make_node("n9").obj()) is answer
+    # The answer is PreEnqueue's: Skip exactly for a member it holds.
+    assert (answer is QueueingHint.QUEUE_SKIP) is (not cosched.pre_enqueue(pod).ok)
 
 
 @pytest.mark.parametrize("args", [
