@@ -14,9 +14,6 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import structlog
-from pydantic import ValidationError
-
 from kpysched import __version__, gc_policy
 
 if TYPE_CHECKING:
@@ -77,6 +74,9 @@ def _version(raw: bool, release: int | None = None) -> str:
 def _run(argv: Sequence[str]) -> int:
     # Imported here so `kpysched version` stays instant; frozen for good (gc_policy).
     with gc_policy.importing():
+        import structlog
+        from pydantic import ValidationError
+
         from kpysched import app, logs
         from kpysched.config import ConfigError, Settings, kubeconfig_path, load_config
         from kpysched.config.flags import FlagError, interpret
