@@ -160,6 +160,30 @@ async def test_a_node_added_leaves_members_held_for_their_group_alone() -> None:
     assert queue.where("uid-default-x") == "gated"
 
 
+async def test_members_arriving_one_by_one_are_asked_again_only_when_the_last_arrives() -> None:
+    """PreEnqueue runs once for each member as it arrives, and once more for the held
+    ones when the last completes the group; not for the held ones on every arrival."""
+    harness = make_harness(node("n1", "8"))
+    harness.group("g", 4)
+    queue = harness.scheduler.queue
+    asked: list[str] = []
+    pre_enqueue = queue._pre_enqueue
+
+    def counting(pod: PodInfo) -> Status:
+        asked.append(pod.name)
+        return pre_enqueue(pod)
+
+    queue._pre_enqueue = counting
+    for name in ("a", "b", "c"):
+        harness.member(name, "g")
+    assert asked == ["a", "b", "c"]
+    assert queue.pending_counts()["gated"] == 3
+    harness.member("d", "g")
+    assert sorted(asked[3:]) == ["a", "b", "c", "d"]
+    await harness.schedule_all()
+    assert sorted(harness.bound()) == ["a", "b", "c", "d"]
+
+
 # --- preemption: all or nothing --------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ import pytest
 from pydantic import ValidationError
 
 from kpysched.cache.pod_groups import PodGroupState, PodGroupStates, coscheduling_group_name
-from kpysched.framework.cluster_events import ActionType, QueueingHint, Resource
+from kpysched.framework.cluster_events import ActionType, ClusterEvent, QueueingHint, Resource
 from kpysched.framework.cycle_state import CycleState
 from kpysched.framework.interfaces import QueuedPodInfo
 from kpysched.framework.status import Code
@@ -206,6 +206,23 @@ def test_room_on_the_nodes_wakes_a_member_only_when_its_group_is_complete(
         assert registration.hint(pod, None, make_node("n9").obj()) is answer
     # The answer is PreEnqueue's: Skip exactly for a member it holds.
     assert (answer is QueueingHint.QUEUE_SKIP) is (not cosched.pre_enqueue(pod).ok)
+
+
+def test_a_new_member_wakes_the_others_only_once_it_completes_their_group() -> None:
+    handle = handle_with(member("a"), member("b"), group=pod_group())
+    cosched = plugin(handle)
+    (added,) = [registration for registration in cosched.events_to_register()
+                if registration.event == ClusterEvent(Resource.UNSCHEDULED_POD, ActionType.ADD)]
+    assert added.hint is not None
+    pod = member("a").info()
+    # b is in the group (the cache has it before the hint is asked): 2 of 3, still short.
+    assert added.hint(pod, None, member("b").info()) is QueueingHint.QUEUE_SKIP
+    assert not cosched.pre_enqueue(pod).ok
+    handle.pod_group_states.add_or_update(member("c").info())
+    assert added.hint(pod, None, member("c").info()) is QueueingHint.QUEUE
+    assert cosched.pre_enqueue(pod).ok
+    # Another group's member never wakes it.
+    assert added.hint(pod, None, member("x", "other").info()) is QueueingHint.QUEUE_SKIP
 
 
 @pytest.mark.parametrize("args", [
