@@ -209,28 +209,28 @@ class Coscheduling(QueueSortPlugin, PreEnqueuePlugin, PreFilterPlugin, PermitPlu
 
     # --- QueueSort ---------------------------------------------------------------------
 
-    def _since(self, queued: QueuedPodInfo) -> float:
-        _, group = self._group(queued.pod_info)
-        created = _epoch(group.metadata.creation_timestamp) if group is not None else None
-        if created is not None:
-            return created
-        first = queued.initial_attempt_timestamp
-        return (first if first is not None else queued.timestamp) + _WALL_MINUS_MONOTONIC
-
-    @staticmethod
-    def _order_key(queued: QueuedPodInfo) -> str:
+    def _sort_key(self, queued: QueuedPodInfo) -> tuple[float, str]:
+        """(since, name): the PodGroup's creation time and namespace/group for a member
+        of a listed group, else the pod's first attempt and namespace/pod (or group).
+        One label and one PodGroup lookup (the heaps compare thousands of times)."""
         pod = queued.pod_info
         name = coscheduling_group_name(pod.pod)
-        return f"{pod.namespace}/{name if name is not None else pod.pod.metadata.name}"
+        if name is not None:
+            group = self._handle.coscheduling_pod_group(pod.namespace, name)
+            created = _epoch(group.metadata.creation_timestamp) if group is not None else None
+            if created is not None:
+                return created, f"{pod.namespace}/{name}"
+        first = queued.initial_attempt_timestamp
+        since = (first if first is not None else queued.timestamp) + _WALL_MINUS_MONOTONIC
+        return since, f"{pod.namespace}/{name if name is not None else pod.pod.metadata.name}"
 
     def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
         first, second = a.pod_info.priority, b.pod_info.priority
         if first != second:
             return first > second
-        since_a, since_b = self._since(a), self._since(b)
-        if since_a != since_b:
-            return since_a < since_b
-        return self._order_key(a) < self._order_key(b)
+        # The earlier time first; on a tie (a group's members, or groups created in the
+        # same second) the smaller name.
+        return self._sort_key(a) < self._sort_key(b)
 
     # --- PreEnqueue ----------------------------------------------------------------------
 

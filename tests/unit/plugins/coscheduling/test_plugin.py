@@ -4,6 +4,8 @@ Permit's quorum, QueueSort and the queueing hints."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from kpysched.cache.pod_groups import PodGroupState, PodGroupStates, coscheduling_group_name
@@ -161,6 +163,79 @@ def test_queue_sort_keeps_the_older_group_first_and_its_members_together() -> No
     # Members of one group tie on time and sort by the group's name, not the pod's.
     sibling = queued(member("a", "old"), 99.0)
     assert not cosched.less(old_member, sibling) and not cosched.less(sibling, old_member)
+
+
+def _reference_less(handle: FakeHandle, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+    """QueueSort as first written, each term read afresh: priority, then the PodGroup's
+    creation time (the pod's first attempt without one), then namespace/group-or-pod."""
+    def since(queued: QueuedPodInfo) -> float:
+        name = coscheduling_group_name(queued.pod_info.pod)
+        group = (handle.coscheduling_groups.get(f"{queued.pod_info.namespace}/{name}")
+                 if name is not None else None)
+        created = coscheduling._epoch(group.metadata.creation_timestamp) if group else None
+        if created is not None:
+            return created
+        first = queued.initial_attempt_timestamp
+        return ((first if first is not None else queued.timestamp)
+                + coscheduling._WALL_MINUS_MONOTONIC)
+
+    def key(queued: QueuedPodInfo) -> str:
+        name = coscheduling_group_name(queued.pod_info.pod)
+        return f"{queued.pod_info.namespace}/{name or queued.pod_info.pod.metadata.name}"
+
+    if a.pod_info.priority != b.pod_info.priority:
+        return a.pod_info.priority > b.pod_info.priority
+    if since(a) != since(b):
+        return since(a) < since(b)
+    return key(a) < key(b)
+
+
+_CREATED = st.sampled_from(["2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z",
+                            "2025-12-31T23:59:59Z", "", "not a time"])
+_SORTED_POD = st.tuples(
+    st.sampled_from(["a", "b", "a-b"]),  # namespace ('-' sorts before '/')
+    st.sampled_from([None, "g", "h", "g-x"]),  # group label
+    st.integers(0, 3),  # pod name
+    st.sampled_from([0, 10]),  # priority
+    st.sampled_from([None, 1.0, 2.0]))  # first attempt
+
+
+@settings(max_examples=300, deadline=None)
+@given(pods=st.lists(_SORTED_POD, min_size=2, max_size=8),
+       groups=st.dictionaries(st.tuples(st.sampled_from(["a", "b", "a-b"]),
+                                        st.sampled_from(["g", "h", "g-x"])), _CREATED),
+       renewed=st.dictionaries(st.tuples(st.sampled_from(["a", "b", "a-b"]),
+                                         st.sampled_from(["g", "h", "g-x"])), _CREATED))
+def test_queue_sort_by_one_key_per_pod_orders_as_term_by_term(
+        pods: list[tuple[str, str | None, int, int, float | None]],
+        groups: dict[tuple[str, str], str], renewed: dict[tuple[str, str], str]) -> None:
+    """One (time, name) key per pod orders every pair as comparing term by term did,
+    also after PodGroups are replaced (updated, or deleted and created)."""
+    handle = FakeHandle()
+    cosched = plugin(handle)
+
+    def list_groups(listed: dict[tuple[str, str], str]) -> None:
+        for (namespace, name), created in listed.items():
+            group = pod_group(name, created=created)
+            group.metadata.namespace = namespace
+            handle.coscheduling_groups[f"{namespace}/{name}"] = group
+
+    queued_pods = []
+    for namespace, group_name, index, priority, first in pods:
+        builder = make_pod(f"p{index}", namespace).priority(priority)
+        if group_name is not None:
+            builder = builder.label(LABEL, group_name)
+        queued_pods.append(QueuedPodInfo(builder.info(), timestamp=3.0,
+                                         initial_attempt_timestamp=first))
+    for listed in (groups, renewed):
+        list_groups(listed)
+        for a in queued_pods:
+            for b in queued_pods:
+                assert cosched.less(a, b) is _reference_less(handle, a, b)
+        if listed is groups:
+            for (namespace, name) in list(groups):
+                if (namespace, name) not in renewed:
+                    del handle.coscheduling_groups[f"{namespace}/{name}"]
 
 
 def test_hints_wake_members_for_their_own_group_only() -> None:
