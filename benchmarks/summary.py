@@ -32,6 +32,11 @@ class Row:
     # in the same file and run, whose kpysched figures are compared with this one's
     # kpysched (the workload less one thing, e.g. plain pods for gangs).
     baseline: str | None = None
+    # The table the row is in: docs/benchmarks.md shows one table per section, in the
+    # order the sections first appear in CURRENT, each titled by it ("" for no title).
+    section: str = ""
+    # Told after the workload's name when two rows share workload and size (e.g. "full").
+    variant: str = ""
 
 
 _FOUR_5000 = "n5000-four-qps5000-repeat3-lean.json"
@@ -47,51 +52,84 @@ _PVS_EXTENDER_1_37 = "n1000-in-tree-pvs-basic-extender-v1.37-qps5000-repeat3.jso
 # always was (d0f54dc), alone on the machine (28 November, 07:12-07:28 and 07:32-07:41).
 _OWN_SESSION_1_37 = "n1000-mixed-preferred-extender-gang-blocked-v1.37-qps5000-repeat3.json"
 _OWN_SESSION_B_1_37 = "n1000-pod-affinity-anti-gang-v1.37-qps5000-repeat3.json"
+# After the cuts of 28 November's morning (extender calls on the loop, /metrics text,
+# decision records, queue moves; tree 220fc5e), alone on the machine, 10:02-10:10.
+_AFTER_CUTS_1_37 = "n1000-mixed-anti-extender-v1.37-qps5000-repeat3.json"
 _AFFINITY_5000_1_37 = "n5000-pod-affinity-preferred-v1.37-qps5000-repeat3.json"
 _N200_PVS_DRA_1_37 = "n200-in-tree-pvs-dra-claim-templates-v1.37-qps5000-repeat3.json"
 
+STATELESS = "The six stateless workloads (no regression from these)"
+ROUND_THREE = "Round three (issue 38): stateful, device, pod-group and affinity-heavy workloads"
+# Upstream's sizes (scheduler_perf v1.37.2): SchedulingInTreePVs and SchedulingCSIPVs
+# 500Nodes (500 initial pods, 1000 measured) and 5000Nodes (5000, 1000);
+# SchedulingWithResourceClaimTemplate 2000pods_200nodes (1000, 1000) and
+# 5000pods_500nodes (2500, 2500), its steady-state cases at 500 nodes.
+_VOLUMES_500_1_37 = "n500-in-tree-csi-pvs-v1.37-qps5000-repeat3.json"
+
+
+def _stateless(file: str, workload: str, nodes: int) -> Row:
+    return Row(file, workload, nodes, section=STATELESS)
+
+
+def _round_three(file: str, workload: str, nodes: int, baseline: str | None = None,
+                 variant: str = "") -> Row:
+    return Row(file, workload, nodes, baseline=baseline, section=ROUND_THREE, variant=variant)
+
+
 CURRENT: tuple[Row, ...] = (
-    Row(_QUIET_1_37, "basic", 1000),
-    *(Row(_SIX_1_37, workload, 1000) for workload in (
+    _stateless(_QUIET_1_37, "basic", 1000),
+    *(_stateless(_SIX_1_37, workload, 1000) for workload in (
         "node-affinity", "topology-spreading", "unschedulable")),
-    Row(_OWN_SESSION_B_1_37, "pod-anti-affinity", 1000),
+    _stateless(_AFTER_CUTS_1_37, "pod-anti-affinity", 1000),
     # Re-measured alone on a quiet machine (load 0.6-3.7).
-    Row("n1000-preemption-v1.37-qps5000-repeat3.json", "preemption", 1000),
-    Row("n5000-basic-with-ceiling-qps5000-repeat3-lean.json", "basic", 5000),
-    Row(_FOUR_5000, "node-affinity", 5000),
-    Row(_FOUR_5000, "pod-anti-affinity", 5000),
-    Row(_FOUR_5000, "topology-spreading", 5000),
-    Row(_FOUR_5000, "unschedulable", 5000),
-    Row("n5000-preemption-1000pods-qps5000-repeat3-lean.json", "preemption", 5000),
-    Row("n15000-basic-growth-qps5000-lean.json", "basic", 15000),
-    Row(_PVS_EXTENDER_1_37, "in-tree-pvs", 1000),
+    _stateless("n1000-preemption-v1.37-qps5000-repeat3.json", "preemption", 1000),
+    _stateless("n5000-basic-with-ceiling-qps5000-repeat3-lean.json", "basic", 5000),
+    _stateless(_FOUR_5000, "node-affinity", 5000),
+    _stateless(_FOUR_5000, "pod-anti-affinity", 5000),
+    _stateless(_FOUR_5000, "topology-spreading", 5000),
+    _stateless(_FOUR_5000, "unschedulable", 5000),
+    _stateless("n5000-preemption-1000pods-qps5000-repeat3-lean.json", "preemption", 5000),
+    _stateless("n15000-basic-growth-qps5000-lean.json", "basic", 15000),
+    _round_three(_PVS_EXTENDER_1_37, "in-tree-pvs", 1000),
+    _round_three(_VOLUMES_500_1_37, "in-tree-pvs", 500),
     # Upstream's SchedulingInTreePVs/5000Nodes (5000 initial pods, 1000 measured).
-    Row("n5000-in-tree-pvs-v1.37-qps5000-repeat3.json", "in-tree-pvs", 5000),
-    # Upstream's SchedulingWithResourceClaimTemplate/2000pods_200nodes (1000 initial
-    # pods, 1000 measured), one interleaved run on a quiet machine; the same run's
-    # in-tree PVs at 200 nodes (not an upstream size) are in docs/benchmarks.md's prose.
-    # The namespace-selector case at 1000 nodes (200 pods in ~2 s, too short for 1 s
-    # samples) gave its row to upstream's 5000Nodes.
-    Row(_N200_PVS_DRA_1_37, "dra-claim-templates", 200),
-    Row(_OWN_SESSION_B_1_37, "gang", 1000),
-    Row(_OWN_SESSION_1_37, "gang-blocked", 1000),
-    Row(_OWN_SESSION_1_37, "basic-extender", 1000),
+    _round_three("n5000-in-tree-pvs-v1.37-qps5000-repeat3.json", "in-tree-pvs", 5000),
+    _round_three(_AFFINITY_CSI_1_37, "csi-pvs", 1000),
+    _round_three(_VOLUMES_500_1_37, "csi-pvs", 500),
+    _round_three("n5000-csi-pvs-v1.37-qps5000-repeat3.json", "csi-pvs", 5000),
+    # One interleaved run on a quiet machine; the same run's in-tree PVs at 200 nodes
+    # (not an upstream size) are in docs/benchmarks.md's prose.
+    _round_three(_N200_PVS_DRA_1_37, "dra-claim-templates", 200),
+    _round_three("n500-dra-claim-templates-v1.37-qps5000-repeat3.json", "dra-claim-templates",
+                 500),
+    # Upstream's steady-state cases (SteadyStateClusterResourceClaimTemplate): 10 pods
+    # kept for 10 s, empty_500nodes and full_500nodes (4990 of 5000 devices taken).
+    _round_three("n500-dra-steady-state-v1.37-qps5000-repeat3.json", "dra-steady-state", 500,
+                 variant="empty"),
+    _round_three("n500-dra-steady-state-full-v1.37-qps5000-repeat3.json", "dra-steady-state",
+                 500, variant="full"),
+    _round_three(_OWN_SESSION_B_1_37, "gang", 1000),
+    _round_three(_OWN_SESSION_1_37, "gang-blocked", 1000),
+    # kube-scheduler has no Coscheduling: against kpysched on plain pods with the same
+    # profile, same run (--pods 2400 makes the baseline's pod count the gangs').
+    _round_three("n1000-coscheduling-baseline-v1.37-qps5000-repeat3.json", "coscheduling", 1000,
+                  baseline="coscheduling-blocked-baseline"),
+    _round_three(_AFTER_CUTS_1_37, "basic-extender", 1000),
     # Issue 30's one-tenant pathological pod (3 measured pods: the per-CPU figure is the one).
-    Row("n1000-expensive-pod.json", "expensive-pod", 1000),
-    Row(_OWN_SESSION_B_1_37, "pod-affinity", 1000),
+    _round_three("n1000-expensive-pod.json", "expensive-pod", 1000),
+    _round_three(_OWN_SESSION_B_1_37, "pod-affinity", 1000),
     # Upstream's 5000Nodes (5000 initial pods, 1000 measured), alone on the machine until
     # 07:52, then beside another engineer's niced e2e tests (autogroup nice 19).
-    Row(_AFFINITY_5000_1_37, "pod-affinity", 5000),
-    Row(_OWN_SESSION_1_37, "preferred-pod-affinity", 1000),
-    Row(_AFFINITY_5000_1_37, "preferred-pod-affinity", 5000),
-    Row(_OWN_SESSION_1_37, "preferred-pod-anti-affinity", 1000),
-    Row(_OWN_SESSION_1_37, "mixed-affinity", 1000),
+    _round_three(_AFFINITY_5000_1_37, "pod-affinity", 5000),
+    _round_three(_OWN_SESSION_1_37, "preferred-pod-affinity", 1000),
+    _round_three(_AFFINITY_5000_1_37, "preferred-pod-affinity", 5000),
+    _round_three(_OWN_SESSION_1_37, "preferred-pod-anti-affinity", 1000),
+    _round_three(_AFTER_CUTS_1_37, "mixed-affinity", 1000),
     # Upstream's 5000Nodes_5000Pods (10000 initial pods of five kinds), alone on the machine.
-    Row("n5000-mixed-affinity-v1.37-qps5000-repeat3.json", "mixed-affinity", 5000),
+    _round_three("n5000-mixed-affinity-v1.37-qps5000-repeat3.json", "mixed-affinity", 5000),
     # Upstream's 5000Nodes size (4000 initial pods, 1000 measured), alone on the machine.
-    Row("n5000-anti-affinity-ns-selector-v1.37-qps5000-repeat3.json", "anti-affinity-ns-selector",
-        5000),
-    Row(_AFFINITY_CSI_1_37, "csi-pvs", 1000),
+    _round_three("n5000-anti-affinity-ns-selector-v1.37-qps5000-repeat3.json",
+                 "anti-affinity-ns-selector", 5000),
 )
 
 
@@ -155,32 +193,45 @@ def _per_core(figures: dict[str, Any]) -> float:
 
 
 def render(results: Path = RESULTS) -> str:
-    """The table and, under it, the command of each file it reads (in order)."""
+    """The tables (one per section) and, under them, the command of each file they
+    read (in order)."""
     header = ("| workload (upstream) | nodes | release | pods/s kpysched | pods/s kube-scheduler | "
               "ratio | pods per CPU-s kpysched | kube-scheduler | ratio | repeats | date | "
               "command |")
-    lines = [header, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"]
+    lines: list[str] = []
     commands: list[str] = []
-    for row in CURRENT:
-        suite = suite_of(row, results)
-        meta = suite["meta"]
-        command = meta["command"]
-        if command not in commands:
-            commands.append(command)
-        ours = suite["summary"].get("kpysched", {})
-        theirs, label = compared_with(row, suite, results)
-        rates = [_median(figures, "throughput_avg") for figures in (ours, theirs)]
-        per_core = [_per_core(figures) for figures in (ours, theirs)]
-        lines.append(
-            f"| {row.workload} ({meta['upstream']}) | {row.nodes:,} | "
-            f"{meta.get('kubernetes_version', '-')} | {_number(rates[0])} | "
-            f"{label}{_number(rates[1])} | {_ratio(*rates)} | {_number(per_core[0])} | "
-            f"{label}{_number(per_core[1])} | {_ratio(*per_core)} | {meta['repeat']} | "
-            f"{meta['started_utc'][:10]} | [{commands.index(command) + 1}] |")
+    for section in dict.fromkeys(row.section for row in CURRENT):
+        if lines:
+            lines.append("")
+        if section:
+            lines.extend((f"**{section}**", ""))
+        lines.extend((header, "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|"))
+        lines.extend(_row_line(row, commands, results)
+                     for row in CURRENT if row.section == section)
     lines.append("")
     lines.extend(f"[{index}] `{command}`" + "  " * (index < len(commands))
                  for index, command in enumerate(commands, start=1))
     return "\n".join(lines)
+
+
+def _row_line(row: Row, commands: list[str], results: Path) -> str:
+    """One row of the table; its command joins `commands` (numbered in order) if new."""
+    suite = suite_of(row, results)
+    meta = suite["meta"]
+    command = meta["command"]
+    if command not in commands:
+        commands.append(command)
+    ours = suite["summary"].get("kpysched", {})
+    theirs, label = compared_with(row, suite, results)
+    rates = [_median(figures, "throughput_avg") for figures in (ours, theirs)]
+    per_core = [_per_core(figures) for figures in (ours, theirs)]
+    return (
+        f"| {row.workload}{f', {row.variant}' if row.variant else ''} ({meta['upstream']}) | "
+        f"{row.nodes:,} | "
+        f"{meta.get('kubernetes_version', '-')} | {_number(rates[0])} | "
+        f"{label}{_number(rates[1])} | {_ratio(*rates)} | {_number(per_core[0])} | "
+        f"{label}{_number(per_core[1])} | {_ratio(*per_core)} | {meta['repeat']} | "
+        f"{meta['started_utc'][:10]} | [{commands.index(command) + 1}] |")
 
 
 def section_of(document: str) -> str:

@@ -19,10 +19,36 @@ def test_the_doc_shows_exactly_the_table_the_current_files_give() -> None:
         "of `python -m benchmarks summary` between its markers")
 
 
-def test_the_summary_fits_one_screen() -> None:
-    table = [line for line in summary.section_of(DOC.read_text()).splitlines()
-             if line.startswith("| ")]
-    assert len(table) <= 30
+def test_each_summary_table_fits_one_screen() -> None:
+    tables = [[line for line in block.splitlines() if line.startswith("| ")]
+              for block in summary.section_of(DOC.read_text()).split("\n\n")]
+    tables = [table for table in tables if table]
+    assert len(tables) == len(dict.fromkeys(row.section for row in summary.CURRENT))
+    assert all(len(table) <= 30 for table in tables), [len(table) for table in tables]
+
+
+def test_sections_make_titled_tables_with_one_numbering_of_commands(tmp_path: Path) -> None:
+    def suite(workload: str, command: str) -> dict[str, Any]:
+        return {"meta": {"workload": workload, "upstream": workload, "nodes": 1000,
+                         "kubernetes_version": "v1.37.2", "repeat": 3,
+                         "started_utc": "2026-11-28T09:00:00Z", "command": command},
+                "summary": {"kpysched": _figures(400.0, 2.0),
+                            "kube-scheduler": _figures(200.0, 4.0)}}
+    (tmp_path / "a.json").write_text(json.dumps({"suites": [suite("basic", "run a")]}))
+    (tmp_path / "b.json").write_text(json.dumps({"suites": [suite("gang", "run b")]}))
+    original = summary.CURRENT
+    summary.CURRENT = (summary.Row("a.json", "basic", 1000, section="First"),
+                       summary.Row("b.json", "gang", 1000, section="Second"))
+    try:
+        rendered = summary.render(tmp_path).splitlines()
+    finally:
+        summary.CURRENT = original
+    assert rendered[0] == "**First**"
+    assert rendered[2].startswith("| workload (upstream) |")
+    assert rendered[4].startswith("| basic (basic) |") and rendered[4].endswith("[1] |")
+    assert rendered[6] == "**Second**"
+    assert rendered[10].startswith("| gang (gang) |") and rendered[10].endswith("[2] |")
+    assert rendered[-2:] == ["[1] `run a`  ", "[2] `run b`"]
 
 
 def test_ratios_and_per_core_figures_come_from_the_medians(tmp_path: Path) -> None:
