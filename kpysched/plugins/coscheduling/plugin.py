@@ -9,7 +9,9 @@ no member holds resources while its group waits. The plugin supplies the policy:
 - QueueSort orders by priority, then by the PodGroup's creation time (a plain pod's
   first attempt), then by name, so groups are not interleaved.
 - PreEnqueue holds a member, without an event, until its PodGroup exists and it has
-  minMember members that are not scheduling-gated.
+  minMember members that are not scheduling-gated. Its hints release a held member
+  once that is so (a new member, the PodGroup); room on the nodes (a node, a deleted
+  pod) wakes only members rejected because their group did not fit.
 - PreFilter turns the group away while the cluster lacks its minResources.
 - Permit counts the placed members of the cycle's copy of the group: Wait until
   minMember are placed (for scheduleTimeoutSeconds, else permitWaitingTimeSeconds),
