@@ -187,6 +187,27 @@ def workload_preemption_series(text: str) -> dict[str, tuple[str, frozenset[froz
     return found
 
 
+# A group that preempted is retried when its victims' pods change. If the retry comes
+# while they are still terminating, its PodGroupPostFilter finds no victim left to
+# take (terminating pods are not eligible) and counts an UnschedulableAndUnresolvable
+# attempt; if the deletions are done first, the group just fits. Which one happens is
+# the API server's timing, not the scheduler's: kube-scheduler v1.37.2 counted it in a
+# loaded cold CI run (28 November) and not in the runs before. Either scheduler may
+# have these series; every other series must be the same in both.
+RACY_SERIES = MappingProxyType({
+    "scheduler_workload_preemption_attempts": frozenset({
+        frozenset({("result", "UnschedulableAndUnresolvable")})}),
+    "scheduler_preemption_evaluation_duration_seconds": frozenset({
+        frozenset({("preemptor", "podgroup"), ("result", "UnschedulableAndUnresolvable")})}),
+})
+
+
+def without_racy_series(found: dict[str, tuple[str, frozenset[frozenset[tuple[str, str]]]]]
+                        ) -> dict[str, tuple[str, frozenset[frozenset[tuple[str, str]]]]]:
+    return {name: (help_text, label_sets - RACY_SERIES.get(name, frozenset()))
+            for name, (help_text, label_sets) in found.items()}
+
+
 async def test_workload_preemption_metrics_match(pg_api: client.ApiClient,
                                                  twins: GatedTwins) -> None:
     await run_both(pg_api, VICTIM_GROUP_PREEMPTED)
@@ -199,7 +220,7 @@ async def test_workload_preemption_metrics_match(pg_api: client.ApiClient,
     # with none is not written).
     assert set(theirs) == set(WORKLOAD_PREEMPTION_METRICS) - {
         "scheduler_preemption_pdb_violations"}, sorted(theirs)
-    assert ours == theirs
+    assert without_racy_series(ours) == without_racy_series(theirs)
     # The group's preemption is in both: its attempt, evaluation, victims, the victim
     # group it disrupted and the removal.
     attempts = theirs["scheduler_workload_preemption_attempts"][1]
