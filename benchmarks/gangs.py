@@ -75,6 +75,8 @@ class Gangs:
 
 
 UPSTREAM_GANGS_OF_8 = Gangs("upstream", size=8, min_count=8)
+# Upstream scheduler_perf GangScheduling's performance cases: podsPerGroup 3, minCount 3.
+UPSTREAM_GANGS_OF_3 = Gangs("upstream", size=3, min_count=3)
 COSCHEDULING_GANGS_OF_8 = Gangs("coscheduling", size=8, min_count=8)
 UPSTREAM_NEVER_FITTING_GANG = Gangs("upstream", size=16, min_count=16, prefix="never-fits")
 COSCHEDULING_NEVER_FITTING_GANG = Gangs("coscheduling", size=16, min_count=16,

@@ -556,6 +556,15 @@ WORKLOADS: dict[str, Workload] = {w.name: w for w in (
         default_init_pods=lambda nodes: min(nodes, 1000), default_pods=lambda nodes: 2400,
         gangs=gang_api.UPSTREAM_GANGS_OF_8, gates=GANG),
     Workload(
+        "gang-3", "GangScheduling",
+        "upstream's own gang case: gangs of 3 default pods (upstream PodGroup, gang "
+        "minCount 3; each PodGroup made before its pods), no initial pods, all fit; gates "
+        "on. Upstream's 5000Nodes_1000Gangs_3000Pods is --nodes 5000 (its default size)",
+        zones=("zone1", "zone2", "zone3"), init_pod=DEFAULT_POD,
+        measured_pod=PodShape("gang-pod"),
+        default_init_pods=lambda nodes: 0, default_pods=lambda nodes: 3000,
+        gangs=gang_api.UPSTREAM_GANGS_OF_3, gates=GANG),
+    Workload(
         "gang-blocked", "SchedulingBasic + never-fitting gang",
         "as basic, gates on, with a gang of 16 members of 100 CPU each (upstream "
         "PodGroup, minCount 16) created before the measured pods: it never fits",

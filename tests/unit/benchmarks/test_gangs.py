@@ -37,3 +37,22 @@ def test_the_coscheduling_api_does_not_depend_on_the_release(
     groups = gangs.COSCHEDULING_GANGS_OF_8
     assert groups.path("ns") == "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/ns/podgroups"
     assert groups.pod_group(0)["apiVersion"] == "scheduling.x-k8s.io/v1alpha1"
+
+
+def test_upstreams_own_gang_case_is_1000_gangs_of_3_with_nothing_else(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # scheduler_perf v1.37.2 GangScheduling/5000Nodes_1000Gangs_3000Pods: no initial pods,
+    # 3000 pods in PodGroups of 3 with minCount 3.
+    monkeypatch.setenv(releases.ENV_VAR, "1.37")
+    workload = workloads.WORKLOADS["gang-3"]
+    assert workload.default_init_pods(5000) == 0
+    assert workload.default_pods(5000) == 3000
+    assert workload.gangs is not None
+    members = [workload.gangs.join({"metadata": {}, "spec": {}}, index)
+               for index in range(3000)]
+    groups = {member["spec"]["schedulingGroup"]["podGroupName"] for member in members}
+    assert len(groups) == 1000
+    assert members[2]["spec"]["schedulingGroup"] == members[0]["spec"]["schedulingGroup"]
+    assert members[3]["spec"]["schedulingGroup"] != members[2]["spec"]["schedulingGroup"]
+    policy = workload.gangs.pod_group(0)["spec"]["schedulingPolicy"]
+    assert policy == {"gang": {"minCount": 3}}
