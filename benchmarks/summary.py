@@ -83,8 +83,9 @@ CURRENT: tuple[Row, ...] = (
     _stateless(_AFTER_CUTS_1_37, "pod-anti-affinity", 1000),
     # Re-measured alone on a quiet machine (load 0.6-3.7).
     _stateless("n1000-preemption-v1.37-qps5000-repeat3.json", "preemption", 1000),
-    _stateless("n5000-basic-with-ceiling-qps5000-repeat3-lean.json", "basic", 5000),
-    _stateless(_FOUR_5000, "node-affinity", 5000),
+    # Against v1.37.2, alone on the machine, interleaved (28 November, 10:53-11:03).
+    _stateless("n5000-basic-node-affinity-v1.37-qps5000-repeat3.json", "basic", 5000),
+    _stateless("n5000-basic-node-affinity-v1.37-qps5000-repeat3.json", "node-affinity", 5000),
     _stateless(_FOUR_5000, "pod-anti-affinity", 5000),
     _stateless(_FOUR_5000, "topology-spreading", 5000),
     _stateless(_FOUR_5000, "unschedulable", 5000),
@@ -109,6 +110,8 @@ CURRENT: tuple[Row, ...] = (
     _round_three("n500-dra-steady-state-full-v1.37-qps5000-repeat3.json", "dra-steady-state",
                  500, variant="full"),
     _round_three(_OWN_SESSION_B_1_37, "gang", 1000),
+    # Upstream's own gang case, 5000Nodes_1000Gangs_3000Pods.
+    _round_three("n5000-gang-3-v1.37-qps5000-repeat3.json", "gang-3", 5000),
     _round_three(_OWN_SESSION_1_37, "gang-blocked", 1000),
     # kube-scheduler has no Coscheduling: against kpysched on plain pods with the same
     # profile, same run (--pods 2400 makes the baseline's pod count the gangs').
