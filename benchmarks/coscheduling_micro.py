@@ -29,7 +29,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from benchmarks.initial_list_micro import _timed
+from benchmarks.initial_list_micro import timed_calls
 from kpysched.config.features import Features
 from kpysched.informers.listers import Listers
 from kpysched.objects import api
@@ -81,7 +81,7 @@ async def run(kind: str, gangs: int, nodes: int, *, list_only: bool = False) -> 
     assert listers.coscheduling is not None
     moves = [0.0]
     for name in ("move_on_event", "move_on_assigned_pod", "move_members_on_event"):
-        _timed(queue, name, moves)
+        timed_calls(queue, name, moves)
     listers.coscheduling.requeue_with(queue.move_on_event)
     gc.collect()
     started = time.process_time()

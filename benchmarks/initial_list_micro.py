@@ -60,7 +60,7 @@ def _volume(index: int) -> storage.PersistentVolume:
                                                             uid=f"uid-pv-{index}"))
 
 
-def _timed(owner: Any, name: str, spent: list[float]) -> None:
+def timed_calls(owner: Any, name: str, spent: list[float]) -> None:
     """Wrap owner.name so the CPU time spent in it adds up in spent[0]."""
     inner: Callable[..., Any] = getattr(owner, name)
 
@@ -98,8 +98,8 @@ async def run(scenario: str, nodes: int, pending: int, bound: int, volumes: int,
     pvs = [_volume(index) for index in range(volumes)]
     pod_groups = [_pod_group(index) for index in range(groups if coscheduling else 0)]
     moves = [0.0]
-    _timed(queue, "move_on_event", moves)
-    _timed(queue, "move_on_assigned_pod", moves)
+    timed_calls(queue, "move_on_event", moves)
+    timed_calls(queue, "move_on_assigned_pod", moves)
     # Wired after the wrapping, so that the objects' moves are timed too.
     listers.storage.requeue_with(queue.move_on_event)
     if listers.coscheduling is not None:

@@ -20,6 +20,7 @@ from kpysched.metrics import SchedulerMetrics
 from kpysched.objects import api
 from kpysched.objects import coscheduling as cs
 from kpysched.objects.pod import PodInfo
+from kpysched.queue.scheduling_queue import SchedulingQueue
 from tests.unit.builders import make_pod
 from tests.unit.scheduler_harness import SchedulerHarness, build_harness, node
 
@@ -133,6 +134,19 @@ async def test_a_node_added_wakes_the_whole_group(monkeypatch: pytest.MonkeyPatc
     assert sorted(harness.bound()) == ["a", "b", "c"]
 
 
+def _record_pre_enqueue(queue: SchedulingQueue) -> list[str]:
+    """The names of the pods `queue` asks PreEnqueue about from now on, in order."""
+    asked: list[str] = []
+    pre_enqueue = queue._pre_enqueue
+
+    def recording(pod: PodInfo) -> Status:
+        asked.append(pod.name)
+        return pre_enqueue(pod)
+
+    queue._pre_enqueue = recording  # type: ignore[method-assign]
+    return asked
+
+
 async def test_a_node_added_leaves_members_held_for_their_group_alone() -> None:
     """Members PreEnqueue holds (PodGroup missing, or short of members) are not asked
     again for a node: no node can lift that. The last member still releases them."""
@@ -142,14 +156,7 @@ async def test_a_node_added_leaves_members_held_for_their_group_alone() -> None:
     harness.member("a", "g")
     harness.member("b", "g")
     queue = harness.scheduler.queue
-    asked: list[str] = []
-    pre_enqueue = queue._pre_enqueue
-
-    def counting(pod: PodInfo) -> Status:
-        asked.append(pod.name)
-        return pre_enqueue(pod)
-
-    queue._pre_enqueue = counting
+    asked = _record_pre_enqueue(queue)
     harness.nodes.on_add(node("n2", "4"))
     assert asked == []
     assert queue.pending_counts()["gated"] == 3
@@ -166,14 +173,7 @@ async def test_members_arriving_one_by_one_are_asked_again_only_when_the_last_ar
     harness = make_harness(node("n1", "8"))
     harness.group("g", 4)
     queue = harness.scheduler.queue
-    asked: list[str] = []
-    pre_enqueue = queue._pre_enqueue
-
-    def counting(pod: PodInfo) -> Status:
-        asked.append(pod.name)
-        return pre_enqueue(pod)
-
-    queue._pre_enqueue = counting
+    asked = _record_pre_enqueue(queue)
     for name in ("a", "b", "c"):
         harness.member(name, "g")
     assert asked == ["a", "b", "c"]
